@@ -1,0 +1,43 @@
+# The two commands a newcomer needs: `make run` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test install lint format bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## Serve the demo on http://127.0.0.1:8000 (SQLite unless DATABASE_URL is set).
+run: $(STAMP)
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py demo
+	$(PY) manage.py runserver 127.0.0.1:8000
+
+## Lint, then the whole test suite (browser tests need /usr/bin/chromium).
+test: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(PY) manage.py makemigrations --check --dry-run
+	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(STAMP)
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+## Print speed figures (never a timed test).
+bench: $(STAMP)
+	$(PY) -m beliefs.bench_contract
+
+clean:
+	rm -rf $(VENV) db.sqlite3 staticfiles artifacts

@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_not_required
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+
+from beliefs.api import views
+
+# The API authenticates by itself (runtime key or session) and answers JSON, so Django's
+# LoginRequiredMiddleware, which redirects to the sign-in page, must leave it alone.
+api = login_not_required
+
+urlpatterns = [
+    path("task-classes/<str:key>/", api(views.TaskClassApi.as_view()), name="api-task-class"),
+    path("instances/", api(views.InstanceCreateApi.as_view()), name="api-instances"),
+    path(
+        "instances/<uuid:instance_id>/",
+        api(views.InstanceDetailApi.as_view()),
+        name="api-instance",
+    ),
+    path(
+        "instances/<uuid:instance_id>/beliefs/",
+        api(views.BeliefCreateApi.as_view()),
+        name="api-beliefs",
+    ),
+    path("instances/<uuid:instance_id>/world/", api(views.WorldApi.as_view()), name="api-world"),
+    path("instances/<uuid:instance_id>/plan/", api(views.PlanApi.as_view()), name="api-plan"),
+    path("instances/<uuid:instance_id>/cancel/", api(views.CancelApi.as_view()), name="api-cancel"),
+    path("prompts/", api(views.PromptListApi.as_view()), name="api-prompts"),
+    path(
+        "prompts/<int:prompt_id>/respond/",
+        api(views.RespondApi.as_view()),
+        name="api-respond",
+    ),
+    path("schema/", api(SpectacularAPIView.as_view()), name="api-schema"),
+    path("docs/", api(SpectacularSwaggerSplitView.as_view(url_name="api-schema")), name="api-docs"),
+]

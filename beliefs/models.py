@@ -1,0 +1,429 @@
+"""Storage for task classes, beliefs with provenance, prompts and the audit log.
+
+Effective risk is never stored: it is computed by `beliefs.policy` from the classes stored here.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from beliefs.policy import RiskClass, Route, Rule, Source
+
+RISK_CHOICES = [(r.value, r.value) for r in RiskClass]
+SOURCE_CHOICES = [(s.value, s.value) for s in Source]
+ROUTE_CHOICES = [(r.value, r.value) for r in Route]
+RULE_CHOICES = [(r.value, r.value) for r in Rule]
+
+
+class TaskClass(models.Model):
+    key = models.CharField(max_length=200, unique=True)
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["key"]
+        permissions = [("classify", "Can classify slot and decision risk")]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class Slot(models.Model):
+    class ValueType(models.TextChoices):
+        STRING = "string"
+        NUMBER = "number"
+        BOOLEAN = "boolean"
+        DATE = "date"
+        JSON = "json"
+
+    task_class = models.ForeignKey(TaskClass, on_delete=models.CASCADE, related_name="slots")
+    key = models.CharField(max_length=200)
+    label = models.CharField(max_length=200)
+    value_type = models.CharField(max_length=20, choices=ValueType, default=ValueType.STRING)
+    choices = models.JSONField(null=True, blank=True)
+    scope_order = models.JSONField(null=True, blank=True)
+    monotonic = models.BooleanField(default=False)
+    risk_class = models.CharField(
+        max_length=20, choices=RISK_CHOICES, default=RiskClass.UNCLASSIFIED.value
+    )
+    suggested_risk = models.CharField(max_length=20, choices=RISK_CHOICES, blank=True)
+    position = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["task_class_id", "position", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["task_class", "key"], name="slot_unique_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_class_id}:{self.key}"
+
+
+class Decision(models.Model):
+    task_class = models.ForeignKey(TaskClass, on_delete=models.CASCADE, related_name="decisions")
+    key = models.CharField(max_length=200)
+    label = models.CharField(max_length=200)
+    risk_class = models.CharField(
+        max_length=20, choices=RISK_CHOICES, default=RiskClass.UNCLASSIFIED.value
+    )
+    slots = models.ManyToManyField(Slot, related_name="decisions", blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["task_class_id", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["task_class", "key"], name="decision_unique_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_class_id}:{self.key}"
+
+
+class InstanceStatus(models.TextChoices):
+    OPEN = "open"  # opened, not planned yet
+    AWAITING_USER = "awaiting_user"
+    READY = "ready"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+
+
+class TaskInstance(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    task_class = models.ForeignKey(TaskClass, on_delete=models.PROTECT, related_name="instances")
+    principal = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="instances"
+    )
+    opened_by = models.ForeignKey(
+        "rest_framework_api_key.APIKey",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="instances",
+    )
+    # The n-th attempt of this task class for this principal, 1-based.
+    run_number = models.PositiveIntegerField()
+    world = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=20, choices=InstanceStatus, default=InstanceStatus.OPEN)
+    status_reason = models.TextField(blank=True)
+    # The last plan, item per slot, as the API returns it (DESIGN §8).
+    plan_items = models.JSONField(default=list, blank=True)
+    bindings = models.JSONField(null=True, blank=True)
+    bindings_digest = models.CharField(max_length=64, blank=True)
+    planned_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["principal", "task_class", "run_number"], name="instance_unique_run"
+            ),
+        ]
+        indexes = [models.Index(fields=["principal", "status", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.task_class_id} run {self.run_number} ({self.id})"
+
+    @property
+    def is_open(self) -> bool:
+        return self.status in (InstanceStatus.OPEN, InstanceStatus.AWAITING_USER)
+
+
+class BeliefStatus(models.TextChoices):
+    ACTIVE = "active"
+    VETOED = "vetoed"
+    SUPERSEDED = "superseded"
+
+
+class Belief(models.Model):
+    # The instance that acquired this belief; principal and slot are kept beside it so that
+    # carried beliefs are found with one indexed query.
+    instance = models.ForeignKey(TaskInstance, on_delete=models.CASCADE, related_name="beliefs")
+    principal = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="beliefs"
+    )
+    slot = models.ForeignKey(Slot, on_delete=models.CASCADE, related_name="beliefs")
+    value = models.JSONField()
+    source = models.CharField(max_length=20, choices=SOURCE_CHOICES)
+    turn = models.PositiveIntegerField(default=0)
+    acquired_at = models.DateTimeField()
+    world_ref = models.JSONField(null=True, blank=True)
+    status = models.CharField(max_length=20, choices=BeliefStatus, default=BeliefStatus.ACTIVE)
+    status_reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-acquired_at", "-id"]
+        indexes = [models.Index(fields=["principal", "slot", "status"])]
+
+    def __str__(self) -> str:
+        return f"belief {self.pk} for {self.slot_id}"
+
+
+class PromptState(models.TextChoices):
+    OPEN = "open"  # waiting for a person (blocking), or listed as an assumption (SURFACED)
+    ANSWERED = "answered"  # confirmed, edited or answered
+    VETOED = "vetoed"
+    REJECTED = "rejected"
+    SUPERSEDED = "superseded"  # a re-plan no longer needs it
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+
+
+class Prompt(models.Model):
+    instance = models.ForeignKey(TaskInstance, on_delete=models.CASCADE, related_name="prompts")
+    slot = models.ForeignKey(Slot, on_delete=models.CASCADE, related_name="prompts")
+    belief = models.ForeignKey(
+        Belief, on_delete=models.SET_NULL, null=True, blank=True, related_name="prompts"
+    )
+    route = models.CharField(max_length=10, choices=ROUTE_CHOICES)
+    rule = models.CharField(max_length=3, choices=RULE_CHOICES)
+    reason = models.TextField()
+    effective_risk = models.CharField(max_length=20, choices=RISK_CHOICES)
+    risk_reason = models.TextField()
+    blocking = models.BooleanField()
+    # CONFIRM: the value pre-filled. ASK: always null. SURFACED: the value bound.
+    prefill = models.JSONField(null=True, blank=True)
+    # ASK of a monotonic slot: the earlier grant, shown read-only, never pre-filled.
+    context_value = models.JSONField(null=True, blank=True)
+    world_ref = models.JSONField(null=True, blank=True)
+    world_now = models.JSONField(null=True, blank=True)
+    world_diff = models.JSONField(default=list, blank=True)
+    state = models.CharField(max_length=20, choices=PromptState, default=PromptState.OPEN)
+    version = models.PositiveIntegerField(default=1)
+    action = models.CharField(max_length=20, blank=True)
+    response_value = models.JSONField(null=True, blank=True)
+    response_reason = models.TextField(blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    shown_at = models.DateTimeField(null=True, blank=True)
+    responded_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["instance_id", "slot__position", "slot_id", "id"]
+        constraints = [
+            # At most one live prompt per slot of an instance.
+            models.UniqueConstraint(
+                fields=["instance", "slot"],
+                condition=Q(state="open"),
+                name="prompt_one_open_per_slot",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"prompt {self.pk} {self.route} v{self.version}"
+
+    @property
+    def dwell_seconds(self) -> float | None:
+        if self.shown_at and self.responded_at:
+            return (self.responded_at - self.shown_at).total_seconds()
+        return None
+
+
+class PromptResponse(models.Model):
+    """The one decision taken on one version of a prompt.
+
+    The unique constraint on (prompt, version) is what makes two racing responses unable to both
+    win: the loser's INSERT fails in the database, whatever Python believed.
+    """
+
+    prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="responses")
+    version = models.PositiveIntegerField()
+    action = models.CharField(max_length=20)
+    value = models.JSONField(null=True, blank=True)
+    reason = models.TextField(blank=True)
+    responded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="prompt_responses"
+    )
+    # NULL, not "", for "no key": the unique constraint below must ignore keyless responses.
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
+    belief = models.ForeignKey(
+        Belief, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["prompt", "version"], name="prompt_one_decision_per_version"
+            ),
+            models.UniqueConstraint(
+                fields=["responded_by", "idempotency_key"],
+                condition=Q(idempotency_key__isnull=False),
+                name="prompt_response_idempotency_key",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.action} on prompt {self.prompt_id} v{self.version}"
+
+
+class AuditEvent(models.Model):
+    """Append-only: database triggers refuse UPDATE and DELETE (migration 0002)."""
+
+    kind = models.CharField(max_length=60, db_index=True)
+    actor_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    actor_key_name = models.CharField(max_length=200, blank=True)
+    actor = models.CharField(max_length=200)  # "alice", "runtime:demo-runtime", "system"
+    task_class = models.ForeignKey(
+        TaskClass,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    instance_id = models.UUIDField(null=True, blank=True, db_index=True)
+    prompt_id = models.BigIntegerField(null=True, blank=True)
+    subject = models.CharField(max_length=200, blank=True)  # e.g. the slot or decision key
+    data = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} by {self.actor}"
+
+
+class RiskChangeRequest(models.Model):
+    """A downgrade out of irreversible (or clearing monotonic) waiting for a second classifier."""
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        APPROVED = "approved"
+        REFUSED = "refused"
+
+    class Field(models.TextChoices):
+        RISK_CLASS = "risk_class"
+        MONOTONIC = "monotonic"
+
+    task_class = models.ForeignKey(TaskClass, on_delete=models.CASCADE, related_name="+")
+    slot = models.ForeignKey(Slot, on_delete=models.CASCADE, null=True, blank=True)
+    decision = models.ForeignKey(Decision, on_delete=models.CASCADE, null=True, blank=True)
+    field = models.CharField(max_length=20, choices=Field)
+    before = models.JSONField()
+    after = models.JSONField()
+    reason = models.TextField()
+    state = models.CharField(max_length=20, choices=State, default=State.PENDING)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    decision_reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(slot__isnull=False, decision__isnull=True)
+                | Q(slot__isnull=True, decision__isnull=False),
+                name="risk_change_one_target",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.field} {self.before} -> {self.after} ({self.state})"
+
+
+class ProposalValidation(models.Model):
+    """One stored run of the proposal contract validator (DESIGN §6)."""
+
+    class Verdict(models.TextChoices):
+        PASS = "PASS"
+        ACCEPT = "ACCEPT"
+        REJECT = "REJECT"
+
+    graph = models.JSONField()
+    update = models.JSONField()
+    verdict = models.CharField(max_length=10, choices=Verdict, db_index=True)
+    errors = models.JSONField(default=list)
+    warnings = models.JSONField(default=list)
+    declared = models.BooleanField(null=True)
+    meaningful_change = models.BooleanField()
+    decided_by = models.CharField(max_length=40, blank=True)
+    policy = models.CharField(max_length=20)
+    counts = models.JSONField(default=dict)
+    provider = models.CharField(max_length=200, blank=True, db_index=True)
+    model = models.CharField(max_length=200, blank=True, db_index=True)
+    run = models.CharField(max_length=200, blank=True)
+    submitted_by_key = models.ForeignKey(
+        "rest_framework_api_key.APIKey",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    submitted_by_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        permissions = [("review_proposals", "Can review proposal validations")]
+
+    def __str__(self) -> str:
+        return f"validation {self.pk}: {self.verdict}"
+
+
+class ProposalFinding(models.Model):
+    """One finding of a validation, in its own row so lists filter and count by code."""
+
+    validation = models.ForeignKey(
+        ProposalValidation, on_delete=models.CASCADE, related_name="findings"
+    )
+    code = models.CharField(max_length=100, db_index=True)
+    severity = models.CharField(max_length=10)  # error | warning
+    message = models.TextField()
+    path = models.CharField(max_length=500)
+
+    class Meta:
+        ordering = ["validation_id", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.code} at {self.path}"
+
+
+class ProposalAnnotation(models.Model):
+    class Agreement(models.TextChoices):
+        AGREE = "agree"
+        DISAGREE = "disagree"
+
+    validation = models.ForeignKey(
+        ProposalValidation, on_delete=models.CASCADE, related_name="annotations"
+    )
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
+    agreement = models.CharField(max_length=10, choices=Agreement)
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["validation", "reviewer"], name="annotation_one_per_reviewer"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agreement} by {self.reviewer_id} on {self.validation_id}"

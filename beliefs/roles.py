@@ -1,0 +1,52 @@
+"""Who may do what. People are end users by default; classifiers and reviewers hold a permission
+(granted through the groups of the same name)."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+CLASSIFY_PERMISSION = "beliefs.classify"
+REVIEW_PERMISSION = "beliefs.review_proposals"
+CLASSIFIERS_GROUP = "classifiers"
+REVIEWERS_GROUP = "reviewers"
+
+
+def is_classifier(user: AbstractBaseUser | AnonymousUser) -> bool:
+    return bool(user.is_authenticated and user.has_perm(CLASSIFY_PERMISSION))
+
+
+def is_reviewer(user: AbstractBaseUser | AnonymousUser) -> bool:
+    return bool(user.is_authenticated and user.has_perm(REVIEW_PERMISSION))
+
+
+def role_names(user: AbstractBaseUser | AnonymousUser) -> list[str]:
+    if not user.is_authenticated:
+        return []
+    roles = ["end user"]
+    if is_classifier(user):
+        roles.append("classifier")
+    if is_reviewer(user):
+        roles.append("reviewer")
+    return roles
+
+
+def ensure_role_groups() -> None:
+    """Create the classifiers and reviewers groups with their permissions (idempotent)."""
+    from django.contrib.auth.models import Group, Permission
+
+    for group_name, perm in (
+        (CLASSIFIERS_GROUP, CLASSIFY_PERMISSION),
+        (REVIEWERS_GROUP, REVIEW_PERMISSION),
+    ):
+        app_label, codename = perm.split(".")
+        group, _ = Group.objects.get_or_create(name=group_name)
+        group.permissions.add(
+            Permission.objects.get(content_type__app_label=app_label, codename=codename)
+        )
+
+
+def grant_role(user: AbstractBaseUser, group_name: str) -> None:
+    from django.contrib.auth.models import Group
+
+    ensure_role_groups()
+    user.groups.add(Group.objects.get(name=group_name))  # type: ignore[attr-defined]

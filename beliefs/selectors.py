@@ -1,0 +1,198 @@
+"""Reads that the pages and the API share, each with its joins already chosen."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Count, Q, QuerySet
+from rest_framework_api_key.models import APIKey
+
+from beliefs.errors import NotFound
+from beliefs.models import InstanceStatus, Prompt, PromptState, TaskClass, TaskInstance
+from beliefs.services import instance_expire_if_due, slot_effective_risk
+
+
+def _instances() -> QuerySet[TaskInstance]:
+    return TaskInstance.objects.select_related("task_class", "principal")
+
+
+def instance_for_principal(instance_id: Any, user: AbstractBaseUser) -> TaskInstance:
+    """The instance if `user` is its principal; 404 for everyone else (existence not leaked)."""
+    instance = _instances().filter(pk=instance_id, principal=user).first()
+    if instance is None:
+        raise NotFound("No such instance.")
+    instance_expire_if_due(instance=instance)
+    return instance
+
+
+def instance_for_runtime(instance_id: Any, key: APIKey) -> TaskInstance:
+    """The instance if this runtime key opened it; 404 otherwise."""
+    instance = _instances().filter(pk=instance_id, opened_by=key).first()
+    if instance is None:
+        raise NotFound("No such instance.")
+    instance_expire_if_due(instance=instance)
+    return instance
+
+
+def instance_prompts(instance: TaskInstance) -> list[Prompt]:
+    return list(
+        instance.prompts.select_related("slot", "belief", "belief__instance").order_by(
+            "slot__position", "slot_id", "id"
+        )
+    )
+
+
+def open_prompts(instance: TaskInstance) -> list[Prompt]:
+    return [p for p in instance_prompts(instance) if p.state == PromptState.OPEN]
+
+
+def prompts_for_user(user: AbstractBaseUser, state: str | None = None) -> QuerySet[Prompt]:
+    qs = Prompt.objects.filter(instance__principal=user).select_related(
+        "slot", "instance", "instance__task_class", "belief", "belief__instance"
+    )
+    if state:
+        qs = qs.filter(state=state)
+    return qs.order_by("-created_at", "-id")
+
+
+def inbox_instances(user: AbstractBaseUser) -> QuerySet[TaskInstance]:
+    """The user's instances awaiting them, newest first, with counts of blocking prompts."""
+    return (
+        _instances()
+        .filter(principal=user, status=InstanceStatus.AWAITING_USER)
+        .annotate(
+            blocking_count=Count(
+                "prompts", filter=Q(prompts__state=PromptState.OPEN, prompts__blocking=True)
+            ),
+            assumption_count=Count(
+                "prompts", filter=Q(prompts__state=PromptState.OPEN, prompts__blocking=False)
+            ),
+        )
+        .order_by("-created_at")
+    )
+
+
+def task_class_with_slots(key: str) -> TaskClass:
+    task_class = (
+        TaskClass.objects.prefetch_related("slots__decisions", "decisions__slots")
+        .filter(key=key)
+        .first()
+    )
+    if task_class is None:
+        raise NotFound(f"No task class {key!r}.", code="unknown_task_class")
+    return task_class
+
+
+def task_class_payload(task_class: TaskClass) -> dict[str, Any]:
+    """Needs `task_class_with_slots`' prefetches."""
+    slots = []
+    for slot in task_class.slots.all():
+        effective = slot_effective_risk(slot)
+        slots.append(
+            {
+                "key": slot.key,
+                "label": slot.label,
+                "value_type": slot.value_type,
+                "choices": slot.choices,
+                "scope_order": slot.scope_order,
+                "monotonic": slot.monotonic,
+                "risk_class": slot.risk_class,
+                "suggested_risk": slot.suggested_risk or None,
+                "effective_risk": effective.risk.value,
+                "risk_reason": effective.reason,
+                "decisions": [d.key for d in slot.decisions.all()],
+            }
+        )
+    decisions = [
+        {
+            "key": d.key,
+            "label": d.label,
+            "risk_class": d.risk_class,
+            "slots": [s.key for s in d.slots.all()],
+        }
+        for d in task_class.decisions.all()
+    ]
+    return {"key": task_class.key, "name": task_class.name, "slots": slots, "decisions": decisions}
+
+
+def prompt_detail(prompt: Prompt) -> dict[str, Any]:
+    """A prompt as the API shows it; needs slot and belief__instance selected."""
+    belief = prompt.belief
+    return {
+        "id": prompt.pk,
+        "instance": str(prompt.instance_id),
+        "slot": prompt.slot.key,
+        "label": prompt.slot.label,
+        "route": prompt.route,
+        "rule": prompt.rule,
+        "reason": prompt.reason,
+        "effective_risk": prompt.effective_risk,
+        "risk_reason": prompt.risk_reason,
+        "blocking": prompt.blocking,
+        "state": prompt.state,
+        "version": prompt.version,
+        "prefill": prompt.prefill,
+        "context_value": prompt.context_value,
+        "belief": None
+        if belief is None
+        else {
+            "id": belief.pk,
+            "source": belief.source,
+            "instance": str(belief.instance_id),
+            "run_number": belief.instance.run_number,
+            "turn": belief.turn,
+            "acquired_at": belief.acquired_at.isoformat(),
+            "carried": belief.instance_id != prompt.instance_id,
+            "world_ref": belief.world_ref,
+        },
+        "world_ref": prompt.world_ref,
+        "world_now": prompt.world_now,
+        "world_diff": prompt.world_diff,
+        "action": prompt.action or None,
+        "response_value": prompt.response_value,
+        "reason_given": prompt.response_reason or None,
+        "expires_at": prompt.expires_at.isoformat() if prompt.expires_at else None,
+        "shown_at": prompt.shown_at.isoformat() if prompt.shown_at else None,
+        "responded_at": prompt.responded_at.isoformat() if prompt.responded_at else None,
+    }
+
+
+def instance_payload(instance: TaskInstance) -> dict[str, Any]:
+    prompts = instance_prompts(instance)
+    blocking = sum(1 for p in prompts if p.state == PromptState.OPEN and p.blocking)
+    return {
+        "id": str(instance.pk),
+        "task_class": instance.task_class.key,
+        "principal": instance.principal.get_username(),
+        "run_number": instance.run_number,
+        "status": instance.status,
+        "status_reason": instance.status_reason or None,
+        "blocking": blocking,
+        "world": instance.world,
+        "bindings": instance.bindings,
+        "bindings_digest": instance.bindings_digest or None,
+        "plan": instance.plan_items,
+        "prompts": [prompt_detail(p) for p in prompts],
+        "planned_at": instance.planned_at.isoformat() if instance.planned_at else None,
+        "created_at": instance.created_at.isoformat(),
+        "updated_at": instance.updated_at.isoformat(),
+    }
+
+
+def plan_payload(instance: TaskInstance) -> dict[str, Any]:
+    blocking = sum(
+        1
+        for item in instance.plan_items
+        if item["prompt"]
+        and item["prompt"]["blocking"]
+        and item["prompt"]["state"] == PromptState.OPEN
+    )
+    return {
+        "instance": str(instance.pk),
+        "status": instance.status,
+        "blocking": blocking,
+        "bindings": instance.bindings,
+        "bindings_digest": instance.bindings_digest or None,
+        "items": instance.plan_items,
+    }

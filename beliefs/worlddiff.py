@@ -1,0 +1,78 @@
+"""Key-by-key comparison of a belief's world reference with the world now (DESIGN §2).
+
+Pure Python. Nested objects are flattened to dotted paths; lists and scalars are leaves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from enum import StrEnum
+from typing import Any
+
+
+class Change(StrEnum):
+    ADDED = "added"
+    REMOVED = "removed"
+    CHANGED = "changed"
+    UNCHANGED = "unchanged"
+
+
+@dataclass(frozen=True)
+class DiffEntry:
+    key: str
+    old: Any
+    new: Any
+    change: Change
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["change"] = self.change.value
+        return data
+
+
+_MISSING = object()
+
+
+def flatten(obj: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """{"a": {"b": 1}} -> {"a.b": 1}; an empty nested object stays a leaf."""
+    flat: dict[str, Any] = {}
+    for key, value in obj.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            flat.update(flatten(value, prefix=f"{path}."))
+        else:
+            flat[path] = value
+    return flat
+
+
+def _same(a: Any, b: Any) -> bool:
+    # JSON equality: 1 and True are different values, 1 and 1.0 are the same number.
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    return a == b
+
+
+def world_diff(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[DiffEntry]:
+    """Every key of either side, sorted, with how it changed.
+
+    With no reference, or no statement of the world now, there is nothing to compare: [].
+    """
+    if old is None or new is None:
+        return []
+    before, after = flatten(old), flatten(new)
+    entries = []
+    for key in sorted(before.keys() | after.keys()):
+        o, n = before.get(key, _MISSING), after.get(key, _MISSING)
+        if o is _MISSING:
+            entries.append(DiffEntry(key, None, n, Change.ADDED))
+        elif n is _MISSING:
+            entries.append(DiffEntry(key, o, None, Change.REMOVED))
+        elif _same(o, n):
+            entries.append(DiffEntry(key, o, n, Change.UNCHANGED))
+        else:
+            entries.append(DiffEntry(key, o, n, Change.CHANGED))
+    return entries
+
+
+def has_changes(entries: list[DiffEntry]) -> bool:
+    return any(entry.change is not Change.UNCHANGED for entry in entries)

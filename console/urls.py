@@ -1,0 +1,22 @@
+from __future__ import annotations
+
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_not_required
+from django.urls import include, path
+
+from beliefs.api.views import healthz
+
+urlpatterns = [
+    path("healthz", login_not_required(healthz), name="healthz"),
+    path(
+        "accounts/login/",
+        auth_views.LoginView.as_view(redirect_authenticated_user=True),
+        name="login",
+    ),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("api/v1/", include("beliefs.api.urls")),
+    path("", include("console.urls_enduser")),
+    path("classify/", include("console.urls_classify")),
+    path("proposals/", include("console.urls_proposals")),
+    path("", include("console.urls_insights")),
+]

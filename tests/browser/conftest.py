@@ -1,0 +1,115 @@
+"""Real Chromium (Debian's /usr/bin/chromium) driven by Playwright over a live server.
+
+Every page a test opens is watched: a JavaScript dialog (alert/confirm/prompt) or a
+Content-Security-Policy violation fails the test, so injected values can never execute unseen.
+Screenshots go to artifacts/screenshots/ (git-ignored) for a person to look at.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+# Playwright's sync API runs an event loop in this thread; the Django ORM calls that the test
+# itself makes are still synchronous and safe.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
+
+CSP_LISTENER = """
+window.__cspViolations = [];
+document.addEventListener('securitypolicyviolation', (e) => {
+  window.__cspViolations.push(e.violatedDirective + ' ' + e.blockedURI);
+});
+"""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(item.fspath).parents:
+            item.add_marker(pytest.mark.browser)
+            if not CHROMIUM.exists():
+                item.add_marker(
+                    pytest.mark.skip(reason="needs Debian's chromium at /usr/bin/chromium")
+                )
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+        )
+        yield browser
+        browser.close()
+
+
+class PageWatch:
+    def __init__(self) -> None:
+        self.dialogs: list[str] = []
+        self.csp_console: list[str] = []
+        self.page_errors: list[str] = []
+
+
+@pytest.fixture
+def page(browser, live_server, transactional_db) -> Iterator[object]:  # noqa: ANN001
+    context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
+    context.add_init_script(CSP_LISTENER)
+    page = context.new_page()
+    watch = PageWatch()
+
+    def on_dialog(dialog) -> None:  # noqa: ANN001
+        watch.dialogs.append(f"{dialog.type}: {dialog.message}")
+        dialog.dismiss()
+
+    def on_console(message) -> None:  # noqa: ANN001
+        if "Content Security Policy" in message.text:
+            watch.csp_console.append(message.text)
+
+    page.on("dialog", on_dialog)
+    page.on("console", on_console)
+    page.on("pageerror", lambda error: watch.page_errors.append(str(error)))
+    page.watch = watch
+    yield page
+    violations = []
+    try:
+        violations = page.evaluate("window.__cspViolations || []")
+    except Exception:  # noqa: BLE001 - the page may be closed or navigating; the console still counts
+        violations = []
+    context.close()
+    assert watch.dialogs == [], f"a dialog opened: {watch.dialogs}"
+    assert watch.csp_console == [] and violations == [], (
+        f"CSP violations: {watch.csp_console} {violations}"
+    )
+    assert watch.page_errors == [], f"JavaScript errors: {watch.page_errors}"
+
+
+@pytest.fixture
+def sign_in(page) -> Callable[[str, str], None]:  # noqa: ANN001
+    def do(username: str, password: str) -> None:
+        page.goto("/accounts/login/")
+        page.get_by_label("Username").fill(username)
+        page.get_by_label("Password").fill(password)
+        page.get_by_role("button", name="Sign in").click()
+        page.wait_for_load_state("networkidle")
+
+    return do
+
+
+@pytest.fixture
+def screenshot(page) -> Callable[[str], Path]:  # noqa: ANN001
+    def take(name: str) -> Path:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        path = SCREENSHOTS / f"{name}.png"
+        page.screenshot(path=str(path), full_page=True)
+        return path
+
+    return take

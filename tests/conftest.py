@@ -1,0 +1,95 @@
+"""Shared fixtures: the cast (alice, carol, cathy, rita, mallory), a runtime, and clients."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from rest_framework.test import APIClient
+from rest_framework_api_key.models import APIKey
+
+from beliefs.roles import CLASSIFIERS_GROUP, REVIEWERS_GROUP, grant_role
+
+PASSWORD = "correct-horse-battery"
+
+
+def _user(username: str, *groups: str) -> User:
+    user = User.objects.create_user(username=username, password=PASSWORD)
+    for group in groups:
+        grant_role(user, group)
+    return user
+
+
+@pytest.fixture
+def alice(db: None) -> User:
+    """An end user: the principal of the instances under test."""
+    return _user("alice")
+
+
+@pytest.fixture
+def mallory(db: None) -> User:
+    """Another end user, who must never see alice's instances or prompts."""
+    return _user("mallory")
+
+
+@pytest.fixture
+def carol(db: None) -> User:
+    """A classifier."""
+    return _user("carol", CLASSIFIERS_GROUP)
+
+
+@pytest.fixture
+def cathy(db: None) -> User:
+    """A second classifier (four-eyes approvals)."""
+    return _user("cathy", CLASSIFIERS_GROUP)
+
+
+@pytest.fixture
+def rita(db: None) -> User:
+    """A reviewer of proposal validations."""
+    return _user("rita", REVIEWERS_GROUP)
+
+
+@pytest.fixture
+def runtime_key(db: None) -> tuple[APIKey, str]:
+    return APIKey.objects.create_key(name="test-runtime")
+
+
+class JsonClient(APIClient):
+    """An APIClient whose verbs send and return JSON: `client.post_json(url, data)`."""
+
+    def _json(self, method: str, url: str, data: Any = None, **extra: Any) -> Any:
+        payload = json.dumps(data) if data is not None else None
+        return getattr(self, method)(url, data=payload, content_type="application/json", **extra)
+
+    def get_json(self, url: str, **extra: Any) -> Any:
+        return self.get(url, **extra)
+
+    def post_json(self, url: str, data: Any = None, **extra: Any) -> Any:
+        return self._json("post", url, data, **extra)
+
+    def put_json(self, url: str, data: Any = None, **extra: Any) -> Any:
+        return self._json("put", url, data, **extra)
+
+
+@pytest.fixture
+def runtime(runtime_key: tuple[APIKey, str]) -> JsonClient:
+    """The API as a runtime sees it (Authorization: Api-Key ...)."""
+    client = JsonClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Api-Key {runtime_key[1]}")
+    return client
+
+
+@pytest.fixture
+def person_client() -> Callable[[User], JsonClient]:
+    """A session-authenticated client for a person: `person_client(alice)`."""
+
+    def make(user: User) -> JsonClient:
+        client = JsonClient(enforce_csrf_checks=False)
+        client.force_login(user)
+        return client
+
+    return make
