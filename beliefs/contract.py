@@ -47,7 +47,7 @@ from pydantic import (
     WithJsonSchema,
 )
 from pydantic.alias_generators import to_camel
-from pydantic_core import PydanticCustomError
+from pydantic_core import ErrorDetails, PydanticCustomError
 
 __all__ = [
     "FINDING_CODES",
@@ -359,7 +359,7 @@ def _json_type(value: object) -> str:
     return type(value).__name__
 
 
-def _schema_finding(root: str, error: Any) -> Finding:
+def _schema_finding(root: str, error: ErrorDetails) -> Finding:
     kind = error["type"]
     loc = tuple(error["loc"])
     path = _pointer("/" + root, loc)

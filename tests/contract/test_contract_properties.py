@@ -7,7 +7,13 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from beliefs.contract import Severity, TransitionPolicy, Verdict, validate_proposal
+from beliefs.contract import (
+    Severity,
+    TransitionPolicy,
+    ValidationResult,
+    Verdict,
+    validate_proposal,
+)
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 V1 = "contract.V1_declared_true_no_change"
@@ -104,7 +110,7 @@ def updates(draw: st.DrawFn, declared: st.SearchStrategy[object] = declarations)
     return update
 
 
-def assert_well_formed(result: object) -> None:
+def assert_well_formed(result: ValidationResult) -> None:
     errors = [f for f in result.findings if f.severity is Severity.ERROR]
     if errors:
         assert result.verdict is Verdict.REJECT
