@@ -359,7 +359,7 @@ class ProposalValidation(models.Model):
     errors = models.JSONField(default=list)
     warnings = models.JSONField(default=list)
     declared = models.BooleanField(null=True)
-    meaningful_change = models.BooleanField()
+    meaningful_change = models.BooleanField(null=True)  # None: could not be computed (schema)
     decided_by = models.CharField(max_length=40, blank=True)
     policy = models.CharField(max_length=20)
     counts = models.JSONField(default=dict)
