@@ -5,6 +5,7 @@ Pure Python. Nested objects are flattened to dotted paths; lists and scalars are
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
@@ -33,11 +34,20 @@ class DiffEntry:
 _MISSING = object()
 
 
+def _segment(key: Any) -> str:
+    # A key that itself contains a dot (or starts with a quote) is written JSON-quoted, so that
+    # {"a.b": 1} and {"a": {"b": 1}} flatten to different paths and neither can hide the other.
+    key = str(key)
+    if "." in key or key.startswith('"'):
+        return json.dumps(key, ensure_ascii=False)
+    return key
+
+
 def flatten(obj: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """{"a": {"b": 1}} -> {"a.b": 1}; an empty nested object stays a leaf."""
     flat: dict[str, Any] = {}
     for key, value in obj.items():
-        path = f"{prefix}{key}"
+        path = f"{prefix}{_segment(key)}"
         if isinstance(value, dict) and value:
             flat.update(flatten(value, prefix=f"{path}."))
         else:
@@ -46,9 +56,14 @@ def flatten(obj: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def _same(a: Any, b: Any) -> bool:
-    # JSON equality: 1 and True are different values, 1 and 1.0 are the same number.
+    # JSON equality: 1 and True are different values, 1 and 1.0 are the same number; this
+    # holds inside lists and the objects in them too (Python's == says [1] == [True]).
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     return a == b
 
 
