@@ -1,0 +1,326 @@
+"""Demo data: the seed's five task classes, each with a finished run 1 and an open run 2.
+
+Together the run-2 plans show every route and every rule:
+R0 access.justification, R1 transfer.memo, R2 shipping.item_sku, R3 access.scope,
+R4 transfer.amount and access.resource, R5 shipping.shipping_address, R6 transfer.recipient_account
+(and the contract counterparty, the consent), R7 the reversible and policy slots.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from rest_framework_api_key.models import APIKey
+
+from beliefs import services
+from beliefs.models import PromptState, TaskClass, TaskInstance
+from beliefs.roles import CLASSIFIERS_GROUP, REVIEWERS_GROUP, ensure_role_groups, grant_role
+from beliefs.services import Actor
+
+DEMO_KEY_NAME = "demo-runtime"
+
+# Demo passwords are public by design: the demo is for trying the product on your own machine.
+DEMO_USERS: list[tuple[str, str, str, tuple[str, ...]]] = [
+    ("alice", "alice-demo-pass", "end user", ()),
+    ("carol", "carol-demo-pass", "classifier", (CLASSIFIERS_GROUP,)),
+    ("cathy", "cathy-demo-pass", "second classifier (four-eyes approvals)", (CLASSIFIERS_GROUP,)),
+    ("rita", "rita-demo-pass", "reviewer", (REVIEWERS_GROUP,)),
+]
+
+
+@dataclass
+class Scenario:
+    key: str
+    name: str
+    slots: list[dict[str, Any]]
+    decisions: list[dict[str, Any]]
+    # Classification, as a classifier would set it: slot or decision key -> risk class.
+    slot_risks: dict[str, str]
+    decision_risks: dict[str, str]
+    monotonic: tuple[str, ...] = ()
+    # Run 1: the world then, and what alice answered for each slot.
+    world_1: dict[str, Any] = field(default_factory=dict)
+    answers_1: dict[str, Any] = field(default_factory=dict)
+    # Run 2: the world now, and what the runtime itself acquired in this run.
+    world_2: dict[str, Any] = field(default_factory=dict)
+    beliefs_2: list[dict[str, Any]] = field(default_factory=list)
+    # Slots the task class gains between run 1 and run 2 (no belief yet in run 2: R0).
+    slots_added_2: list[dict[str, Any]] = field(default_factory=list)
+
+
+SCENARIOS = [
+    Scenario(
+        key="payments.transfer",
+        name="Send a bank transfer",
+        slots=[
+            {"key": "recipient_account", "label": "Recipient account (IBAN)"},
+            {"key": "amount", "label": "Amount (EUR)", "value_type": "number"},
+            {"key": "execution_date", "label": "Execution date", "value_type": "date"},
+            {"key": "memo", "label": "Memo", "suggested_risk": "cosmetic"},
+        ],
+        decisions=[
+            {
+                "key": "send_transfer",
+                "label": "Send the transfer",
+                "slots": ["recipient_account", "amount"],
+            }
+        ],
+        # The account's own class is only policy: it inherits irreversible from the decision.
+        slot_risks={
+            "recipient_account": "policy",
+            "amount": "irreversible",
+            "execution_date": "reversible",
+            "memo": "cosmetic",
+        },
+        decision_risks={"send_transfer": "irreversible"},
+        world_1={"recipient_account": {"account_holder": "Bob Example", "bank": "ING"}},
+        answers_1={
+            "recipient_account": "NL91ABNA0417164300",
+            "amount": 250,
+            "execution_date": "2026-11-02",
+            "memo": "Rent November",
+        },
+        world_2={"recipient_account": {"account_holder": "B. Exampel Holdings", "bank": "ING"}},
+        beliefs_2=[{"slot": "amount", "value": 275, "source": "tool", "turn": 1}],
+    ),
+    Scenario(
+        key="commerce.ship_order",
+        name="Ship an order",
+        slots=[
+            {"key": "item_sku", "label": "Item"},
+            {"key": "shipping_address", "label": "Shipping address", "suggested_risk": "policy"},
+            {
+                "key": "delivery_speed",
+                "label": "Delivery speed",
+                "choices": ["standard", "express"],
+            },
+            {"key": "gift_wrap", "label": "Gift wrap", "value_type": "boolean"},
+        ],
+        decisions=[
+            {"key": "ship", "label": "Ship the parcel", "slots": ["item_sku", "delivery_speed"]}
+        ],
+        # shipping_address is left unclassified (A3): it is treated as irreversible.
+        slot_risks={
+            "item_sku": "reversible",
+            "delivery_speed": "reversible",
+            "gift_wrap": "cosmetic",
+        },
+        decision_risks={"ship": "reversible"},
+        answers_1={
+            "item_sku": "SKU-1234 Kettle",
+            "shipping_address": "12 Old Street, Leeds LS1 4AB",
+            "delivery_speed": "standard",
+            "gift_wrap": False,
+        },
+        beliefs_2=[{"slot": "item_sku", "value": "SKU-2040 Teapot", "source": "user", "turn": 1}],
+    ),
+    Scenario(
+        key="legal.sign_contract",
+        name="Sign a supplier contract",
+        slots=[
+            {"key": "counterparty_name", "label": "Counterparty name"},
+            {"key": "counterparty_entity_id", "label": "Counterparty entity id (LEI)"},
+            {"key": "counterparty_jurisdiction", "label": "Counterparty jurisdiction"},
+            {"key": "renewal_reminder", "label": "Renewal reminder", "value_type": "boolean"},
+        ],
+        decisions=[
+            {
+                "key": "sign_contract",
+                "label": "Sign the contract",
+                "slots": [
+                    "counterparty_name",
+                    "counterparty_entity_id",
+                    "counterparty_jurisdiction",
+                ],
+            }
+        ],
+        # A4: the composite counterparty's parts are policy on their own, irreversible through
+        # the decision they feed.
+        slot_risks={
+            "counterparty_name": "policy",
+            "counterparty_entity_id": "policy",
+            "counterparty_jurisdiction": "policy",
+            "renewal_reminder": "reversible",
+        },
+        decision_risks={"sign_contract": "irreversible"},
+        world_1={
+            "counterparty_name": {"registry": "GLEIF", "legal_name": "Acme Supplies B.V."},
+            "counterparty_entity_id": {"registry": "GLEIF", "lei": "724500VKKSH9QOLTFR81"},
+            "counterparty_jurisdiction": {"registry": "GLEIF", "country": "NL"},
+        },
+        answers_1={
+            "counterparty_name": "Acme Supplies B.V.",
+            "counterparty_entity_id": "724500VKKSH9QOLTFR81",
+            "counterparty_jurisdiction": "NL",
+            "renewal_reminder": True,
+        },
+        world_2={
+            "counterparty_name": {"registry": "GLEIF", "legal_name": "Acme Supplies B.V."},
+            "counterparty_entity_id": {"registry": "GLEIF", "lei": "894500WOTA5040KHGX73"},
+            "counterparty_jurisdiction": {"registry": "GLEIF", "country": "NL"},
+        },
+    ),
+    Scenario(
+        key="privacy.data_consent",
+        name="Share data under a consent",
+        slots=[
+            {"key": "consent", "label": "Consent to share data", "value_type": "boolean"},
+            {"key": "contact_channel", "label": "Contact channel", "choices": ["email", "sms"]},
+        ],
+        decisions=[{"key": "share_data", "label": "Share the data", "slots": ["consent"]}],
+        slot_risks={"consent": "irreversible", "contact_channel": "reversible"},
+        decision_risks={"share_data": "irreversible"},
+        # A5: the value stays "yes", the scope and the policy it referred to changed.
+        world_1={"consent": {"scope": "analytics", "policy_version": "v3", "date": "2026-03-01"}},
+        answers_1={"consent": True, "contact_channel": "email"},
+        world_2={
+            "consent": {
+                "scope": "analytics+marketing",
+                "policy_version": "v4",
+                "date": "2026-11-20",
+            }
+        },
+    ),
+    Scenario(
+        key="iam.grant_access",
+        name="Grant access to a system",
+        slots=[
+            {"key": "resource", "label": "Resource"},
+            {"key": "scope", "label": "Access scope", "scope_order": ["read", "write", "admin"]},
+            {"key": "duration_days", "label": "Duration (days)", "value_type": "number"},
+        ],
+        decisions=[
+            {"key": "authorize", "label": "Authorize access", "slots": ["resource", "scope"]}
+        ],
+        slot_risks={
+            "resource": "irreversible",
+            "scope": "irreversible",
+            "duration_days": "policy",
+            "justification": "reversible",
+        },
+        decision_risks={"authorize": "irreversible"},
+        monotonic=("scope",),
+        world_1={"resource": {"system": "billing-db", "owner": "finance"}},
+        answers_1={"resource": "billing-db", "scope": "admin", "duration_days": 30},
+        slots_added_2=[{"key": "justification", "label": "Justification"}],
+        world_2={"resource": {"system": "billing-db", "owner": "finance"}},
+        beliefs_2=[
+            {"slot": "resource", "value": "billing-db-replica", "source": "tool", "turn": 1}
+        ],
+    ),
+]
+
+
+def _classify(scenario: Scenario, task_class: TaskClass, actor: Actor) -> None:
+    """Set the scenario's risk classes as a classifier would, each change audited."""
+    for slot in task_class.slots.all():
+        risk = scenario.slot_risks.get(slot.key)
+        monotonic = slot.key in scenario.monotonic
+        if risk is None and not monotonic:
+            continue
+        before = {"risk_class": slot.risk_class, "monotonic": slot.monotonic}
+        slot.risk_class = risk or slot.risk_class
+        slot.monotonic = slot.monotonic or monotonic
+        slot.save(update_fields=["risk_class", "monotonic"])
+        services.audit(
+            "classification.slot",
+            actor=actor,
+            task_class=task_class,
+            subject=slot.key,
+            data={
+                "before": before,
+                "after": {"risk_class": slot.risk_class, "monotonic": slot.monotonic},
+                "reason": "demo classification",
+            },
+        )
+    for decision in task_class.decisions.all():
+        risk = scenario.decision_risks.get(decision.key)
+        if risk is None:
+            continue
+        before = decision.risk_class
+        decision.risk_class = risk
+        decision.save(update_fields=["risk_class"])
+        services.audit(
+            "classification.decision",
+            actor=actor,
+            task_class=task_class,
+            subject=decision.key,
+            data={"before": before, "after": risk, "reason": "demo classification"},
+        )
+
+
+def _answer_everything(instance: TaskInstance, user: AbstractBaseUser, scenario: Scenario) -> None:
+    for prompt in instance.prompts.filter(state=PromptState.OPEN, blocking=True).select_related(
+        "slot"
+    ):
+        value = scenario.answers_1[prompt.slot.key]
+        services.prompt_respond(
+            prompt_id=prompt.pk,
+            user=user,
+            action="answer",
+            version=prompt.version,
+            value=value,
+            value_confirmation=value,
+        )
+
+
+def _seed_scenario(scenario: Scenario, alice: AbstractBaseUser, runtime: Actor) -> None:
+    if TaskInstance.objects.filter(task_class__key=scenario.key, principal=alice).exists():
+        return  # already seeded: the demo is idempotent
+    task_class = services.task_class_register(
+        key=scenario.key,
+        name=scenario.name,
+        slots=scenario.slots,
+        decisions=scenario.decisions,
+        actor=runtime,
+    )
+    carol = Actor(user=get_user_model().objects.get(username="carol"))
+    _classify(scenario, task_class, carol)
+
+    run_1 = services.instance_open(
+        task_class_key=scenario.key, principal="alice", world=scenario.world_1, actor=runtime
+    )
+    services.instance_plan(instance=run_1, actor=runtime)
+    _answer_everything(run_1, alice, scenario)
+    if scenario.slots_added_2:
+        # The runtime's next version of the task asks for more than run 1 did.
+        services.task_class_register(key=scenario.key, slots=scenario.slots_added_2, actor=runtime)
+        _classify(scenario, task_class, carol)
+    run_2 = services.instance_open(
+        task_class_key=scenario.key,
+        principal="alice",
+        world=scenario.world_2,
+        beliefs=scenario.beliefs_2,
+        actor=runtime,
+    )
+    services.instance_plan(instance=run_2, actor=runtime)
+
+
+def demo_runtime_key() -> str:
+    """A fresh demo runtime key; earlier demo keys are revoked (a key is shown only once)."""
+    APIKey.objects.filter(name=DEMO_KEY_NAME, revoked=False).update(revoked=True)
+    _, key = APIKey.objects.create_key(name=DEMO_KEY_NAME)
+    return key
+
+
+@transaction.atomic
+def seed_demo() -> dict[str, Any]:
+    ensure_role_groups()
+    user_model = get_user_model()
+    for username, password, _, groups in DEMO_USERS:
+        user, created = user_model.objects.get_or_create(username=username)
+        if created or not user.check_password(password):
+            user.set_password(password)
+            user.save()
+        for group in groups:
+            grant_role(user, group)
+    alice = user_model.objects.get(username="alice")
+    key = demo_runtime_key()
+    runtime = Actor(key=APIKey.objects.get_from_key(key))
+    for scenario in SCENARIOS:
+        _seed_scenario(scenario, alice, runtime)
+    return {"users": DEMO_USERS, "runtime_key": key}

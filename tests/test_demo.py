@@ -1,0 +1,69 @@
+"""`python manage.py demo`: idempotent, and its run-2 plans show every route and rule."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from rest_framework_api_key.models import APIKey
+
+from beliefs.demo import DEMO_USERS, SCENARIOS
+from beliefs.models import Belief, InstanceStatus, Prompt, TaskInstance
+from beliefs.policy import Route, Rule
+from beliefs.roles import is_classifier, is_reviewer
+
+pytestmark = pytest.mark.django_db
+
+
+def run_demo() -> str:
+    out = StringIO()
+    call_command("demo", stdout=out)
+    return out.getvalue()
+
+
+def test_it_prints_every_login_and_a_working_runtime_key() -> None:
+    output = run_demo()
+    for username, password, _, _ in DEMO_USERS:
+        assert username in output and password in output
+        assert User.objects.get(username=username).check_password(password)
+    key = output.split("Runtime API key (shown once): ")[1].split()[0]
+    assert APIKey.objects.is_valid(key)
+    assert "http://127.0.0.1:8000/" in output
+
+
+def test_it_gives_each_demo_user_their_role() -> None:
+    run_demo()
+    assert is_classifier(User.objects.get(username="carol"))
+    assert not is_classifier(User.objects.get(username="alice"))
+    assert is_reviewer(User.objects.get(username="rita"))
+    assert not is_reviewer(User.objects.get(username="carol"))
+
+
+def test_it_is_idempotent() -> None:
+    run_demo()
+    counts = (TaskInstance.objects.count(), Belief.objects.count(), Prompt.objects.count())
+    run_demo()
+    assert (TaskInstance.objects.count(), Belief.objects.count(), Prompt.objects.count()) == counts
+    # Only the newest demo key works: earlier ones are revoked, never left lying around.
+    assert APIKey.objects.filter(name="demo-runtime", revoked=False).count() == 1
+
+
+def test_it_finishes_run_1_and_leaves_run_2_open_for_every_task_class() -> None:
+    run_demo()
+    for scenario in SCENARIOS:
+        runs = {i.run_number: i for i in TaskInstance.objects.filter(task_class__key=scenario.key)}
+        assert runs[1].status == InstanceStatus.READY, scenario.key
+        assert runs[1].bindings_digest
+        assert runs[2].status == InstanceStatus.AWAITING_USER, scenario.key
+
+
+def test_it_shows_every_route_and_every_rule_across_the_run_2_plans() -> None:
+    run_demo()
+    seen = set()
+    for instance in TaskInstance.objects.filter(run_number=2):
+        for item in instance.plan_items:
+            seen.add((item["route"], item["rule"]))
+    assert {rule for _, rule in seen} == {r.value for r in Rule}
+    assert {route for route, _ in seen} == {r.value for r in Route}

@@ -1,0 +1,46 @@
+"""Production settings: `check --deploy` is clean, and missing secrets fail loudly."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PRODUCTION = {
+    "DEBUG": "false",
+    "DJANGO_SECRET_KEY": "a-long-random-production-secret-" + "x" * 40,
+    "DJANGO_ALLOWED_HOSTS": "console.example.org",
+}
+
+
+def manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DEBUG"))}
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_it_passes_check_deploy_under_production_settings() -> None:
+    result = manage("check", "--deploy", "--fail-level", "WARNING", env=PRODUCTION)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_it_refuses_to_start_in_production_without_a_secret_key() -> None:
+    env = {k: v for k, v in PRODUCTION.items() if k != "DJANGO_SECRET_KEY"}
+    result = manage("check", env=env)
+    assert result.returncode != 0
+    assert "DJANGO_SECRET_KEY must be set" in result.stderr
+
+
+def test_it_refuses_to_start_in_production_without_allowed_hosts() -> None:
+    env = {k: v for k, v in PRODUCTION.items() if k != "DJANGO_ALLOWED_HOSTS"}
+    result = manage("check", env=env)
+    assert result.returncode != 0
+    assert "DJANGO_ALLOWED_HOSTS must be set" in result.stderr
