@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_not_required
+from csp.decorators import csp_update
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
@@ -33,5 +34,15 @@ urlpatterns = [
         name="api-respond",
     ),
     path("schema/", api(SpectacularAPIView.as_view()), name="api-schema"),
-    path("docs/", api(SpectacularSwaggerSplitView.as_view(url_name="api-schema")), name="api-docs"),
+    # Swagger UI sets inline styles from its own script: allowed on this page only, for styles
+    # only; scripts stay 'self'.
+    path(
+        "docs/",
+        api(
+            csp_update({"style-src": ["'unsafe-inline'"]})(
+                SpectacularSwaggerSplitView.as_view(url_name="api-schema")
+            )
+        ),
+        name="api-docs",
+    ),
 ]
