@@ -20,3 +20,8 @@ urlpatterns = [
     path("proposals/", include("console.urls_proposals")),
     path("", include("console.urls_insights")),
 ]
+
+handler400 = "console.errors.bad_request"
+handler403 = "console.errors.permission_denied"
+handler404 = "console.errors.page_not_found"
+handler500 = "console.errors.server_error"
