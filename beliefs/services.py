@@ -876,6 +876,17 @@ def _check_value(slot: Slot, value: Any, field: str = "value") -> Any:
     return value
 
 
+def earlier_grant(prompt: Prompt) -> Any:
+    """The grant an escalation is measured against: the context value, but only where the
+    person gave it. A tool's or a model's value is a guess, not a grant; measured against it,
+    a poisoned 'admin' would let the person type 'admin' once (T6). None: any grant escalates.
+    """
+    belief = prompt.belief
+    if belief is None or belief.source != Source.USER.value:
+        return None
+    return prompt.context_value
+
+
 def escalates(slot: Slot, earlier: Any, value: Any) -> bool:
     """Does `value` rank above the earlier grant in the slot's scope order?"""
     order = slot.scope_order or []
@@ -935,11 +946,10 @@ def prompt_respond(
                 )
             return RespondResult(prompt, instance, replayed=True)
 
-    if isinstance(version, bool) or not isinstance(version, int):
-        if isinstance(version, str) and version.isdigit():
-            version = int(version)
-        else:
-            raise field_error("version", "must be the prompt version you saw (a whole number)")
+    if isinstance(version, str) and version.isascii() and version.isdigit() and len(version) < 10:
+        version = int(version)
+    if isinstance(version, bool) or not isinstance(version, int) or not 0 < version < 2**31:
+        raise field_error("version", "must be the prompt version you saw (a whole number)")
     if action not in ("confirm", "edit", "answer", "reject", "veto"):
         raise field_error("action", "must be one of confirm, edit, answer, reject, veto")
 
@@ -960,7 +970,8 @@ def prompt_respond(
             extra={"prompt": prompt_payload(prompt)},
         )
 
-    _expire_if_due(instance, timezone.now())
+    if _expire_if_due(instance, timezone.now()):
+        prompt.refresh_from_db(fields=["state"])
     if prompt.state != PromptState.OPEN:
         raise Conflict(
             f"This prompt is no longer open (it is {prompt.state}); nothing was recorded.",
@@ -989,10 +1000,11 @@ def prompt_respond(
         new_value = prompt.prefill
     elif action in ("edit", "answer"):
         new_value = _check_value(prompt.slot, value)
+        grant = earlier_grant(prompt)
         if (
             prompt.slot.monotonic
             and prompt.slot.scope_order
-            and escalates(prompt.slot, prompt.context_value, new_value)
+            and escalates(prompt.slot, grant, new_value)
         ):
             again = (
                 value_confirmation.strip()
@@ -1002,8 +1014,12 @@ def prompt_respond(
             if again != new_value:
                 raise field_error(
                     "value_confirmation",
-                    f"{new_value!r} grants more than the earlier {prompt.context_value!r}: "
-                    "type it a second time to confirm the escalation",
+                    (
+                        f"{new_value!r} grants more than the earlier {grant!r}"
+                        if grant is not None
+                        else f"{new_value!r} is a new grant"
+                    )
+                    + ": type it a second time to confirm the escalation",
                 )
 
     try:

@@ -1,0 +1,663 @@
+"""Services (DESIGN §4, §5): planning, responses, expiry, bindings."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import timedelta
+from io import StringIO
+
+import pytest
+import time_machine
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.utils import timezone
+from rest_framework_api_key.models import APIKey
+
+from beliefs import selectors, services
+from beliefs.errors import Conflict, InvalidInput, StaleVersion
+from beliefs.models import (
+    AuditEvent,
+    Belief,
+    BeliefStatus,
+    InstanceStatus,
+    Prompt,
+    PromptResponse,
+    PromptState,
+    TaskClass,
+    TaskInstance,
+)
+from beliefs.services import Actor
+from tests.domain.builders import access, answer_all, open_prompt, register, transfer
+
+WORLD_1 = {"recipient_account": {"iban": "DE89 3704", "holder": "Bob"}}
+WORLD_2 = {"recipient_account": {"iban": "DE02 1203", "holder": "Bob"}}
+
+
+@pytest.fixture
+def rt(runtime_key: tuple[APIKey, str]) -> Actor:
+    return Actor(key=runtime_key[0])
+
+
+@pytest.fixture
+def transfer_class(rt: Actor) -> TaskClass:
+    return transfer(rt)
+
+
+def _open(
+    rt: Actor,
+    user: User,
+    beliefs: list[dict] | None = None,
+    world: dict | None = None,
+    key: str = "payments.transfer",
+) -> TaskInstance:
+    return services.instance_open(
+        task_class_key=key, principal=user.username, world=world, beliefs=beliefs, actor=rt
+    )
+
+
+def _plan(instance: TaskInstance, rt: Actor) -> TaskInstance:
+    return services.instance_plan(instance=instance, actor=rt)
+
+
+def _items(instance: TaskInstance) -> dict[str, dict]:
+    return {item["slot"]: item for item in instance.plan_items}
+
+
+def _finished_run_1(rt: Actor, alice: User) -> TaskInstance:
+    """Run 1 with every slot answered by alice, world stated for the recipient."""
+    run1 = _plan(_open(rt, alice, world=WORLD_1), rt)
+    answer_all(
+        run1,
+        alice,
+        {"recipient_account": "DE89 3704", "reference": "rent", "memo": "March"},
+    )
+    run1.refresh_from_db()
+    assert run1.status == InstanceStatus.READY
+    return run1
+
+
+# --- planning ------------------------------------------------------------------------------
+
+
+def test_it_plans_idempotently(rt: Actor, alice: User, transfer_class: TaskClass) -> None:
+    beliefs = [
+        {"slot": "recipient_account", "value": "DE89", "source": "tool", "turn": 1},
+        {"slot": "reference", "value": "rent", "source": "inference", "turn": 1},
+    ]
+    instance = _plan(_open(rt, alice, beliefs=beliefs), rt)
+    assert instance.status == InstanceStatus.AWAITING_USER
+    prompts = {p.pk: p.version for p in Prompt.objects.filter(instance=instance)}
+    events = AuditEvent.objects.count()
+    planned = AuditEvent.objects.filter(kind="instance.planned").count()
+
+    again = _plan(instance, rt)
+
+    assert {p.pk: p.version for p in Prompt.objects.filter(instance=instance)} == prompts
+    assert AuditEvent.objects.count() == events
+    assert AuditEvent.objects.filter(kind="instance.planned").count() == planned
+    assert again.plan_items == instance.plan_items
+    assert again.status == InstanceStatus.AWAITING_USER
+
+
+def test_it_routes_each_slot_with_its_rule(
+    rt: Actor, alice: User, transfer_class: TaskClass
+) -> None:
+    beliefs = [
+        {"slot": "recipient_account", "value": "DE89", "source": "tool", "turn": 1},
+        {"slot": "reference", "value": "rent", "source": "inference", "turn": 1},
+    ]
+    instance = _plan(_open(rt, alice, beliefs=beliefs), rt)
+    items = _items(instance)
+    assert (items["recipient_account"]["route"], items["recipient_account"]["rule"]) == (
+        "CONFIRM",
+        "R4",
+    )
+    assert items["recipient_account"]["risk_reason"] == (
+        "inherited from decision send_transfer (irreversible)"
+    )
+    assert (items["reference"]["route"], items["reference"]["rule"]) == ("SURFACED", "R7")
+    assert (items["memo"]["route"], items["memo"]["rule"]) == ("ASK", "R0")
+
+
+def test_it_bumps_the_version_when_the_belief_changes(
+    rt: Actor, alice: User, transfer_class: TaskClass
+) -> None:
+    beliefs = [{"slot": "recipient_account", "value": "DE89", "source": "tool", "turn": 1}]
+    instance = _plan(_open(rt, alice, beliefs=beliefs), rt)
+    prompt = open_prompt(instance, "recipient_account")
+    assert (prompt.version, prompt.prefill) == (1, "DE89")
+
+    services.belief_record(
+        instance=instance,
+        data={"slot": "recipient_account", "value": "DE02", "source": "tool", "turn": 2},
+        actor=rt,
+    )
+
+    prompt.refresh_from_db()
+    assert (prompt.version, prompt.prefill) == (2, "DE02")
+    with pytest.raises(StaleVersion) as excinfo:
+        services.prompt_respond(prompt_id=prompt.pk, user=alice, action="confirm", version=1)
+    assert excinfo.value.status == 409
+    assert excinfo.value.extra["prompt"]["version"] == 2
+    assert excinfo.value.extra["prompt"]["prefill"] == "DE02"
+    assert not PromptResponse.objects.exists()
+
+
+def test_it_bumps_the_version_when_the_world_changes_and_not_when_it_is_restated(
+    rt: Actor, alice: User, transfer_class: TaskClass
+) -> None:
+    _finished_run_1(rt, alice)
+    run2 = _plan(_open(rt, alice, world=WORLD_1), rt)
+    prompt = open_prompt(run2, "recipient_account")
+    assert (prompt.rule, prompt.version) == ("R6", 1)
+
+    services.instance_set_world(instance=run2, world=dict(WORLD_1), actor=rt)
+    prompt.refresh_from_db()
+    assert prompt.version == 1
+
+    services.instance_set_world(instance=run2, world=WORLD_2, actor=rt)
+    prompt.refresh_from_db()
+    assert prompt.version == 2
+    assert {e["key"]: e["change"] for e in prompt.world_diff} == {
+        "holder": "unchanged",
+        "iban": "changed",
+    }
+
+
+def test_it_freezes_the_plan_of_a_ready_instance(
+    rt: Actor, alice: User, transfer_class: TaskClass
+) -> None:
+    run1 = _finished_run_1(rt, alice)
+    bindings, digest = run1.bindings, run1.bindings_digest
+    events = AuditEvent.objects.count()
+
+    assert _plan(run1, rt).bindings == bindings
+    with pytest.raises(Conflict) as excinfo:
+        services.belief_record(
+            instance=run1,
+            data={"slot": "recipient_account", "value": "EVIL", "source": "user"},
+            actor=rt,
+        )
+    assert excinfo.value.code == "instance_ready"
+    with pytest.raises(Conflict):
+        services.instance_set_world(instance=run1, world=WORLD_2, actor=rt)
+
+    run1.refresh_from_db()
+    assert (run1.status, run1.bindings, run1.bindings_digest) == ("ready", bindings, digest)
+    assert AuditEvent.objects.count() == events
+    assert not Belief.objects.filter(value="EVIL").exists()
+
+
+def test_it_digests_the_canonical_json_of_the_bindings(
+    rt: Actor, alice: User, transfer_class: TaskClass
+) -> None:
+    run1 = _finished_run_1(rt, alice)
+    assert run1.bindings == {"recipient_account": "DE89 3704", "reference": "rent", "memo": "March"}
+    canonical = json.dumps(run1.bindings, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert run1.bindings_digest == hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def test_it_digests_non_ascii_bindings_as_utf8() -> None:
+    bindings = {"b": "Zoë", "a": [1, True]}
+    expected = hashlib.sha256('{"a":[1,true],"b":"Zoë"}'.encode()).hexdigest()
+    assert services.bindings_digest(bindings) == expected
+
+
+# --- convergence, S5 ----------------------------------------------------------------------
+
+
+def test_it_converges_run_1_asks_every_slot_then_binds_silently(
+    rt: Actor, alice: User, transfer_class: TaskClass
+) -> None:
+    run1 = _plan(_open(rt, alice, world=WORLD_1), rt)
+    assert {i["rule"] for i in run1.plan_items} == {"R0"}
+    run1 = answer_all(run1, alice, {"recipient_account": "A", "reference": "B", "memo": "C"})
+    assert {i["route"] for i in run1.plan_items} == {"SILENT"}
+    assert run1.status == InstanceStatus.READY
+
+
+def test_it_never_binds_a_vetoed_belief_again(
+    rt: Actor, alice: User, transfer_class: TaskClass
+) -> None:
+    beliefs = [
+        {"slot": "recipient_account", "value": "DE89", "source": "user", "turn": 1},
+        {"slot": "memo", "value": "m", "source": "user", "turn": 1},
+        {"slot": "reference", "value": "old rent", "source": "tool", "turn": 1},
+    ]
+    run1 = _plan(_open(rt, alice, beliefs=beliefs), rt)
+    assert run1.status == InstanceStatus.READY  # the reference is only an assumption
+    surfaced = open_prompt(run1, "reference")
+    assert surfaced.route == "SURFACED"
+
+    result = services.prompt_respond(
+        prompt_id=surfaced.pk, user=alice, action="veto", version=1, reason="not rent any more"
+    )
+
+    vetoed = Belief.objects.get(value="old rent")
+    assert vetoed.status == BeliefStatus.VETOED
+    assert vetoed.status_reason == "not rent any more"
+    assert result.instance.status == InstanceStatus.AWAITING_USER
+    assert result.instance.bindings is None
+    ask = open_prompt(run1, "reference")
+    assert (ask.route, ask.rule, ask.prefill, ask.context_value) == ("ASK", "R0", None, None)
+
+    # Later instances never see it either.
+    run2 = _plan(_open(rt, alice), rt)
+    item = _items(run2)["reference"]
+    assert (item["route"], item["rule"], item["value"]) == ("ASK", "R0", None)
+    assert "old rent" not in json.dumps(run2.plan_items)
+
+
+def test_it_retires_older_carried_beliefs_when_a_carried_one_is_vetoed(
+    rt: Actor, alice: User, transfer_class: TaskClass
+) -> None:
+    for value in ("oldest", "older"):
+        instance = _plan(
+            _open(rt, alice, beliefs=[{"slot": "reference", "value": value, "source": "user"}]),
+            rt,
+        )
+        services.instance_cancel(instance=instance, actor=rt)
+    run3 = _plan(_open(rt, alice), rt)
+    surfaced = open_prompt(run3, "reference")
+    assert (surfaced.route, surfaced.prefill) == ("SURFACED", "older")
+
+    services.prompt_respond(prompt_id=surfaced.pk, user=alice, action="veto", version=1)
+
+    run3.refresh_from_db()
+    item = _items(run3)["reference"]
+    assert (item["route"], item["rule"]) == ("ASK", "R0")
+    assert not Belief.objects.filter(status=BeliefStatus.ACTIVE, slot__key="reference").exists()
+
+
+# --- responses -----------------------------------------------------------------------------
+
+
+def test_it_cancels_on_reject_with_a_reason_the_runtime_reads(
+    rt: Actor, alice: User, transfer_class: TaskClass
+) -> None:
+    beliefs = [{"slot": "recipient_account", "value": "DE89", "source": "tool"}]
+    instance = _plan(_open(rt, alice, beliefs=beliefs), rt)
+    prompt = open_prompt(instance, "recipient_account")
+
+    services.prompt_respond(
+        prompt_id=prompt.pk, user=alice, action="reject", version=1, reason="wrong person"
+    )
+
+    instance = selectors.instance_for_runtime(instance.pk, rt.key)
+    payload = selectors.instance_payload(instance)
+    assert payload["status"] == "cancelled"
+    assert payload["status_reason"] == "wrong person"
+    assert payload["bindings"] is None
+    assert {p["state"] for p in payload["prompts"]} == {"rejected", "cancelled"}
+    assert next(p for p in payload["prompts"] if p["state"] == "rejected")["reason_given"] == (
+        "wrong person"
+    )
+
+
+def test_it_replays_an_identical_repeat_and_refuses_a_different_one(
+    rt: Actor, alice: User, transfer_class: TaskClass
+) -> None:
+    instance = _plan(_open(rt, alice), rt)
+    prompt = open_prompt(instance, "memo")
+    first = services.prompt_respond(
+        prompt_id=prompt.pk, user=alice, action="answer", version=1, value="hello"
+    )
+    events = AuditEvent.objects.count()
+    again = services.prompt_respond(
+        prompt_id=prompt.pk, user=alice, action="answer", version=1, value=" hello "
+    )
+    assert (first.replayed, again.replayed) == (False, True)
+    assert Belief.objects.filter(slot__key="memo").count() == 1
+    assert AuditEvent.objects.count() == events
+    with pytest.raises(Conflict) as excinfo:
+        services.prompt_respond(
+            prompt_id=prompt.pk, user=alice, action="answer", version=1, value="other"
+        )
+    assert excinfo.value.code == "already_answered"
+
+
+def test_it_returns_the_first_answer_for_a_retried_idempotency_key(
+    rt: Actor, alice: User, transfer_class: TaskClass
+) -> None:
+    instance = _plan(_open(rt, alice), rt)
+    prompt = open_prompt(instance, "memo")
+    services.prompt_respond(
+        prompt_id=prompt.pk,
+        user=alice,
+        action="answer",
+        version=1,
+        value="first",
+        idempotency_key="k-1",
+    )
+    retry = services.prompt_respond(
+        prompt_id=prompt.pk,
+        user=alice,
+        action="answer",
+        version=1,
+        value="second",
+        idempotency_key="k-1",
+    )
+    assert retry.replayed
+    assert list(Belief.objects.filter(slot__key="memo").values_list("value", flat=True)) == [
+        "first"
+    ]
+    other = open_prompt(instance, "reference")
+    with pytest.raises(Conflict) as excinfo:
+        services.prompt_respond(
+            prompt_id=other.pk,
+            user=alice,
+            action="answer",
+            version=1,
+            value="x",
+            idempotency_key="k-1",
+        )
+    assert excinfo.value.code == "idempotency_key_reused"
+
+
+def test_it_writes_a_user_belief_with_the_world_seen_on_confirm(
+    rt: Actor, alice: User, transfer_class: TaskClass
+) -> None:
+    _finished_run_1(rt, alice)
+    run2 = _plan(_open(rt, alice, world=WORLD_2), rt)
+    prompt = open_prompt(run2, "recipient_account")
+    services.prompt_respond(prompt_id=prompt.pk, user=alice, action="confirm", version=1)
+    belief = Belief.objects.get(instance=run2, slot__key="recipient_account")
+    assert (belief.source, belief.value, belief.world_ref) == (
+        "user",
+        "DE89 3704",
+        WORLD_2["recipient_account"],
+    )
+    run2.refresh_from_db()
+    assert _items(run2)["recipient_account"]["rule"] == "R2"
+
+
+def test_it_keeps_the_old_reference_when_the_runtime_states_no_world(
+    rt: Actor, alice: User, transfer_class: TaskClass
+) -> None:
+    _finished_run_1(rt, alice)
+    run2 = _plan(_open(rt, alice), rt)
+    prompt = open_prompt(run2, "recipient_account")
+    assert (prompt.rule, prompt.world_now, prompt.world_diff) == ("R6", None, [])
+    services.prompt_respond(prompt_id=prompt.pk, user=alice, action="confirm", version=1)
+    belief = Belief.objects.get(instance=run2, slot__key="recipient_account")
+    assert belief.world_ref == WORLD_1["recipient_account"]
+
+
+def test_it_shows_when_and_by_which_run_a_carried_confirm_was_acquired(
+    rt: Actor, alice: User, transfer_class: TaskClass
+) -> None:
+    """S6."""
+    run1 = _finished_run_1(rt, alice)
+    acquired = Belief.objects.get(instance=run1, slot__key="recipient_account")
+    run2 = _plan(_open(rt, alice, world=WORLD_2), rt)
+    prompt = Prompt.objects.select_related("slot", "belief__instance").get(
+        instance=run2, slot__key="recipient_account"
+    )
+    assert (prompt.route, prompt.rule) == ("CONFIRM", "R6")
+    detail = selectors.prompt_detail(prompt)
+    assert detail["belief"]["carried"] is True
+    assert detail["belief"]["run_number"] == 1
+    assert detail["belief"]["instance"] == str(run1.pk)
+    assert detail["belief"]["turn"] == acquired.turn
+    assert detail["belief"]["acquired_at"] == acquired.acquired_at.isoformat()
+    assert detail["world_ref"] == WORLD_1["recipient_account"]
+    assert detail["world_now"] == WORLD_2["recipient_account"]
+    item = _items(run2)["recipient_account"]
+    assert item["belief"]["run_number"] == 1
+    assert item["belief"]["world_ref"] == WORLD_1["recipient_account"]
+
+
+def test_it_cancels_an_instance_once(rt: Actor, alice: User, transfer_class: TaskClass) -> None:
+    instance = _plan(_open(rt, alice), rt)
+    services.instance_cancel(instance=instance, actor=rt, reason="user left")
+    services.instance_cancel(instance=instance, actor=rt, reason="again")
+    instance.refresh_from_db()
+    assert (instance.status, instance.status_reason) == ("cancelled", "user left")
+    assert set(instance.prompts.values_list("state", flat=True)) == {PromptState.CANCELLED}
+    assert AuditEvent.objects.filter(kind="instance.cancelled").count() == 1
+    with pytest.raises(Conflict) as excinfo:
+        _plan(instance, rt)
+    assert excinfo.value.code == "instance_cancelled"
+    prompt = instance.prompts.first()
+    with pytest.raises(Conflict):
+        services.prompt_respond(
+            prompt_id=prompt.pk, user=alice, action="answer", version=1, value="x"
+        )
+
+
+# --- monotonic escalation ------------------------------------------------------------------
+
+
+def _run_with_scope(rt: Actor, alice: User, scope: str) -> TaskInstance:
+    instance = _plan(_open(rt, alice, key="access.grant"), rt)
+    answer_all(instance, alice, {"scope": scope, "resource": "repo"})
+    return instance
+
+
+def test_it_asks_a_monotonic_scope_afresh_with_the_earlier_grant_as_context(
+    rt: Actor, alice: User
+) -> None:
+    access(rt)
+    _run_with_scope(rt, alice, "read")
+    run2 = _plan(_open(rt, alice, key="access.grant"), rt)
+    prompt = open_prompt(run2, "scope")
+    assert (prompt.route, prompt.rule, prompt.prefill, prompt.context_value) == (
+        "ASK",
+        "R3",
+        None,
+        "read",
+    )
+    assert _items(run2)["scope"]["value"] is None
+
+    with pytest.raises(InvalidInput) as excinfo:
+        services.prompt_respond(
+            prompt_id=prompt.pk, user=alice, action="answer", version=1, value="admin"
+        )
+    assert "value_confirmation" in excinfo.value.fields
+    with pytest.raises(InvalidInput):
+        services.prompt_respond(
+            prompt_id=prompt.pk,
+            user=alice,
+            action="answer",
+            version=1,
+            value="admin",
+            value_confirmation="write",
+        )
+    assert not PromptResponse.objects.filter(prompt=prompt).exists()
+    services.prompt_respond(
+        prompt_id=prompt.pk,
+        user=alice,
+        action="answer",
+        version=1,
+        value="admin",
+        value_confirmation="admin",
+    )
+    assert Belief.objects.get(instance=run2, slot__key="scope").value == "admin"
+
+
+def test_it_needs_no_second_typing_for_a_grant_no_higher_than_before(
+    rt: Actor, alice: User
+) -> None:
+    access(rt)
+    _run_with_scope(rt, alice, "write")
+    run2 = _plan(_open(rt, alice, key="access.grant"), rt)
+    prompt = open_prompt(run2, "scope")
+    for value in ("read",):
+        services.prompt_respond(
+            prompt_id=prompt.pk, user=alice, action="answer", version=1, value=value
+        )
+    assert Belief.objects.get(instance=run2, slot__key="scope").value == "read"
+
+
+def test_it_refuses_a_scope_outside_the_order(rt: Actor, alice: User) -> None:
+    access(rt)
+    instance = _plan(_open(rt, alice, key="access.grant"), rt)
+    prompt = open_prompt(instance, "scope")
+    with pytest.raises(InvalidInput) as excinfo:
+        services.prompt_respond(
+            prompt_id=prompt.pk,
+            user=alice,
+            action="answer",
+            version=1,
+            value="root",
+            value_confirmation="root",
+        )
+    assert "value" in excinfo.value.fields
+
+
+def test_it_measures_escalation_against_a_user_grant_not_a_tool_guess(
+    rt: Actor, alice: User
+) -> None:
+    """A tool's current 'admin' is not an earlier grant: typing 'admin' over an earlier user
+    grant of 'read' is an escalation and must be typed twice."""
+    access(rt)
+    _run_with_scope(rt, alice, "read")
+    run2 = _plan(
+        _open(
+            rt,
+            alice,
+            key="access.grant",
+            beliefs=[{"slot": "scope", "value": "admin", "source": "tool"}],
+        ),
+        rt,
+    )
+    prompt = open_prompt(run2, "scope")
+    assert (prompt.rule, prompt.prefill) == ("R3", None)
+    with pytest.raises(InvalidInput) as excinfo:
+        services.prompt_respond(
+            prompt_id=prompt.pk, user=alice, action="answer", version=1, value="admin"
+        )
+    assert "value_confirmation" in excinfo.value.fields
+
+
+# --- expiry --------------------------------------------------------------------------------
+
+
+def test_it_expires_blocking_prompts_past_their_ttl(
+    rt: Actor, alice: User, transfer_class: TaskClass
+) -> None:
+    with time_machine.travel("2025-03-01 12:00:00+00:00", tick=False):
+        instance = _plan(_open(rt, alice), rt)
+        prompt = open_prompt(instance, "memo")
+        assert prompt.expires_at == timezone.now() + settings.CONSOLE_PROMPT_TTL
+        assert services.instances_expire() == 0
+    later = timezone.now().replace(year=2025, month=3, day=1, hour=12) + (
+        settings.CONSOLE_PROMPT_TTL + timedelta(seconds=1)
+    )
+    assert services.instances_expire(now=later) == 1
+    assert services.instances_expire(now=later) == 0
+    instance.refresh_from_db()
+    assert instance.status == InstanceStatus.EXPIRED
+    assert instance.bindings is None
+    assert set(instance.prompts.values_list("state", flat=True)) == {PromptState.EXPIRED}
+    assert AuditEvent.objects.filter(kind="instance.expired", instance_id=instance.pk).count() == 1
+
+
+def test_it_refuses_an_answer_after_the_ttl(
+    rt: Actor, alice: User, transfer_class: TaskClass
+) -> None:
+    with time_machine.travel("2025-03-01 12:00:00+00:00", tick=False) as traveller:
+        instance = _plan(_open(rt, alice), rt)
+        prompt = open_prompt(instance, "memo")
+        traveller.shift(settings.CONSOLE_PROMPT_TTL + timedelta(minutes=1))
+        with pytest.raises(Conflict) as excinfo:
+            services.prompt_respond(
+                prompt_id=prompt.pk, user=alice, action="answer", version=1, value="late"
+            )
+    assert excinfo.value.code == "prompt_expired"
+    assert not Belief.objects.filter(value="late").exists()
+
+
+def test_it_expires_lazily_when_an_instance_is_read(
+    rt: Actor, alice: User, transfer_class: TaskClass
+) -> None:
+    with time_machine.travel("2025-03-01 12:00:00+00:00", tick=False) as traveller:
+        instance = _plan(_open(rt, alice), rt)
+        traveller.shift(settings.CONSOLE_PROMPT_TTL - timedelta(minutes=1))
+        assert selectors.instance_for_principal(instance.pk, alice).status == "awaiting_user"
+        traveller.shift(timedelta(minutes=2))
+        read = selectors.instance_for_principal(instance.pk, alice)
+        assert read.status == InstanceStatus.EXPIRED
+        assert selectors.instance_for_runtime(instance.pk, rt.key).status == "expired"
+
+
+def test_it_expires_from_the_management_command(
+    rt: Actor, alice: User, transfer_class: TaskClass
+) -> None:
+    with time_machine.travel("2025-03-01 12:00:00+00:00", tick=False) as traveller:
+        first = _plan(_open(rt, alice), rt)
+        second = _plan(_open(rt, alice), rt)
+        ready = _finished_run_1(rt, alice)
+        traveller.shift(settings.CONSOLE_PROMPT_TTL + timedelta(hours=1))
+        out = StringIO()
+        call_command("expire_prompts", stdout=out)
+    assert out.getvalue().strip() == "2 instances expired"
+    statuses = dict(
+        TaskInstance.objects.filter(pk__in=[first.pk, second.pk, ready.pk]).values_list(
+            "pk", "status"
+        )
+    )
+    assert statuses == {first.pk: "expired", second.pk: "expired", ready.pk: "ready"}
+
+
+def test_it_does_not_expire_an_instance_with_only_assumptions_open(
+    rt: Actor, alice: User, transfer_class: TaskClass
+) -> None:
+    beliefs = [
+        {"slot": "recipient_account", "value": "DE89", "source": "user"},
+        {"slot": "memo", "value": "m", "source": "user"},
+        {"slot": "reference", "value": "r", "source": "tool"},
+    ]
+    instance = _plan(_open(rt, alice, beliefs=beliefs), rt)
+    assert instance.status == InstanceStatus.READY
+    assert open_prompt(instance, "reference").expires_at is None
+    assert services.instances_expire(now=timezone.now() + timedelta(days=30)) == 0
+
+
+# --- registration --------------------------------------------------------------------------
+
+
+def test_it_refuses_a_risk_class_from_a_runtime_and_stores_a_suggestion(rt: Actor) -> None:
+    with pytest.raises(InvalidInput) as excinfo:
+        services.task_class_register(
+            key="x", slots=[{"key": "a", "risk_class": "cosmetic"}], actor=rt
+        )
+    assert "slots[0].risk_class" in excinfo.value.fields
+    assert not TaskClass.objects.filter(key="x").exists()
+    task_class = register("x", actor=rt, slots=[{"key": "a", "suggested_risk": "cosmetic"}])
+    slot = task_class.slots.get()
+    assert (slot.risk_class, slot.suggested_risk) == ("unclassified", "cosmetic")
+
+
+def test_it_registers_an_unknown_slot_unclassified(
+    rt: Actor, alice: User, transfer_class: TaskClass
+) -> None:
+    instance = _open(rt, alice)
+    services.belief_record(
+        instance=instance,
+        data={"slot": "ship_to", "value": "1 Main St", "source": "tool"},
+        actor=rt,
+    )
+    slot = transfer_class.slots.get(key="ship_to")
+    assert slot.risk_class == "unclassified"
+    instance = _plan(instance, rt)
+    item = _items(instance)["ship_to"]
+    assert (item["route"], item["rule"]) == ("CONFIRM", "R4")
+    assert item["effective_risk"] == "irreversible"
+    assert item["risk_reason"] == "unclassified: treated as irreversible"
+
+
+def test_it_keeps_decision_links_a_later_registration_leaves_out(
+    rt: Actor, transfer_class: TaskClass
+) -> None:
+    services.task_class_register(
+        key="payments.transfer",
+        slots=[{"key": "recipient_account"}],
+        decisions=[{"key": "send_transfer", "slots": []}],
+        actor=rt,
+    )
+    slot = transfer_class.slots.get(key="recipient_account")
+    assert [d.key for d in slot.decisions.all()] == ["send_transfer"]
+    assert services.slot_effective_risk(slot).risk == "irreversible"
