@@ -1,0 +1,106 @@
+"""Turning what a card's form posts into what `services.prompt_respond` takes, and back.
+
+The cards are hand-written HTML (each input has its label and help text there); this module only
+parses. Checks of the value itself (type, choices, scope order) stay in the service, so the page
+and the API refuse the same things with the same words.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from beliefs.errors import InvalidInput, field_error
+from beliefs.models import Prompt, Slot
+
+ACTIONS = ("confirm", "edit", "answer", "reject", "veto")
+
+
+def form_value(value: Any, value_type: str = Slot.ValueType.STRING) -> str:
+    """A stored value as an input shows it, so that `parse_value` gives the same value back.
+
+    Text stays as it is, unless it would read back as JSON in a JSON slot ("250"); everything
+    else is written as JSON.
+    """
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        if value_type != Slot.ValueType.JSON:
+            return value
+        try:
+            json.loads(value)
+        except ValueError:
+            return value
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, bool) and value_type == Slot.ValueType.BOOLEAN:
+        return "true" if value else "false"
+    if isinstance(value, dict | list):
+        return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def parse_value(text: str, value_type: str) -> Any:
+    """What a person typed, as the slot's value: JSON slots read JSON where it parses, plain
+    text otherwise (an account number needs no quotes); other types are checked by the service."""
+    if value_type != Slot.ValueType.JSON:
+        return text
+    stripped = text.strip()
+    if stripped[:1] in ("{", "["):
+        try:
+            return json.loads(stripped)
+        except ValueError as exc:
+            raise field_error("value", f"is not valid JSON ({exc.msg})") from None
+    try:
+        return json.loads(stripped)
+    except ValueError:
+        return text
+
+
+@dataclass(frozen=True)
+class Response:
+    action: str
+    version: str
+    value: Any
+    value_confirmation: Any
+    reason: str
+    typed: dict[str, str]  # what was posted, shown again when the answer is refused
+
+
+def parse_response(post: Mapping[str, Any], prompt: Prompt) -> Response:
+    """Read a card's form. Raises InvalidInput with a field message when it cannot be read."""
+    action = str(post.get("action", ""))
+    if action not in ACTIONS:
+        raise field_error("action", f"must be one of {', '.join(ACTIONS)}")
+    typed = {
+        name: str(post.get(name, ""))
+        for name in ("value", "value_confirmation", "reason")
+        if name in post
+    }
+    value_type = prompt.slot.value_type
+    value: Any = None
+    confirmation: Any = None
+    if action in ("edit", "answer"):
+        value = parse_value(typed.get("value", ""), value_type)
+        if "value_confirmation" in typed:
+            confirmation = parse_value(typed["value_confirmation"], value_type)
+    elif action == "confirm" and "value" in typed:
+        # Confirm keeps the value on record. A changed input with Confirm would silently drop
+        # the change: say so instead of guessing which one was meant.
+        on_record = form_value(prompt.prefill, value_type).strip()
+        if typed["value"].strip() != on_record:
+            raise InvalidInput(
+                "You changed the value: press “Save edit” to keep your change, or put the "
+                "value on record back and press “Confirm”.",
+                code="changed_value_confirmed",
+                fields={"value": ["changed: use Save edit to keep it"]},
+            )
+    return Response(
+        action=action,
+        version=str(post.get("version", "")),
+        value=value,
+        value_confirmation=confirmation,
+        reason=typed.get("reason", ""),
+        typed=typed,
+    )
