@@ -5,6 +5,7 @@ from csp.decorators import csp_update
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from beliefs.api import proposals as proposal_views
 from beliefs.api import views
 
 # The API authenticates by itself (runtime key or session) and answers JSON, so Django's
@@ -32,6 +33,17 @@ urlpatterns = [
         "prompts/<int:prompt_id>/respond/",
         api(views.RespondApi.as_view()),
         name="api-respond",
+    ),
+    path("proposals/", api(proposal_views.ProposalListApi.as_view()), name="api-proposals"),
+    path(
+        "proposals/validate/",
+        api(proposal_views.ProposalValidateApi.as_view()),
+        name="api-proposals-validate",
+    ),
+    path(
+        "proposals/contract-schema/",
+        api(proposal_views.ContractSchemaApi.as_view()),
+        name="api-proposals-contract-schema",
     ),
     path("schema/", api(SpectacularAPIView.as_view()), name="api-schema"),
     # Swagger UI sets inline styles from its own script: allowed on this page only, for styles
