@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -116,6 +117,14 @@ def _world_object(field: str, value: Any) -> dict[str, Any] | None:
     if not isinstance(value, dict):
         raise field_error(field, "must be a JSON object or null")
     return value
+
+
+def _world_per_slot(field: str, world: dict[str, Any]) -> dict[str, Any]:
+    """The world is {slot_key: {...}}: each slot's statement is an object, diffed key by key."""
+    for slot_key, slot_world in world.items():
+        if not isinstance(slot_world, dict):
+            raise field_error(f"{field}.{slot_key}", "must be a JSON object")
+    return world
 
 
 def _source(field: str, value: Any) -> Source:
@@ -371,7 +380,7 @@ def instance_open(
             code="unknown_principal",
             fields={"principal": ["unknown user"]},
         )
-    world = _world_object("world", world) or {}
+    world = _world_per_slot("world", _world_object("world", world) or {})
     if beliefs is not None and not isinstance(beliefs, list):
         raise field_error("beliefs", "must be a list")
 
@@ -856,6 +865,8 @@ def _check_value(slot: Slot, value: Any, field: str = "value") -> Any:
                 raise field_error(field, "must be a number") from None
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise field_error(field, "must be a number")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise field_error(field, "must be a finite number")
     elif slot.value_type == Slot.ValueType.BOOLEAN:
         if isinstance(value, str) and value.lower() in {"true", "yes", "false", "no"}:
             value = value.lower() in {"true", "yes"}

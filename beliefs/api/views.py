@@ -3,6 +3,7 @@ and answer; every rule lives in `beliefs.services`."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from django.db import connection
@@ -20,11 +21,43 @@ from beliefs.errors import InvalidInput
 from beliefs.models import PromptState, TaskInstance
 from beliefs.services import Actor
 
+# Deep enough for any world or value a runtime means; shallow enough that nothing downstream
+# (flattening, canonical JSON, the database's JSON functions) can run out of stack.
+MAX_JSON_DEPTH = 32
+
+
+def _check_json(data: dict[str, Any]) -> None:
+    """Refuse what JSON cannot carry back out: numbers out of range (1e400 parses as inf) and
+    nesting deeper than MAX_JSON_DEPTH. Iterative, so a hostile body cannot recurse us."""
+    stack: list[tuple[str, Any, int]] = [(str(k), v, 1) for k, v in data.items()]
+    while stack:
+        path, value, depth = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InvalidInput(
+                f"{path}: number out of range", fields={path: ["number out of range"]}
+            )
+        if isinstance(value, dict | list):
+            if depth >= MAX_JSON_DEPTH:
+                field = path.split(".", 1)[0].split("[", 1)[0]
+                message = f"nested more than {MAX_JSON_DEPTH} levels deep"
+                raise InvalidInput(f"{field}: {message}", fields={field: [message]})
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for key, child in items:
+                child_path = f"{path}.{key}" if isinstance(value, dict) else f"{path}[{key}]"
+                stack.append((child_path, child, depth + 1))
+
 
 def body(request: Request) -> dict[str, Any]:
-    data = request.data  # a malformed body raises ParseError here: 400 malformed_json
+    try:
+        data = request.data  # a malformed body raises ParseError here: 400 malformed_json
+    except RecursionError:
+        raise InvalidInput(
+            f"The request body is nested more than {MAX_JSON_DEPTH} levels deep.",
+            code="malformed_json",
+        ) from None
     if not isinstance(data, dict):
         raise InvalidInput("The request body must be a JSON object.", code="invalid_body")
+    _check_json(data)
     return data
 
 

@@ -661,3 +661,30 @@ def test_it_keeps_decision_links_a_later_registration_leaves_out(
     slot = transfer_class.slots.get(key="recipient_account")
     assert [d.key for d in slot.decisions.all()] == ["send_transfer"]
     assert services.slot_effective_risk(slot).risk == "irreversible"
+
+
+@pytest.mark.parametrize("typed", ["1e400", "-1E999", "abc", True])
+def test_it_refuses_a_number_answer_that_is_not_a_finite_number(
+    rt: Actor, alice: User, typed: object
+) -> None:
+    register("calc", actor=rt, slots=[{"key": "amount", "value_type": "number"}])
+    instance = _plan(_open(rt, alice, key="calc"), rt)
+    prompt = open_prompt(instance, "amount")
+    with pytest.raises(InvalidInput) as excinfo:
+        services.prompt_respond(
+            prompt_id=prompt.pk, user=alice, action="answer", version=1, value=typed
+        )
+    assert "value" in excinfo.value.fields
+    services.prompt_respond(
+        prompt_id=prompt.pk, user=alice, action="answer", version=1, value="12.5"
+    )
+    assert Belief.objects.get(slot__key="amount").value == 12.5
+
+
+def test_it_refuses_a_world_whose_slot_statement_is_not_an_object(
+    rt: Actor, alice: User, transfer_class: TaskClass
+) -> None:
+    with pytest.raises(InvalidInput) as excinfo:
+        _open(rt, alice, world={"recipient_account": "DE89"})
+    assert "world.recipient_account" in excinfo.value.fields
+    assert not TaskInstance.objects.exists()
