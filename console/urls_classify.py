@@ -1,5 +1,34 @@
+"""The classifier console, mounted at /classify/ (DESIGN §9)."""
+
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver
+from django.urls import URLPattern, URLResolver, path
 
-urlpatterns: list[URLPattern | URLResolver] = []
+from console.views import classify
+
+urlpatterns: list[URLPattern | URLResolver] = [
+    path("", classify.index, name="classify-index"),
+    path("matrix/", classify.matrix, name="classify-matrix"),
+    path("<str:key>/", classify.task_class_page, name="classify-task-class"),
+    path("<str:key>/slots/<int:slot_id>/", classify.slot_save, name="classify-slot"),
+    path(
+        "<str:key>/slots/<int:slot_id>/preview/",
+        classify.slot_preview,
+        name="classify-slot-preview",
+    ),
+    path(
+        "<str:key>/decisions/<int:decision_id>/",
+        classify.decision_save,
+        name="classify-decision",
+    ),
+    path(
+        "<str:key>/decisions/<int:decision_id>/preview/",
+        classify.decision_preview,
+        name="classify-decision-preview",
+    ),
+    path(
+        "<str:key>/requests/<int:request_id>/",
+        classify.request_decide,
+        name="classify-request",
+    ),
+]

@@ -1,5 +1,11 @@
+"""Pages mounted at the root for classifiers and reviewers: /activity/ (and /insights/)."""
+
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver
+from django.urls import URLPattern, URLResolver, path
 
-urlpatterns: list[URLPattern | URLResolver] = []
+from console.views import classify
+
+urlpatterns: list[URLPattern | URLResolver] = [
+    path("activity/", classify.activity, name="activity"),
+]

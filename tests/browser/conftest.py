@@ -109,7 +109,9 @@ def screenshot(page) -> Callable[[str], Path]:  # noqa: ANN001
     def take(name: str) -> Path:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         path = SCREENSHOTS / f"{name}.png"
-        page.screenshot(path=str(path), full_page=True)
+        # caret="initial": hiding the caret leaves style="" on inputs, which htmx's settle then
+        # copies onto swapped-in elements, a CSP violation the screenshot itself caused.
+        page.screenshot(path=str(path), full_page=True, caret="initial")
         return path
 
     return take
