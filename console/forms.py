@@ -65,7 +65,15 @@ class Response:
     value: Any
     value_confirmation: Any
     reason: str
-    typed: dict[str, str]  # what was posted, shown again when the answer is refused
+
+
+def typed_values(post: Mapping[str, Any]) -> dict[str, str]:
+    """What the person typed, to show again when the answer is refused."""
+    return {
+        name: str(post.get(name, ""))
+        for name in ("value", "value_confirmation", "reason")
+        if name in post
+    }
 
 
 def parse_response(post: Mapping[str, Any], prompt: Prompt) -> Response:
@@ -73,11 +81,7 @@ def parse_response(post: Mapping[str, Any], prompt: Prompt) -> Response:
     action = str(post.get("action", ""))
     if action not in ACTIONS:
         raise field_error("action", f"must be one of {', '.join(ACTIONS)}")
-    typed = {
-        name: str(post.get(name, ""))
-        for name in ("value", "value_confirmation", "reason")
-        if name in post
-    }
+    typed = typed_values(post)
     value_type = prompt.slot.value_type
     value: Any = None
     confirmation: Any = None
@@ -85,9 +89,10 @@ def parse_response(post: Mapping[str, Any], prompt: Prompt) -> Response:
         value = parse_value(typed.get("value", ""), value_type)
         if "value_confirmation" in typed:
             confirmation = parse_value(typed["value_confirmation"], value_type)
-    elif action == "confirm" and "value" in typed:
+    elif action == "confirm" and typed.get("value", "").strip():
         # Confirm keeps the value on record. A changed input with Confirm would silently drop
-        # the change: say so instead of guessing which one was meant.
+        # the change: say so instead of guessing which one was meant. (An empty input is the
+        # card that did not copy a value with hidden characters.)
         on_record = form_value(prompt.prefill, value_type).strip()
         if typed["value"].strip() != on_record:
             raise InvalidInput(
@@ -102,5 +107,4 @@ def parse_response(post: Mapping[str, Any], prompt: Prompt) -> Response:
         value=value,
         value_confirmation=confirmation,
         reason=typed.get("reason", ""),
-        typed=typed,
     )

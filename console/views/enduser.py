@@ -24,7 +24,7 @@ from beliefs import selectors, services
 from beliefs.errors import Conflict, InvalidInput, NotFound
 from beliefs.models import Decision, InstanceStatus, Prompt, PromptState, TaskInstance
 from beliefs.policy import RiskClass, Route
-from console.forms import form_value, parse_response
+from console.forms import form_value, parse_response, typed_values
 from console.templatetags.reveal import display_text, hidden_characters
 
 RECENT_LIMIT = 10
@@ -106,9 +106,15 @@ class Card:
     def input_value(self) -> str:
         if "value" in self.typed:
             return self.typed["value"]
-        if self.is_confirm:
+        if self.is_confirm and not self.prefill_hidden:
             return form_value(self.prompt.prefill, self.slot.value_type)
         return ""  # an ASK is never pre-filled
+
+    @property
+    def prefill_hidden(self) -> bool:
+        """A value with hidden characters is not copied into the input, where they would act
+        (reorder, hide) again: it is shown revealed, and a correction is typed afresh."""
+        return self.is_confirm and bool(hidden_characters(self.prompt.prefill))
 
     @property
     def input_is_multiline(self) -> bool:
@@ -152,6 +158,16 @@ class Card:
     @property
     def choices(self) -> list[Any]:
         return self.slot.scope_order or self.slot.choices or []
+
+    @property
+    def has_help(self) -> bool:
+        """Does the value input need a line of help (format, choices, typing rules)?"""
+        return bool(
+            self.prefill_hidden
+            or self.choices
+            or self.slot.monotonic
+            or self.slot.value_type in ("boolean", "date")
+        )
 
 
 def _cards_for(
@@ -355,10 +371,10 @@ def prompt_respond(request: HttpRequest, instance_id: UUID, prompt_id: int) -> H
     if prompt is None:
         raise Http404("No such prompt.")
 
-    status, message, errors, typed = 200, "", {}, {}
+    status, message, errors = 200, "", {}
+    typed = typed_values(request.POST)
     try:
         answer = parse_response(request.POST, prompt)
-        typed = answer.typed
         services.prompt_respond(
             prompt_id=prompt.pk,
             user=request.user,

@@ -1,0 +1,33 @@
+"""Fixtures for the end-user page tests: alice's vendor payment waiting for her, and clients."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from beliefs.models import TaskInstance
+from tests.browser import scenarios
+
+
+@pytest.fixture
+def vendor(alice: User) -> TaskInstance:
+    """Run 2 of alice's vendor payment: 2 CONFIRM cards, 1 ASK (monotonic), 2 assumptions."""
+    return scenarios.vendor(alice)
+
+
+@pytest.fixture
+def alice_client(alice: User) -> Client:
+    client = Client()
+    client.force_login(alice)
+    return client
+
+
+@pytest.fixture
+def mallory_client(mallory: User) -> Client:
+    client = Client()
+    client.force_login(mallory)
+    return client
+
+
+HTMX = {"HTTP_HX_REQUEST": "true"}

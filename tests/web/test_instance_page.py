@@ -1,0 +1,176 @@
+"""The instance page: restatement, assumptions, CONFIRM and ASK cards, the ready banner."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from beliefs import services
+from beliefs.models import Prompt, PromptState, TaskInstance
+from tests.browser import scenarios
+
+pytestmark = pytest.mark.django_db
+
+
+def card_html(html: str, prompt: Prompt) -> str:
+    """The markup of one card or assumption line (up to the next one)."""
+    start = html.index(f'id="prompt-{prompt.pk}"')
+    nxt = re.search(r'id="prompt-\d+"', html[start + 10 :])
+    return html[start : start + 10 + nxt.start()] if nxt else html[start:]
+
+
+def page(client: Client, instance: TaskInstance) -> str:
+    response = client.get(f"/instances/{instance.pk}/")
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_it_restates_the_action_in_plain_words(vendor: TaskInstance, alice_client: Client) -> None:
+    html = page(alice_client, vendor)
+    sentence = re.sub(r"<[^>]+>", "", re.search(r'<p class="sentence">.*?</p>', html).group(0))
+    assert sentence == "Send payment: Amount 1250, Recipient account NL91ABNA0417164300."
+    assert 'Approval scope <span class="value pending">(to be answered)</span>' in html
+    assert "Also</strong>: Memo" in html  # a slot that feeds no decision
+
+
+def test_it_lists_assumptions_with_source_acquisition_and_a_changed_since_mark(
+    vendor: TaskInstance, alice_client: Client
+) -> None:
+    html = page(alice_client, vendor)
+    reference = card_html(html, scenarios.open_prompt(vendor, "reference"))
+    assert 'Payment reference</span>: <span class="value">INV-2024-001</span>' in reference
+    assert "source: you" in reference
+    assert re.search(r"acquired in run 1 \(an earlier run\), turn 2, on\s*<time", reference)
+    assert "⚠ changed since: status" in reference
+    assert 'name="action" value="veto"' in reference
+    assert '<label for="prompt-' in reference and "Reason for a veto (optional)" in reference
+    due = card_html(html, scenarios.open_prompt(vendor, "due_date"))
+    assert "changed since" not in due  # no world reference, nothing to compare
+
+
+def test_it_shows_a_confirm_card_prefilled_with_its_source_and_world_diff(
+    vendor: TaskInstance, alice_client: Client
+) -> None:
+    prompt = scenarios.open_prompt(vendor, "recipient_account")
+    card = card_html(page(alice_client, vendor), prompt)
+    assert "Confirm: Recipient account" in card
+    assert 'name="value" type="text"' in card and 'value="NL91ABNA0417164300"' in card
+    assert f'name="version" value="{prompt.version}"' in card
+    assert "source: you" in card
+    assert re.search(r"acquired in run 1 \(an earlier run\), turn 1, on\s*<time", card)
+    # The diff: the changed key is highlighted and says so in words; the others are plain.
+    bank = re.search(r'<tr class="changed">.*?</tr>', card, re.S).group(0)
+    assert "bank" in bank and "ABN AMRO" in bank and "Revolut" in bank and "changed" in bank
+    holder = re.search(r'<tr class="same">.*?</tr>', card, re.S).group(0)
+    assert "holder" in holder and "unchanged" in holder
+    assert "1 key changed" in card
+    for button in ('value="confirm"', 'value="edit"', 'value="reject"'):
+        assert button in card
+
+
+def test_it_shows_where_a_tool_value_comes_from(vendor: TaskInstance, alice_client: Client) -> None:
+    card = card_html(page(alice_client, vendor), scenarios.open_prompt(vendor, "amount"))
+    assert "source: a tool" in card
+    assert re.search(r"acquired in run 2 \(this run\), turn 1", card)
+    assert 'inputmode="decimal"' in card and 'value="1250"' in card
+
+
+def test_it_disables_an_irreversible_confirm_until_the_delay_has_passed(
+    vendor: TaskInstance,
+    alice_client: Client,
+    settings,  # noqa: ANN001
+) -> None:
+    settings.CONSOLE_CONFIRM_DELAY_MS = 1500
+    card = card_html(page(alice_client, vendor), scenarios.open_prompt(vendor, "amount"))
+    confirm = re.search(r'<button type="submit" name="action" value="confirm"[^>]*>', card).group(0)
+    assert " disabled" in confirm
+    assert 'data-enable-after-ms="1500"' in confirm
+    # Without JavaScript a plain Confirm is offered instead (the server accepts it either way).
+    assert '<noscript><button type="submit" name="action" value="confirm"' in card
+
+
+def test_it_shows_an_ask_card_blank_with_the_earlier_grant_as_context_only(
+    vendor: TaskInstance, alice_client: Client
+) -> None:
+    prompt = scenarios.open_prompt(vendor, "approval_scope")
+    card = card_html(page(alice_client, vendor), prompt)
+    assert "Answer: Approval scope" in card
+    field = re.search(r'<input id="prompt-\d+-value"[^>]*>', card).group(0)
+    assert 'value=""' in field and 'autocomplete="off"' in field
+    assert "Earlier grant, for context only" in card and ">single</span>" in card
+    assert "Type the value in full" in card
+    assert "Type it again" not in card  # only after an escalation was typed once
+    assert 'value="answer"' in card and 'value="confirm"' not in card
+
+
+def test_it_labels_every_input(vendor: TaskInstance, alice_client: Client) -> None:
+    html = page(alice_client, vendor)
+    ids = re.findall(r'<(?:input|textarea) id="([^"]+)"', html)
+    assert ids
+    for input_id in ids:
+        assert f'<label for="{input_id}">' in html
+    assert not re.search(r"<(input|textarea)(?![^>]*\bid=)(?![^>]*type=\"hidden\")[^>]*>", html)
+
+
+def test_it_says_when_the_action_may_proceed_with_bindings_and_digest(
+    vendor: TaskInstance, alice: User, alice_client: Client
+) -> None:
+    for prompt in Prompt.objects.filter(instance=vendor, state="open", blocking=True):
+        value = "recurring" if prompt.route == "ASK" else None
+        services.prompt_respond(
+            prompt_id=prompt.pk,
+            user=alice,
+            action="answer" if value else "confirm",
+            version=prompt.version,
+            value=value,
+            value_confirmation=value,
+        )
+    vendor.refresh_from_db()
+    assert vendor.status == "ready"
+    html = page(alice_client, vendor)
+    assert "This action may proceed" in html
+    assert vendor.bindings_digest in html
+    assert ">recurring</span>" in html and ">NL91ABNA0417164300</span>" in html
+    assert "Needs your answer" in html and "Confirmed" in html  # answered cards stay as a record
+
+
+def test_it_records_when_prompts_were_first_shown(
+    vendor: TaskInstance, alice_client: Client
+) -> None:
+    assert not Prompt.objects.filter(instance=vendor, shown_at__isnull=False).exists()
+    page(alice_client, vendor)
+    shown = Prompt.objects.filter(instance=vendor, state=PromptState.OPEN)
+    first = {p.pk: p.shown_at for p in shown}
+    assert all(first.values())
+    page(alice_client, vendor)
+    assert {p.pk: p.shown_at for p in shown.all()} == first  # first shown, not last
+
+
+def test_it_shows_a_cancelled_instance_closed(vendor: TaskInstance, alice_client: Client) -> None:
+    services.instance_cancel(instance=vendor, actor=scenarios.RUNTIME, reason="user went away")
+    html = page(alice_client, vendor)
+    assert "✕ Cancelled" in html and "user went away" in html
+    assert 'value="confirm"' not in html and 'value="veto"' not in html
+
+
+@pytest.mark.parametrize("prompts", [2, 50])
+def test_it_runs_the_same_queries_for_2_and_50_prompts(
+    prompts: int,
+    alice: User,
+    alice_client: Client,
+    django_assert_num_queries,  # noqa: ANN001
+) -> None:
+    instance = scenarios.many(alice, prompts)
+    # 1 the session, 2 the user, 3 the instance with its task class and principal,
+    # 4 whether a blocking prompt is past its TTL (lazy expiry),
+    # 5 the prompts with their slots, beliefs and the beliefs' instances,
+    # 6 shown_at for the prompts shown for the first time (one UPDATE),
+    # 7 the decisions, 8 their slots (prefetch), for the restatement,
+    # 9 and 10 the user's and the groups' permissions (the header's roles).
+    with django_assert_num_queries(10):
+        response = alice_client.get(f"/instances/{instance.pk}/")
+    assert response.status_code == 200
+    assert response.content.decode().count('class="card card-confirm"') == prompts // 2

@@ -1,0 +1,75 @@
+"""Signing in and out, the lockout after repeated failures, and the header."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from tests.conftest import PASSWORD
+
+pytestmark = pytest.mark.django_db
+
+
+def test_it_shows_a_labelled_sign_in_form(db: None) -> None:
+    html = Client().get("/accounts/login/").content.decode()
+    assert '<label for="id_username">Username</label>' in html
+    assert '<label for="id_password">Password</label>' in html
+    assert 'autocomplete="current-password"' in html
+    assert '<button type="submit" class="primary">Sign in</button>' in html
+
+
+def test_it_signs_in_and_lands_on_the_inbox(alice: User) -> None:
+    client = Client()
+    response = client.post("/accounts/login/", {"username": "alice", "password": PASSWORD})
+    assert response.status_code == 302 and response["Location"] == "/"
+    html = client.get("/").content.decode()
+    assert "Signed in as <strong>alice</strong>" in html
+    assert "(end user)" in html
+
+
+def test_it_returns_to_the_page_asked_for(alice: User) -> None:
+    client = Client()
+    response = client.post(
+        "/accounts/login/?next=/inbox/rows/",
+        {"username": "alice", "password": PASSWORD, "next": "/inbox/rows/"},
+    )
+    assert response["Location"] == "/inbox/rows/"
+
+
+def test_it_says_when_the_password_is_wrong(alice: User) -> None:
+    response = Client().post("/accounts/login/", {"username": "alice", "password": "nope"})
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert 'role="alert"' in html and "correct username and password" in html
+    assert 'value="alice"' in html
+
+
+def test_it_locks_the_account_after_repeated_failures(alice: User, settings) -> None:  # noqa: ANN001
+    client = Client()
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        client.post("/accounts/login/", {"username": "alice", "password": "wrong"})
+    locked = client.post("/accounts/login/", {"username": "alice", "password": PASSWORD})
+    html = locked.content.decode()
+    assert locked.status_code == 429
+    assert "Account locked" in html and "for 15 minutes" in html
+    assert "_auth_user_id" not in client.session
+
+
+def test_it_shows_the_roles_of_a_classifier_and_reviewer(carol: User, rita: User) -> None:
+    client = Client()
+    client.force_login(carol)
+    html = client.get("/").content.decode()
+    assert "(end user, classifier)" in html
+    assert 'href="/classify/"' in html and 'href="/activity/"' in html
+    assert 'href="/insights/"' in html
+
+
+def test_it_signs_out_with_a_post(alice: User) -> None:
+    client = Client()
+    client.force_login(alice)
+    html = client.get("/").content.decode()
+    assert '<form method="post" action="/accounts/logout/"' in html
+    response = client.post("/accounts/logout/")
+    assert response.status_code == 302 and response["Location"] == "/accounts/login/"
+    assert client.get("/").status_code == 302
