@@ -384,12 +384,13 @@ def instance_open(
     if beliefs is not None and not isinstance(beliefs, list):
         raise field_error("beliefs", "must be a list")
 
-    # Lock the principal's earlier runs of this class so two opens cannot take the same number.
-    last = (
-        TaskInstance.objects.select_for_update()
-        .filter(principal=user, task_class=task_class)
-        .aggregate(m=Max("run_number"))["m"]
-    )
+    # Two opens must not take the same run number. Locking the earlier runs is not enough (the
+    # first run has none to lock, and Django drops FOR UPDATE from an aggregate query), so lock
+    # the principal's row: opens for one person queue, and MAX() then sees the other's commit.
+    get_user_model().objects.select_for_update().filter(pk=user.pk).exists()
+    last = TaskInstance.objects.filter(principal=user, task_class=task_class).aggregate(
+        m=Max("run_number")
+    )["m"]
     instance = TaskInstance.objects.create(
         task_class=task_class,
         principal=user,

@@ -97,3 +97,21 @@ def test_it_records_two_identical_racing_answers_once(prompt_id: int, alice: Use
     assert PromptResponse.objects.filter(prompt_id=prompt_id).count() == 1
     assert Belief.objects.filter(source="user").count() == 1
     assert AuditEvent.objects.filter(kind="prompt.confirm").count() == 1
+
+
+def test_it_numbers_two_racing_opens_of_the_same_task_class_apart(
+    runtime_key: tuple[APIKey, str], alice: User
+) -> None:
+    rt = Actor(key=runtime_key[0])
+    transfer(rt)
+    services.instance_open(task_class_key="payments.transfer", principal="alice", actor=rt)
+
+    def open_one() -> Any:
+        return services.instance_open(
+            task_class_key="payments.transfer", principal="alice", actor=rt
+        )
+
+    results = _race([open_one, open_one, open_one])
+
+    assert not [r for r in results if isinstance(r, Exception)], results
+    assert sorted(r.run_number for r in results) == [2, 3, 4]
