@@ -11,6 +11,7 @@ with schema findings, and the reviewers see it.
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -137,6 +138,10 @@ def _check_storable(root: str, value: Any) -> None:
             problem = _unstorable(item)
             if problem:
                 raise InvalidInput(f"{path}: {problem}.", fields={path: [problem]})
+        elif isinstance(item, float) and not math.isfinite(item):
+            # 1e400 parses as infinity, which JSON cannot carry back out.
+            problem = "number out of range"
+            raise InvalidInput(f"{path}: {problem}.", fields={path: [problem]})
         elif isinstance(item, dict):
             for key, child in item.items():
                 key_text = str(key)

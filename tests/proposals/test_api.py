@@ -132,6 +132,15 @@ def test_it_refuses_an_unpaired_surrogate(runtime):
     assert nothing_stored()
 
 
+def test_it_refuses_a_number_out_of_range(runtime):
+    raw = '{"graph": {"nodes": [{"id": "c1", "type": "claim", "label": "x", "value": 1e400}]},'
+    raw += ' "update": {}}'
+    response = runtime.post(VALIDATE_URL, data=raw, content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["fields"] == {"/graph/nodes/0/value": ["number out of range"]}
+    assert nothing_stored()
+
+
 def test_it_refuses_absurd_nesting(runtime):
     deep: object = "bottom"
     for _ in range(40):
