@@ -288,6 +288,8 @@ def task_class_register(
     task_class, created = TaskClass.objects.get_or_create(
         key=key, defaults={"name": _optional_text("name", name, limit=200) or key}
     )
+    # Concurrent registrations of one class queue here, so the second sees the first's slots.
+    task_class = TaskClass.objects.select_for_update().get(pk=task_class.pk)
     if not created and name is not None:
         task_class.name = _optional_text("name", name, limit=200) or key
         task_class.save(update_fields=["name", "updated_at"])

@@ -17,7 +17,7 @@ from rest_framework_api_key.models import APIKey
 
 from beliefs import services
 from beliefs.errors import Conflict
-from beliefs.models import AuditEvent, Belief, PromptResponse
+from beliefs.models import AuditEvent, Belief, Decision, PromptResponse, Slot
 from beliefs.services import Actor
 from tests.domain.builders import open_prompt, transfer
 
@@ -115,3 +115,24 @@ def test_it_numbers_two_racing_opens_of_the_same_task_class_apart(
 
     assert not [r for r in results if isinstance(r, Exception)], results
     assert sorted(r.run_number for r in results) == [2, 3, 4]
+
+
+def test_it_registers_the_same_new_slot_from_two_racing_registrations_once(
+    runtime_key: tuple[APIKey, str],
+) -> None:
+    rt = Actor(key=runtime_key[0])
+    services.task_class_register(key="payments.transfer", slots=[{"key": "memo"}], actor=rt)
+
+    def register() -> Any:
+        return services.task_class_register(
+            key="payments.transfer",
+            slots=[{"key": "memo"}, {"key": "iban"}],
+            decisions=[{"key": "send", "slots": ["iban"]}],
+            actor=rt,
+        )
+
+    results = _race([register, register, register])
+
+    assert not [r for r in results if isinstance(r, Exception)], results
+    assert sorted(Slot.objects.values_list("key", flat=True)) == ["iban", "memo"]
+    assert Decision.objects.get(key="send").slots.get().key == "iban"
