@@ -34,7 +34,7 @@ from beliefs.errors import InvalidInput, NotFound
 from beliefs.models import ProposalAnnotation, ProposalValidation
 from beliefs.roles import is_reviewer
 from beliefs.services import MAX_TEXT_LENGTH
-from console.templatetags.reveal import hidden_characters, reveal
+from console.templatetags.reveal import hidden_characters
 
 PAGE_SIZE = 25
 STATS_DEFAULT_DAYS = 30
@@ -264,12 +264,12 @@ def declared_vs_actual(validation: ProposalValidation) -> list[Row]:
 
 
 def _text(value: Any) -> str:
-    """A JSON scalar as a person reads it, hidden characters revealed."""
+    """A JSON scalar as text; the templates reveal hidden characters with ``|shown``."""
     if value is None:
         return ""
     if isinstance(value, str):
-        return reveal(value)
-    return reveal(json.dumps(value, ensure_ascii=False))
+        return value
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _ids(update: Any, key: str, id_key: str | None = None) -> set[str]:
@@ -373,9 +373,9 @@ def proposed_changes(update: Any) -> dict[str, list[dict[str, Any]]]:
 
 
 def pretty_json(value: Any) -> str:
-    """Indented JSON in the order it was sent, hidden characters revealed; plain text for a
-    ``<pre>`` that autoescape will escape."""
-    return reveal(json.dumps(value, indent=2, ensure_ascii=False))
+    """Indented JSON in the order it was sent, as plain text for a ``<pre>``; the template
+    reveals hidden characters with ``|shown``."""
+    return json.dumps(value, indent=2, ensure_ascii=False)
 
 
 def _annotation_context(
