@@ -5,12 +5,24 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from axe_playwright_python.sync_playwright import Axe
 from django.contrib.auth.models import User
 from playwright.sync_api import Page, expect
 
 from beliefs.demo_proposals import seed_demo_proposals
 from beliefs.models import AuditEvent, ProposalAnnotation, ProposalValidation
 from tests.conftest import PASSWORD
+
+
+def assert_accessible(page: Page) -> None:
+    """No serious or critical axe-core violation on the page as it stands."""
+    results = Axe().run(page)
+    serious = [
+        (v["id"], [n["target"] for n in v["nodes"]])
+        for v in results.response["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+    assert serious == []
 
 
 def test_it_lets_rita_filter_to_reject_open_one_and_annotate_it(
@@ -33,6 +45,7 @@ def test_it_lets_rita_filter_to_reject_open_one_and_annotate_it(
     expect(verdicts.first).to_have_text("REJECT")
     assert set(verdicts.all_text_contents()) == {"REJECT"}
     screenshot("proposals-list-reject")
+    assert_accessible(page)
 
     row = page.get_by_role("row").filter(has_text="walkthrough-57J.63-case-B-declared-true")
     row.get_by_role("link").click()
@@ -55,6 +68,7 @@ def test_it_lets_rita_filter_to_reject_open_one_and_annotate_it(
     assert page.url == detail_url  # swapped in place by htmx, no navigation
     expect(page.locator("#annotation").get_by_label("Agree", exact=True)).to_be_checked()
     screenshot("proposals-detail-annotated")
+    assert_accessible(page)
 
     annotation = ProposalAnnotation.objects.get()
     assert annotation.reviewer == rita
@@ -84,3 +98,4 @@ def test_it_shows_the_statistics_charts(
     expect(page.get_by_role("img", name="Most frequent finding codes")).to_be_visible()
     assert page.locator("rect.bar-reject").count() > 0
     screenshot("proposals-stats")
+    assert_accessible(page)
