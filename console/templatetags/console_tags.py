@@ -1,6 +1,7 @@
 """Template filters for untrusted values: `{% load console_tags %}`.
 
-Every filter returns plain text, never markup, so autoescape still applies to what it returns.
+`shown` escapes every piece of a value itself and marks the revealed characters; `shown_text`
+returns plain text, which autoescape handles.
 """
 
 from __future__ import annotations
@@ -9,29 +10,35 @@ from datetime import timedelta
 from typing import Any
 
 from django import template
+from django.utils.html import conditional_escape, format_html
+from django.utils.safestring import mark_safe
 
-from console.templatetags.reveal import display_text, hidden_characters
+from console.templatetags.reveal import display_text, plain_text, reveal_parts
 
 register = template.Library()
 
 
 @register.filter
 def shown(value: Any) -> str:
-    """A JSON value as text for a person: hidden characters revealed as ⟨U+XXXX⟩."""
+    """A JSON value as text for a person, hidden characters revealed as a marked ⟨U+XXXX⟩.
+
+    Every piece of the value is escaped; only the marker's own span is markup, so a value that
+    merely contains the text "⟨U+202E⟩" cannot pass for a revealed character.
+    """
+    return mark_safe(  # noqa: S308 - built from escaped parts only
+        "".join(
+            format_html('<span class="hidden-char" title="hidden character {}">⟨{}⟩</span>', p, p)
+            if hidden
+            else conditional_escape(p)
+            for p, hidden in reveal_parts(plain_text(value))
+        )
+    )
+
+
+@register.filter
+def shown_text(value: Any) -> str:
+    """The same as plain text, for places that cannot hold markup (a page title)."""
     return display_text(value)
-
-
-@register.filter
-def hidden_codes(value: Any) -> str:
-    """The hidden characters of a value as "U+202E, U+200B", or "" when there is none."""
-    return ", ".join(hidden_characters(value))
-
-
-@register.filter
-def short(text: Any, limit: int = 60) -> str:
-    """Cut long text to `limit` characters with an ellipsis (for one-line summaries)."""
-    text = str(text)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 @register.filter

@@ -29,11 +29,31 @@ def is_hidden(char: str) -> bool:
     return char not in KEPT and unicodedata.category(char) in REVEALED_CATEGORIES
 
 
+def code(char: str) -> str:
+    return f"U+{ord(char):04X}"
+
+
 def reveal(text: str) -> str:
     """The text with every hidden character replaced by ⟨U+XXXX⟩."""
-    if not any(is_hidden(c) for c in text):
-        return text
-    return "".join(f"⟨U+{ord(c):04X}⟩" if is_hidden(c) else c for c in text)
+    return "".join(f"⟨{part}⟩" if hidden else part for part, hidden in reveal_parts(text))
+
+
+def reveal_parts(text: str) -> list[tuple[str, bool]]:
+    """The text cut into (plain text, False) and (code "U+XXXX", True) parts, so that a page can
+    mark the revealed characters apart from text that merely looks like a marker."""
+    parts: list[tuple[str, bool]] = []
+    plain: list[str] = []
+    for char in text:
+        if is_hidden(char):
+            if plain:
+                parts.append(("".join(plain), False))
+                plain = []
+            parts.append((code(char), True))
+        else:
+            plain.append(char)
+    if plain:
+        parts.append(("".join(plain), False))
+    return parts
 
 
 def hidden_characters(value: Any) -> list[str]:
@@ -44,7 +64,7 @@ def hidden_characters(value: Any) -> list[str]:
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            found.update(f"U+{ord(c):04X}" for c in item if is_hidden(c))
+            found.update(code(c) for c in item if is_hidden(c))
         elif isinstance(item, dict):
             stack.extend(item.keys())
             stack.extend(item.values())
@@ -57,14 +77,18 @@ def has_hidden(value: Any) -> bool:
     return bool(hidden_characters(value))
 
 
-def display_text(value: Any) -> str:
-    """A JSON value as a person should read it, hidden characters revealed.
-
-    Text is shown as it is (no quotes); objects and lists as indented JSON; numbers, booleans and
-    null as JSON.
-    """
+def plain_text(value: Any, *, compact: bool = False) -> str:
+    """A JSON value as text, hidden characters still in it: text as it is (no quotes), objects and
+    lists as JSON (indented, or on one line when `compact`), numbers, booleans and null as JSON."""
     if isinstance(value, str):
-        return reveal(value)
+        return value
     if isinstance(value, dict | list):
-        return reveal(json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True))
+        if compact:
+            return json.dumps(value, ensure_ascii=False, sort_keys=True)
+        return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
     return json.dumps(value)
+
+
+def display_text(value: Any, *, compact: bool = False) -> str:
+    """A JSON value as a person should read it, hidden characters revealed as ⟨U+XXXX⟩."""
+    return reveal(plain_text(value, compact=compact))

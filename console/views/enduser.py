@@ -25,7 +25,7 @@ from beliefs.errors import Conflict, InvalidInput, NotFound
 from beliefs.models import Decision, InstanceStatus, Prompt, PromptState, TaskInstance
 from beliefs.policy import RiskClass, Route
 from console.forms import form_value, parse_response, typed_values
-from console.templatetags.reveal import display_text, hidden_characters
+from console.templatetags.reveal import display_text, hidden_characters, plain_text
 
 RECENT_LIMIT = 10
 RESTATEMENT_VALUE_LIMIT = 60
@@ -206,6 +206,8 @@ def _cards_for(
 
 @dataclass(frozen=True)
 class Part:
+    """One slot in the restatement; label and text are untrusted, shown with `|shown`."""
+
     label: str
     text: str
     pending: bool
@@ -231,21 +233,21 @@ def restatement(instance: TaskInstance, decisions: list[Decision]) -> list[Sente
         item = items[key]
         value = bindings[key] if bindings and key in bindings else item.get("value")
         pending = value is None and item.get("route") == Route.ASK
-        text = "to be answered" if pending else display_text(value)
+        text = "" if pending else plain_text(value, compact=True)
         if len(text) > RESTATEMENT_VALUE_LIMIT:
             text = text[: RESTATEMENT_VALUE_LIMIT - 1] + "…"
         flagged = bool(hidden_characters([item.get("label"), value]))
-        return Part(display_text(item.get("label") or key), text, pending, flagged)
+        return Part(item.get("label") or key, text, pending, flagged)
 
     sentences = []
     fed: set[str] = set()
     for decision in decisions:
         keys = [k for k in items if k in {s.key for s in decision.slots.all()}]
         fed.update(keys)
-        sentences.append(Sentence(display_text(decision.label), [part(k) for k in keys]))
+        sentences.append(Sentence(decision.label, [part(k) for k in keys]))
     rest = [k for k in items if k not in fed]
     if rest:
-        action = "Also" if sentences else display_text(instance.task_class.name)
+        action = "Also" if sentences else instance.task_class.name
         sentences.append(Sentence(action, [part(k) for k in rest]))
     return sentences
 

@@ -31,3 +31,8 @@ def mallory_client(mallory: User) -> Client:
 
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+def marked(code: str) -> str:
+    """How a page shows a revealed hidden character, e.g. marked("U+202E")."""
+    return f'<span class="hidden-char" title="hidden character {code}">⟨{code}⟩</span>'

@@ -11,7 +11,7 @@ from django.test import Client
 
 from beliefs.models import TaskInstance
 from tests.browser import scenarios
-from tests.web.conftest import HTMX
+from tests.web.conftest import HTMX, marked
 
 pytestmark = pytest.mark.django_db
 
@@ -71,8 +71,8 @@ def test_it_shows_hidden_characters_and_flags_their_cards(
     hostile: TaskInstance, alice_client: Client
 ) -> None:
     html = alice_client.get(f"/instances/{hostile.pk}/").content.decode()
-    assert "invoice⟨U+202E⟩fdp.exe" in html
-    assert "iban⟨U+200B⟩" in html  # in a world reference's key
+    assert f"invoice{marked('U+202E')}fdp.exe" in html
+    assert f"iban{marked('U+200B')}" in html  # in a world reference's key
     file_card = html[html.index("Confirm: Attachment") :]
     file_card = file_card[: file_card.index("</article>")]
     assert "Warning: hidden characters." in file_card and "(U+202E)" in file_card
@@ -90,7 +90,7 @@ def test_it_shows_an_object_value_as_formatted_json(
 ) -> None:
     html = alice_client.get(f"/instances/{hostile.pk}/").content.decode()
     assert (
-        "{\n  &quot;bidi&quot;: &quot;invoice⟨U+202E⟩fdp.exe&quot;,\n"
+        f"{{\n  &quot;bidi&quot;: &quot;invoice{marked('U+202E')}fdp.exe&quot;,\n"
         "  &quot;html&quot;: &quot;&lt;img src=x onerror=alert(&#x27;img&#x27;)&gt;&quot;\n}"
     ) in html
 
@@ -129,5 +129,19 @@ def test_it_escapes_a_hostile_answer_once_recorded(
     )
     html = response.content.decode()
     assert response.status_code == 200
-    assert "&lt;img src=x onerror=alert(3)&gt;⟨U+2066⟩" in html
+    assert f"&lt;img src=x onerror=alert(3)&gt;{marked('U+2066')}" in html
     assert "<img src=x onerror=alert(3)>" not in html and "\u2066" not in html
+
+
+def test_it_does_not_take_a_look_alike_marker_for_a_hidden_character(
+    alice: User, alice_client: Client
+) -> None:
+    """Text that merely spells "⟨U+202E⟩" is shown as typed: not marked, card not flagged."""
+    instance = scenarios.vendor(alice)
+    prompt = scenarios.open_prompt(instance, "reference")
+    prompt.prefill = "INV ⟨U+202E⟩ 7"
+    prompt.save(update_fields=["prefill"])
+    html = alice_client.get(f"/instances/{instance.pk}/").content.decode()
+    assert "INV ⟨U+202E⟩ 7" in html
+    assert 'class="hidden-char"' not in html
+    assert "Warning: hidden characters" not in html

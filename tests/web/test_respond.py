@@ -19,7 +19,7 @@ from beliefs.models import (
     TaskInstance,
 )
 from tests.browser import scenarios
-from tests.web.conftest import HTMX
+from tests.web.conftest import HTMX, marked
 
 pytestmark = pytest.mark.django_db
 
@@ -195,7 +195,7 @@ def test_it_reveals_a_hidden_character_in_a_reason(
 ) -> None:
     prompt = scenarios.open_prompt(vendor, "reference")
     html = post(alice_client, prompt, action="veto", reason="see\u202eattached").content.decode()
-    assert "see⟨U+202E⟩attached" in html and "\u202e" not in html
+    assert f"see{marked('U+202E')}attached" in html and "\u202e" not in html
 
 
 def test_it_records_the_response_time(vendor: TaskInstance, alice_client: Client) -> None:

@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from console.templatetags.reveal import display_text, hidden_characters, reveal
+from console.templatetags.console_tags import shown
+from console.templatetags.reveal import display_text, hidden_characters, reveal, reveal_parts
 
 
 @pytest.mark.parametrize(
@@ -66,3 +67,24 @@ def test_it_imports_no_django() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_it_cuts_text_into_plain_parts_and_revealed_codes() -> None:
+    assert reveal_parts("a\u202e\u200bb") == [
+        ("a", False),
+        ("U+202E", True),
+        ("U+200B", True),
+        ("b", False),
+    ]
+    assert reveal_parts("") == []
+
+
+def test_it_writes_objects_on_one_line_when_compact() -> None:
+    assert display_text({"b": [1], "a": "x"}, compact=True) == '{"a": "x", "b": [1]}'
+
+
+def test_its_filter_escapes_every_part_and_marks_only_revealed_characters() -> None:
+    html = shown("<b>\u202e⟨U+0000⟩")
+    assert html == (
+        '&lt;b&gt;<span class="hidden-char" title="hidden character U+202E">⟨U+202E⟩</span>⟨U+0000⟩'
+    )

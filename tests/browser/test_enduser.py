@@ -1,0 +1,266 @@
+"""The end user's console in real Chromium: sign in, inbox, every kind of card, 409, escaping.
+
+The `page` fixture fails a test on any JavaScript dialog, CSP violation or page error, so every
+test here also proves that nothing injected ran and that the CSP held.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from django.contrib.auth.models import User
+from playwright.sync_api import Page, expect
+
+from beliefs import services
+from tests.browser import scenarios
+from tests.conftest import PASSWORD
+
+SignIn = Callable[[str, str], None]
+
+
+@pytest.fixture
+def fast_confirm(settings: Any) -> int:  # noqa: ANN401
+    settings.CONSOLE_CONFIRM_DELAY_MS = 300
+    return 300
+
+
+def card(page: Page, slot_label: str) -> Any:  # noqa: ANN401
+    """The open card (article) whose heading names the slot."""
+    return page.locator("article.card").filter(
+        has=page.get_by_role("heading", name=re.compile(rf": {re.escape(slot_label)}$"))
+    )
+
+
+def assumption(page: Page, slot_label: str) -> Any:  # noqa: ANN401
+    return page.locator("div.assumption").filter(
+        has=page.locator(".assumption-label", has_text=slot_label)
+    )
+
+
+def assert_accessible(page: Page) -> None:
+    results = Axe().run(page)
+    serious = [
+        (v["id"], v["impact"], [n["target"] for n in v["nodes"]])
+        for v in results.response["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+    assert serious == []
+
+
+def test_it_completes_a_run_2_instance_in_the_browser(
+    page: Page,
+    sign_in: SignIn,
+    screenshot: Callable[[str], Any],
+    alice: User,
+    fast_confirm: int,
+) -> None:
+    instance = scenarios.vendor(alice)
+    sign_in("alice", PASSWORD)
+
+    # The inbox.
+    expect(page).to_have_url(re.compile(r"/$"))
+    expect(page.get_by_text("Signed in as")).to_contain_text("alice")
+    row = page.locator(".inbox-item").filter(has_text="Vendor payment")
+    expect(row).to_contain_text("3 answers needed")
+    expect(row).to_contain_text("Send payment")
+    screenshot("inbox")
+    assert_accessible(page)
+
+    # The instance page.
+    row.get_by_role("link", name=re.compile("Vendor payment")).click()
+    expect(page).to_have_url(re.compile(rf"/instances/{instance.pk}/$"))
+    expect(page.locator("#restatement")).to_contain_text(
+        "Send payment: Amount 1250, Recipient account NL91ABNA0417164300."
+    )
+    expect(page.locator("#instance-banner")).to_contain_text("3 answers needed")
+    screenshot("instance")
+    assert_accessible(page)
+
+    # Veto an assumption: the question appears in its place; answer it.
+    due = assumption(page, "Due date")
+    due.get_by_label("Reason for a veto (optional)").fill("the invoice moved")
+    due.get_by_role("button", name="Veto").click()
+    expect(due).to_contain_text("Vetoed. Reason: the invoice moved")
+    expect(page.locator("#instance-banner")).to_contain_text("4 answers needed")
+    question = card(page, "Due date")
+    expect(question).to_be_focused()
+    question.get_by_label("Your answer").fill("2025-07-15")
+    question.get_by_role("button", name="Answer").click()
+    expect(question).to_contain_text("Answered: 2025-07-15")
+
+    # Edit a CONFIRM card.
+    amount = card(page, "Amount")
+    amount.get_by_label(re.compile("^Value")).fill("1300")
+    amount.get_by_role("button", name="Save edit").click()
+    expect(amount).to_contain_text("Edited and confirmed: 1300")
+    expect(page.locator("#restatement")).to_contain_text("Amount 1300")
+
+    # Confirm a CONFIRM card: the button waits out the anti-fatigue delay first.
+    recipient = card(page, "Recipient account")
+    expect(recipient.locator("tr.changed")).to_contain_text("changed")
+    confirm = recipient.get_by_role("button", name="Confirm")
+    expect(confirm).to_be_enabled(timeout=fast_confirm + 5000)
+    confirm.click()
+    expect(recipient).to_contain_text("Confirmed: NL91ABNA0417164300")
+
+    # Retype a monotonic scope: an escalation must be typed twice, and a mismatch is refused.
+    scope = card(page, "Approval scope")
+    expect(scope).to_contain_text("Earlier grant, for context only")
+    expect(scope.get_by_label("Your answer")).to_have_value("")
+    scope.get_by_label("Your answer").fill("unlimited")
+    scope.get_by_role("button", name="Answer").click()
+    expect(scope.get_by_role("alert")).to_contain_text("type it a second time")
+    scope.get_by_label("Type it again").fill("recurring")
+    scope.get_by_role("button", name="Answer").click()
+    expect(scope.get_by_role("alert")).to_contain_text("The two values do not match")
+    scope.get_by_label("Type it again").fill("unlimited")
+    scope.get_by_role("button", name="Answer").click()
+    expect(scope).to_contain_text("Answered: unlimited")
+
+    # Nothing blocks any more: the action may proceed, with its digest.
+    banner = page.locator("#instance-banner")
+    expect(banner).to_contain_text("This action may proceed")
+    instance.refresh_from_db()
+    assert instance.status == "ready"
+    expect(banner.locator(".digest")).to_have_text(instance.bindings_digest)
+    expect(banner).to_contain_text("unlimited")
+    screenshot("instance-ready")
+    assert_accessible(page)
+
+
+def test_it_starts_an_irreversible_confirm_disabled(
+    page: Page, sign_in: SignIn, alice: User, settings: Any
+) -> None:
+    settings.CONSOLE_CONFIRM_DELAY_MS = 1500
+    instance = scenarios.vendor(alice)
+    sign_in("alice", PASSWORD)
+    page.goto(f"/instances/{instance.pk}/")
+    confirm = card(page, "Amount").get_by_role("button", name="Confirm")
+    expect(confirm).to_be_disabled()
+    expect(confirm).to_have_attribute("data-enable-after-ms", "1500")
+    page.wait_for_timeout(700)
+    expect(confirm).to_be_disabled()
+    expect(confirm).to_be_enabled(timeout=5000)
+
+
+def test_it_shows_the_409_message_with_the_fresh_card_after_a_world_change(
+    page: Page, sign_in: SignIn, alice: User, fast_confirm: int
+) -> None:
+    instance = scenarios.vendor(alice)
+    sign_in("alice", PASSWORD)
+    page.goto(f"/instances/{instance.pk}/")
+    recipient = card(page, "Recipient account")
+    confirm = recipient.get_by_role("button", name="Confirm")
+    expect(confirm).to_be_enabled(timeout=5000)
+
+    # The runtime changes the world while the page is open.
+    world = {**scenarios.VENDOR_WORLD_RUN_2}
+    world["recipient_account"] = {**world["recipient_account"], "holder": "Evil Ltd"}
+    services.instance_set_world(instance=instance, world=world, actor=scenarios.RUNTIME)
+
+    confirm.click()
+    expect(recipient.get_by_role("alert")).to_contain_text(
+        "Not recorded. What you answered has changed since you saw it"
+    )
+    expect(recipient.locator("tr.changed").filter(has_text="holder")).to_contain_text("Evil Ltd")
+    # The fresh card can be answered; its confirm waits out the delay again.
+    fresh = recipient.get_by_role("button", name="Confirm")
+    expect(fresh).to_be_enabled(timeout=5000)
+    fresh.click()
+    expect(recipient).to_contain_text("Confirmed: NL91ABNA0417164300")
+
+
+def test_it_shows_hostile_values_as_text_and_runs_none_of_them(
+    page: Page,
+    sign_in: SignIn,
+    screenshot: Callable[[str], Any],
+    alice: User,
+    fast_confirm: int,
+) -> None:
+    instance = scenarios.hostile(alice)
+    sign_in("alice", PASSWORD)
+    expect(page.locator("#inbox-rows")).to_contain_text(f"Hostile {scenarios.HOSTILE_SCRIPT}")
+    page.goto(f"/instances/{instance.pk}/")
+
+    payee = card(page, f"Payee {scenarios.HOSTILE_IMG}")
+    expect(payee.locator(".facts .value")).to_have_text(scenarios.HOSTILE_SCRIPT)
+    link = card(page, "Link")
+    expect(link.locator(".facts .value")).to_have_text(scenarios.HOSTILE_JS_URL)
+    assert page.locator("a[href^='javascript:']").count() == 0
+    assert page.locator("main img, main script").count() == 0
+    attachment = card(page, "Attachment")
+    expect(attachment.locator(".facts .value")).to_have_text("invoice⟨U+202E⟩fdp.exe")
+    expect(attachment.locator(".flag")).to_contain_text("Warning: hidden characters")
+    expect(page.locator("#restatement")).to_contain_text(f"Send {scenarios.HOSTILE_JS_URL}")
+    screenshot("instance-hostile")
+
+    # Answers swapped in by htmx stay inert too.
+    link.get_by_label(re.compile("^Value")).fill("<img src=x onerror=alert('typed')>")
+    link.get_by_role("button", name="Save edit").click()
+    expect(link).to_contain_text("Edited and confirmed: <img src=x onerror=alert('typed')>")
+    assert page.locator("main img").count() == 0
+    page.wait_for_timeout(200)  # give an injected handler every chance to fire
+
+
+def test_it_is_readable_at_phone_width(
+    page: Page, sign_in: SignIn, screenshot: Callable[[str], Any], alice: User
+) -> None:
+    instance = scenarios.vendor(alice)
+    page.set_viewport_size({"width": 375, "height": 800})
+    sign_in("alice", PASSWORD)
+    for path, name in (("/", "inbox-375"), (f"/instances/{instance.pk}/", "instance-375")):
+        page.goto(path)
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 375, f"{path} scrolls sideways: {width}px"
+        screenshot(name)
+
+
+def test_it_is_operable_with_the_keyboard(
+    page: Page, sign_in: SignIn, alice: User, fast_confirm: int
+) -> None:
+    instance = scenarios.vendor(alice)
+    sign_in("alice", PASSWORD)
+    page.goto(f"/instances/{instance.pk}/")
+    reference = assumption(page, "Payment reference")
+    reference.get_by_label("Reason for a veto (optional)").focus()
+    page.keyboard.type("wrong invoice")
+    page.keyboard.press("Tab")
+    expect(reference.get_by_role("button", name="Veto")).to_be_focused()
+    page.keyboard.press("Enter")
+    question = card(page, "Payment reference")
+    expect(question).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(question.get_by_label("Your answer")).to_be_focused()
+    page.keyboard.type("INV-2024-002")
+    page.keyboard.press("Enter")
+    expect(question).to_contain_text("Answered: INV-2024-002")
+
+
+def test_it_signs_in_and_out_through_an_accessible_login_page(
+    page: Page, sign_in: SignIn, alice: User
+) -> None:
+    page.goto("/")
+    expect(page).to_have_url(re.compile(r"/accounts/login/\?next=/$"))
+    assert_accessible(page)
+    page.get_by_label("Username").fill("alice")
+    page.get_by_label("Password").fill("wrong password")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("alert")).to_contain_text("correct username and password")
+    sign_in("alice", PASSWORD)
+    expect(page.get_by_role("heading", name="Inbox")).to_be_visible()
+    expect(page.get_by_text("Nothing is waiting for you")).to_be_visible()
+    page.get_by_role("button", name="Sign out").click()
+    expect(page).to_have_url(re.compile(r"/accounts/login/$"))
+
+
+def test_it_refreshes_the_inbox_without_a_reload(page: Page, sign_in: SignIn, alice: User) -> None:
+    sign_in("alice", PASSWORD)
+    expect(page.get_by_text("Nothing is waiting for you")).to_be_visible()
+    page.evaluate("window.__sameDocument = true")
+    scenarios.vendor(alice)
+    expect(page.locator(".inbox-item")).to_contain_text("Vendor payment", timeout=15000)
+    assert page.evaluate("window.__sameDocument") is True  # swapped in, not reloaded
