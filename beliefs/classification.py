@@ -813,8 +813,8 @@ def decision_set_slots(
 def _lock_request(change_request: RiskChangeRequest) -> tuple[TaskClass, RiskChangeRequest]:
     task_class = _lock_task_class(change_request.task_class)
     locked = (
-        RiskChangeRequest.objects.select_for_update()
-        .select_related("slot", "decision", "requested_by")
+        RiskChangeRequest.objects.select_for_update(of=("self",))
+        .select_related("slot", "decision", "requested_by", "decided_by")
         .get(pk=change_request.pk)
     )
     if locked.state != RiskChangeRequest.State.PENDING:

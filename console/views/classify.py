@@ -8,6 +8,7 @@ form post gets a redirect or the whole page, so everything works without JavaScr
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import wraps
@@ -661,7 +662,7 @@ def activity(request: HttpRequest) -> HttpResponse:
     elif kind:
         events = events.filter(kind=kind)
     page = Paginator(events, ACTIVITY_PAGE_SIZE).get_page(request.GET.get("page"))
-    kinds = sorted(AuditEvent.objects.values_list("kind", flat=True).distinct())
+    kinds = sorted(AuditEvent.objects.order_by().values_list("kind", flat=True).distinct())
     families = sorted({k.split(".")[0] + ".*" for k in kinds if "." in k})
     query = request.GET.copy()
     query.pop("page", None)
@@ -672,7 +673,9 @@ def activity(request: HttpRequest) -> HttpResponse:
             "page": page,
             "events": [_event_row(e) for e in page.object_list],
             "task_classes": list(TaskClass.objects.order_by("key").values_list("key", flat=True)),
-            "actors": sorted(AuditEvent.objects.values_list("actor", flat=True).distinct()),
+            "actors": sorted(
+                AuditEvent.objects.order_by().values_list("actor", flat=True).distinct()
+            ),
             "kinds": families + kinds,
             "selected": {"task_class": task_class_key, "actor": actor, "kind": kind},
             "query": query.urlencode(),
@@ -683,11 +686,22 @@ def activity(request: HttpRequest) -> HttpResponse:
 @dataclass(frozen=True)
 class EventRow:
     event: AuditEvent
-    before: Any
-    after: Any
+    before: str
+    after: str
     reason: str
     has_change: bool
     other: dict[str, Any]
+
+
+BRIEF_LENGTH = 80
+
+
+def _brief(value: Any) -> str:
+    """A before/after value on one line: text as it is, anything else as JSON, cut short."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return (
+        text if len(text) <= BRIEF_LENGTH else text[: BRIEF_LENGTH - 1] + "\N{HORIZONTAL ELLIPSIS}"
+    )
 
 
 def _event_row(event: AuditEvent) -> EventRow:
@@ -695,8 +709,8 @@ def _event_row(event: AuditEvent) -> EventRow:
     shown = {"before", "after", "reason"}
     return EventRow(
         event=event,
-        before=data.get("before"),
-        after=data.get("after"),
+        before=_brief(data.get("before")),
+        after=_brief(data.get("after")),
         reason=str(data.get("reason") or ""),
         has_change="before" in data or "after" in data,
         other={k: v for k, v in data.items() if k not in shown},

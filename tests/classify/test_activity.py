@@ -1,0 +1,101 @@
+"""/activity/: the audit log for classifiers, filtered and paginated in constant queries."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from beliefs.models import TaskClass
+from beliefs.services import SYSTEM, Actor, audit
+from tests.classify.builders import shop
+
+pytestmark = pytest.mark.django_db
+
+
+def fill(task_class: TaskClass, carol: User, count: int) -> None:
+    for i in range(count):
+        audit(
+            "classification.slot_risk" if i % 2 else "instance.opened",
+            actor=Actor(user=carol) if i % 3 else SYSTEM,
+            task_class=task_class,
+            subject=f"s{i}",
+            data={"before": "policy", "after": "irreversible", "reason": f"reason {i}"},
+        )
+
+
+@pytest.fixture
+def signed_in(client: Client, carol: User) -> Client:
+    client.force_login(carol)
+    return client
+
+
+def rows(html: str) -> int:
+    return html.count('class="activity-event"')
+
+
+@pytest.mark.parametrize("count", [5, 120])
+def test_it_pages_the_log_in_constant_queries(
+    signed_in: Client,
+    carol: User,
+    django_assert_num_queries: Callable[[int], object],
+    count: int,
+) -> None:
+    fill(shop(), carol, count)
+    signed_in.get("/activity/")
+    # session, user, user permissions, group permissions, count, the page of events with their
+    # task classes, the kinds, the task class keys, the actors
+    with django_assert_num_queries(9):
+        response = signed_in.get("/activity/?page=1")
+    assert rows(response.content.decode()) == min(count + 1, 50)  # +1: the registration
+
+
+def test_it_shows_who_when_before_after_and_reason(signed_in: Client, carol: User) -> None:
+    fill(shop(), carol, 2)
+    html = signed_in.get("/activity/?kind=classification.slot_risk").content.decode()
+    assert rows(html) == 1
+    assert '<td class="a-actor">carol</td>' in html
+    assert '<span class="before">policy</span> → <span class="after">irreversible</span>' in html
+    assert '<td class="a-reason">reason 1</td>' in html
+    assert "<time datetime=" in html
+
+
+def test_it_filters_by_task_class_actor_and_kind(signed_in: Client, carol: User) -> None:
+    fill(shop(), carol, 12)
+    other = TaskClass.objects.create(key="other", name="other")
+    audit("classification.slot_risk", actor=Actor(user=carol), task_class=other)
+    assert rows(signed_in.get("/activity/?task_class=other").content.decode()) == 1
+    # i in 1..11 with i % 3: carol; i % 2: slot_risk -> 1, 5, 7, 11, and the other class's one
+    assert (
+        rows(signed_in.get("/activity/?actor=carol&kind=classification.slot_risk").content.decode())
+        == 5
+    )
+    assert rows(signed_in.get("/activity/?kind=classification.*").content.decode()) == 7
+    assert rows(signed_in.get("/activity/?kind=task_class.*").content.decode()) == 1
+    assert rows(signed_in.get("/activity/?actor=nobody").content.decode()) == 0
+
+
+def test_it_keeps_the_filters_across_pages(signed_in: Client, carol: User) -> None:
+    fill(shop(), carol, 120)
+    html = signed_in.get("/activity/?kind=instance.opened").content.decode()
+    assert "page 1 of 2" in html
+    assert 'href="?kind=instance.opened&amp;page=2"' in html
+    html = signed_in.get("/activity/?kind=instance.opened&page=2").content.decode()
+    assert rows(html) == 10
+    assert signed_in.get("/activity/?page=abc").status_code == 200  # a bad page is page 1
+
+
+def test_it_shows_a_classification_made_on_the_pages(signed_in: Client) -> None:
+    shop()
+    signed_in.post(
+        "/classify/commerce.ship_order/slots/"
+        + str(TaskClass.objects.get().slots.get(key="shipping_address").pk)
+        + "/",
+        {"risk_class": "irreversible", "reason": "A3: stale addresses ship"},
+    )
+    html = signed_in.get("/activity/?task_class=commerce.ship_order").content.decode()
+    assert "classification.slot_risk" in html
+    assert "A3: stale addresses ship" in html
+    assert '<span class="before">unclassified</span>' in html

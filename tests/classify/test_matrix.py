@@ -1,0 +1,74 @@
+"""The routing matrix page agrees with `beliefs.policy` cell by cell."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from beliefs.policy import routing_matrix
+
+
+class MatrixRows(HTMLParser):
+    """Collects the text of every cell of every `tr.matrix-cell`, by the cell's class."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[dict[str, str]] = []
+        self._cell: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        classes = (dict(attrs).get("class") or "").split()
+        if tag == "tr" and "matrix-cell" in classes:
+            self.rows.append({})
+        elif tag == "td" and self.rows:
+            self._cell = next(c for c in classes if c.startswith("m-"))
+            self.rows[-1][self._cell] = ""
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "td":
+            self._cell = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self.rows[-1][self._cell] += data
+
+    def parsed(self) -> list[dict[str, str]]:
+        return [{k: " ".join(v.split()) for k, v in row.items()} for row in self.rows]
+
+
+@pytest.mark.django_db
+def test_it_renders_every_cell_of_the_routing_policy(client: Client, carol: User) -> None:
+    client.force_login(carol)
+    response = client.get("/classify/matrix/")
+    assert response.status_code == 200
+    parser = MatrixRows()
+    parser.feed(response.content.decode())
+    rows = parser.parsed()
+
+    cells = routing_matrix()
+    assert len(rows) == len(cells) > 0
+    for row, cell in zip(rows, cells, strict=True):
+        assert row["m-risk"] == cell.risk.value
+        assert row["m-monotonic"] == ("yes" if cell.monotonic else "no")
+        if cell.source is None:
+            assert (row["m-source"], row["m-carried"], row["m-world"]) == ("no belief", "—", "—")
+        else:
+            assert row["m-source"] == cell.source.value
+            assert row["m-carried"] == ("carried" if cell.carried else "current")
+            assert row["m-world"] == ("present" if cell.has_world_ref else "none")
+        assert row["m-route"] == cell.routing.route.value
+        assert row["m-rule"] == cell.routing.rule.value
+        assert row["m-reason"] == cell.routing.reason
+
+
+@pytest.mark.django_db
+def test_it_covers_every_rule_and_route(client: Client, carol: User) -> None:
+    client.force_login(carol)
+    parser = MatrixRows()
+    parser.feed(client.get("/classify/matrix/").content.decode())
+    rows = parser.parsed()
+    assert {r["m-rule"] for r in rows} == {f"R{i}" for i in range(8)}
+    assert {r["m-route"] for r in rows} == {"SILENT", "SURFACED", "CONFIRM", "ASK"}

@@ -1,0 +1,466 @@
+"""The classifier pages: permissions, query budgets, inline saves, four eyes, previews."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from beliefs import classification as c
+from beliefs.models import AuditEvent, Decision, Prompt, RiskChangeRequest, Slot, TaskClass
+from beliefs.services import SYSTEM, Actor, task_class_register
+from tests.classify.builders import answered_run, contract, many_slots, run, set_classes, shop
+
+pytestmark = pytest.mark.django_db
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+ANSWERS = {"item_sku": "A", "shipping_address": "x", "delivery_speed": "std", "gift_wrap": False}
+
+
+@pytest.fixture
+def as_user(client: Client) -> Callable[[User], Client]:
+    def sign_in(user: User) -> Client:
+        client.force_login(user)
+        return client
+
+    return sign_in
+
+
+def slot(key: str) -> Slot:
+    return Slot.objects.get(key=key)
+
+
+def slot_url(key: str) -> str:
+    s = Slot.objects.select_related("task_class").get(key=key)
+    return f"/classify/{s.task_class.key}/slots/{s.pk}/"
+
+
+def decision_url(key: str) -> str:
+    d = Decision.objects.select_related("task_class").get(key=key)
+    return f"/classify/{d.task_class.key}/decisions/{d.pk}/"
+
+
+def page_urls() -> list[str]:
+    return [
+        "/classify/",
+        "/classify/commerce.ship_order/",
+        "/classify/matrix/",
+        "/activity/",
+    ]
+
+
+# --- permissions -------------------------------------------------------------------------
+
+
+def test_it_sends_anonymous_visitors_to_sign_in(client: Client) -> None:
+    shop()
+    for url in page_urls():
+        response = client.get(url)
+        assert response.status_code == 302
+        assert response["Location"].startswith("/accounts/login/?next=")
+    response = client.post(slot_url("item_sku"), {"risk_class": "irreversible", "reason": "r"})
+    assert response.status_code == 302
+    assert slot("item_sku").risk_class == "reversible"
+
+
+@pytest.mark.parametrize("who", ["mallory", "rita"])
+def test_it_forbids_people_without_the_classifier_permission(
+    as_user: Callable[[User], Client], who: str, request: pytest.FixtureRequest
+) -> None:
+    shop()
+    client = as_user(request.getfixturevalue(who))
+    for url in page_urls():
+        assert client.get(url).status_code == 403
+    response = client.post(slot_url("item_sku"), {"risk_class": "irreversible", "reason": "r"})
+    assert response.status_code == 403
+    assert slot("item_sku").risk_class == "reversible"
+    assert not AuditEvent.objects.filter(kind__startswith="classification.").exists()
+
+
+def test_it_shows_every_page_to_a_classifier(
+    as_user: Callable[[User], Client], carol: User
+) -> None:
+    shop()
+    client = as_user(carol)
+    for url in page_urls():
+        assert client.get(url).status_code == 200
+
+
+def test_it_answers_404_for_what_does_not_exist(
+    as_user: Callable[[User], Client], carol: User
+) -> None:
+    shop()
+    contract()
+    client = as_user(carol)
+    assert client.get("/classify/no.such.class/").status_code == 404
+    other = Slot.objects.get(key="entity_id")  # a slot of another task class
+    response = client.post(
+        f"/classify/commerce.ship_order/slots/{other.pk}/",
+        {"risk_class": "irreversible", "reason": "r"},
+    )
+    assert response.status_code == 404
+
+
+# --- query budgets -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("count", [5, 60])
+def test_it_shows_a_task_class_in_constant_queries(
+    as_user: Callable[[User], Client],
+    carol: User,
+    django_assert_num_queries: Callable[[int], object],
+    count: int,
+) -> None:
+    many_slots(count)
+    client = as_user(carol)
+    client.get("/classify/bulk.task/")  # warm the session
+    # session, user, user permissions, group permissions, task class, slots, decisions,
+    # decision-slot links, pending requests, open instance count
+    with django_assert_num_queries(10):
+        response = client.get("/classify/bulk.task/")
+    assert response.content.decode().count('data-slot="') == count
+
+
+@pytest.mark.parametrize("count", [5, 60])
+def test_it_previews_pending_requests_in_constant_queries(
+    as_user: Callable[[User], Client],
+    carol: User,
+    cathy: User,
+    alice: User,
+    mallory: User,
+    django_assert_num_queries: Callable[[int], object],
+    count: int,
+) -> None:
+    task_class = many_slots(count)
+    run(task_class, alice)
+    run(task_class, mallory)
+    for key in ("s000", "s002"):  # two pending requests: reversible -> cosmetic is immediate,
+        c.slot_set_monotonic(  # so request the clearing of monotonic flags set first
+            slot=Slot.objects.get(key=key), monotonic=True, reason="r", actor=Actor(user=carol)
+        )
+        c.slot_set_monotonic(
+            slot=Slot.objects.get(key=key), monotonic=False, reason="r", actor=Actor(user=cathy)
+        )
+    client = as_user(carol)
+    client.get("/classify/bulk.task/")
+    # session, user, user permissions, group permissions, task class, slots, decisions,
+    # decision-slot links, pending requests, open instances, their principals' beliefs
+    with django_assert_num_queries(11):
+        response = client.get("/classify/bulk.task/")
+    assert response.content.decode().count('class="pending-item"') == 2
+
+
+@pytest.mark.parametrize("count", [1, 12])
+def test_it_lists_task_classes_in_constant_queries(
+    as_user: Callable[[User], Client],
+    carol: User,
+    django_assert_num_queries: Callable[[int], object],
+    count: int,
+) -> None:
+    for i in range(count):
+        many_slots(4, key=f"bulk.{i}")
+    client = as_user(carol)
+    client.get("/classify/")
+    # session, user, user permissions, group permissions, pending counts, task classes with
+    # their counts, the unclassified slots queue, the unclassified decisions queue
+    with django_assert_num_queries(8):
+        response = client.get("/classify/")
+    assert response.content.decode().count('data-task-class="') == count
+
+
+# --- inline saves ------------------------------------------------------------------------
+
+
+def test_it_saves_a_slot_inline_and_re_renders_the_classification(
+    as_user: Callable[[User], Client], carol: User
+) -> None:
+    shop()
+    client = as_user(carol)
+    response = client.post(
+        slot_url("shipping_address"),
+        {"risk_class": "irreversible", "reason": "A3"},
+        **HTMX,
+    )
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "<html" not in html and 'id="classification"' in html
+    assert "Saved: slot shipping_address is now irreversible." in html
+    assert "unclassified: treated as irreversible" not in html
+    assert slot("shipping_address").risk_class == "irreversible"
+
+
+def test_it_saves_without_javascript_and_redirects_back_to_the_row(
+    as_user: Callable[[User], Client], carol: User
+) -> None:
+    shop()
+    client = as_user(carol)
+    response = client.post(slot_url("delivery_speed"), {"risk_class": "policy", "reason": "r"})
+    assert response.status_code == 302
+    assert (
+        response["Location"] == f"/classify/commerce.ship_order/#slot-{slot('delivery_speed').pk}"
+    )
+    page = client.get(response["Location"]).content.decode()
+    assert "Saved: slot delivery_speed is now policy." in page
+
+
+@pytest.mark.parametrize("headers", [{}, HTMX])
+def test_it_requires_a_reason(
+    as_user: Callable[[User], Client], carol: User, headers: dict[str, str]
+) -> None:
+    shop()
+    client = as_user(carol)
+    response = client.post(
+        slot_url("shipping_address"), {"risk_class": "irreversible", "reason": "  "}, **headers
+    )
+    assert response.status_code == 400
+    assert "Give a reason for this change" in response.content.decode()
+    assert slot("shipping_address").risk_class == "unclassified"
+    assert not AuditEvent.objects.filter(kind__startswith="classification.").exists()
+
+
+def test_it_says_when_nothing_changed(as_user: Callable[[User], Client], carol: User) -> None:
+    shop()
+    response = as_user(carol).post(
+        slot_url("item_sku"), {"risk_class": "reversible", "reason": "r"}, **HTMX
+    )
+    assert response.status_code == 400
+    assert "Nothing changed" in response.content.decode()
+
+
+def test_it_keeps_the_scope_order_when_the_form_does_not_show_it(
+    as_user: Callable[[User], Client], carol: User
+) -> None:
+    contract()
+    Slot.objects.filter(key="reminder").update(scope_order=["a", "b"])
+    response = as_user(carol).post(
+        slot_url("reminder"), {"risk_class": "policy", "reason": "r"}, **HTMX
+    )
+    assert response.status_code == 200
+    assert slot("reminder").scope_order == ["a", "b"]
+
+
+def test_it_saves_monotonic_and_scope_order_together(
+    as_user: Callable[[User], Client], carol: User
+) -> None:
+    contract()
+    response = as_user(carol).post(
+        slot_url("scope"),
+        {
+            "risk_class": "policy",
+            "monotonic": "on",
+            "scope_order": "read, write, admin",
+            "reason": "r",
+        },
+        **HTMX,
+    )
+    assert response.status_code == 200
+    assert slot("scope").scope_order == ["read", "write", "admin"]
+
+
+def test_it_shows_a_bad_scope_order_in_place(
+    as_user: Callable[[User], Client], carol: User
+) -> None:
+    contract()
+    response = as_user(carol).post(
+        slot_url("scope"),
+        {"risk_class": "policy", "monotonic": "on", "scope_order": "admin", "reason": "r"},
+        **HTMX,
+    )
+    assert response.status_code == 400
+    assert "at least two distinct scopes" in response.content.decode()
+    assert slot("scope").scope_order == ["read", "write"]
+
+
+def test_it_saves_a_decision_and_every_slot_it_feeds_changes(
+    as_user: Callable[[User], Client], carol: User
+) -> None:
+    shop()
+    response = as_user(carol).post(
+        decision_url("ship"),
+        {
+            "risk_class": "irreversible",
+            "slots": ["item_sku", "delivery_speed", "gift_wrap"],
+            "reason": "r",
+        },
+        **HTMX,
+    )
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert html.count("inherited from decision ship (irreversible)") == 3
+    assert {s.key for s in Decision.objects.get(key="ship").slots.all()} == {
+        "item_sku",
+        "delivery_speed",
+        "gift_wrap",
+    }
+
+
+def test_it_explains_a_refused_unlink_in_place(
+    as_user: Callable[[User], Client], carol: User
+) -> None:
+    contract()
+    response = as_user(carol).post(
+        decision_url("sign"),
+        {"risk_class": "irreversible", "slots": ["entity_id"], "reason": "r"},
+        **HTMX,
+    )
+    assert response.status_code == 400
+    assert "Raise the slot&#x27;s own class to irreversible first" in response.content.decode()
+    assert {s.key for s in Decision.objects.get(key="sign").slots.all()} == {"name", "entity_id"}
+
+
+def test_it_saves_all_of_a_row_or_nothing(as_user: Callable[[User], Client], carol: User) -> None:
+    contract()
+    c.slot_set_monotonic(slot=slot("scope"), monotonic=False, reason="r", actor=Actor(user=carol))
+    # A second clearing request conflicts; the risk raise in the same form must not stay.
+    response = as_user(carol).post(
+        slot_url("scope"), {"risk_class": "irreversible", "reason": "r"}, **HTMX
+    )
+    assert response.status_code == 409
+    assert "already waiting for approval" in response.content.decode()
+    assert slot("scope").risk_class == "policy"
+
+
+# --- four eyes on the page ---------------------------------------------------------------
+
+
+def request_downgrade(client: Client) -> RiskChangeRequest:
+    response = client.post(
+        slot_url("shipping_address"), {"risk_class": "reversible", "reason": "editable"}, **HTMX
+    )
+    assert response.status_code == 200
+    assert "Not applied yet" in response.content.decode()
+    return RiskChangeRequest.objects.get()
+
+
+def test_it_lists_a_pending_request_without_an_approve_button_for_its_requester(
+    as_user: Callable[[User], Client], carol: User, cathy: User
+) -> None:
+    task_class = shop()
+    set_classes(task_class, slots={"shipping_address": "irreversible"})
+    client = as_user(carol)
+    change_request = request_downgrade(client)
+    html = client.get("/classify/commerce.ship_order/").content.decode()
+    assert f'id="request-{change_request.pk}"' in html
+    assert 'value="approve"' not in html and "Withdraw" in html
+    assert slot("shipping_address").risk_class == "irreversible"
+    html = as_user(cathy).get("/classify/commerce.ship_order/").content.decode()
+    assert 'value="approve"' in html
+    assert "Requested by <strong>carol</strong>" in html
+
+
+@pytest.mark.parametrize(("headers", "status"), [({}, 403), (HTMX, 409)])
+def test_it_refuses_the_requester_approving_on_the_page(
+    as_user: Callable[[User], Client], carol: User, headers: dict[str, str], status: int
+) -> None:
+    shop()
+    client = as_user(carol)
+    change_request = request_downgrade(client)
+    response = client.post(
+        f"/classify/commerce.ship_order/requests/{change_request.pk}/",
+        {"action": "approve", "reason": "fine by me"},
+        **headers,
+    )
+    assert response.status_code == status
+    assert "you cannot approve it: another classifier must" in response.content.decode()
+    change_request.refresh_from_db()
+    assert change_request.state == "pending"
+
+
+def test_it_lets_a_second_classifier_approve_on_the_page(
+    as_user: Callable[[User], Client], carol: User, cathy: User
+) -> None:
+    shop()
+    change_request = request_downgrade(as_user(carol))
+    client = as_user(cathy)
+    url = f"/classify/commerce.ship_order/requests/{change_request.pk}/"
+    response = client.post(url, {"action": "approve", "reason": ""}, **HTMX)
+    assert response.status_code == 400  # a decision needs a reason too
+    response = client.post(url, {"action": "approve", "reason": "checked"})
+    assert response.status_code == 302
+    assert slot("shipping_address").risk_class == "reversible"
+    change_request.refresh_from_db()
+    assert (change_request.state, change_request.decided_by) == ("approved", cathy)
+
+
+def test_it_lets_a_second_classifier_refuse_on_the_page(
+    as_user: Callable[[User], Client], carol: User, cathy: User
+) -> None:
+    shop()
+    change_request = request_downgrade(as_user(carol))
+    response = as_user(cathy).post(
+        f"/classify/commerce.ship_order/requests/{change_request.pk}/",
+        {"action": "refuse", "reason": "addresses go stale"},
+        **HTMX,
+    )
+    assert response.status_code == 200
+    assert "Refused the request" in response.content.decode()
+    assert slot("shipping_address").risk_class == "unclassified"
+
+
+# --- impact preview ----------------------------------------------------------------------
+
+
+def test_it_previews_the_impact_of_a_change_without_writing(
+    as_user: Callable[[User], Client], carol: User, alice: User
+) -> None:
+    task_class = shop()
+    answered_run(task_class, alice, ANSWERS)
+    run(task_class, alice)
+    prompts = list(Prompt.objects.values_list("pk", "route", "version"))
+    events = AuditEvent.objects.count()
+    response = as_user(carol).post(
+        decision_url("ship") + "preview/",
+        {"risk_class": "irreversible", "slots": ["item_sku", "delivery_speed"]},
+        **HTMX,
+    )
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "2 prompts become blocking" in html
+    assert "2 SURFACED become ASK" in html
+    assert "open instances are re-planned now" in html
+    assert list(Prompt.objects.values_list("pk", "route", "version")) == prompts
+    assert AuditEvent.objects.count() == events
+    assert Decision.objects.get(key="ship").risk_class == "reversible"
+
+
+def test_it_previews_without_javascript_next_to_the_row(
+    as_user: Callable[[User], Client], carol: User
+) -> None:
+    shop()
+    response = as_user(carol).post(
+        slot_url("shipping_address") + "preview/", {"risk_class": "cosmetic", "reason": ""}
+    )
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "<html" in html
+    assert "Needs a second classifier&#x27;s approval" in html
+    assert '<option value="cosmetic" selected>' in html  # the row keeps what was chosen
+
+
+def test_it_escapes_labels_from_runtimes(as_user: Callable[[User], Client], carol: User) -> None:
+    task_class_register(
+        key="hostile",
+        name="<b>bold</b>",
+        slots=[{"key": "k", "label": "<script>alert(1)</script>\u202e"}],
+        actor=SYSTEM,
+    )
+    html = as_user(carol).get("/classify/hostile/").content.decode()
+    assert "<script>alert(1)" not in html
+    assert '&lt;script&gt;alert(1)&lt;/script&gt;<span class="hidden-char"' in html
+    assert "<b>bold</b>" not in html
+
+
+def test_it_lists_the_unclassified_queue_first(
+    as_user: Callable[[User], Client], carol: User
+) -> None:
+    shop()
+    contract()
+    TaskClass.objects.count()
+    html = as_user(carol).get("/classify/").content.decode()
+    queue, classes = html.split('id="classes-title"')
+    assert "shipping_address" in queue
+    assert "treated as irreversible until classified" in queue
+    assert "policy" in queue  # the runtime's suggestion
+    assert "entity_id" not in queue
