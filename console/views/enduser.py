@@ -410,26 +410,35 @@ def prompt_respond(request: HttpRequest, instance_id: UUID, prompt_id: int) -> H
     context = _instance_context(request, instance, overrides={prompt.pk: override})
     if not request.htmx:
         return render(request, "console/instance.html", context, status=status)
+    context.update(_swap_context(instance, prompt, context, override, status))
+    return render(request, "console/_respond.html", context, status=status)
 
-    all_cards = _all_cards(context)
-    target = next((c for c in all_cards if c.prompt.pk == prompt.pk), None)
+
+def _swap_context(
+    instance: TaskInstance,
+    prompt: Prompt,
+    context: dict[str, Any],
+    override: dict[str, Any],
+    status: int,
+) -> dict[str, Any]:
+    """The card htmx swaps in, and the other cards to swap out of band."""
+    target = next((c for c in _all_cards(context) if c.prompt.pk == prompt.pk), None)
     if target is None:  # no longer listed (a re-plan superseded it): show it alone, closed
         fresh = Prompt.objects.select_related("slot", "belief__instance").get(pk=prompt.pk)
         target = Card(fresh, **override)
     if target.followup is not None and status == 200:
+        # A veto's answer: the keyboard goes on to the question it opened.
         target.focus = False
         target.followup.focus = True
-    closed = instance.status in (InstanceStatus.CANCELLED, InstanceStatus.EXPIRED)
-    context.update(
-        {
-            "target": target,
-            # A closed instance closes every card: show that on all of them.
-            "others": [c for c in all_cards if c is not target and c is not target.followup]
-            if closed
-            else [],
-        }
-    )
-    return render(request, "console/_respond.html", context, status=status)
+    others: list[Card] = []
+    if instance.status in (InstanceStatus.CANCELLED, InstanceStatus.EXPIRED):
+        # A closed instance closes every card: show that on all of them.
+        others = [
+            c
+            for c in context["assumptions"] + context["cards"]
+            if c is not target and c.followup is not target
+        ]
+    return {"target": target, "others": others}
 
 
 def _invalid_message(exc: InvalidInput, typed: dict[str, str]) -> str:

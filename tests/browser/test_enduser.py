@@ -16,6 +16,8 @@ from django.contrib.auth.models import User
 from playwright.sync_api import Page, expect
 
 from beliefs import services
+from beliefs.demo import SCENARIOS, seed_demo
+from beliefs.models import Prompt, TaskInstance
 from tests.browser import scenarios
 from tests.conftest import PASSWORD
 
@@ -264,3 +266,50 @@ def test_it_refreshes_the_inbox_without_a_reload(page: Page, sign_in: SignIn, al
     scenarios.vendor(alice)
     expect(page.locator(".inbox-item")).to_contain_text("Vendor payment", timeout=15000)
     assert page.evaluate("window.__sameDocument") is True  # swapped in, not reloaded
+
+
+def _typed_answer(prompt: Prompt) -> str:
+    """A valid answer for an ASK card of any slot type (the lowest scope: no escalation)."""
+    slot = prompt.slot
+    if slot.scope_order or slot.choices:
+        return str((slot.scope_order or slot.choices)[0])
+    return {
+        "number": "1",
+        "date": "2026-12-01",
+        "boolean": "yes",
+    }.get(slot.value_type, "typed in the demo")
+
+
+def test_it_completes_every_demo_run_2_instance(
+    page: Page, sign_in: SignIn, screenshot: Callable[[str], Any], fast_confirm: int
+) -> None:
+    seed_demo()
+    alice = User.objects.get(username="alice")
+    waiting = list(
+        TaskInstance.objects.filter(principal=alice, status="awaiting_user").order_by("created_at")
+    )
+    assert len(waiting) == len(SCENARIOS)
+    sign_in("alice", "alice-demo-pass")
+    for instance in waiting:
+        page.goto("/")
+        page.locator(f"#inbox-link-{instance.pk}").click()
+        screenshot(f"demo-{instance.task_class.key}")
+        assert_accessible(page)
+        for prompt in Prompt.objects.filter(
+            instance=instance, state="open", blocking=True
+        ).select_related("slot"):
+            box = page.locator(f"#prompt-{prompt.pk}")
+            if prompt.route == "CONFIRM":
+                confirm = box.get_by_role("button", name="Confirm")
+                expect(confirm).to_be_enabled(timeout=5000)
+                confirm.click()
+                expect(box).to_contain_text("Confirmed")
+            else:
+                box.get_by_label("Your answer").fill(_typed_answer(prompt))
+                box.get_by_role("button", name="Answer").click()
+                expect(box).to_contain_text("Answered")
+        expect(page.locator("#instance-banner")).to_contain_text("This action may proceed")
+        instance.refresh_from_db()
+        assert instance.status == "ready"
+    page.goto("/")
+    expect(page.get_by_text("Nothing is waiting for you")).to_be_visible()

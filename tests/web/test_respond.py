@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
+from django.utils import timezone
 
 from beliefs import services
 from beliefs.models import (
@@ -349,3 +351,38 @@ def test_it_runs_the_same_queries_for_2_and_50_prompts(
     with django_assert_num_queries(34):
         response = post(alice_client, surfaced, action="veto")
     assert response.status_code == 200
+
+
+def test_it_shows_every_card_expired_once_the_ttl_has_passed(
+    vendor: TaskInstance, alice_client: Client
+) -> None:
+    prompt = scenarios.open_prompt(vendor, "amount")
+    others = list(Prompt.objects.filter(instance=vendor, state="open").exclude(pk=prompt.pk))
+    Prompt.objects.filter(instance=vendor).update(expires_at=timezone.now() - timedelta(minutes=1))
+    response = post(alice_client, prompt, action="confirm")
+    html = response.content.decode()
+    assert response.status_code == 409
+    assert "no longer open (it is expired)" in html
+    assert "✕ Expired" in html
+    for other in others:
+        assert re.search(rf'id="prompt-{other.pk}"[^>]*hx-swap-oob="true"', html)
+    assert html.count(f'id="prompt-{prompt.pk}"') == 1
+    assert 'value="confirm"' not in html and 'value="veto"' not in html
+
+
+def test_it_swaps_each_closed_card_once_after_a_reject_from_a_vetos_question(
+    vendor: TaskInstance, alice_client: Client
+) -> None:
+    vetoed = scenarios.open_prompt(vendor, "due_date")
+    post(alice_client, vetoed, action="veto")
+    post(alice_client, scenarios.open_prompt(vendor, "reference"), action="veto")
+    question = scenarios.open_prompt(vendor, "due_date")
+    response = post(alice_client, question, action="reject", reason="stop")
+    html = response.content.decode()
+    assert response.status_code == 200
+    ids = re.findall(r'<(?:article|div) class="[^"]*" id="(prompt-\d+)"', html)
+    assert len(ids) == len(set(ids))
+    assert f"prompt-{question.pk}" in ids
+    # Every other card of the instance comes along, closed; the line above the question stays.
+    every = Prompt.objects.filter(instance=vendor).exclude(pk=vetoed.pk)
+    assert set(ids) == {f"prompt-{p.pk}" for p in every}
