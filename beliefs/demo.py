@@ -16,7 +16,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from rest_framework_api_key.models import APIKey
 
-from beliefs import services
+from beliefs import classification, services
 from beliefs.models import PromptState, TaskClass, TaskInstance
 from beliefs.roles import CLASSIFIERS_GROUP, REVIEWERS_GROUP, ensure_role_groups, grant_role
 from beliefs.services import Actor
@@ -215,42 +215,41 @@ SCENARIOS = [
 ]
 
 
-def _classify(scenario: Scenario, task_class: TaskClass, actor: Actor) -> None:
-    """Set the scenario's risk classes as a classifier would, each change audited."""
-    for slot in task_class.slots.all():
-        risk = scenario.slot_risks.get(slot.key)
-        monotonic = slot.key in scenario.monotonic
-        if risk is None and not monotonic:
-            continue
-        before = {"risk_class": slot.risk_class, "monotonic": slot.monotonic}
-        slot.risk_class = risk or slot.risk_class
-        slot.monotonic = slot.monotonic or monotonic
-        slot.save(update_fields=["risk_class", "monotonic"])
-        services.audit(
-            "classification.slot",
-            actor=actor,
-            task_class=task_class,
-            subject=slot.key,
-            data={
-                "before": before,
-                "after": {"risk_class": slot.risk_class, "monotonic": slot.monotonic},
-                "reason": "demo classification",
-            },
-        )
+def _classify(scenario: Scenario, task_class: TaskClass, carol: Actor, cathy: Actor) -> None:
+    """Set the scenario's classes through the classifier services, as carol would.
+
+    Classifying an unclassified slot or decision below irreversible lowers a guard, so it waits
+    for a second classifier (four eyes): cathy approves each such request. Values already set
+    are left alone, so running the demo again writes nothing.
+    """
+    reason = "demo classification (DESIGN §3)"
+
+    def settle(result: classification.ChangeResult) -> None:
+        if result.outcome == "requested":
+            classification.risk_change_request_approve(
+                change_request=result.request, reason="demo: second classifier", actor=cathy
+            )
+
     for decision in task_class.decisions.all():
         risk = scenario.decision_risks.get(decision.key)
-        if risk is None:
-            continue
-        before = decision.risk_class
-        decision.risk_class = risk
-        decision.save(update_fields=["risk_class"])
-        services.audit(
-            "classification.decision",
-            actor=actor,
-            task_class=task_class,
-            subject=decision.key,
-            data={"before": before, "after": risk, "reason": "demo classification"},
-        )
+        if risk is not None:
+            settle(
+                classification.decision_set_risk(
+                    decision=decision, risk_class=risk, reason=reason, actor=carol
+                )
+            )
+    for slot in task_class.slots.all():
+        risk = scenario.slot_risks.get(slot.key)
+        if risk is not None:
+            settle(
+                classification.slot_set_risk(slot=slot, risk_class=risk, reason=reason, actor=carol)
+            )
+        if slot.key in scenario.monotonic:
+            settle(
+                classification.slot_set_monotonic(
+                    slot=slot, monotonic=True, reason=reason, actor=carol
+                )
+            )
 
 
 def _answer_everything(instance: TaskInstance, user: AbstractBaseUser, scenario: Scenario) -> None:
@@ -278,8 +277,10 @@ def _seed_scenario(scenario: Scenario, alice: AbstractBaseUser, runtime: Actor) 
         decisions=scenario.decisions,
         actor=runtime,
     )
-    carol = Actor(user=get_user_model().objects.get(username="carol"))
-    _classify(scenario, task_class, carol)
+    users = get_user_model().objects
+    carol = Actor(user=users.get(username="carol"))
+    cathy = Actor(user=users.get(username="cathy"))
+    _classify(scenario, task_class, carol, cathy)
 
     run_1 = services.instance_open(
         task_class_key=scenario.key, principal="alice", world=scenario.world_1, actor=runtime
@@ -289,7 +290,7 @@ def _seed_scenario(scenario: Scenario, alice: AbstractBaseUser, runtime: Actor) 
     if scenario.slots_added_2:
         # The runtime's next version of the task asks for more than run 1 did.
         services.task_class_register(key=scenario.key, slots=scenario.slots_added_2, actor=runtime)
-        _classify(scenario, task_class, carol)
+        _classify(scenario, task_class, carol, cathy)
     run_2 = services.instance_open(
         task_class_key=scenario.key,
         principal="alice",
