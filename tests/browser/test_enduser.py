@@ -313,3 +313,37 @@ def test_it_completes_every_demo_run_2_instance(
         assert instance.status == "ready"
     page.goto("/")
     expect(page.get_by_text("Nothing is waiting for you")).to_be_visible()
+
+
+def test_it_works_without_javascript(
+    browser: Any,  # noqa: ANN401
+    live_server: Any,  # noqa: ANN401
+    transactional_db: None,
+    alice: User,
+) -> None:
+    instance = scenarios.vendor(alice)
+    context = browser.new_context(base_url=live_server.url, java_script_enabled=False)
+    page = context.new_page()
+    try:
+        page.goto("/accounts/login/")
+        page.get_by_label("Username").fill("alice")
+        page.get_by_label("Password").fill(PASSWORD)
+        page.get_by_role("button", name="Sign in").click()
+        page.goto(f"/instances/{instance.pk}/")
+        amount = card(page, "Amount")
+        # The delayed button needs the script; without it a plain Confirm stands in.
+        confirm = amount.get_by_role("button", name="Confirm")
+        expect(confirm).to_have_count(1)
+        expect(confirm).to_be_enabled()
+        confirm.click()
+        expect(page).to_have_url(re.compile(rf"/instances/{instance.pk}/#prompt-\d+$"))
+        expect(page.get_by_role("status")).to_contain_text("Amount: confirmed.")
+        expect(card(page, "Amount")).to_contain_text("Confirmed: 1250")
+        scope = card(page, "Approval scope")
+        scope.get_by_label("Your answer").fill("banana")
+        scope.get_by_role("button", name="Answer").click()
+        expect(card(page, "Approval scope").get_by_role("alert")).to_contain_text(
+            "must be one of single, recurring, unlimited"
+        )
+    finally:
+        context.close()
