@@ -8,6 +8,7 @@ renders alone (STYLE §6); the card presenters below give both the same context.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 from uuid import UUID
 
@@ -125,15 +126,15 @@ class Card:
         """The escalation of a monotonic scope must be typed a second time."""
         return "value_confirmation" in self.errors
 
-    @property
+    @cached_property
     def diff(self) -> list[dict[str, Any]]:
         return self.prompt.world_diff or []
 
-    @property
+    @cached_property
     def changed_keys(self) -> list[str]:
         return [e["key"] for e in self.diff if e.get("change") != "unchanged"]
 
-    @property
+    @cached_property
     def hidden(self) -> list[str]:
         """Hidden characters anywhere a person reads on this card."""
         p = self.prompt
@@ -242,7 +243,8 @@ def restatement(instance: TaskInstance, decisions: list[Decision]) -> list[Sente
     sentences = []
     fed: set[str] = set()
     for decision in decisions:
-        keys = [k for k in items if k in {s.key for s in decision.slots.all()}]
+        feeds = {slot.key for slot in decision.slots.all()}
+        keys = [k for k in items if k in feeds]
         fed.update(keys)
         sentences.append(Sentence(decision.label, [part(k) for k in keys]))
     rest = [k for k in items if k not in fed]
@@ -253,11 +255,7 @@ def restatement(instance: TaskInstance, decisions: list[Decision]) -> list[Sente
 
 
 def banner_context(instance: TaskInstance, cards: list[Card]) -> dict[str, Any]:
-    open_blocking = [
-        c
-        for c in cards
-        if c.is_open and c.prompt.blocking and c.prompt.route in (Route.CONFIRM, Route.ASK)
-    ]
+    open_blocking = [c for c in cards if c.is_open and c.prompt.blocking]
     labels = {item["slot"]: item.get("label") or item["slot"] for item in instance.plan_items}
     bindings = [
         {"key": key, "label": labels.get(key, key), "value": value}
