@@ -203,6 +203,7 @@ class RequestDecisionForm(forms.Form):
 
 @dataclass
 class SlotRow:
+    dom_id: str
     slot: Slot
     form: SlotForm
     effective: policy.EffectiveRisk
@@ -214,6 +215,7 @@ class SlotRow:
 
 @dataclass
 class DecisionRow:
+    dom_id: str
     decision: Decision
     form: DecisionForm
     slots: list[str]
@@ -251,7 +253,10 @@ def _task_class(key: str) -> TaskClass:
 
 
 def _class_context(
-    request: HttpRequest, task_class: TaskClass, bound: Bound | None = None
+    request: HttpRequest,
+    task_class: TaskClass,
+    bound: Bound | None = None,
+    focus: str = "",
 ) -> dict[str, Any]:
     """Everything the task class page shows, in a constant number of queries:
     slots, decisions, their links, pending requests, open instances (and their beliefs when a
@@ -280,6 +285,7 @@ def _class_context(
         this = bound_for("slot", slot.pk)
         slot_rows.append(
             SlotRow(
+                dom_id=f"slot-{slot.pk}",
                 slot=slot,
                 form=this.form if this else SlotForm(slot=slot),  # type: ignore[arg-type]
                 effective=effective[slot.key],
@@ -295,6 +301,7 @@ def _class_context(
         this = bound_for("decision", decision.pk)
         decision_rows.append(
             DecisionRow(
+                dom_id=f"decision-{decision.pk}",
                 decision=decision,
                 form=this.form  # type: ignore[arg-type]
                 if this
@@ -334,20 +341,29 @@ def _class_context(
         "pending_rows": pending_rows,
         "open_instances": open_instances,
         "unclassified_count": sum(1 for s in slots if s.risk_class == UNCLASSIFIED),
+        # The element an htmx swap hands the keyboard focus to (static/console/console.js).
+        "focus": focus,
     }
 
 
 def _render_class(
-    request: HttpRequest, task_class: TaskClass, *, bound: Bound | None = None, status: int = 200
+    request: HttpRequest,
+    task_class: TaskClass,
+    *,
+    bound: Bound | None = None,
+    status: int = 200,
+    focus: str = "",
 ) -> HttpResponse:
-    context = _class_context(request, task_class, bound)
+    if not focus and bound is not None:
+        focus = "pending" if bound.kind == "request" else f"{bound.kind}-{bound.pk}"
+    context = _class_context(request, task_class, bound, focus)
     template = "classify/_classification.html" if request.htmx else "classify/task_class.html"
     return render(request, template, context, status=status)
 
 
 def _after_change(request: HttpRequest, task_class: TaskClass, anchor: str) -> HttpResponse:
     if request.htmx:
-        return _render_class(request, task_class)
+        return _render_class(request, task_class, focus=anchor)
     url = reverse("classify-task-class", args=[task_class.key])
     return redirect(f"{url}#{anchor}")
 
@@ -381,6 +397,12 @@ def _announce(request: HttpRequest, results: list[ChangeResult]) -> None:
             messages.info(request, result.message)
 
 
+def _keep_impact(task_class: TaskClass, bound: Bound, form: SlotForm | DecisionForm) -> None:
+    """A refused save keeps the row's impact preview in view."""
+    if form.is_valid() and (changes := form.changes()):
+        bound.impact = impact_of(impact_snapshot(task_class), changes)
+
+
 def _run(
     request: HttpRequest,
     task_class: TaskClass,
@@ -397,6 +419,7 @@ def _run(
             results = [call() for call in calls]
     except ServiceError as exc:
         _attach(bound.form, exc)
+        _keep_impact(task_class, bound, bound.form)  # type: ignore[arg-type]
         return _render_class(request, task_class, bound=bound, status=_error_status(request, exc))
     _announce(request, results)
     return _after_change(request, task_class, anchor)
@@ -430,6 +453,7 @@ def slot_save(request: HttpRequest, key: str, slot_id: int) -> HttpResponse:
     form = SlotForm(request.POST, slot=slot)
     bound = Bound("slot", slot.pk, form)
     if not form.is_valid():
+        _keep_impact(task_class, bound, SlotForm(request.POST, slot=slot, preview=True))
         return _render_class(request, task_class, bound=bound, status=400)
     actor, reason = Actor(user=request.user), form.cleaned_data["reason"]
     calls: list[Callable[[], ChangeResult]] = []
@@ -476,6 +500,8 @@ def decision_save(request: HttpRequest, key: str, decision_id: int) -> HttpRespo
     form = _decision_form(request, task_class, decision)
     bound = Bound("decision", decision.pk, form)
     if not form.is_valid():
+        preview = _decision_form(request, task_class, decision, preview=True)
+        _keep_impact(task_class, bound, preview)
         return _render_class(request, task_class, bound=bound, status=400)
     actor, reason = Actor(user=request.user), form.cleaned_data["reason"]
     calls: list[Callable[[], ChangeResult]] = []

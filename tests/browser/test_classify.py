@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from axe_playwright_python.sync_playwright import Axe
 from django.contrib.auth.models import User
 from playwright.sync_api import Page, expect
 
+from beliefs.demo import seed_demo
 from beliefs.models import AuditEvent, RiskChangeRequest, Slot
 from tests.classify.builders import answered_run, run, set_classes, shop
 from tests.conftest import PASSWORD
@@ -112,3 +114,39 @@ def test_it_lets_cathy_approve_a_downgrade_that_carol_requested(
     screenshot("classify-approved")
     change_request = RiskChangeRequest.objects.get()
     assert (change_request.state, change_request.decided_by) == ("approved", cathy)
+
+
+def assert_accessible(page: Page) -> None:
+    """No serious or critical axe-core violation on the page as it stands."""
+    results = Axe().run(page)
+    serious = [
+        (v["id"], [n["target"] for n in v["nodes"]])
+        for v in results.response["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+    assert serious == []
+
+
+def test_it_shows_a_missing_reason_in_place_and_the_pages_are_accessible(
+    page: Page,
+    sign_in: Callable[[str, str], None],
+    screenshot: Callable[[str], object],
+) -> None:
+    seed_demo()
+    sign_in("carol", "carol-demo-pass")
+    for url in ("/classify/", "/classify/matrix/", "/activity/", "/classify/iam.grant_access/"):
+        page.goto(url)
+        assert_accessible(page)
+
+    page.goto("/classify/legal.sign_contract/")
+    row = page.locator('tr[data-decision="sign_contract"]')
+    row.get_by_label("Risk class of decision sign_contract").select_option("policy")
+    expect(row.locator(".impact-box")).to_contain_text("3 CONFIRM become SURFACED")
+    row.get_by_role("button", name="Save sign_contract").click()
+    row = page.locator('tr[data-decision="sign_contract"]')
+    expect(row.locator(".field-error")).to_contain_text("Give a reason for this change")
+    expect(row.locator(".impact-box")).to_contain_text("3 CONFIRM become SURFACED")  # kept
+    expect(row).to_be_focused()
+    assert_accessible(page)
+    screenshot("classify-missing-reason")
+    assert not RiskChangeRequest.objects.filter(state="pending").exists()
