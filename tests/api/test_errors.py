@@ -420,6 +420,24 @@ def test_it_answers_401_json_for_an_unknown_key(client: Any) -> None:
     _error(response, 401)
 
 
+def test_it_refuses_a_session_post_without_a_csrf_token(
+    api: Driver, instance_id: str, alice: User
+) -> None:
+    prompt = api.prompt(instance_id, "recipient_account")
+    browser = JsonClient(enforce_csrf_checks=True)
+    browser.force_login(alice)
+    response = browser.post_json(
+        f"{API}/prompts/{prompt['id']}/respond/", {"action": "confirm", "version": 1}
+    )
+    _error(response, 403)
+    assert not PromptResponse.objects.exists()
+
+
+def test_it_answers_json_404_for_an_unknown_api_path(runtime: JsonClient) -> None:
+    _error(runtime.get(f"{API}/instances/not-a-uuid/"), 404)
+    _error(runtime.get(f"{API}/nothing-here/"), 404)
+
+
 def test_it_answers_405_json_for_a_wrong_method(runtime: JsonClient, instance_id: str) -> None:
     _error(runtime.get(f"{API}/instances/"), 405, code="method_not_allowed")
     _error(runtime.delete(f"{API}/instances/{instance_id}/"), 405, code="method_not_allowed")
