@@ -688,3 +688,27 @@ def test_it_refuses_a_world_whose_slot_statement_is_not_an_object(
         _open(rt, alice, world={"recipient_account": "DE89"})
     assert "world.recipient_account" in excinfo.value.fields
     assert not TaskInstance.objects.exists()
+
+
+def test_it_drops_a_vetoed_belief_from_a_parallel_open_instance_on_its_next_plan(
+    rt: Actor, alice: User, transfer_class: TaskClass
+) -> None:
+    base = _plan(
+        _open(rt, alice, beliefs=[{"slot": "reference", "value": "rent", "source": "tool"}]), rt
+    )
+    services.instance_cancel(instance=base, actor=rt)
+    run_a = _plan(_open(rt, alice), rt)
+    run_b = _plan(_open(rt, alice), rt)
+    assert open_prompt(run_b, "reference").prefill == "rent"
+
+    services.prompt_respond(
+        prompt_id=open_prompt(run_a, "reference").pk, user=alice, action="veto", version=1
+    )
+    answer_all(run_b, alice, {"recipient_account": "DE89", "memo": "m"})
+
+    # Run B re-planned after each answer: the vetoed 'rent' is no longer an assumption.
+    assert run_b.status == InstanceStatus.AWAITING_USER
+    ask = open_prompt(run_b, "reference")
+    assert (ask.route, ask.rule, ask.prefill) == ("ASK", "R0", None)
+    answer_all(run_b, alice, {"reference": "utilities"})
+    assert run_b.bindings == {"recipient_account": "DE89", "memo": "m", "reference": "utilities"}
