@@ -5,6 +5,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
 
 from beliefs.api.views import healthz
+from console.views.insights import insights_page
 
 urlpatterns = [
     path("healthz", login_not_required(healthz), name="healthz"),
@@ -18,6 +19,7 @@ urlpatterns = [
     path("", include("console.urls_enduser")),
     path("classify/", include("console.urls_classify")),
     path("proposals/", include("console.urls_proposals")),
+    path("insights/", insights_page, name="insights"),
     path("", include("console.urls_insights")),
 ]
 

@@ -1,0 +1,122 @@
+"""Convergence and fatigue figures for /insights/ (DESIGN §4 convergence thesis, §5 T7).
+
+A constant number of queries whatever the volume: aggregates are computed in the database, and
+only the dwell-time pairs (two timestamps a prompt) are brought back to take percentiles.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from statistics import median
+
+from django.db.models import Count, Q
+
+from beliefs.models import Prompt, PromptState, TaskClass, TaskInstance
+from beliefs.policy import Route
+
+
+@dataclass(frozen=True)
+class RunPoint:
+    run_number: int
+    instances: int
+    blocking_per_instance: float
+
+
+@dataclass(frozen=True)
+class Convergence:
+    task_class: TaskClass
+    points: list[RunPoint]
+
+    @property
+    def peak(self) -> float:
+        return max((p.blocking_per_instance for p in self.points), default=0.0)
+
+
+@dataclass(frozen=True)
+class Fatigue:
+    answered_blocking: int
+    dwell_median_s: float | None
+    dwell_p90_s: float | None
+    fast_answers: int  # answered within FAST_SECONDS of being shown
+    confirms: int
+    confirms_unchanged: int  # CONFIRM answered with "confirm", not "edit"
+    confirms_world_changed: int  # ... of which the world diff showed a change
+    confirms_world_changed_unchanged: int  # and the person still kept the old value
+
+    @property
+    def unchanged_confirm_rate(self) -> float | None:
+        return self.confirms_unchanged / self.confirms if self.confirms else None
+
+    @property
+    def kept_despite_change_rate(self) -> float | None:
+        if not self.confirms_world_changed:
+            return None
+        return self.confirms_world_changed_unchanged / self.confirms_world_changed
+
+
+FAST_SECONDS = 2.0
+MAX_RUNS_SHOWN = 10
+
+
+def convergence() -> list[Convergence]:
+    """Blocking prompts per instance, by run number, for every task class (two queries)."""
+    rows = (
+        TaskInstance.objects.filter(planned_at__isnull=False, run_number__lte=MAX_RUNS_SHOWN)
+        .values("task_class_id", "run_number")
+        .annotate(
+            instances=Count("id", distinct=True),
+            blocking=Count("prompts", filter=Q(prompts__blocking=True)),
+        )
+        .order_by("task_class_id", "run_number")
+    )
+    by_class: dict[int, list[RunPoint]] = {}
+    for row in rows:
+        by_class.setdefault(row["task_class_id"], []).append(
+            RunPoint(
+                run_number=row["run_number"],
+                instances=row["instances"],
+                blocking_per_instance=row["blocking"] / row["instances"],
+            )
+        )
+    classes = TaskClass.objects.filter(pk__in=by_class).order_by("key")
+    return [Convergence(task_class=tc, points=by_class[tc.pk]) for tc in classes]
+
+
+def _percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def fatigue() -> Fatigue:
+    """Dwell times and how often confirmations keep the old value (three queries)."""
+    answered = Prompt.objects.filter(
+        blocking=True, state=PromptState.ANSWERED, responded_at__isnull=False
+    )
+    dwell = [
+        (responded - shown).total_seconds()
+        for shown, responded in answered.filter(shown_at__isnull=False).values_list(
+            "shown_at", "responded_at"
+        )
+    ]
+    confirms = unchanged = changed_total = changed_kept = 0
+    # Whether a stored diff shows a change is read in Python: JSON queries differ per database.
+    for action, diff in answered.filter(route=Route.CONFIRM.value).values_list(
+        "action", "world_diff"
+    ):
+        confirms += 1
+        kept = action == "confirm"
+        unchanged += kept
+        if any(entry.get("change") != "unchanged" for entry in diff or []):
+            changed_total += 1
+            changed_kept += kept
+    return Fatigue(
+        answered_blocking=answered.count(),
+        dwell_median_s=median(dwell) if dwell else None,
+        dwell_p90_s=_percentile(dwell, 0.9) if dwell else None,
+        fast_answers=sum(1 for d in dwell if d < FAST_SECONDS),
+        confirms=confirms,
+        confirms_unchanged=unchanged,
+        confirms_world_changed=changed_total,
+        confirms_world_changed_unchanged=changed_kept,
+    )

@@ -1,0 +1,131 @@
+"""/insights/: convergence per run and confirmation fatigue, for classifiers and reviewers."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.utils import timezone
+from rest_framework_api_key.models import APIKey
+
+from beliefs import insights, services
+from beliefs.models import Prompt, PromptState, Slot, TaskInstance
+
+pytestmark = pytest.mark.django_db
+
+
+def _transfer(actor: services.Actor) -> None:
+    services.task_class_register(
+        key="t.transfer",
+        name="Transfer",
+        slots=[{"key": "iban"}, {"key": "note"}],
+        decisions=[],
+        actor=actor,
+    )
+    Slot.objects.filter(key="iban").update(risk_class="irreversible")
+    Slot.objects.filter(key="note").update(risk_class="reversible")
+
+
+def _run(actor: services.Actor, user: User, *, world: dict, keep: bool = True) -> TaskInstance:
+    """Open, plan, and answer every blocking prompt (confirm when pre-filled, else answer)."""
+    instance = services.instance_open(
+        task_class_key="t.transfer", principal=user.username, world=world, actor=actor
+    )
+    services.instance_plan(instance=instance, actor=actor)
+    for prompt in instance.prompts.filter(state=PromptState.OPEN, blocking=True):
+        services.prompts_mark_shown(prompts=[prompt], user=user)
+        Prompt.objects.filter(pk=prompt.pk).update(shown_at=timezone.now() - timedelta(seconds=5))
+        if prompt.route == "CONFIRM" and keep:
+            services.prompt_respond(
+                prompt_id=prompt.pk, user=user, action="confirm", version=prompt.version
+            )
+        else:
+            services.prompt_respond(
+                prompt_id=prompt.pk,
+                user=user,
+                action="edit" if prompt.route == "CONFIRM" else "answer",
+                version=prompt.version,
+                value=f"value-{prompt.slot.key}-{instance.run_number}",
+            )
+    return instance
+
+
+@pytest.fixture
+def history(alice: User, runtime_key: tuple[APIKey, str]) -> None:
+    actor = services.Actor(key=runtime_key[0])
+    _transfer(actor)
+    _run(actor, alice, world={"iban": {"holder": "Bob"}})  # run 1: both slots asked
+    _run(actor, alice, world={"iban": {"holder": "Bob"}})  # run 2: iban confirmed, note surfaced
+    _run(actor, alice, world={"iban": {"holder": "Eve"}})  # run 3: world changed, still kept
+
+
+def test_it_shows_blocking_prompts_falling_to_one_per_irreversible_slot(history: None) -> None:
+    (series,) = insights.convergence()
+    assert [(p.run_number, p.blocking_per_instance) for p in series.points] == [
+        (1, 2.0),
+        (2, 1.0),
+        (3, 1.0),
+    ]
+
+
+def test_it_counts_confirmations_kept_although_the_world_changed(history: None) -> None:
+    fatigue = insights.fatigue()
+    assert fatigue.answered_blocking == 4
+    assert fatigue.confirms == 2 and fatigue.confirms_unchanged == 2
+    assert fatigue.confirms_world_changed == 1
+    assert fatigue.confirms_world_changed_unchanged == 1
+    assert fatigue.dwell_median_s is not None and 4 <= fatigue.dwell_median_s <= 60
+    assert fatigue.unchanged_confirm_rate == 1.0
+
+
+def test_it_reports_nothing_rather_than_dividing_by_zero(db: None) -> None:
+    fatigue = insights.fatigue()
+    assert fatigue.dwell_median_s is None
+    assert fatigue.unchanged_confirm_rate is None
+    assert fatigue.kept_despite_change_rate is None
+    assert insights.convergence() == []
+
+
+@pytest.mark.parametrize("who", ["carol", "rita"])
+def test_it_shows_the_page_to_classifiers_and_reviewers(
+    who: str, request: pytest.FixtureRequest, history: None
+) -> None:
+    client = Client()
+    client.force_login(request.getfixturevalue(who))
+    response = client.get("/insights/")
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "t.transfer" in body and "<svg" in body
+    assert "Kept the old value although the world had changed" in body
+    assert "1 of 1 (100 %)" in body
+
+
+def test_it_refuses_end_users_and_sends_anonymous_users_to_sign_in(alice: User) -> None:
+    client = Client()
+    assert client.get("/insights/").status_code == 302
+    client.force_login(alice)
+    assert client.get("/insights/").status_code == 403
+
+
+def test_it_runs_the_same_number_of_queries_for_more_history(
+    carol: User,
+    history: None,
+    alice: User,
+    runtime_key: tuple[APIKey, str],
+    django_assert_max_num_queries: object,
+) -> None:
+    client = Client()
+    client.force_login(carol)
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as small:
+        client.get("/insights/")
+    actor = services.Actor(key=runtime_key[0])
+    for _ in range(5):
+        _run(actor, alice, world={"iban": {"holder": "Eve"}})
+    with CaptureQueriesContext(connection) as large:
+        client.get("/insights/")
+    assert len(large.captured_queries) == len(small.captured_queries)
