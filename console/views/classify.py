@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import wraps
 from typing import Any
 
@@ -242,7 +242,7 @@ class Bound:
     pk: int
     form: forms.Form
     impact: Impact | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    nothing: bool = False  # a preview found no risk change in the form
 
 
 def _task_class(key: str) -> TaskClass:
@@ -292,7 +292,7 @@ def _class_context(
                 decisions=classes.decisions_fed_by(slot.key),
                 pending=[r for r in pending if r.slot_id == slot.pk],
                 impact=this.impact if this else None,
-                nothing=bool(this and this.extra.get("nothing")),
+                nothing=bool(this and this.nothing),
             )
         )
     decision_rows = []
@@ -309,7 +309,7 @@ def _class_context(
                 slots=linked,
                 pending=[r for r in pending if r.decision_id == decision.pk],
                 impact=this.impact if this else None,
-                nothing=bool(this and this.extra.get("nothing")),
+                nothing=bool(this and this.nothing),
             )
         )
     pending_rows = []
@@ -550,11 +550,11 @@ def _preview(request: HttpRequest, task_class: TaskClass, bound: Bound) -> HttpR
     if form.is_valid():
         status = 200
         changes = form.changes()
-        bound.extra["nothing"] = not changes
+        bound.nothing = not changes
         if changes:
             bound.impact = impact_of(impact_snapshot(task_class), changes)
     if request.htmx:
-        context = {"impact": bound.impact, "form": form, "nothing": bound.extra.get("nothing")}
+        context = {"impact": bound.impact, "form": form, "nothing": bound.nothing}
         return render(request, "classify/_impact.html", context, status=status)
     return _render_class(request, task_class, bound=bound, status=status)
 
