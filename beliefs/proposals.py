@@ -109,6 +109,9 @@ def _source(value: Any) -> dict[str, str]:
         text = text.strip()
         if len(text) > MAX_SOURCE_LENGTH:
             raise field_error(f"source.{name}", f"must be at most {MAX_SOURCE_LENGTH} characters")
+        problem = _unstorable(text)
+        if problem:
+            raise field_error(f"source.{name}", problem)
         source[name] = text
     return source
 

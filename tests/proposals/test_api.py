@@ -94,6 +94,7 @@ def test_it_refuses_an_unknown_top_level_field(runtime):
         ({"model": {"name": "x"}}, "source.model"),
         ({"run": "r" * 201}, "source.run"),
         ({"provider": "p", "temperature": 0.2}, "source.temperature"),
+        ({"provider": "nul\x00"}, "source.provider"),
     ],
 )
 def test_it_refuses_a_bad_source(runtime, source, field):
@@ -410,6 +411,7 @@ def test_it_filters_the_list(person_client, rita, spread, query, expected):
         ("to=01/02/2026", "to"),
         ("from=2026-01-03&to=2026-01-01", "to"),
         ("provider=" + "p" * 201, "provider"),
+        ("model=m%00", "model"),
     ],
 )
 def test_it_refuses_bad_filter_values(person_client, rita, query, field):
