@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_not_required
 from csp.decorators import csp_update
+from django.contrib.auth.decorators import login_not_required
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
