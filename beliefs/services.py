@@ -138,8 +138,8 @@ def _source(field: str, value: Any) -> Source:
 def _turn(field: str, value: Any) -> int:
     if value is None:
         return 0
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise field_error(field, "must be a whole number, 0 or more")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**31:
+        raise field_error(field, "must be a whole number from 0 to 2147483647")
     return value
 
 

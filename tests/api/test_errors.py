@@ -98,6 +98,33 @@ def test_it_names_a_bad_source_in_the_opening_beliefs(api: Driver, transfer: str
     assert not AuditEvent.objects.filter(kind="instance.opened").exists()  # nothing half-written
 
 
+@pytest.mark.parametrize("turn", [-1, 1.5, "3", True, 2**31, 10**30])
+def test_it_names_a_bad_turn(api: Driver, instance_id: str, turn: Any) -> None:
+    response = api.runtime.post_json(
+        f"{API}/instances/{instance_id}/beliefs/",
+        {"slot": "memo", "value": "x", "source": "tool", "turn": turn},
+    )
+    _error(response, 400, "turn")
+
+
+def test_it_refuses_a_stale_version_after_the_world_changed(api: Driver, transfer: str) -> None:
+    world = {"recipient_account": {"iban": "DE89"}}
+    run1 = api.open(transfer, world=world)
+    api.plan(run1)
+    api.answer_all(run1, {"recipient_account": "DE89", "memo": "m"})
+    run2 = api.open(transfer, world=world)
+    api.plan(run2)
+    seen = api.prompt(run2, "recipient_account")
+    assert (seen["rule"], seen["version"]) == ("R6", 1)
+    moved = api.runtime.put_json(
+        f"{API}/instances/{run2}/world/", {"world": {"recipient_account": {"iban": "GB33"}}}
+    )
+    assert moved.status_code == 200
+    body = _error(api.respond(seen, "confirm"), 409, code="stale_version")
+    assert body["prompt"]["version"] == 2
+    assert [e["change"] for e in body["prompt"]["world_diff"]] == ["changed"]
+
+
 @pytest.mark.parametrize("world_ref", ["yesterday", 3, ["a"], True])
 def test_it_names_a_non_object_world_reference(
     api: Driver, instance_id: str, world_ref: Any
