@@ -591,7 +591,8 @@ def slot_states(instance: TaskInstance) -> list[SlotState]:
             else policy.BeliefFacts(
                 source=Source(belief.source),
                 carried=carried,
-                has_world_ref=belief.world_ref is not None,
+                # An empty reference anchors nothing (R5), however it got stored.
+                has_world_ref=bool(belief.world_ref),
             )
         )
         routing = policy.route(effective.risk, monotonic=slot.monotonic, belief=facts)

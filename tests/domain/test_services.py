@@ -712,3 +712,23 @@ def test_it_drops_a_vetoed_belief_from_a_parallel_open_instance_on_its_next_plan
     assert (ask.route, ask.rule, ask.prefill) == ("ASK", "R0", None)
     answer_all(run_b, alice, {"reference": "utilities"})
     assert run_b.bindings == {"recipient_account": "DE89", "memo": "m", "reference": "utilities"}
+
+
+def test_it_asks_a_carried_irreversible_value_whose_world_reference_is_empty(
+    rt: Actor, alice: User, transfer_class: TaskClass
+) -> None:
+    """An empty object anchors nothing: R5, not a CONFIRM that shows no reference (S6)."""
+    base = _plan(
+        _open(
+            rt,
+            alice,
+            beliefs=[
+                {"slot": "recipient_account", "value": "DE89", "source": "user", "world_ref": {}}
+            ],
+        ),
+        rt,
+    )
+    services.instance_cancel(instance=base, actor=rt)
+    run2 = _plan(_open(rt, alice, world={"recipient_account": {"iban": "DE89"}}), rt)
+    item = _items(run2)["recipient_account"]
+    assert (item["route"], item["rule"], item["value"]) == ("ASK", "R5", None)
