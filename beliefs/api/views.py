@@ -303,7 +303,10 @@ class RespondApi(APIView):
         data = body(request)
         key = request.headers.get("Idempotency-Key") or None
         if key is not None and len(key) > 200:
-            raise InvalidInput("Idempotency-Key: at most 200 characters")
+            raise InvalidInput(
+                "Idempotency-Key: at most 200 characters",
+                fields={"Idempotency-Key": ["at most 200 characters"]},
+            )
         result = services.prompt_respond(
             prompt_id=prompt_id,
             user=request.user,

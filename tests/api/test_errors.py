@@ -317,6 +317,16 @@ def test_it_returns_the_first_answer_for_a_retried_idempotency_key(
     assert list(Belief.objects.filter(slot__key="memo").values_list("value", flat=True)) == ["a"]
 
 
+def test_it_names_an_overlong_idempotency_key(api: Driver, instance_id: str) -> None:
+    prompt = api.prompt(instance_id, "memo")
+    response = api.person.post_json(
+        f"{API}/prompts/{prompt['id']}/respond/",
+        {"action": "answer", "version": 1, "value": "a"},
+        HTTP_IDEMPOTENCY_KEY="k" * 201,
+    )
+    _error(response, 400, "Idempotency-Key")
+
+
 def test_it_hides_someone_elses_prompt(
     api: Driver, instance_id: str, person_client: Callable[[User], JsonClient], mallory: User
 ) -> None:
