@@ -17,6 +17,7 @@ from django.db import transaction
 from rest_framework_api_key.models import APIKey
 
 from beliefs import classification, services
+from beliefs.demo_proposals import seed_demo_proposals
 from beliefs.models import PromptState, TaskClass, TaskInstance
 from beliefs.roles import CLASSIFIERS_GROUP, REVIEWERS_GROUP, ensure_role_groups, grant_role
 from beliefs.services import Actor
@@ -324,4 +325,5 @@ def seed_demo() -> dict[str, Any]:
     runtime = Actor(key=APIKey.objects.get_from_key(key))
     for scenario in SCENARIOS:
         _seed_scenario(scenario, alice, runtime)
-    return {"users": DEMO_USERS, "runtime_key": key}
+    proposals_added = seed_demo_proposals()
+    return {"users": DEMO_USERS, "runtime_key": key, "proposals_added": proposals_added}
