@@ -78,6 +78,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "console.middleware.ApiBodyLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -233,6 +234,8 @@ LOGGING = {
 CONSOLE_PROMPT_TTL = timedelta(seconds=env_int("CONSOLE_PROMPT_TTL_SECONDS", 24 * 3600))
 # Anti-fatigue: the confirm button of an irreversible prompt enables only after this delay.
 CONSOLE_CONFIRM_DELAY_MS = env_int("CONSOLE_CONFIRM_DELAY_MS", 1000)
+# The largest JSON body the API reads (a proposal carries its whole graph).
+API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 10 * 1024 * 1024)
 # Proposal contract transition policy: "strict" (default) or "lenient".
 CONSOLE_TRANSITION_POLICY = os.environ.get("CONSOLE_TRANSITION_POLICY", "strict")
 if CONSOLE_TRANSITION_POLICY not in {"strict", "lenient"}:
