@@ -5,14 +5,30 @@ Whatever it sends, the API answers with a status below 500, and every error is a
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 import schemathesis
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from rest_framework_api_key.models import APIKey
 
 from console.wsgi import application
 
 schema = schemathesis.openapi.from_wsgi("/api/v1/schema/?format=json", application)
+
+
+@pytest.fixture(autouse=True)
+def keep_the_test_connection() -> Iterator[None]:
+    """Calling the WSGI app directly fires request_finished, which would close the test's
+    database connection (fatal inside its transaction on PostgreSQL); Django's test client
+    disconnects the same handlers for the same reason."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
 
 
 @pytest.fixture
