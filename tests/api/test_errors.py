@@ -549,16 +549,30 @@ def test_it_never_answers_500_to_random_beliefs_when_opening(
         _error(response, response.status_code)
 
 
+RESPONSES = st.dictionaries(
+    st.sampled_from(["action", "version", "value", "value_confirmation", "reason"]),
+    st.sampled_from(["confirm", "edit", "answer", "reject", "veto"])
+    | st.integers(min_value=-2, max_value=3)
+    | JSON,
+    max_size=5,
+)
+
+
 @FUZZ
-@given(body=BODIES)
-def test_it_never_answers_500_to_random_responses(api: Driver, instance_id: str, body: Any) -> None:
-    prompt = api.prompt(instance_id, "memo")
+@given(body=RESPONSES | BODIES, slot=st.sampled_from(["memo", "recipient_account"]))
+def test_it_never_answers_500_to_random_responses(
+    api: Driver, instance_id: str, body: Any, slot: str
+) -> None:
+    prompts = api.person.get(f"{API}/instances/{instance_id}/").json()["prompts"]
+    prompt = next(p for p in prompts if p["slot"] == slot)
     response = api.person.post(
         f"{API}/prompts/{prompt['id']}/respond/",
         data=json.dumps(body),
         content_type="application/json",
     )
     assert response.status_code < 500, (body, response.content)
+    if response.status_code >= 400:
+        _error(response, response.status_code)
 
 
 def test_it_keeps_slot_rows_for_unknown_slots_out_of_a_refused_request(
