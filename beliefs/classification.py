@@ -33,7 +33,6 @@ from typing import Any, Literal
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import BooleanField, ExpressionWrapper, Q
 from django.utils import timezone
 
 from beliefs import policy, services
@@ -396,21 +395,17 @@ def impact_snapshot(task_class: TaskClass, classes: Classes | None = None) -> Sn
             status=BeliefStatus.ACTIVE,
             principal_id__in={principal for _, principal, _, _ in instances},
         )
-        .annotate(
-            has_world_ref=ExpressionWrapper(
-                Q(world_ref__isnull=False), output_field=BooleanField()
-            )
-        )
         .order_by("-acquired_at", "-id")
         .values_list(
             "slot__key", "principal_id", "instance_id", "instance__run_number", "source",
-            "has_world_ref",
+            "world_ref",
         )
     )  # fmt: skip
     by_principal_slot: dict[tuple[Any, str], list[tuple[Any, int, str, bool]]] = defaultdict(list)
-    for slot_key, principal, instance_id, run_number, source, has_ref in rows:
+    for slot_key, principal, instance_id, run_number, source, world_ref in rows:
+        # As `services.slot_states` reads it: an empty reference anchors nothing (R5).
         by_principal_slot[(principal, slot_key)].append(
-            (instance_id, run_number, source, bool(has_ref))
+            (instance_id, run_number, source, bool(world_ref))
         )
     runs = []
     for instance_id, principal, run_number, _ in instances:

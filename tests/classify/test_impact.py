@@ -16,11 +16,17 @@ from beliefs.classification import (
     impact_of,
     impact_snapshot,
 )
-from beliefs.models import AuditEvent, Prompt, Slot
-from beliefs.policy import BeliefFacts, Source
+from beliefs.models import AuditEvent, Prompt, Slot, TaskInstance
+from beliefs.policy import BeliefFacts, Source, route
 from beliefs.policy import RiskClass as R
 from tests.classify.builders import answered_run, open_prompt, run, shop
 
+ANSWERS_WITH_WRAP = {
+    "item_sku": "A",
+    "shipping_address": "x",
+    "delivery_speed": "std",
+    "gift_wrap": True,
+}
 CARRIED_NO_REF = BeliefFacts(source=Source.USER, carried=True, has_world_ref=False)
 CURRENT_TOOL = BeliefFacts(source=Source.TOOL, carried=False, has_world_ref=False)
 CURRENT_USER = BeliefFacts(source=Source.USER, carried=False, has_world_ref=False)
@@ -132,3 +138,46 @@ def test_it_reads_open_instances_as_planning_would_and_writes_nothing(
     assert AuditEvent.objects.count() == events
     assert Slot.objects.get(key="delivery_speed").risk_class == "reversible"
     assert open_prompt(run(task_class, alice), "delivery_speed").route == "SURFACED"
+
+
+@pytest.mark.django_db
+def test_it_routes_open_instances_exactly_as_their_plans_did(alice: User, mallory: User) -> None:
+    """The preview's starting point is what planning decided, belief for belief: current and
+    carried, every source, with a world reference, without one, and with an empty one."""
+    task_class = shop()
+    Slot.objects.filter(key="gift_wrap").update(risk_class="irreversible")
+    refs = {"item_sku": None, "shipping_address": {}, "delivery_speed": {"depot": "A"}}
+    for principal in (alice, mallory):
+        answered_run(task_class, principal, ANSWERS_WITH_WRAP)
+        run(
+            task_class,
+            principal,
+            beliefs=[
+                {"slot": key, "value": "v", "source": source, "world_ref": ref}
+                for (key, ref), source in zip(
+                    refs.items(), ("tool", "inference", "default"), strict=True
+                )
+            ],
+        )
+    # run 3 for alice: carried from run 2 (tool/inference/default), the wrap answered now (R2)
+    run(task_class, alice, beliefs=[{"slot": "gift_wrap", "value": False, "source": "user"}])
+
+    snap = impact_snapshot(task_class)
+    effective = snap.classes.effective()
+    monotonic = {s.key: s.monotonic for s in snap.classes.slots}
+    predicted = {
+        (str(r.instance_id), r.slot_key): route(
+            effective[r.slot_key].risk, monotonic=monotonic[r.slot_key], belief=r.facts
+        ).route.value
+        for r in snap.runs
+    }
+    planned = {
+        (str(instance_id), item["slot"]): item["route"]
+        for instance_id, items in TaskInstance.objects.filter(
+            status__in=("open", "awaiting_user")
+        ).values_list("pk", "plan_items")
+        for item in items
+    }
+    assert len(planned) == 3 * 4
+    assert predicted == planned
+    assert {"ASK", "CONFIRM", "SURFACED", "SILENT"} <= set(planned.values())
