@@ -221,7 +221,7 @@ class Impact:
     instances_altered: int
     prompts_altered: int
     become_blocking: int
-    stop_blocking: int
+    stop_blocking: int  # would stop blocking under the new classes, but are held as they are
     transitions: tuple[tuple[str, str, int], ...]  # (route before, route after, how many)
     effective: tuple[EffectiveChange, ...]
     needs_approval: tuple[str, ...]  # why some change waits for a second classifier
@@ -238,9 +238,19 @@ class Impact:
             f"{c.slot}: effective risk {c.before} \N{RIGHTWARDS ARROW} {c.after}"
             for c in self.effective
         ]
+        if self.stop_blocking:
+            verb = "stays" if self.stop_blocking == 1 else "stay"
+            lines.append(
+                f"{plural(self.stop_blocking, 'blocking prompt')} {verb} blocking: a downgrade "
+                "releases nothing already asked of a person"
+            )
         if not self.prompts_altered:
             lines.append(
-                f"No prompt of the {plural(self.open_instances, 'open instance')} would change."
+                f"No other prompt of the {plural(self.open_instances, 'open instance')} "
+                "would change."
+                if self.stop_blocking
+                else f"No prompt of the {plural(self.open_instances, 'open instance')} "
+                "would change."
             )
             return lines
         lines.append(
@@ -251,9 +261,6 @@ class Impact:
         if self.become_blocking:
             verb = "becomes" if self.become_blocking == 1 else "become"
             lines.append(f"{plural(self.become_blocking, 'prompt')} {verb} blocking")
-        if self.stop_blocking:
-            verb = "stops" if self.stop_blocking == 1 else "stop"
-            lines.append(f"{plural(self.stop_blocking, 'prompt')} {verb} blocking")
         for old, new, count in self.transitions:
             verb = "becomes" if count == 1 else "become"
             lines.append(f"{count} {old} {verb} {new}")
@@ -318,12 +325,15 @@ def impact_of(snapshot: Snapshot, changes: Iterable[Change]) -> Impact:
         )
         if old.route is new.route:
             continue
+        if old.blocking and not new.blocking:
+            # Planning holds a blocking prompt whose belief has not changed (services._plan):
+            # a downgrade never releases what was already asked of a person.
+            stop += 1
+            continue
         transitions[(old.route.value, new.route.value)] += 1
         instances.add(run.instance_id)
         if new.blocking and not old.blocking:
             become += 1
-        elif old.blocking and not new.blocking:
-            stop += 1
     return Impact(
         open_instances=snapshot.open_instances,
         instances_altered=len(instances),

@@ -7,6 +7,7 @@ first (a no-op on SQLite, where IMMEDIATE transactions already serialise writers
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -224,7 +225,7 @@ def _slot_spec(index: int, spec: Any) -> dict[str, Any]:
         raise field_error(
             f"{where}.suggested_risk", f"must be one of {', '.join(r.value for r in RiskClass)}"
         )
-    return {
+    values = {
         "key": key,
         "label": label,
         "value_type": value_type,
@@ -232,6 +233,10 @@ def _slot_spec(index: int, spec: Any) -> dict[str, Any]:
         "scope_order": scope_order,
         "suggested_risk": suggested or "",
     }
+    # What the runtime actually sent: an update changes only these, so leaving a field out of a
+    # later registration never erases it.
+    values["_sent"] = frozenset(spec) - {"key"}
+    return values
 
 
 def _decision_spec(index: int, spec: Any) -> dict[str, Any]:
@@ -297,17 +302,25 @@ def task_class_register(
     existing = {s.key: s for s in task_class.slots.all()}
     next_position = max((s.position for s in existing.values()), default=-1) + 1
     added_slots = []
-    for spec in slot_specs:
+    for index, spec in enumerate(slot_specs):
+        sent = spec.pop("_sent")
         slot = existing.get(spec["key"])
         if slot is None:
             slot = Slot.objects.create(task_class=task_class, position=next_position, **spec)
             next_position += 1
             existing[slot.key] = slot
             added_slots.append(slot.key)
-        else:
-            for field, value in spec.items():
-                setattr(slot, field, value)
-            slot.save()
+            continue
+        if "scope_order" in sent and slot.scope_order and spec["scope_order"] != slot.scope_order:
+            # The order decides what counts as an escalation (T6): once set, only a classifier
+            # may change it.
+            raise field_error(
+                f"slots[{index}].scope_order",
+                "this slot already has a scope order; only a classifier can change it",
+            )
+        for field in sent:
+            setattr(slot, field, spec[field])
+        slot.save()
 
     added_decisions = []
     for index, spec in enumerate(decision_specs):
@@ -413,7 +426,8 @@ def instance_open(
     return instance
 
 
-BELIEF_FIELDS = {"slot", "value", "source", "turn", "world_ref", "acquired_at"}
+# acquired_at is the server's clock, never the runtime's word.
+BELIEF_FIELDS = {"slot", "value", "source", "turn", "world_ref"}
 
 
 def _belief_record(
@@ -649,6 +663,15 @@ def belief_summary(belief: Belief | None, carried: bool) -> dict[str, Any] | Non
     }
 
 
+def _held(state: SlotState, prompt: Prompt) -> SlotState:
+    """The slot state with the route and risk of the blocking prompt it already has."""
+    return dataclasses.replace(
+        state,
+        effective=policy.EffectiveRisk(RiskClass(prompt.effective_risk), prompt.risk_reason),
+        routing=policy.Routing(Route(prompt.route), policy.Rule(prompt.rule), prompt.reason),
+    )
+
+
 def _plan(instance: TaskInstance, actor: Actor) -> list[dict[str, Any]]:
     """Route every slot, reconcile prompts, settle the status. Caller holds the instance lock.
 
@@ -663,6 +686,17 @@ def _plan(instance: TaskInstance, actor: Actor) -> list[dict[str, Any]]:
     changes = []
     for state in states:
         prompt = open_prompts.get(state.slot.pk)
+        if (
+            prompt is not None
+            and prompt.blocking
+            and not state.routing.blocking
+            and state.belief is not None
+            and prompt.belief_id == state.belief.pk
+        ):
+            # The same belief now routes to something weaker: only a classification change can
+            # do that, and a downgrade never releases what was already asked of a person
+            # (DESIGN §5). The blocking prompt stands.
+            state = _held(state, prompt)
         if state.routing.route is Route.SILENT:
             if prompt is not None:
                 prompt.state = PromptState.SUPERSEDED
@@ -924,7 +958,6 @@ def _next_turn(instance: TaskInstance) -> int:
     return (instance.beliefs.aggregate(m=Max("turn"))["m"] or 0) + 1
 
 
-@transaction.atomic
 def prompt_respond(
     *,
     prompt_id: int,
@@ -944,6 +977,33 @@ def prompt_respond(
     )
     if found is None:
         raise NotFound("No such prompt.", code="not_found")
+    # Expiry is settled first, in a transaction of its own, so that the refusal of a late
+    # answer does not roll the instance's expiry back with it.
+    instance_expire_if_due(instance=found.instance)
+    return _prompt_respond(
+        found=found,
+        user=user,
+        action=action,
+        version=version,
+        value=value,
+        value_confirmation=value_confirmation,
+        reason=reason,
+        idempotency_key=idempotency_key,
+    )
+
+
+@transaction.atomic
+def _prompt_respond(
+    *,
+    found: Prompt,
+    user: AbstractBaseUser,
+    action: Any,
+    version: Any,
+    value: Any,
+    value_confirmation: Any,
+    reason: Any,
+    idempotency_key: str | None,
+) -> RespondResult:
     instance = _lock(found.instance)
     prompt = Prompt.objects.select_related("slot", "belief").get(pk=found.pk)
     actor = Actor(user=user)
@@ -985,9 +1045,7 @@ def prompt_respond(
             extra={"prompt": prompt_payload(prompt)},
         )
 
-    if _expire_if_due(instance, timezone.now()):
-        prompt.refresh_from_db(fields=["state"])
-    if prompt.state != PromptState.OPEN:
+    if prompt.state != PromptState.OPEN:  # expiry was settled by prompt_respond just before
         raise Conflict(
             f"This prompt is no longer open (it is {prompt.state}); nothing was recorded.",
             code=f"prompt_{prompt.state}",

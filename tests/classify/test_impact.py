@@ -83,7 +83,9 @@ def test_it_says_a_held_downgrade_binds_nothing_retroactively() -> None:
     )
     impact = impact_of(raised, [Change("slot", "a", "risk_class", R.COSMETIC)])
     assert impact.needs_approval == ("it lowers slot a from irreversible to cosmetic",)
-    assert (impact.stop_blocking, impact.transitions) == (1, (("ASK", "SURFACED", 1),))
+    # The open instance's ASK is held: it stays blocking, nothing is released.
+    assert (impact.stop_blocking, impact.transitions, impact.prompts_altered) == (1, (), 0)
+    assert "1 blocking prompt stays blocking" in " ".join(impact.lines)
     assert impact.replans is False
     assert "binds nothing retroactively" in impact.when
 

@@ -29,7 +29,14 @@ from beliefs.models import (
     TaskInstance,
 )
 from beliefs.services import Actor
-from tests.domain.builders import access, answer_all, open_prompt, register, transfer
+from tests.domain.builders import (
+    access,
+    answer_all,
+    classify,
+    open_prompt,
+    register,
+    transfer,
+)
 
 WORLD_1 = {"recipient_account": {"iban": "DE89 3704", "holder": "Bob"}}
 WORLD_2 = {"recipient_account": {"iban": "DE02 1203", "holder": "Bob"}}
@@ -568,6 +575,10 @@ def test_it_refuses_an_answer_after_the_ttl(
             )
     assert excinfo.value.code == "prompt_expired"
     assert not Belief.objects.filter(value="late").exists()
+    # Refusing the late answer does not roll the expiry back with it.
+    instance.refresh_from_db()
+    assert instance.status == InstanceStatus.EXPIRED
+    assert AuditEvent.objects.filter(kind="instance.expired", instance_id=instance.pk).count() == 1
 
 
 def test_it_expires_lazily_when_an_instance_is_read(
@@ -732,3 +743,85 @@ def test_it_asks_a_carried_irreversible_value_whose_world_reference_is_empty(
     run2 = _plan(_open(rt, alice, world={"recipient_account": {"iban": "DE89"}}), rt)
     item = _items(run2)["recipient_account"]
     assert (item["route"], item["rule"], item["value"]) == ("ASK", "R5", None)
+
+
+# --- a downgrade binds nothing retroactively ------------------------------------------------
+
+
+def test_it_keeps_a_blocking_prompt_blocking_after_a_downgrade(
+    rt: Actor, alice: User, transfer_class: TaskClass
+) -> None:
+    _finished_run_1(rt, alice)
+    run2 = _plan(_open(rt, alice, world=WORLD_2), rt)
+    held = open_prompt(run2, "recipient_account")
+    assert (held.route, held.rule, held.blocking) == ("CONFIRM", "R6", True)
+
+    # A classifier lowers the decision the account feeds; the slot itself is only reversible.
+    classify(transfer_class, decisions={"send_transfer": "reversible"})
+    services.instance_set_world(instance=run2, world={**WORLD_2, "memo": {"x": 1}}, actor=rt)
+    run2 = _plan(run2, rt)
+
+    held.refresh_from_db()
+    assert (held.state, held.route, held.blocking, held.version) == ("open", "CONFIRM", True, 1)
+    assert run2.status == InstanceStatus.AWAITING_USER
+    assert _items(run2)["recipient_account"]["route"] == "CONFIRM"
+    # A new instance plans with the new classes.
+    run3 = _plan(_open(rt, alice, world=WORLD_2), rt)
+    assert _items(run3)["recipient_account"]["route"] == "SURFACED"
+
+
+def test_it_lets_a_user_answer_release_a_blocking_prompt(
+    rt: Actor, alice: User, transfer_class: TaskClass
+) -> None:
+    """The hold is for classification changes only: a new user belief still binds silently."""
+    _finished_run_1(rt, alice)
+    run2 = _plan(_open(rt, alice, world=WORLD_2), rt)
+    prompt = open_prompt(run2, "recipient_account")
+    services.belief_record(
+        instance=run2,
+        data={"slot": "recipient_account", "value": "DE02 1203", "source": "user", "turn": 2},
+        actor=rt,
+    )
+    prompt.refresh_from_db()
+    assert prompt.state == PromptState.SUPERSEDED
+
+
+# --- registration never lowers a guard -------------------------------------------------------
+
+
+def test_it_keeps_what_a_later_registration_leaves_out(rt: Actor, alice: User) -> None:
+    register(
+        "iam.grant",
+        actor=rt,
+        slots=[{"key": "scope", "label": "Access scope", "scope_order": ["read", "admin"]}],
+    )
+    services.task_class_register(key="iam.grant", slots=[{"key": "scope"}], actor=rt)
+    slot = TaskClass.objects.get(key="iam.grant").slots.get(key="scope")
+    assert slot.scope_order == ["read", "admin"]
+    assert slot.label == "Access scope"
+
+
+def test_it_refuses_a_runtime_changing_a_scope_order(rt: Actor) -> None:
+    register("iam.grant", actor=rt, slots=[{"key": "scope", "scope_order": ["read", "admin"]}])
+    with pytest.raises(InvalidInput) as excinfo:
+        services.task_class_register(
+            key="iam.grant", slots=[{"key": "scope", "scope_order": ["admin", "read"]}], actor=rt
+        )
+    assert "slots[0].scope_order" in excinfo.value.fields
+    # Restating the same order is fine (registrations are idempotent).
+    services.task_class_register(
+        key="iam.grant", slots=[{"key": "scope", "scope_order": ["read", "admin"]}], actor=rt
+    )
+
+
+def test_it_refuses_an_acquisition_time_from_a_runtime(
+    rt: Actor, alice: User, transfer_class: TaskClass
+) -> None:
+    instance = _open(rt, alice)
+    with pytest.raises(InvalidInput) as excinfo:
+        services.belief_record(
+            instance=instance,
+            data={"slot": "memo", "value": "x", "source": "tool", "acquired_at": "2020-01-01"},
+            actor=rt,
+        )
+    assert "acquired_at" in excinfo.value.fields
