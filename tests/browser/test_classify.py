@@ -85,7 +85,7 @@ def test_it_lets_cathy_approve_a_downgrade_that_carol_requested(
     row = slot_row(page, "shipping_address")
     row.get_by_label("Own risk class of shipping_address").select_option("reversible")
     expect(row.locator(".impact-box")).to_contain_text("Needs a second classifier")
-    expect(row.locator(".impact-box")).to_contain_text("1 ASK becomes SURFACED")
+    expect(row.locator(".impact-box")).to_contain_text("1 blocking prompt stays blocking")
     row.get_by_label("Reason for changing shipping_address").fill("addresses are editable")
     row.get_by_role("button", name="Save shipping_address").click()
     expect(page.locator(".classify-message-warning")).to_contain_text("Not applied yet")
@@ -141,11 +141,11 @@ def test_it_shows_a_missing_reason_in_place_and_the_pages_are_accessible(
     page.goto("/classify/legal.sign_contract/")
     row = page.locator('tr[data-decision="sign_contract"]')
     row.get_by_label("Risk class of decision sign_contract").select_option("policy")
-    expect(row.locator(".impact-box")).to_contain_text("3 CONFIRM become SURFACED")
+    expect(row.locator(".impact-box")).to_contain_text("3 blocking prompts stay blocking")
     row.get_by_role("button", name="Save sign_contract").click()
     row = page.locator('tr[data-decision="sign_contract"]')
     expect(row.locator(".field-error")).to_contain_text("Give a reason for this change")
-    expect(row.locator(".impact-box")).to_contain_text("3 CONFIRM become SURFACED")  # kept
+    expect(row.locator(".impact-box")).to_contain_text("3 blocking prompts stay blocking")  # kept
     expect(row).to_be_focused()
     assert_accessible(page)
     screenshot("classify-missing-reason")
