@@ -11,7 +11,8 @@ from typing import Any
 from django.contrib.auth.models import User
 
 from beliefs import services
-from beliefs.models import Decision, Prompt, PromptState, Slot, TaskClass, TaskInstance
+from beliefs.models import Slot, TaskClass, TaskInstance
+from tests.builders import classify, open_prompt  # noqa: F401 - re-exported
 
 RUNTIME = services.Actor()  # the system stands in for a runtime key
 
@@ -23,20 +24,6 @@ VENDOR_WORLD_RUN_2 = {
     "recipient_account": {"holder": "Acme B.V.", "bank": "Revolut", "verified": True},
     "reference": {"invoice": "INV-2024-001", "status": "paid"},
 }
-
-
-def classify(
-    task_class: TaskClass,
-    *,
-    slots: dict[str, str] | None = None,
-    decisions: dict[str, str] | None = None,
-    monotonic: tuple[str, ...] = (),
-) -> None:
-    for key, risk in (slots or {}).items():
-        Slot.objects.filter(task_class=task_class, key=key).update(risk_class=risk)
-    for key, risk in (decisions or {}).items():
-        Decision.objects.filter(task_class=task_class, key=key).update(risk_class=risk)
-    Slot.objects.filter(task_class=task_class, key__in=monotonic).update(monotonic=True)
 
 
 def vendor_payment() -> TaskClass:
@@ -220,9 +207,3 @@ def many(user: User, count: int) -> TaskInstance:
         actor=RUNTIME,
     )
     return services.instance_plan(instance=instance, actor=RUNTIME)
-
-
-def open_prompt(instance: TaskInstance, slot: str) -> Prompt:
-    return Prompt.objects.select_related("slot").get(
-        instance=instance, slot__key=slot, state=PromptState.OPEN
-    )

@@ -8,24 +8,9 @@ from typing import Any
 from django.contrib.auth.models import User
 
 from beliefs import services
-from beliefs.models import Decision, Prompt, PromptState, Slot, TaskClass, TaskInstance
+from beliefs.models import Prompt, PromptState, TaskClass, TaskInstance
 from beliefs.services import SYSTEM
-
-
-def set_classes(
-    task_class: TaskClass,
-    *,
-    slots: Mapping[str, str] | None = None,
-    decisions: Mapping[str, str] | None = None,
-    monotonic: tuple[str, ...] = (),
-) -> None:
-    """Write classes straight to the rows: the state a test starts from, not a change under test."""
-    for key, risk in (slots or {}).items():
-        Slot.objects.filter(task_class=task_class, key=key).update(risk_class=risk)
-    for key, risk in (decisions or {}).items():
-        Decision.objects.filter(task_class=task_class, key=key).update(risk_class=risk)
-    if monotonic:
-        Slot.objects.filter(task_class=task_class, key__in=monotonic).update(monotonic=True)
+from tests.builders import classify as set_classes
 
 
 def shop() -> TaskClass:

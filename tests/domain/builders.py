@@ -10,24 +10,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from beliefs import services
-from beliefs.models import Decision, Prompt, PromptState, Slot, TaskClass, TaskInstance
+from beliefs.models import Prompt, PromptState, TaskClass, TaskInstance
 from beliefs.services import Actor
-
-
-def classify(
-    task_class: TaskClass,
-    *,
-    slots: Mapping[str, str] | None = None,
-    decisions: Mapping[str, str] | None = None,
-    monotonic: tuple[str, ...] = (),
-) -> None:
-    """Set risk classes (and monotonic) as a classifier would."""
-    for key, risk in (slots or {}).items():
-        Slot.objects.filter(task_class=task_class, key=key).update(risk_class=risk)
-    for key, risk in (decisions or {}).items():
-        Decision.objects.filter(task_class=task_class, key=key).update(risk_class=risk)
-    if monotonic:
-        Slot.objects.filter(task_class=task_class, key__in=monotonic).update(monotonic=True)
+from tests.builders import classify, open_prompt  # noqa: F401 - re-exported
 
 
 def register(
@@ -79,12 +64,6 @@ def access(actor: Actor) -> TaskClass:
         risks={"scope": "policy", "resource": "reversible"},
         decision_risks={"grant_access": "policy"},
         monotonic=("scope",),
-    )
-
-
-def open_prompt(instance: TaskInstance, slot: str) -> Prompt:
-    return Prompt.objects.select_related("slot", "belief").get(
-        instance=instance, slot__key=slot, state=PromptState.OPEN
     )
 
 
