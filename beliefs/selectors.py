@@ -10,7 +10,7 @@ from rest_framework_api_key.models import APIKey
 
 from beliefs.errors import NotFound
 from beliefs.models import InstanceStatus, Prompt, PromptState, TaskClass, TaskInstance
-from beliefs.services import instance_expire_if_due, slot_effective_risk
+from beliefs.services import belief_summary, instance_expire_if_due, slot_effective_risk
 
 
 def _instances() -> QuerySet[TaskInstance]:
@@ -134,18 +134,9 @@ def prompt_detail(prompt: Prompt) -> dict[str, Any]:
         "version": prompt.version,
         "prefill": prompt.prefill,
         "context_value": prompt.context_value,
-        "belief": None
-        if belief is None
-        else {
-            "id": belief.pk,
-            "source": belief.source,
-            "instance": str(belief.instance_id),
-            "run_number": belief.instance.run_number,
-            "turn": belief.turn,
-            "acquired_at": belief.acquired_at.isoformat(),
-            "carried": belief.instance_id != prompt.instance_id,
-            "world_ref": belief.world_ref,
-        },
+        "belief": belief_summary(
+            belief, carried=belief is not None and belief.instance_id != prompt.instance_id
+        ),
         "world_ref": prompt.world_ref,
         "world_now": prompt.world_now,
         "world_diff": prompt.world_diff,
