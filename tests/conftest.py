@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.db import connections
-from django.test import TransactionTestCase
+from django.test import TransactionTestCase, override_settings
 from rest_framework.test import APIClient
 from rest_framework_api_key.models import APIKey
 
@@ -54,6 +54,14 @@ def _audit_log_flushable_by_transactional_tests() -> Iterator[None]:
     TransactionTestCase._fixture_teardown = _flush_past_the_audit_triggers(original)
     yield
     TransactionTestCase._fixture_teardown = original
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _fast_password_hasher() -> Iterator[None]:
+    """Fixtures create users by the dozen; PBKDF2's deliberate slowness is not under test here
+    (sign-in still checks passwords end to end, just with a cheap hash)."""
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
 
 
 def _user(username: str, *groups: str) -> User:
