@@ -12,7 +12,7 @@ import random
 import statistics
 import time
 
-from beliefs.contract import Verdict, validate_proposal
+from beliefs.domain.contract import Verdict, validate_proposal
 
 SIZES = (1_000, 2_000, 5_000, 10_000)
 MUTATIONS = 1_000

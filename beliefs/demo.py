@@ -16,11 +16,11 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from rest_framework_api_key.models import APIKey
 
-from beliefs import classification, services
+from beliefs import services
 from beliefs.demo_proposals import seed_demo_proposals
 from beliefs.models import PromptState, TaskClass, TaskInstance
 from beliefs.roles import CLASSIFIERS_GROUP, REVIEWERS_GROUP, ensure_role_groups, grant_role
-from beliefs.services import Actor
+from beliefs.services import Actor, classification
 
 DEMO_KEY_NAME = "demo-runtime"
 
@@ -223,7 +223,7 @@ def _classify(scenario: Scenario, task_class: TaskClass, carol: Actor, cathy: Ac
     for a second classifier (four eyes): cathy approves each such request. Values already set
     are left alone, so running the demo again writes nothing.
     """
-    reason = "demo classification (DESIGN §3)"
+    reason = "demo classification"
 
     def settle(result: classification.ChangeResult) -> None:
         if result.outcome == "requested":

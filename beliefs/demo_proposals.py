@@ -15,8 +15,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from beliefs.models import ProposalValidation
-from beliefs.proposals import proposal_validate_and_store
 from beliefs.services import SYSTEM
+from beliefs.services.proposals import proposal_validate_and_store
 
 PROVIDER = "demo-provider"
 MEANING = "uncertainty about projected office savings realism"

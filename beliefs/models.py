@@ -11,7 +11,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from beliefs.policy import RiskClass, Route, Rule, Source
+from beliefs.domain.policy import RiskClass, Route, Rule, Source
+from beliefs.domain.vocabulary import OPEN_INSTANCE_STATUSES
 
 RISK_CHOICES = [(r.value, r.value) for r in RiskClass]
 SOURCE_CHOICES = [(s.value, s.value) for s in Source]
@@ -111,7 +112,7 @@ class TaskInstance(models.Model):
     world = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=20, choices=InstanceStatus, default=InstanceStatus.OPEN)
     status_reason = models.TextField(blank=True)
-    # The last plan, item per slot, as the API returns it (DESIGN §8).
+    # The last plan, item per slot, as the API returns it.
     plan_items = models.JSONField(default=list, blank=True)
     bindings = models.JSONField(null=True, blank=True)
     bindings_digest = models.CharField(max_length=64, blank=True)
@@ -133,7 +134,7 @@ class TaskInstance(models.Model):
 
     @property
     def is_open(self) -> bool:
-        return self.status in (InstanceStatus.OPEN, InstanceStatus.AWAITING_USER)
+        return self.status in OPEN_INSTANCE_STATUSES
 
 
 class BeliefStatus(models.TextChoices):
@@ -346,7 +347,7 @@ class RiskChangeRequest(models.Model):
 
 
 class ProposalValidation(models.Model):
-    """One stored run of the proposal contract validator (DESIGN §6)."""
+    """One stored run of the proposal contract validator."""
 
     class Verdict(models.TextChoices):
         PASS = "PASS"

@@ -10,8 +10,8 @@ from django.core.management import call_command
 from rest_framework_api_key.models import APIKey
 
 from beliefs.demo import DEMO_USERS, SCENARIOS
+from beliefs.domain.policy import Route, Rule
 from beliefs.models import Belief, InstanceStatus, Prompt, ProposalValidation, TaskInstance
-from beliefs.policy import Route, Rule
 from beliefs.roles import is_classifier, is_reviewer
 
 pytestmark = pytest.mark.django_db

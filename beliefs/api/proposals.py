@@ -1,4 +1,4 @@
-"""The proposal endpoints of DESIGN §8: runtimes (and people) submit, reviewers read.
+"""The proposal endpoints: runtimes (and people) submit, reviewers read.
 
 Who may do what, decided here:
 - ``POST proposals/validate/``: any authenticated caller, runtime key or signed-in person, so a
@@ -21,11 +21,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from beliefs import proposals
 from beliefs.api.auth import is_runtime
 from beliefs.api.views import ERRORS, actor
-from beliefs.contract import FINDING_CODES, update_json_schema
+from beliefs.domain.contract import FINDING_CODES, update_json_schema
 from beliefs.roles import is_reviewer
+from beliefs.selectors import proposals as proposal_reads
+from beliefs.services import proposals as proposal_writes
 
 
 class StrictJSONParser(JSONParser):
@@ -67,7 +68,7 @@ class FindingOut(serializers.Serializer):
 
 class ValidateOut(serializers.Serializer):
     id = serializers.IntegerField()
-    verdict = serializers.ChoiceField(choices=list(proposals.VERDICTS))
+    verdict = serializers.ChoiceField(choices=list(proposal_writes.VERDICTS))
     decided_by = serializers.CharField(allow_null=True)
     policy = serializers.ChoiceField(choices=["strict", "lenient"])
     declared = serializers.BooleanField(allow_null=True)
@@ -86,14 +87,16 @@ class ProposalValidateApi(APIView):
         summary="Validate a proposal against the contract and store the result",
     )
     def post(self, request: Request) -> Response:
-        envelope = proposals.proposal_envelope(request.data)
-        validation = proposals.proposal_validate_and_store(
+        envelope = proposal_writes.proposal_envelope(request.data)
+        validation = proposal_writes.proposal_validate_and_store(
             graph=envelope.graph,
             update=envelope.update,
             source=envelope.source,
             actor=actor(request),
         )
-        return Response(proposals.validation_result(validation), status=status.HTTP_201_CREATED)
+        return Response(
+            proposal_reads.validation_result(validation), status=status.HTTP_201_CREATED
+        )
 
 
 class ContractSchemaApi(APIView):
@@ -107,7 +110,7 @@ class ProposalListApi(APIView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("verdict", str, enum=list(proposals.VERDICTS)),
+            OpenApiParameter("verdict", str, enum=list(proposal_writes.VERDICTS)),
             OpenApiParameter("code", str, enum=list(FINDING_CODES), description="finding code"),
             OpenApiParameter("provider", str),
             OpenApiParameter("model", str),
@@ -120,12 +123,14 @@ class ProposalListApi(APIView):
         summary="Stored validations, newest first (reviewers)",
     )
     def get(self, request: Request) -> Response:
-        form = proposals.ProposalFilterForm(request.query_params)
+        form = proposal_reads.ProposalFilterForm(request.query_params)
         if not form.is_valid():
-            raise proposals.filter_errors(form)
-        rows = proposals.validation_rows(proposals.validations_filtered(form.cleaned_data))
+            raise proposal_reads.filter_errors(form)
+        rows = proposal_reads.validation_rows(
+            proposal_reads.validations_filtered(form.cleaned_data)
+        )
         paginator = LimitOffsetPagination()
         page = paginator.paginate_queryset(rows, request, view=self)
         return paginator.get_paginated_response(
-            [proposals.validation_summary(v) for v in page or []]
+            [proposal_reads.validation_summary(v) for v in page or []]
         )

@@ -1,4 +1,4 @@
-"""The runtime and person API of DESIGN §8. Views parse, check who is asking, call one service
+"""The runtime and person API. Views parse, check who is asking, call one service
 and answer; every rule lives in `beliefs.services`."""
 
 from __future__ import annotations
@@ -69,8 +69,8 @@ def actor(request: Request) -> Actor:
 
 def instance_for(request: Request, instance_id: Any) -> TaskInstance:
     if is_runtime(request):
-        return selectors.instance_for_runtime(instance_id, request.auth)
-    return selectors.instance_for_principal(instance_id, request.user)
+        return services.instance_for_runtime(instance_id, request.auth)
+    return services.instance_for_principal(instance_id, request.user)
 
 
 # --- documentation-only shapes (validation itself happens in the services) -----------------

@@ -1,4 +1,4 @@
-"""The classifier console (DESIGN §9, issue 4): task classes, slot and decision classes, four-eyes
+"""The classifier console: task classes, slot and decision classes, four-eyes
 approvals, the routing matrix and the audit log.
 
 Views parse a form, call the services in `beliefs.classification` and render. An htmx request
@@ -25,28 +25,9 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from beliefs import policy
-from beliefs.classification import (
-    CHOOSABLE_RISKS,
-    Change,
-    ChangeResult,
-    DecisionClass,
-    Impact,
-    classes_from,
-    decision_set_risk,
-    decision_set_slots,
-    impact_of,
-    impact_snapshot,
-    parse_scope_order,
-    pending_requests,
-    request_change,
-    request_is_current,
-    risk_change_request_approve,
-    risk_change_request_refuse,
-    slot_set_monotonic,
-    slot_set_risk,
-    slot_set_scope_order,
-)
+from beliefs.domain import policy
+from beliefs.domain.classes import CHOOSABLE_RISKS, Change, DecisionClass, Impact, impact_of
+from beliefs.domain.policy import RiskClass
 from beliefs.errors import InvalidInput, ServiceError
 from beliefs.models import (
     AuditEvent,
@@ -57,9 +38,26 @@ from beliefs.models import (
     TaskClass,
     TaskInstance,
 )
-from beliefs.policy import RiskClass
 from beliefs.roles import is_classifier
+from beliefs.selectors.classification import (
+    classes_from,
+    impact_snapshot,
+    pending_requests,
+    request_change,
+    request_is_current,
+)
 from beliefs.services import Actor
+from beliefs.services.classification import (
+    ChangeResult,
+    decision_set_risk,
+    decision_set_slots,
+    parse_scope_order,
+    risk_change_request_approve,
+    risk_change_request_refuse,
+    slot_set_monotonic,
+    slot_set_risk,
+    slot_set_scope_order,
+)
 
 UNCLASSIFIED = RiskClass.UNCLASSIFIED.value
 QUEUE_LIMIT = 100

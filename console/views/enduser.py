@@ -2,7 +2,7 @@
 
 Views parse, fetch through the principal check (outsiders get 404), call one service and render.
 Each swap target is one `_name.html` partial that the full page includes and the endpoint
-renders alone (STYLE §6); the card presenters below give both the same context.
+renders alone; the card presenters below give both the same context.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from beliefs import selectors, services
+from beliefs.domain.policy import RiskClass, Route
 from beliefs.errors import Conflict, InvalidInput, NotFound
 from beliefs.models import Decision, InstanceStatus, Prompt, PromptState, TaskInstance
-from beliefs.policy import RiskClass, Route
 from console.forms import form_value, parse_response, typed_values
 from console.templatetags.reveal import display_text, hidden_characters, plain_text
 
@@ -283,7 +283,7 @@ def _all_cards(groups: dict[str, Any]) -> list[Card]:
 
 def _instance_or_404(request: HttpRequest, instance_id: UUID) -> TaskInstance:
     try:
-        return selectors.instance_for_principal(instance_id, request.user)
+        return services.instance_for_principal(instance_id, request.user)
     except NotFound:
         raise Http404("No such instance.") from None
 

@@ -7,8 +7,8 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from beliefs import insights
 from beliefs.roles import is_classifier, is_reviewer
+from beliefs.selectors import insights
 
 CHART_HEIGHT = 120
 BAR_WIDTH = 28

@@ -1,4 +1,4 @@
-"""Review pages for proposal validations (DESIGN §9): list, detail with annotation, statistics
+"""Review pages for proposal validations: list, detail with annotation, statistics
 and CSV export. Reviewers only: others get 403 (anonymous visitors the sign-in page).
 
 Views parse, check the role, call ``beliefs.proposals`` and render. What they add is
@@ -28,12 +28,13 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from beliefs import proposals
-from beliefs.contract import FINDING_CODES, UNKNOWN_TYPE
+from beliefs.domain.contract import FINDING_CODES, UNKNOWN_TYPE
+from beliefs.domain.vocabulary import MAX_TEXT_LENGTH
 from beliefs.errors import InvalidInput, NotFound
 from beliefs.models import ProposalAnnotation, ProposalValidation
 from beliefs.roles import is_reviewer
-from beliefs.services import MAX_TEXT_LENGTH
+from beliefs.selectors import proposals as proposal_reads
+from beliefs.services import proposals as proposal_writes
 from console.templatetags.reveal import hidden_characters
 
 PAGE_SIZE = 25
@@ -57,16 +58,20 @@ def reviewer_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpRe
 @require_GET
 @reviewer_required
 def proposal_list(request: HttpRequest) -> HttpResponse:
-    form = proposals.ProposalFilterForm(request.GET)
+    form = proposal_reads.ProposalFilterForm(request.GET)
     if not form.is_valid():
         context = {"form": form, "page": None, "counts": None}
         return render(request, "proposals/list.html", context, status=400)
     filters = form.cleaned_data
-    counts = proposals.verdict_counts(proposals.validations_filtered(filters, ignore=["verdict"]))
-    rows = proposals.validation_rows(proposals.validations_filtered(filters), reviewer=request.user)
+    counts = proposal_reads.verdict_counts(
+        proposal_reads.validations_filtered(filters, ignore=["verdict"])
+    )
+    rows = proposal_reads.validation_rows(
+        proposal_reads.validations_filtered(filters), reviewer=request.user
+    )
     page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
     for validation in page:
-        validation.codes = proposals.codes_of(validation)  # type: ignore[attr-defined]
+        validation.codes = proposal_reads.codes_of(validation)  # type: ignore[attr-defined]
     context = {
         "form": form,
         "page": page,
@@ -132,7 +137,7 @@ def _csv_row(v: ProposalValidation) -> list[Any]:
         v.provider,
         v.model,
         v.run,
-        proposals.submitter_label(v),
+        proposal_reads.submitter_label(v),
         v.agree_count,  # type: ignore[attr-defined]
         v.disagree_count,  # type: ignore[attr-defined]
     ]
@@ -155,11 +160,11 @@ def _csv_lines(rows: Iterable[ProposalValidation]) -> Iterator[str]:
 @require_GET
 @reviewer_required
 def proposal_export(request: HttpRequest) -> HttpResponse:
-    form = proposals.ProposalFilterForm(request.GET)
+    form = proposal_reads.ProposalFilterForm(request.GET)
     if not form.is_valid():
         context = {"form": form, "page": None, "counts": None}
         return render(request, "proposals/list.html", context, status=400)
-    rows = proposals.validation_rows(proposals.validations_filtered(form.cleaned_data))
+    rows = proposal_reads.validation_rows(proposal_reads.validations_filtered(form.cleaned_data))
     response = StreamingHttpResponse(
         _csv_lines(rows.iterator(chunk_size=500)), content_type="text/csv; charset=utf-8"
     )
@@ -192,7 +197,7 @@ class AnnotationForm(forms.Form):
 
 def _validation_or_404(pk: int) -> ProposalValidation:
     try:
-        return proposals.validation_detail(pk)
+        return proposal_reads.validation_detail(pk)
     except NotFound:
         raise Http404("No such proposal validation.") from None
 
@@ -415,7 +420,7 @@ def _detail_context(
         "update_json": pretty_json(validation.update),
         "graph_json": pretty_json(validation.graph),
         "hidden": hidden_characters([validation.graph, validation.update, source]),
-        "submitter": proposals.submitter_label(validation),
+        "submitter": proposal_reads.submitter_label(validation),
     }
 
 
@@ -433,7 +438,7 @@ def proposal_annotate(request: HttpRequest, pk: int) -> HttpResponse:
     form = AnnotationForm(request.POST)
     if form.is_valid():
         try:
-            proposals.proposal_annotate(
+            proposal_writes.proposal_annotate(
                 validation=validation,
                 reviewer=request.user,
                 agreement=form.cleaned_data["agreement"],
@@ -503,7 +508,7 @@ class DayChart:
     x_ticks: list[Tick]
 
 
-def day_chart(days: list[proposals.DayVerdicts]) -> DayChart:
+def day_chart(days: list[proposal_reads.DayVerdicts]) -> DayChart:
     width, height, left, right, top, bottom = 880, 260, 44, 12, 12, 36
     plot_w, plot_h = width - left - right, height - top - bottom
     ceiling = nice_ceiling(max((d.total for d in days), default=0))
@@ -553,7 +558,7 @@ class CodeChart:
     rows: list[CodeBar]
 
 
-def code_chart(codes: list[proposals.CodeFrequency]) -> CodeChart:
+def code_chart(codes: list[proposal_reads.CodeFrequency]) -> CodeChart:
     width, label_w, row_h, bar_h, top = 880, 320, 28, 18, 6
     bar_max = width - label_w - 48
     most = max((c.findings for c in codes), default=1)
@@ -577,7 +582,7 @@ def code_chart(codes: list[proposals.CodeFrequency]) -> CodeChart:
 @require_GET
 @reviewer_required
 def proposal_stats(request: HttpRequest) -> HttpResponse:
-    form = proposals.ProposalFilterForm(request.GET)
+    form = proposal_reads.ProposalFilterForm(request.GET)
     if form.is_valid():
         filters = dict(form.cleaned_data)
         end = filters.get("to") or timezone.localdate()
@@ -587,10 +592,10 @@ def proposal_stats(request: HttpRequest) -> HttpResponse:
             form.add_error("from", f"Statistics cover at most {STATS_MAX_DAYS} days.")
     if not form.is_valid():
         return render(request, "proposals/stats.html", {"form": form}, status=400)
-    qs = proposals.validations_filtered({**filters, "from": start, "to": end})
-    days = proposals.verdicts_per_day(qs, start, end)
-    codes = proposals.frequent_codes(qs)
-    total, per_verdict = proposals.disagreement_by_verdict(qs)
+    qs = proposal_reads.validations_filtered({**filters, "from": start, "to": end})
+    days = proposal_reads.verdicts_per_day(qs, start, end)
+    codes = proposal_reads.frequent_codes(qs)
+    total, per_verdict = proposal_reads.disagreement_by_verdict(qs)
     totals = {v: sum(d.counts[v] for d in days) for v in VERDICT_ORDER}
     context = {
         "form": form,

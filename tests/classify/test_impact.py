@@ -5,20 +5,20 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import User
 
-from beliefs.classification import (
+from beliefs.domain.classes import (
     Change,
     Classes,
     DecisionClass,
     SlotClass,
     SlotRun,
     Snapshot,
-    classification_impact,
     impact_of,
-    impact_snapshot,
 )
+from beliefs.domain.policy import BeliefFacts, Source, route
+from beliefs.domain.policy import RiskClass as R
 from beliefs.models import AuditEvent, Prompt, Slot, TaskInstance
-from beliefs.policy import BeliefFacts, Source, route
-from beliefs.policy import RiskClass as R
+from beliefs.selectors.classification import impact_snapshot
+from beliefs.services.classification import classification_impact
 from tests.classify.builders import answered_run, open_prompt, run, shop
 
 ANSWERS_WITH_WRAP = {

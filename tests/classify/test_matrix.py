@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from beliefs.policy import routing_matrix
+from beliefs.domain.policy import routing_matrix
 
 
 class MatrixRows(HTMLParser):

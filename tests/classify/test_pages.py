@@ -8,9 +8,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from beliefs import classification as c
 from beliefs.models import AuditEvent, Decision, Prompt, RiskChangeRequest, Slot, TaskClass
 from beliefs.services import SYSTEM, Actor, task_class_register
+from beliefs.services import classification as c
 from tests.classify.builders import answered_run, contract, many_slots, run, set_classes, shop
 
 pytestmark = pytest.mark.django_db

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import pytest
 
-from beliefs import services
-from beliefs.classification import (
+from beliefs import selectors
+from beliefs.domain.classes import (
     Change,
     Classes,
     DecisionClass,
     SlotClass,
     approval_reason,
-    classes_of,
     tightens,
 )
+from beliefs.domain.policy import RiskClass as R
 from beliefs.models import Slot
-from beliefs.policy import RiskClass as R
+from beliefs.selectors.classification import classes_of
 from tests.classify.builders import contract, many_slots, shop
 
 IRR = R.IRREVERSIBLE
@@ -102,7 +102,7 @@ def test_it_agrees_with_the_effective_risk_the_api_shows() -> None:
     for task_class in (shop(), contract(), many_slots(12)):
         computed = classes_of(task_class).effective()
         for slot in Slot.objects.filter(task_class=task_class).prefetch_related("decisions"):
-            assert computed[slot.key] == services.slot_effective_risk(slot)
+            assert computed[slot.key] == selectors.slot_effective_risk(slot)
 
 
 # --- which changes need a second classifier -----------------------------------------------

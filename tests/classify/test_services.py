@@ -6,10 +6,10 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework_api_key.models import APIKey
 
-from beliefs import classification as c
 from beliefs.errors import Conflict, InvalidInput, PermissionDenied
 from beliefs.models import AuditEvent, Decision, Prompt, RiskChangeRequest, Slot, TaskInstance
 from beliefs.services import SYSTEM, Actor
+from beliefs.services import classification as c
 from tests.classify.builders import answered_run, contract, open_prompt, run, set_classes, shop
 
 pytestmark = pytest.mark.django_db

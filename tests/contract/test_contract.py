@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from beliefs.contract import (
+from beliefs.domain.contract import (
     FINDING_CODES,
     Severity,
     TransitionPolicy,
@@ -772,7 +772,7 @@ def test_it_does_not_change_its_input() -> None:
 
 def test_it_loads_no_django_module() -> None:
     code = (
-        "import sys, beliefs.contract; "
+        "import sys, beliefs.domain.contract; "
         "print(sorted(name for name in sys.modules if name.startswith('django')))"
     )
 

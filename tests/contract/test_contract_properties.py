@@ -7,7 +7,7 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from beliefs.contract import (
+from beliefs.domain.contract import (
     Severity,
     TransitionPolicy,
     ValidationResult,

@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from beliefs.policy import (
+from beliefs.domain.policy import (
     BeliefFacts,
     RiskClass,
     Route,
@@ -22,7 +22,7 @@ from beliefs.policy import (
     route,
     routing_matrix,
 )
-from beliefs.worlddiff import has_changes, world_diff
+from beliefs.domain.worlddiff import has_changes, world_diff
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -345,9 +345,9 @@ def test_it_never_lets_a_decision_lower_the_own_class() -> None:
 
 
 def test_it_imports_the_pure_modules_without_loading_django() -> None:
-    modules = ["beliefs.policy", "beliefs.worlddiff"]
-    if importlib.util.find_spec("beliefs.contract") is not None:
-        modules.append("beliefs.contract")
+    modules = ["beliefs.domain.policy", "beliefs.domain.worlddiff"]
+    if importlib.util.find_spec("beliefs.domain.contract") is not None:
+        modules.append("beliefs.domain.contract")
     code = (
         "import importlib, json, sys\n"
         f"for name in {modules!r}:\n"

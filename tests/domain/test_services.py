@@ -16,6 +16,7 @@ from django.utils import timezone
 from rest_framework_api_key.models import APIKey
 
 from beliefs import selectors, services
+from beliefs.domain.canonical import bindings_digest
 from beliefs.errors import Conflict, InvalidInput, StaleVersion
 from beliefs.models import (
     AuditEvent,
@@ -209,7 +210,7 @@ def test_it_digests_the_canonical_json_of_the_bindings(
 def test_it_digests_non_ascii_bindings_as_utf8() -> None:
     bindings = {"b": "Zoë", "a": [1, True]}
     expected = hashlib.sha256('{"a":[1,true],"b":"Zoë"}'.encode()).hexdigest()
-    assert services.bindings_digest(bindings) == expected
+    assert bindings_digest(bindings) == expected
 
 
 # --- convergence, S5 ----------------------------------------------------------------------
@@ -292,7 +293,7 @@ def test_it_cancels_on_reject_with_a_reason_the_runtime_reads(
         prompt_id=prompt.pk, user=alice, action="reject", version=1, reason="wrong person"
     )
 
-    instance = selectors.instance_for_runtime(instance.pk, rt.key)
+    instance = services.instance_for_runtime(instance.pk, rt.key)
     payload = selectors.instance_payload(instance)
     assert payload["status"] == "cancelled"
     assert payload["status_reason"] == "wrong person"
@@ -587,11 +588,11 @@ def test_it_expires_lazily_when_an_instance_is_read(
     with time_machine.travel("2025-03-01 12:00:00+00:00", tick=False) as traveller:
         instance = _plan(_open(rt, alice), rt)
         traveller.shift(settings.CONSOLE_PROMPT_TTL - timedelta(minutes=1))
-        assert selectors.instance_for_principal(instance.pk, alice).status == "awaiting_user"
+        assert services.instance_for_principal(instance.pk, alice).status == "awaiting_user"
         traveller.shift(timedelta(minutes=2))
-        read = selectors.instance_for_principal(instance.pk, alice)
+        read = services.instance_for_principal(instance.pk, alice)
         assert read.status == InstanceStatus.EXPIRED
-        assert selectors.instance_for_runtime(instance.pk, rt.key).status == "expired"
+        assert services.instance_for_runtime(instance.pk, rt.key).status == "expired"
 
 
 def test_it_expires_from_the_management_command(
@@ -671,7 +672,7 @@ def test_it_keeps_decision_links_a_later_registration_leaves_out(
     )
     slot = transfer_class.slots.get(key="recipient_account")
     assert [d.key for d in slot.decisions.all()] == ["send_transfer"]
-    assert services.slot_effective_risk(slot).risk == "irreversible"
+    assert selectors.slot_effective_risk(slot).risk == "irreversible"
 
 
 @pytest.mark.parametrize("typed", ["1e400", "-1E999", "abc", True])

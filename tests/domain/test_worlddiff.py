@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from beliefs.worlddiff import Change, DiffEntry, flatten, has_changes, world_diff
+from beliefs.domain.worlddiff import Change, DiffEntry, flatten, has_changes, world_diff
 
 
 def _changes(old: dict | None, new: dict | None) -> dict[str, Change]:

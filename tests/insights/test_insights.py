@@ -10,8 +10,9 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework_api_key.models import APIKey
 
-from beliefs import insights, services
+from beliefs import services
 from beliefs.models import Prompt, PromptState, Slot, TaskInstance
+from beliefs.selectors import insights
 
 pytestmark = pytest.mark.django_db
 

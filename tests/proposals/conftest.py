@@ -10,8 +10,8 @@ import pytest
 
 from beliefs.demo_proposals import GRAPH, MEANING
 from beliefs.models import ProposalValidation
-from beliefs.proposals import proposal_validate_and_store
 from beliefs.services import SYSTEM
+from beliefs.services.proposals import proposal_validate_and_store
 
 VALIDATE_URL = "/api/v1/proposals/validate/"
 LIST_URL = "/api/v1/proposals/"

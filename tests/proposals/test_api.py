@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from beliefs.contract import update_json_schema
+from beliefs.domain.contract import update_json_schema
 from beliefs.models import AuditEvent, ProposalFinding, ProposalValidation
 from tests.proposals.conftest import (
     LIST_URL,
@@ -363,8 +363,8 @@ def spread(stored):
         "reject_new": stored("REJECT", provider="acme", model="m1"),
         "schema": None,
     }
-    from beliefs.proposals import proposal_validate_and_store
     from beliefs.services import SYSTEM
+    from beliefs.services.proposals import proposal_validate_and_store
 
     made["schema"] = proposal_validate_and_store(
         graph=graph(), update={"mood": 1}, source={"provider": "zeta"}, actor=SYSTEM
@@ -433,8 +433,8 @@ def test_it_paginates_the_list(person_client, rita, many):
 
 
 def test_it_lists_a_code_once_even_when_a_validation_has_it_twice(person_client, rita):
-    from beliefs.proposals import proposal_validate_and_store
     from beliefs.services import SYSTEM
+    from beliefs.services.proposals import proposal_validate_and_store
 
     update = {**passing_update(), "a": 1, "b": 2}  # two schema.extra_forbidden findings
     proposal_validate_and_store(graph=graph(), update=update, source=None, actor=SYSTEM)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from beliefs.contract import FINDING_CODES
 from beliefs.demo_proposals import seed_demo_proposals
+from beliefs.domain.contract import FINDING_CODES
 from beliefs.models import ProposalFinding, ProposalValidation
 
 pytestmark = pytest.mark.django_db

@@ -101,7 +101,7 @@ def test_it_escapes_hostile_source_on_the_list(runtime, client, rita):
 
 def test_it_escapes_a_hostile_note_from_another_reviewer(runtime, client, rita):
     from beliefs.models import ProposalValidation
-    from beliefs.proposals import proposal_annotate
+    from beliefs.services.proposals import proposal_annotate
     from tests.conftest import _user
 
     runtime.post_json(VALIDATE_URL, BODIES["the source"])

@@ -10,8 +10,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from beliefs.models import AuditEvent, ProposalAnnotation, ProposalValidation
-from beliefs.proposals import proposal_annotate, proposal_validate_and_store
 from beliefs.services import SYSTEM
+from beliefs.services.proposals import proposal_annotate, proposal_validate_and_store
 from tests.proposals.conftest import graph, passing_update
 
 pytestmark = pytest.mark.django_db

@@ -1,4 +1,5 @@
-"""Reads that the pages and the API share, each with its joins already chosen."""
+"""Reads of instances, prompts and task classes that the pages and the API share, each with its
+joins already chosen, and the JSON shapes the API answers with."""
 
 from __future__ import annotations
 
@@ -6,33 +7,14 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Q, QuerySet
-from rest_framework_api_key.models import APIKey
 
 from beliefs.errors import NotFound
 from beliefs.models import InstanceStatus, Prompt, PromptState, TaskClass, TaskInstance
-from beliefs.services import belief_summary, instance_expire_if_due, slot_effective_risk
+from beliefs.selectors.beliefs import belief_summary, slot_effective_risk
 
 
 def _instances() -> QuerySet[TaskInstance]:
     return TaskInstance.objects.select_related("task_class", "principal")
-
-
-def instance_for_principal(instance_id: Any, user: AbstractBaseUser) -> TaskInstance:
-    """The instance if `user` is its principal; 404 for everyone else (existence not leaked)."""
-    instance = _instances().filter(pk=instance_id, principal=user).first()
-    if instance is None:
-        raise NotFound("No such instance.")
-    instance_expire_if_due(instance=instance)
-    return instance
-
-
-def instance_for_runtime(instance_id: Any, key: APIKey) -> TaskInstance:
-    """The instance if this runtime key opened it; 404 otherwise."""
-    instance = _instances().filter(pk=instance_id, opened_by=key).first()
-    if instance is None:
-        raise NotFound("No such instance.")
-    instance_expire_if_due(instance=instance)
-    return instance
 
 
 def instance_prompts(instance: TaskInstance) -> list[Prompt]:

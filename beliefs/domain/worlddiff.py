@@ -1,4 +1,4 @@
-"""Key-by-key comparison of a belief's world reference with the world now (DESIGN §2).
+"""Key-by-key comparison of a belief's world reference with the world now.
 
 Pure Python. Nested objects are flattened to dotted paths; lists and scalars are leaves.
 """

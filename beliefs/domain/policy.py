@@ -1,4 +1,4 @@
-"""Effective risk and the routing state machine (DESIGN §3, §4).
+"""Effective risk and the routing state machine.
 
 Pure Python: plain values in, plain values out, no Django. Everything that decides whether a
 value may be bound without a person looking at it lives here, so it can be tested over every
@@ -21,7 +21,7 @@ class RiskClass(StrEnum):
 
 
 # Increasing order of protection. `unclassified` is deliberately absent: it is never a level of
-# its own, it counts as irreversible (T4).
+# its own, it counts as irreversible.
 RISK_ORDER: tuple[RiskClass, ...] = (
     RiskClass.COSMETIC,
     RiskClass.REVERSIBLE,
@@ -123,7 +123,7 @@ class Routing:
 
     @property
     def prefilled(self) -> bool:
-        """Only a CONFIRM form is pre-filled; an ASK never is (T6)."""
+        """Only a CONFIRM form is pre-filled; an ASK never is."""
         return self.route is Route.CONFIRM
 
 

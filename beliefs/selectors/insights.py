@@ -1,4 +1,4 @@
-"""Convergence and fatigue figures for /insights/ (DESIGN §4 convergence thesis, §5 T7).
+"""Convergence and fatigue figures for /insights/.
 
 A constant number of queries whatever the volume: aggregates are computed in the database, and
 only the dwell-time pairs (two timestamps a prompt) are brought back to take percentiles.
@@ -11,8 +11,8 @@ from statistics import median
 
 from django.db.models import Count, Q
 
+from beliefs.domain.policy import Route
 from beliefs.models import Prompt, PromptState, TaskClass, TaskInstance
-from beliefs.policy import Route
 
 
 @dataclass(frozen=True)

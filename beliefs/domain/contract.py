@@ -1,4 +1,4 @@
-"""The semantic-to-mutation proposal contract (DESIGN §6, seed 002).
+"""The semantic-to-mutation proposal contract.
 
 A runtime hands us a proposal: ``graph`` (the graph before) and ``update`` (what a model proposed
 after reading a user's answer). ``validate_proposal`` checks, in this order of precedence:

@@ -1,4 +1,4 @@
-"""Classifying slots and decisions (DESIGN §3, §5; issue 4).
+"""Classifying slots and decisions.
 
 Only classifiers change a risk class, a monotonic flag, a scope order or which slots feed a
 decision. Every change carries a non-empty reason and writes its audit event, with who, before,
@@ -26,7 +26,6 @@ made afterwards use the new class.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -35,443 +34,36 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from beliefs import policy, services
+from beliefs.domain.classes import (
+    CHOOSABLE_RISKS,
+    Change,
+    Classes,
+    EffectiveChange,
+    Impact,
+    approval_reason,
+    effective_changes,
+    impact_of,
+    plural,
+    tightens,
+)
+from beliefs.domain.policy import RiskClass
+from beliefs.domain.vocabulary import MAX_TEXT_LENGTH
 from beliefs.errors import Conflict, InvalidInput, PermissionDenied, field_error
 from beliefs.models import (
-    Belief,
-    BeliefStatus,
     Decision,
-    InstanceStatus,
     RiskChangeRequest,
     Slot,
     TaskClass,
-    TaskInstance,
 )
-from beliefs.policy import RiskClass, Route, Source
 from beliefs.roles import is_classifier
-from beliefs.services import Actor, audit
-
-MAX_REASON_LENGTH = 2000
-IRREVERSIBLE_LEVEL = policy.risk_level(RiskClass.IRREVERSIBLE)
-# The classes a classifier may choose. Going back to `unclassified` is not a classification.
-CHOOSABLE_RISKS: tuple[RiskClass, ...] = policy.RISK_ORDER
-OPEN_STATUSES = (InstanceStatus.OPEN, InstanceStatus.AWAITING_USER)
-
-Target = Literal["slot", "decision"]
-ChangeField = Literal["risk_class", "monotonic", "slots"]
-
-
-# --- the pure part: a task class's classification as plain data ------------------------------
-
-
-@dataclass(frozen=True)
-class SlotClass:
-    key: str
-    risk: RiskClass
-    monotonic: bool
-
-
-@dataclass(frozen=True)
-class DecisionClass:
-    key: str
-    risk: RiskClass
-    slots: frozenset[str]
-
-
-@dataclass(frozen=True)
-class Change:
-    """One edit of one field of one slot or decision."""
-
-    target: Target
-    key: str
-    field: ChangeField
-    value: RiskClass | bool | frozenset[str]
-
-
-@dataclass(frozen=True)
-class Classes:
-    """Every class of one task class that effective risk depends on, in page order."""
-
-    slots: tuple[SlotClass, ...]
-    decisions: tuple[DecisionClass, ...]  # in id order, as `slot_effective_risk` names them
-
-    def slot(self, key: str) -> SlotClass:
-        return next(s for s in self.slots if s.key == key)
-
-    def decision(self, key: str) -> DecisionClass:
-        return next(d for d in self.decisions if d.key == key)
-
-    def decisions_fed_by(self, slot_key: str) -> list[DecisionClass]:
-        return [d for d in self.decisions if slot_key in d.slots]
-
-    def effective(self) -> dict[str, policy.EffectiveRisk]:
-        """slot key -> effective risk with its reason (DESIGN §3)."""
-        return {
-            s.key: policy.effective_risk(
-                s.risk,
-                [(d.key, d.risk) for d in self.decisions_fed_by(s.key)],
-                monotonic=s.monotonic,
-            )
-            for s in self.slots
-        }
-
-    def current(self, change: Change) -> RiskClass | bool | frozenset[str]:
-        if change.target == "slot":
-            slot = self.slot(change.key)
-            return slot.risk if change.field == "risk_class" else slot.monotonic
-        decision = self.decision(change.key)
-        return decision.risk if change.field == "risk_class" else decision.slots
-
-    def apply(self, change: Change) -> Classes:
-        if change.target == "slot":
-            attr = "risk" if change.field == "risk_class" else "monotonic"
-            slots = tuple(
-                replace(s, **{attr: change.value}) if s.key == change.key else s for s in self.slots
-            )
-            return Classes(slots, self.decisions)
-        attr = "risk" if change.field == "risk_class" else "slots"
-        decisions = tuple(
-            replace(d, **{attr: change.value}) if d.key == change.key else d for d in self.decisions
-        )
-        return Classes(self.slots, decisions)
-
-
-def approval_reason(before: Classes, change: Change) -> str | None:
-    """Why `change` needs a second classifier (rules 1-3 of the module docstring), or None."""
-    old = before.current(change)
-    if change.field == "monotonic" and old is True and change.value is False:
-        return f"it clears monotonic on {change.key}"
-    if (
-        change.field == "risk_class"
-        and isinstance(old, RiskClass)
-        and isinstance(change.value, RiskClass)
-        and policy.risk_level(old) == IRREVERSIBLE_LEVEL
-        and policy.risk_level(change.value) < IRREVERSIBLE_LEVEL
-    ):
-        return f"it lowers {change.target} {change.key} from {old.value} to {change.value.value}"
-    dropped = effective_drops_out_of_irreversible(before, before.apply(change))
-    if dropped:
-        return f"it lowers the effective risk of {', '.join(dropped)} out of irreversible"
-    return None
-
-
-def effective_drops_out_of_irreversible(before: Classes, after: Classes) -> list[str]:
-    was, will = before.effective(), after.effective()
-    return [
-        key
-        for key, eff in was.items()
-        if eff.risk is RiskClass.IRREVERSIBLE and will[key].risk is not RiskClass.IRREVERSIBLE
-    ]
-
-
-def tightens(before: Classes, after: Classes) -> bool:
-    """Does some slot route under stricter inputs (higher effective risk, or monotonic set)?"""
-    was, will = before.effective(), after.effective()
-    for slot in after.slots:
-        if policy.risk_level(will[slot.key].risk) > policy.risk_level(was[slot.key].risk):
-            return True
-        if slot.monotonic and not before.slot(slot.key).monotonic:
-            return True
-    return False
-
-
-@dataclass(frozen=True)
-class EffectiveChange:
-    slot: str
-    before: str
-    after: str
-
-
-def effective_changes(before: Classes, after: Classes) -> list[EffectiveChange]:
-    was, will = before.effective(), after.effective()
-    return [
-        EffectiveChange(key, was[key].risk.value, will[key].risk.value)
-        for key in was
-        if was[key].risk is not will[key].risk
-    ]
-
-
-# --- impact preview -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SlotRun:
-    """What routing needs of one slot of one open instance, read once."""
-
-    instance_id: Any
-    slot_key: str
-    facts: policy.BeliefFacts | None
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    classes: Classes
-    open_instances: int
-    planned_instances: int  # awaiting_user: the ones an upgrade re-plans now
-    runs: tuple[SlotRun, ...]
-
-
-@dataclass(frozen=True)
-class Impact:
-    """What changes would do to the open instances of their task class, computed without
-    writing: every open instance's slots routed under the classes before and after (after
-    every change took effect, the approved ones included)."""
-
-    open_instances: int
-    instances_altered: int
-    prompts_altered: int
-    become_blocking: int
-    stop_blocking: int  # would stop blocking under the new classes, but are held as they are
-    transitions: tuple[tuple[str, str, int], ...]  # (route before, route after, how many)
-    effective: tuple[EffectiveChange, ...]
-    needs_approval: tuple[str, ...]  # why some change waits for a second classifier
-    replans: bool  # a change that takes effect at once tightens routing: open instances re-plan
-
-    @property
-    def unchanged(self) -> bool:
-        return not self.effective and not self.prompts_altered and not self.needs_approval
-
-    @property
-    def lines(self) -> list[str]:
-        """The impact in plain words, for the page."""
-        lines = [
-            f"{c.slot}: effective risk {c.before} \N{RIGHTWARDS ARROW} {c.after}"
-            for c in self.effective
-        ]
-        if self.stop_blocking:
-            verb = "stays" if self.stop_blocking == 1 else "stay"
-            lines.append(
-                f"{plural(self.stop_blocking, 'blocking prompt')} {verb} blocking: a downgrade "
-                "releases nothing already asked of a person"
-            )
-        if not self.prompts_altered:
-            lines.append(
-                f"No other prompt of the {plural(self.open_instances, 'open instance')} "
-                "would change."
-                if self.stop_blocking
-                else f"No prompt of the {plural(self.open_instances, 'open instance')} "
-                "would change."
-            )
-            return lines
-        lines.append(
-            f"{plural(self.prompts_altered, 'prompt')} in "
-            f"{plural(self.instances_altered, 'open instance')} would change"
-            f" (of {self.open_instances} open):"
-        )
-        if self.become_blocking:
-            verb = "becomes" if self.become_blocking == 1 else "become"
-            lines.append(f"{plural(self.become_blocking, 'prompt')} {verb} blocking")
-        for old, new, count in self.transitions:
-            verb = "becomes" if count == 1 else "become"
-            lines.append(f"{count} {old} {verb} {new}")
-        return lines
-
-    @property
-    def when(self) -> str:
-        if self.needs_approval:
-            return (
-                f"Needs a second classifier's approval: {'; '.join(self.needs_approval)}. "
-                "Once approved it binds nothing retroactively: prompts already planned stay as "
-                "they are; later plans use the new class."
-            )
-        if self.replans:
-            return "Takes effect at once: open instances are re-planned now."
-        if self.stop_blocking or any(
-            policy.risk_level(RiskClass(c.after)) < policy.risk_level(RiskClass(c.before))
-            for c in self.effective
-        ):
-            return (
-                "Takes effect at once and binds nothing retroactively: prompts already planned "
-                "stay as they are; later plans use the new class."
-            )
-        return "Takes effect at once."
-
-
-def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
-
-
-def impact_of(snapshot: Snapshot, changes: Iterable[Change]) -> Impact:
-    """Pure: re-route every slot of every open instance with the hypothetical classes.
-
-    Changes are taken in order, as the services would take them: each one that needs a second
-    classifier waits (it does not count for what takes effect now), the others apply.
-    """
-    before = now = final = snapshot.classes
-    approvals: list[str] = []
-    replans = False
-    for change in changes:
-        if now.current(change) == change.value:
-            continue
-        why = approval_reason(now, change)
-        if why is None:
-            replans = replans or tightens(now, now.apply(change))
-            now = now.apply(change)
-        else:
-            approvals.append(why)
-        final = final.apply(change)
-    was, will = before.effective(), final.effective()
-    monotonic_before = {s.key: s.monotonic for s in before.slots}
-    monotonic_after = {s.key: s.monotonic for s in final.slots}
-    transitions: Counter[tuple[str, str]] = Counter()
-    instances: set[Any] = set()
-    become = stop = 0
-    for run in snapshot.runs:
-        old = policy.route(
-            was[run.slot_key].risk, monotonic=monotonic_before[run.slot_key], belief=run.facts
-        )
-        new = policy.route(
-            will[run.slot_key].risk, monotonic=monotonic_after[run.slot_key], belief=run.facts
-        )
-        if old.route is new.route:
-            continue
-        if old.blocking and not new.blocking:
-            # Planning holds a blocking prompt whose belief has not changed (services._plan):
-            # a downgrade never releases what was already asked of a person.
-            stop += 1
-            continue
-        transitions[(old.route.value, new.route.value)] += 1
-        instances.add(run.instance_id)
-        if new.blocking and not old.blocking:
-            become += 1
-    return Impact(
-        open_instances=snapshot.open_instances,
-        instances_altered=len(instances),
-        prompts_altered=sum(transitions.values()),
-        become_blocking=become,
-        stop_blocking=stop,
-        transitions=tuple(
-            (old, new, count) for (old, new), count in sorted(transitions.items(), key=_by_route)
-        ),
-        effective=tuple(effective_changes(before, final)),
-        needs_approval=tuple(approvals),
-        replans=replans,
-    )
-
-
-_ROUTE_RANK = {route.value: i for i, route in enumerate(Route)}
-
-
-def _by_route(item: tuple[tuple[str, str], int]) -> tuple[int, int]:
-    (old, new), _ = item
-    return (_ROUTE_RANK[old], _ROUTE_RANK[new])
-
-
-# --- reading classes and open instances -----------------------------------------------------
-
-
-def classes_from(slots: Iterable[Slot], decisions: Iterable[Decision]) -> Classes:
-    """Needs `decisions` with their `slots` prefetched (or it queries once per decision)."""
-    slots = list(slots)
-    key_of = {s.pk: s.key for s in slots}
-    return Classes(
-        slots=tuple(SlotClass(s.key, RiskClass(s.risk_class), s.monotonic) for s in slots),
-        decisions=tuple(
-            DecisionClass(
-                d.key,
-                RiskClass(d.risk_class),
-                frozenset(key_of[s.pk] for s in d.slots.all() if s.pk in key_of),
-            )
-            for d in sorted(decisions, key=lambda d: d.pk)
-        ),
-    )
-
-
-def classes_of(task_class: TaskClass) -> Classes:
-    """Three queries: slots, decisions, their links."""
-    return classes_from(
-        task_class.slots.order_by("position", "id"),
-        task_class.decisions.order_by("id").prefetch_related("slots"),
-    )
-
-
-def impact_snapshot(task_class: TaskClass, classes: Classes | None = None) -> Snapshot:
-    """Read what an impact preview needs: two queries, plus three without `classes`.
-
-    Beliefs are chosen as `services.choose_beliefs` chooses them (current first, else the newest
-    carried from an earlier run of the same principal), for every open instance at once.
-    """
-    classes = classes if classes is not None else classes_of(task_class)
-    instances = list(
-        TaskInstance.objects.filter(task_class=task_class, status__in=OPEN_STATUSES).values_list(
-            "pk", "principal_id", "run_number", "status"
-        )
-    )
-    if not instances:
-        return Snapshot(classes, 0, 0, ())
-    rows = (
-        Belief.objects.filter(
-            slot__task_class=task_class,
-            status=BeliefStatus.ACTIVE,
-            principal_id__in={principal for _, principal, _, _ in instances},
-        )
-        .order_by("-acquired_at", "-id")
-        .values_list(
-            "slot__key", "principal_id", "instance_id", "instance__run_number", "source",
-            "world_ref",
-        )
-    )  # fmt: skip
-    by_principal_slot: dict[tuple[Any, str], list[tuple[Any, int, str, bool]]] = defaultdict(list)
-    for slot_key, principal, instance_id, run_number, source, world_ref in rows:
-        # As `services.slot_states` reads it: an empty reference anchors nothing (R5).
-        by_principal_slot[(principal, slot_key)].append(
-            (instance_id, run_number, source, bool(world_ref))
-        )
-    runs = []
-    for instance_id, principal, run_number, _ in instances:
-        for slot in classes.slots:
-            candidates = by_principal_slot.get((principal, slot.key), [])
-            current = next((c for c in candidates if c[0] == instance_id), None)
-            carried = next(
-                (c for c in candidates if c[0] != instance_id and c[1] <= run_number), None
-            )
-            chosen, is_carried = (current, False) if current is not None else (carried, True)
-            facts = (
-                None
-                if chosen is None
-                else policy.BeliefFacts(
-                    source=Source(chosen[2]), carried=is_carried, has_world_ref=chosen[3]
-                )
-            )
-            runs.append(SlotRun(instance_id, slot.key, facts))
-    planned = sum(1 for *_, status in instances if status == InstanceStatus.AWAITING_USER)
-    return Snapshot(classes, len(instances), planned, tuple(runs))
-
-
-def pending_requests(task_class: TaskClass | None = None) -> list[RiskChangeRequest]:
-    qs = RiskChangeRequest.objects.filter(state=RiskChangeRequest.State.PENDING).select_related(
-        "task_class", "slot", "decision", "requested_by"
-    )
-    if task_class is not None:
-        qs = qs.filter(task_class=task_class)
-    return list(qs.order_by("created_at", "id"))
-
-
-def request_change(change_request: RiskChangeRequest) -> Change:
-    """The change a request asks for."""
-    if change_request.slot_id is not None:
-        target: Target = "slot"
-        key = change_request.slot.key
-    else:
-        target = "decision"
-        key = change_request.decision.key
-    value: RiskClass | bool = (
-        RiskClass(change_request.after)
-        if change_request.field == RiskChangeRequest.Field.RISK_CLASS
-        else bool(change_request.after)
-    )
-    return Change(target, key, change_request.field, value)
-
-
-def request_is_current(change_request: RiskChangeRequest, classes: Classes) -> bool:
-    """Is the target still as it was when the change was requested?"""
-    change = request_change(change_request)
-    current = classes.current(change)
-    before = change_request.before
-    if isinstance(current, RiskClass):
-        return current.value == before
-    return current == before
-
+from beliefs.selectors.classification import (
+    classes_of,
+    impact_snapshot,
+    request_change,
+    request_is_current,
+)
+from beliefs.services.audit import Actor, audit
+from beliefs.services.planning import instances_replan_for_task_class
 
 # --- the services ---------------------------------------------------------------------------
 
@@ -486,7 +78,7 @@ class ChangeResult:
 
 
 def _require_classifier(actor: Actor) -> AbstractBaseUser:
-    """Only a signed-in classifier classifies; a runtime key never can (DESIGN §3)."""
+    """Only a signed-in classifier classifies; a runtime key never can."""
     if actor.user is None or not is_classifier(actor.user):
         raise PermissionDenied(
             "Only classifiers set risk classes; runtimes may only suggest one.",
@@ -498,8 +90,8 @@ def _require_classifier(actor: Actor) -> AbstractBaseUser:
 def _reason(value: Any, name: str = "reason") -> str:
     if not isinstance(value, str) or not value.strip():
         raise field_error(name, "give a reason: it is kept in the audit log with the change")
-    if len(value) > MAX_REASON_LENGTH:
-        raise field_error(name, f"must be at most {MAX_REASON_LENGTH} characters")
+    if len(value) > MAX_TEXT_LENGTH:
+        raise field_error(name, f"must be at most {MAX_TEXT_LENGTH} characters")
     return value.strip()
 
 
@@ -581,7 +173,7 @@ def _apply(
     _write(change, target, task_class)
     replanned = 0
     if tightens(classes, after):
-        replanned = services.instances_replan_for_task_class(task_class=task_class, actor=actor)
+        replanned = instances_replan_for_task_class(task_class=task_class, actor=actor)
     changes = tuple(effective_changes(classes, after))
     audit(
         AUDIT_KINDS[(change.target, change.field)],
@@ -746,7 +338,7 @@ def slot_set_scope_order(
     *, slot: Slot, scope_order: Any, reason: Any, actor: Actor
 ) -> ChangeResult:
     """Set the ranking of a monotonic slot's values (lowest first). No routing depends on it:
-    it decides when an answer is an escalation that must be typed twice (DESIGN §5)."""
+    it decides when an answer is an escalation that must be typed twice."""
     _require_classifier(actor)
     reason, order = _reason(reason), parse_scope_order(scope_order)
     task_class, slot = _slot_in(slot)
@@ -776,7 +368,7 @@ def slot_set_scope_order(
 def decision_set_risk(
     *, decision: Decision, risk_class: Any, reason: Any, actor: Actor
 ) -> ChangeResult:
-    """Set a decision's risk class; the slots it feeds inherit it (T5)."""
+    """Set a decision's risk class; the slots it feeds inherit it."""
     _require_classifier(actor)
     reason, risk = _reason(reason), _risk(risk_class)
     task_class, decision = _decision_in(decision)
@@ -845,7 +437,7 @@ def _decide(
 def risk_change_request_approve(
     *, change_request: RiskChangeRequest, reason: Any, actor: Actor
 ) -> ChangeResult:
-    """A second classifier lets a downgrade take effect. It re-plans nothing (DESIGN §5)."""
+    """A second classifier lets a downgrade take effect. It re-plans nothing."""
     user = _require_classifier(actor)
     reason = _reason(reason)
     task_class, change_request = _lock_request(change_request)

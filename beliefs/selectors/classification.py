@@ -1,0 +1,145 @@
+"""Reading a task class's classification, its pending requests and its open plans."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from beliefs.domain import policy
+from beliefs.domain.classes import (
+    Change,
+    Classes,
+    DecisionClass,
+    SlotClass,
+    SlotRun,
+    Snapshot,
+    Target,
+)
+from beliefs.domain.policy import RiskClass, Source
+from beliefs.domain.vocabulary import OPEN_INSTANCE_STATUSES
+from beliefs.models import (
+    Belief,
+    BeliefStatus,
+    Decision,
+    InstanceStatus,
+    RiskChangeRequest,
+    Slot,
+    TaskClass,
+    TaskInstance,
+)
+
+# --- reading classes and open instances -----------------------------------------------------
+
+
+def classes_from(slots: Iterable[Slot], decisions: Iterable[Decision]) -> Classes:
+    """Needs `decisions` with their `slots` prefetched (or it queries once per decision)."""
+    slots = list(slots)
+    key_of = {s.pk: s.key for s in slots}
+    return Classes(
+        slots=tuple(SlotClass(s.key, RiskClass(s.risk_class), s.monotonic) for s in slots),
+        decisions=tuple(
+            DecisionClass(
+                d.key,
+                RiskClass(d.risk_class),
+                frozenset(key_of[s.pk] for s in d.slots.all() if s.pk in key_of),
+            )
+            for d in sorted(decisions, key=lambda d: d.pk)
+        ),
+    )
+
+
+def classes_of(task_class: TaskClass) -> Classes:
+    """Three queries: slots, decisions, their links."""
+    return classes_from(
+        task_class.slots.order_by("position", "id"),
+        task_class.decisions.order_by("id").prefetch_related("slots"),
+    )
+
+
+def impact_snapshot(task_class: TaskClass, classes: Classes | None = None) -> Snapshot:
+    """Read what an impact preview needs: two queries, plus three without `classes`.
+
+    Beliefs are chosen as `services.choose_beliefs` chooses them (current first, else the newest
+    carried from an earlier run of the same principal), for every open instance at once.
+    """
+    classes = classes if classes is not None else classes_of(task_class)
+    instances = list(
+        TaskInstance.objects.filter(
+            task_class=task_class, status__in=OPEN_INSTANCE_STATUSES
+        ).values_list("pk", "principal_id", "run_number", "status")
+    )
+    if not instances:
+        return Snapshot(classes, 0, 0, ())
+    rows = (
+        Belief.objects.filter(
+            slot__task_class=task_class,
+            status=BeliefStatus.ACTIVE,
+            principal_id__in={principal for _, principal, _, _ in instances},
+        )
+        .order_by("-acquired_at", "-id")
+        .values_list(
+            "slot__key", "principal_id", "instance_id", "instance__run_number", "source",
+            "world_ref",
+        )
+    )  # fmt: skip
+    by_principal_slot: dict[tuple[Any, str], list[tuple[Any, int, str, bool]]] = defaultdict(list)
+    for slot_key, principal, instance_id, run_number, source, world_ref in rows:
+        # As `services.slot_states` reads it: an empty reference anchors nothing (R5).
+        by_principal_slot[(principal, slot_key)].append(
+            (instance_id, run_number, source, bool(world_ref))
+        )
+    runs = []
+    for instance_id, principal, run_number, _ in instances:
+        for slot in classes.slots:
+            candidates = by_principal_slot.get((principal, slot.key), [])
+            current = next((c for c in candidates if c[0] == instance_id), None)
+            carried = next(
+                (c for c in candidates if c[0] != instance_id and c[1] <= run_number), None
+            )
+            chosen, is_carried = (current, False) if current is not None else (carried, True)
+            facts = (
+                None
+                if chosen is None
+                else policy.BeliefFacts(
+                    source=Source(chosen[2]), carried=is_carried, has_world_ref=chosen[3]
+                )
+            )
+            runs.append(SlotRun(instance_id, slot.key, facts))
+    planned = sum(1 for *_, status in instances if status == InstanceStatus.AWAITING_USER)
+    return Snapshot(classes, len(instances), planned, tuple(runs))
+
+
+def pending_requests(task_class: TaskClass | None = None) -> list[RiskChangeRequest]:
+    qs = RiskChangeRequest.objects.filter(state=RiskChangeRequest.State.PENDING).select_related(
+        "task_class", "slot", "decision", "requested_by"
+    )
+    if task_class is not None:
+        qs = qs.filter(task_class=task_class)
+    return list(qs.order_by("created_at", "id"))
+
+
+def request_change(change_request: RiskChangeRequest) -> Change:
+    """The change a request asks for."""
+    if change_request.slot_id is not None:
+        target: Target = "slot"
+        key = change_request.slot.key
+    else:
+        target = "decision"
+        key = change_request.decision.key
+    value: RiskClass | bool = (
+        RiskClass(change_request.after)
+        if change_request.field == RiskChangeRequest.Field.RISK_CLASS
+        else bool(change_request.after)
+    )
+    return Change(target, key, change_request.field, value)
+
+
+def request_is_current(change_request: RiskChangeRequest, classes: Classes) -> bool:
+    """Is the target still as it was when the change was requested?"""
+    change = request_change(change_request)
+    current = classes.current(change)
+    before = change_request.before
+    if isinstance(current, RiskClass):
+        return current.value == before
+    return current == before

@@ -1,0 +1,44 @@
+"""Every write of the domain, one module per entity.
+
+Each service is one transaction and writes its audit event inside it, so nothing is ever
+half-written and nothing happens without a trace. Services that touch an instance lock its row
+first (a no-op on SQLite, where IMMEDIATE transactions already serialise writers).
+
+The names below are the services' public surface, so that callers can write
+`services.instance_open(...)`; each lives in the module named beside it.
+"""
+
+from __future__ import annotations
+
+from beliefs.services.access import instance_for_principal, instance_for_runtime
+from beliefs.services.audit import SYSTEM, Actor, audit
+from beliefs.services.expiry import instance_expire_if_due, instances_expire
+from beliefs.services.instances import (
+    belief_record,
+    instance_cancel,
+    instance_open,
+    instance_set_world,
+)
+from beliefs.services.planning import instance_plan, instances_replan_for_task_class
+from beliefs.services.responses import RespondResult, prompt_respond, prompts_mark_shown
+from beliefs.services.task_classes import task_class_register
+
+__all__ = [
+    "SYSTEM",
+    "Actor",
+    "RespondResult",
+    "audit",
+    "belief_record",
+    "instance_cancel",
+    "instance_expire_if_due",
+    "instance_for_principal",
+    "instance_for_runtime",
+    "instance_open",
+    "instance_plan",
+    "instance_set_world",
+    "instances_expire",
+    "instances_replan_for_task_class",
+    "prompt_respond",
+    "prompts_mark_shown",
+    "task_class_register",
+]

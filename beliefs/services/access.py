@@ -1,0 +1,38 @@
+"""Fetching an instance for whoever asks, with the permission check and lazy expiry.
+
+An outsider gets 404, never 403: the existence of someone else's instance is not leaked. Reading
+an instance settles its expiry first, so nobody ever sees a stale `awaiting_user`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from rest_framework_api_key.models import APIKey
+
+from beliefs.errors import NotFound
+from beliefs.models import TaskInstance
+from beliefs.services.expiry import instance_expire_if_due
+
+
+def _instances() -> Any:
+    return TaskInstance.objects.select_related("task_class", "principal")
+
+
+def instance_for_principal(instance_id: Any, user: AbstractBaseUser) -> TaskInstance:
+    """The instance if `user` is its principal; 404 for everyone else (existence not leaked)."""
+    instance = _instances().filter(pk=instance_id, principal=user).first()
+    if instance is None:
+        raise NotFound("No such instance.")
+    instance_expire_if_due(instance=instance)
+    return instance
+
+
+def instance_for_runtime(instance_id: Any, key: APIKey) -> TaskInstance:
+    """The instance if this runtime key opened it; 404 otherwise."""
+    instance = _instances().filter(pk=instance_id, opened_by=key).first()
+    if instance is None:
+        raise NotFound("No such instance.")
+    instance_expire_if_due(instance=instance)
+    return instance

@@ -1,0 +1,60 @@
+"""Who acts, and the audit event every write leaves in its own transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from rest_framework_api_key.models import APIKey
+
+from beliefs.domain.vocabulary import runtime_label
+from beliefs.models import (
+    AuditEvent,
+    Prompt,
+    TaskClass,
+    TaskInstance,
+)
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who is acting: a person, a runtime key, or the system (commands, expiry)."""
+
+    user: AbstractBaseUser | None = None
+    key: APIKey | None = None
+
+    @property
+    def label(self) -> str:
+        if self.user is not None:
+            return self.user.get_username()
+        if self.key is not None:
+            return runtime_label(self.key.name)
+        return "system"
+
+
+SYSTEM = Actor()
+
+
+def audit(
+    kind: str,
+    *,
+    actor: Actor,
+    task_class: TaskClass | None = None,
+    instance: TaskInstance | None = None,
+    prompt: Prompt | None = None,
+    subject: str = "",
+    data: Mapping[str, Any] | None = None,
+) -> AuditEvent:
+    return AuditEvent.objects.create(
+        kind=kind,
+        actor=actor.label,
+        actor_user=actor.user,
+        actor_key_name=actor.key.name if actor.key is not None else "",
+        task_class=task_class or (instance.task_class if instance is not None else None),
+        instance_id=instance.pk if instance is not None else None,
+        prompt_id=prompt.pk if prompt is not None else None,
+        subject=subject,
+        data=dict(data or {}),
+    )

@@ -1,0 +1,75 @@
+"""Expiry: a blocking prompt past its time to live expires its instance; nothing binds."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+
+from beliefs.models import (
+    InstanceStatus,
+    Prompt,
+    PromptState,
+    TaskInstance,
+)
+from beliefs.services.audit import SYSTEM, audit
+from beliefs.services.lifecycle import close_instance, lock_instance
+
+
+def expire_locked_if_due(instance: TaskInstance, now: datetime) -> bool:
+    if instance.status != InstanceStatus.AWAITING_USER:
+        return False
+    due = instance.prompts.filter(
+        state=PromptState.OPEN, blocking=True, expires_at__lte=now
+    ).exists()
+    if not due:
+        return False
+    close_instance(
+        instance, InstanceStatus.EXPIRED, PromptState.EXPIRED, "a blocking prompt expired"
+    )
+    audit(
+        "instance.expired",
+        actor=SYSTEM,
+        instance=instance,
+        data={"reason": "a blocking prompt was not answered before its TTL"},
+    )
+    return True
+
+
+def instance_expire_if_due(*, instance: TaskInstance, now: datetime | None = None) -> bool:
+    """Lazy expiry, called whenever an instance is read. Cheap when nothing is due."""
+    now = now or timezone.now()
+    if instance.status != InstanceStatus.AWAITING_USER:
+        return False
+    if not Prompt.objects.filter(
+        instance=instance, state=PromptState.OPEN, blocking=True, expires_at__lte=now
+    ).exists():
+        return False
+    with transaction.atomic():
+        locked = lock_instance(instance)
+        expired = expire_locked_if_due(locked, now)
+    if expired:
+        instance.refresh_from_db()
+    return expired
+
+
+def instances_expire(*, now: datetime | None = None) -> int:
+    """Expire every instance with a blocking prompt past its TTL; returns how many."""
+    now = now or timezone.now()
+    ids = (
+        Prompt.objects.filter(
+            state=PromptState.OPEN,
+            blocking=True,
+            expires_at__lte=now,
+            instance__status=InstanceStatus.AWAITING_USER,
+        )
+        .values_list("instance_id", flat=True)
+        .distinct()
+    )
+    count = 0
+    for instance in TaskInstance.objects.filter(pk__in=list(ids)):
+        with transaction.atomic():
+            if expire_locked_if_due(lock_instance(instance), now):
+                count += 1
+    return count
