@@ -12,12 +12,13 @@ from django.db import models
 from django.db.models import Q
 
 from beliefs.domain.policy import RiskClass, Route, Rule, Source
-from beliefs.domain.vocabulary import OPEN_INSTANCE_STATUSES
+from beliefs.domain.vocabulary import OPEN_INSTANCE_STATUSES, VERDICTS
 
 RISK_CHOICES = [(r.value, r.value) for r in RiskClass]
 SOURCE_CHOICES = [(s.value, s.value) for s in Source]
 ROUTE_CHOICES = [(r.value, r.value) for r in Route]
 RULE_CHOICES = [(r.value, r.value) for r in Rule]
+VERDICT_CHOICES = [(v, v.title()) for v in VERDICTS]
 
 
 class TaskClass(models.Model):
@@ -349,14 +350,9 @@ class RiskChangeRequest(models.Model):
 class ProposalValidation(models.Model):
     """One stored run of the proposal contract validator."""
 
-    class Verdict(models.TextChoices):
-        PASS = "PASS"
-        ACCEPT = "ACCEPT"
-        REJECT = "REJECT"
-
     graph = models.JSONField()
     update = models.JSONField()
-    verdict = models.CharField(max_length=10, choices=Verdict, db_index=True)
+    verdict = models.CharField(max_length=10, choices=VERDICT_CHOICES, db_index=True)
     errors = models.JSONField(default=list)
     warnings = models.JSONField(default=list)
     declared = models.BooleanField(null=True)

@@ -238,5 +238,5 @@ CONSOLE_CONFIRM_DELAY_MS = env_int("CONSOLE_CONFIRM_DELAY_MS", 1000)
 API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 10 * 1024 * 1024)
 # Proposal contract transition policy: "strict" (default) or "lenient".
 CONSOLE_TRANSITION_POLICY = os.environ.get("CONSOLE_TRANSITION_POLICY", "strict")
-if CONSOLE_TRANSITION_POLICY not in {"strict", "lenient"}:
+if CONSOLE_TRANSITION_POLICY not in {"strict", "lenient"}:  # TransitionPolicy's values
     raise ImproperlyConfigured("CONSOLE_TRANSITION_POLICY must be 'strict' or 'lenient'")

@@ -24,6 +24,7 @@ from rest_framework.views import APIView
 from beliefs.api.auth import is_runtime
 from beliefs.api.views import ERRORS, actor
 from beliefs.domain.contract import FINDING_CODES, update_json_schema
+from beliefs.domain.vocabulary import TRANSITION_POLICIES, VERDICTS
 from beliefs.roles import is_reviewer
 from beliefs.selectors import proposals as proposal_reads
 from beliefs.services import proposals as proposal_writes
@@ -68,9 +69,9 @@ class FindingOut(serializers.Serializer):
 
 class ValidateOut(serializers.Serializer):
     id = serializers.IntegerField()
-    verdict = serializers.ChoiceField(choices=list(proposal_writes.VERDICTS))
+    verdict = serializers.ChoiceField(choices=list(VERDICTS))
     decided_by = serializers.CharField(allow_null=True)
-    policy = serializers.ChoiceField(choices=["strict", "lenient"])
+    policy = serializers.ChoiceField(choices=list(TRANSITION_POLICIES))
     declared = serializers.BooleanField(allow_null=True)
     meaningful_change = serializers.BooleanField(allow_null=True)
     counts = serializers.DictField(child=serializers.IntegerField(allow_null=True))
@@ -110,7 +111,7 @@ class ProposalListApi(APIView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("verdict", str, enum=list(proposal_writes.VERDICTS)),
+            OpenApiParameter("verdict", str, enum=list(VERDICTS)),
             OpenApiParameter("code", str, enum=list(FINDING_CODES), description="finding code"),
             OpenApiParameter("provider", str),
             OpenApiParameter("model", str),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from beliefs.domain.contract import Severity, TransitionPolicy, Verdict
 from beliefs.domain.policy import Route
 
 # Limits on what people and runtimes may send.
@@ -15,6 +16,13 @@ MAX_KEY_LENGTH = 200  # task class, slot and decision keys
 MAX_LABEL_LENGTH = 200  # names and labels
 MAX_TEXT_LENGTH = 2000  # a typed value, a reason, a note
 MAX_JSON_DEPTH = 32  # nesting of any JSON body; a proposal needs four levels
+MAX_PATH_LENGTH = 500  # a finding's JSON path as stored
+
+# Proposal validations: verdicts (in the order the statistics stack them, bottom to top),
+# transition policies and finding severities.
+VERDICTS: tuple[str, ...] = tuple(v.value for v in Verdict)
+TRANSITION_POLICIES: tuple[str, ...] = tuple(p.value for p in TransitionPolicy)
+SEVERITIES: tuple[str, ...] = tuple(s.value for s in Severity)
 
 
 class Action(StrEnum):

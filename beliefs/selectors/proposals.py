@@ -22,23 +22,13 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from beliefs.domain.contract import FINDING_CODES
+from beliefs.domain.vocabulary import MAX_LABEL_LENGTH, VERDICTS
 from beliefs.errors import InvalidInput, NotFound
 from beliefs.models import (
     ProposalAnnotation,
     ProposalFinding,
     ProposalValidation,
 )
-
-ENVELOPE_FIELDS = ("graph", "update", "source")
-SOURCE_FIELDS = ("provider", "model", "run")
-MAX_SOURCE_LENGTH = 200  # the model's column width
-MAX_PATH_LENGTH = 500  # ProposalFinding.path
-# A proposal is at most four levels deep (update.addedNodes[i].value); 32 leaves room for
-# whatever a model invents while keeping storage and display away from recursion limits.
-MAX_DEPTH = 32
-VERDICTS = tuple(ProposalValidation.Verdict.values)
-AGREEMENTS = tuple(ProposalAnnotation.Agreement.values)
-
 
 # --- filters -------------------------------------------------------------------------------
 
@@ -54,8 +44,8 @@ class ProposalFilterForm(forms.Form):
         label="Finding",
         choices=[("", "Any finding"), *((c, c) for c in FINDING_CODES)],
     )
-    provider = forms.CharField(required=False, max_length=MAX_SOURCE_LENGTH)
-    model = forms.CharField(required=False, max_length=MAX_SOURCE_LENGTH)
+    provider = forms.CharField(required=False, max_length=MAX_LABEL_LENGTH)
+    model = forms.CharField(required=False, max_length=MAX_LABEL_LENGTH)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

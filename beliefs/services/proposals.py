@@ -23,8 +23,13 @@ from django.db.models import (
     Value,
 )
 
-from beliefs.domain.contract import validate_proposal
-from beliefs.domain.vocabulary import MAX_TEXT_LENGTH
+from beliefs.domain.contract import Severity, validate_proposal
+from beliefs.domain.vocabulary import (
+    MAX_JSON_DEPTH,
+    MAX_LABEL_LENGTH,
+    MAX_PATH_LENGTH,
+    MAX_TEXT_LENGTH,
+)
 from beliefs.errors import InvalidInput, PermissionDenied, field_error
 from beliefs.models import (
     ProposalAnnotation,
@@ -36,13 +41,6 @@ from beliefs.services.audit import Actor, audit
 
 ENVELOPE_FIELDS = ("graph", "update", "source")
 SOURCE_FIELDS = ("provider", "model", "run")
-MAX_SOURCE_LENGTH = 200  # the model's column width
-MAX_PATH_LENGTH = 500  # ProposalFinding.path
-# A proposal is at most four levels deep (update.addedNodes[i].value); 32 leaves room for
-# whatever a model invents while keeping storage and display away from recursion limits.
-MAX_DEPTH = 32
-VERDICTS = tuple(ProposalValidation.Verdict.values)
-AGREEMENTS = tuple(ProposalAnnotation.Agreement.values)
 
 
 # --- the envelope --------------------------------------------------------------------------
@@ -97,8 +95,8 @@ def _source(value: Any) -> dict[str, str]:
         if not isinstance(text, str):
             raise field_error(f"source.{name}", "must be a string")
         text = text.strip()
-        if len(text) > MAX_SOURCE_LENGTH:
-            raise field_error(f"source.{name}", f"must be at most {MAX_SOURCE_LENGTH} characters")
+        if len(text) > MAX_LABEL_LENGTH:
+            raise field_error(f"source.{name}", f"must be at most {MAX_LABEL_LENGTH} characters")
         problem = _unstorable(text)
         if problem:
             raise field_error(f"source.{name}", problem)
@@ -121,11 +119,11 @@ def _check_storable(root: str, value: Any) -> None:
     stack: list[tuple[str, Any, int]] = [(root, value, 1)]
     while stack:
         path, item, depth = stack.pop()
-        if depth > MAX_DEPTH:
+        if depth > MAX_JSON_DEPTH:
             raise InvalidInput(
-                f"{root}: nested more than {MAX_DEPTH} levels deep.",
+                f"{root}: nested more than {MAX_JSON_DEPTH} levels deep.",
                 code="too_deep",
-                fields={path: [f"nested more than {MAX_DEPTH} levels deep"]},
+                fields={path: [f"nested more than {MAX_JSON_DEPTH} levels deep"]},
             )
         if isinstance(item, str):
             problem = _unstorable(item)
@@ -206,7 +204,10 @@ def proposal_validate_and_store(
             message=finding["message"],
             path=_clip(finding["path"], MAX_PATH_LENGTH),
         )
-        for severity, findings in (("error", result["errors"]), ("warning", result["warnings"]))
+        for severity, findings in (
+            (Severity.ERROR, result["errors"]),
+            (Severity.WARNING, result["warnings"]),
+        )
         for finding in findings
     )
     audit(
@@ -238,8 +239,10 @@ def proposal_annotate(
     """Record (or change) one reviewer's agreement with a verdict: one annotation per reviewer."""
     if not is_reviewer(reviewer):
         raise PermissionDenied("Only reviewers may annotate proposal validations.")
-    if agreement not in AGREEMENTS:
-        raise field_error("agreement", f"must be one of {', '.join(AGREEMENTS)}")
+    if agreement not in ProposalAnnotation.Agreement.values:
+        raise field_error(
+            "agreement", f"must be one of {', '.join(ProposalAnnotation.Agreement.values)}"
+        )
     if note is None:
         note = ""
     if not isinstance(note, str):

@@ -29,7 +29,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from beliefs.domain.contract import FINDING_CODES, UNKNOWN_TYPE
-from beliefs.domain.vocabulary import MAX_TEXT_LENGTH
+from beliefs.domain.vocabulary import MAX_TEXT_LENGTH, VERDICTS
 from beliefs.errors import InvalidInput, NotFound
 from beliefs.models import ProposalAnnotation, ProposalValidation
 from beliefs.roles import is_reviewer
@@ -465,9 +465,6 @@ def proposal_annotate(request: HttpRequest, pk: int) -> HttpResponse:
 # --- statistics ----------------------------------------------------------------------------
 
 
-VERDICT_ORDER = ("PASS", "ACCEPT", "REJECT")  # bottom to top in the stacked bars
-
-
 def nice_ceiling(value: int) -> int:
     """The smallest 1, 2 or 5 times a power of ten that is >= value (at least 1)."""
     if value <= 1:
@@ -518,7 +515,7 @@ def day_chart(days: list[proposal_reads.DayVerdicts]) -> DayChart:
     for i, day in enumerate(days):
         x = left + i * slot + (slot - bar_w) / 2
         base = top + plot_h
-        for verdict in VERDICT_ORDER:
+        for verdict in VERDICTS:
             n = day.counts[verdict]
             if not n:
                 continue
@@ -596,7 +593,7 @@ def proposal_stats(request: HttpRequest) -> HttpResponse:
     days = proposal_reads.verdicts_per_day(qs, start, end)
     codes = proposal_reads.frequent_codes(qs)
     total, per_verdict = proposal_reads.disagreement_by_verdict(qs)
-    totals = {v: sum(d.counts[v] for d in days) for v in VERDICT_ORDER}
+    totals = {v: sum(d.counts[v] for d in days) for v in VERDICTS}
     context = {
         "form": form,
         "start": start,
