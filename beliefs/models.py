@@ -1,11 +1,12 @@
 """Storage for task classes, beliefs with provenance, prompts and the audit log.
 
-Effective risk is never stored: it is computed by `beliefs.policy` from the classes stored here.
+Effective risk is never stored: `beliefs.domain.policy` computes it from the classes stored here.
 """
 
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 
 from django.conf import settings
 from django.db import models
@@ -168,6 +169,10 @@ class Belief(models.Model):
     def __str__(self) -> str:
         return f"belief {self.pk} for {self.slot_id}"
 
+    def carried_into(self, instance_id: uuid.UUID) -> bool:
+        """Carried: acquired by an earlier instance than the one that would bind it."""
+        return self.instance_id != instance_id
+
 
 class PromptState(models.TextChoices):
     OPEN = "open"  # waiting for a person (blocking), or listed as an assumption (SURFACED)
@@ -177,6 +182,12 @@ class PromptState(models.TextChoices):
     SUPERSEDED = "superseded"  # a re-plan no longer needs it
     CANCELLED = "cancelled"
     EXPIRED = "expired"
+
+
+class PromptQuerySet(models.QuerySet["Prompt"]):
+    def overdue(self, now: datetime) -> PromptQuerySet:
+        """Blocking prompts still waiting past their time to live: they expire their instance."""
+        return self.filter(state=PromptState.OPEN, blocking=True, expires_at__lte=now)
 
 
 class Prompt(models.Model):
@@ -209,6 +220,8 @@ class Prompt(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    objects = PromptQuerySet.as_manager()
+
     class Meta:
         ordering = ["instance_id", "slot__position", "slot_id", "id"]
         constraints = [
@@ -222,6 +235,11 @@ class Prompt(models.Model):
 
     def __str__(self) -> str:
         return f"prompt {self.pk} {self.route} v{self.version}"
+
+    @property
+    def carried(self) -> bool:
+        """Was the prompt's belief acquired by an earlier instance? Needs `belief` selected."""
+        return self.belief is not None and self.belief.carried_into(self.instance_id)
 
     @property
     def dwell_seconds(self) -> float | None:

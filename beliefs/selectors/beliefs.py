@@ -50,7 +50,7 @@ def choose_beliefs(instance: TaskInstance, slots: Iterable[Slot]) -> dict[int, t
     current: dict[int, Belief] = {}
     carried: dict[int, Belief] = {}
     for belief in rows:
-        bucket = current if belief.instance_id == instance.pk else carried
+        bucket = carried if belief.carried_into(instance.pk) else current
         bucket.setdefault(belief.slot_id, belief)
     chosen: dict[int, tuple[Belief, bool]] = {sid: (b, True) for sid, b in carried.items()}
     chosen.update({sid: (b, False) for sid, b in current.items()})

@@ -116,9 +116,7 @@ def prompt_detail(prompt: Prompt) -> dict[str, Any]:
         "version": prompt.version,
         "prefill": prompt.prefill,
         "context_value": prompt.context_value,
-        "belief": belief_summary(
-            belief, carried=belief is not None and belief.instance_id != prompt.instance_id
-        ),
+        "belief": belief_summary(belief, carried=prompt.carried),
         "world_ref": prompt.world_ref,
         "world_now": prompt.world_now,
         "world_diff": prompt.world_diff,

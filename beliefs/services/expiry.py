@@ -20,10 +20,7 @@ from beliefs.services.lifecycle import close_instance, lock_instance
 def expire_locked_if_due(instance: TaskInstance, now: datetime) -> bool:
     if instance.status != InstanceStatus.AWAITING_USER:
         return False
-    due = instance.prompts.filter(
-        state=PromptState.OPEN, blocking=True, expires_at__lte=now
-    ).exists()
-    if not due:
+    if not instance.prompts.overdue(now).exists():
         return False
     close_instance(
         instance, InstanceStatus.EXPIRED, PromptState.EXPIRED, "a blocking prompt expired"
@@ -42,9 +39,7 @@ def instance_expire_if_due(*, instance: TaskInstance, now: datetime | None = Non
     now = now or timezone.now()
     if instance.status != InstanceStatus.AWAITING_USER:
         return False
-    if not Prompt.objects.filter(
-        instance=instance, state=PromptState.OPEN, blocking=True, expires_at__lte=now
-    ).exists():
+    if not Prompt.objects.filter(instance=instance).overdue(now).exists():
         return False
     with transaction.atomic():
         locked = lock_instance(instance)
@@ -58,12 +53,8 @@ def instances_expire(*, now: datetime | None = None) -> int:
     """Expire every instance with a blocking prompt past its TTL; returns how many."""
     now = now or timezone.now()
     ids = (
-        Prompt.objects.filter(
-            state=PromptState.OPEN,
-            blocking=True,
-            expires_at__lte=now,
-            instance__status=InstanceStatus.AWAITING_USER,
-        )
+        Prompt.objects.overdue(now)
+        .filter(instance__status=InstanceStatus.AWAITING_USER)
         .values_list("instance_id", flat=True)
         .distinct()
     )

@@ -14,7 +14,8 @@ from django.db.models import Max, Q
 from django.utils import timezone
 
 from beliefs.domain.canonical import canonical_json
-from beliefs.domain.policy import Route, Source
+from beliefs.domain.policy import Source
+from beliefs.domain.vocabulary import ACTIONS_BY_ROUTE, MAX_TEXT_LENGTH, TYPED_ACTIONS, Action
 from beliefs.errors import Conflict, InvalidInput, NotFound, StaleVersion, field_error
 from beliefs.models import (
     Belief,
@@ -28,15 +29,9 @@ from beliefs.models import (
 )
 from beliefs.services.audit import Actor, audit
 from beliefs.services.expiry import instance_expire_if_due
-from beliefs.services.inputs import MAX_TEXT_LENGTH, optional_text
+from beliefs.services.inputs import optional_text
 from beliefs.services.lifecycle import close_instance, lock_instance, require_open
 from beliefs.services.planning import plan_locked
-
-ACTIONS_BY_ROUTE = {
-    Route.CONFIRM.value: ("confirm", "edit", "reject"),
-    Route.ASK.value: ("answer", "reject"),
-    Route.SURFACED.value: ("veto",),
-}
 
 
 @dataclass(frozen=True)
@@ -107,13 +102,41 @@ def escalates(slot: Slot, earlier: Any, value: Any) -> bool:
 def _same_response(response: PromptResponse, action: str, value: Any) -> bool:
     if response.action != action:
         return False
-    if action in ("edit", "answer"):
+    if action in TYPED_ACTIONS:
         return canonical_json(response.value) == canonical_json(value)
     return True
 
 
 def _next_turn(instance: TaskInstance) -> int:
     return (instance.beliefs.aggregate(m=Max("turn"))["m"] or 0) + 1
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A person's response as parsed at the edge: typed, but not yet judged against the prompt."""
+
+    action: Action
+    version: int
+    value: Any = None
+    value_confirmation: Any = None
+    reason: str = ""
+    idempotency_key: str | None = None
+
+
+def parse_version(version: Any) -> int:
+    if isinstance(version, str) and version.isascii() and version.isdigit() and len(version) < 10:
+        version = int(version)
+    if isinstance(version, bool) or not isinstance(version, int) or not 0 < version < 2**31:
+        raise field_error("version", "must be the prompt version you saw (a whole number)")
+    return version
+
+
+def parse_action(action: Any) -> Action:
+    try:
+        return Action(action)
+    except ValueError:
+        allowed = ", ".join(a.value for a in Action)
+        raise field_error("action", f"must be one of {allowed}") from None
 
 
 def prompt_respond(
@@ -138,131 +161,154 @@ def prompt_respond(
     # Expiry is settled first, in a transaction of its own, so that the refusal of a late
     # answer does not roll the instance's expiry back with it.
     instance_expire_if_due(instance=found.instance)
-    return _prompt_respond(
-        found=found,
-        user=user,
-        action=action,
-        version=version,
-        value=value,
-        value_confirmation=value_confirmation,
-        reason=reason,
-        idempotency_key=idempotency_key,
+    return _respond(
+        found,
+        user,
+        raw={
+            "action": action,
+            "version": version,
+            "value": value,
+            "value_confirmation": value_confirmation,
+            "reason": reason,
+            "idempotency_key": idempotency_key,
+        },
     )
 
 
 @transaction.atomic
-def _prompt_respond(
-    *,
-    found: Prompt,
-    user: AbstractBaseUser,
-    action: Any,
-    version: Any,
-    value: Any,
-    value_confirmation: Any,
-    reason: Any,
-    idempotency_key: str | None,
-) -> RespondResult:
+def _respond(found: Prompt, user: AbstractBaseUser, raw: dict[str, Any]) -> RespondResult:
     instance = lock_instance(found.instance)
     prompt = Prompt.objects.select_related("slot", "belief").get(pk=found.pk)
-    actor = Actor(user=user)
-    reason = optional_text("reason", reason)
+    reason = optional_text("reason", raw["reason"])
+    idempotency_key = raw["idempotency_key"] or None
+    if _replays_idempotency_key(prompt, user, idempotency_key):
+        return RespondResult(prompt, instance, replayed=True)
+    version = parse_version(raw["version"])
+    answer = Answer(
+        action=parse_action(raw["action"]),
+        version=version,
+        value=raw["value"],
+        value_confirmation=raw["value_confirmation"],
+        reason=reason,
+        idempotency_key=idempotency_key,
+    )
+    if _repeats_a_taken_response(prompt, answer):
+        return RespondResult(prompt, instance, replayed=True)
+    _require_answerable(instance, prompt, answer)
+    new_value = _value_for(prompt, answer)
+    response = _record(prompt, user, answer, new_value)
+    _HANDLERS[answer.action](instance, prompt, response, user, answer, new_value)
+    instance.refresh_from_db()
+    return RespondResult(prompt, instance, replayed=False)
 
-    if idempotency_key:
-        earlier = PromptResponse.objects.filter(
-            responded_by=user, idempotency_key=idempotency_key
-        ).first()
-        if earlier is not None:
-            if earlier.prompt_id != prompt.pk:
-                raise Conflict(
-                    "This Idempotency-Key was already used for another prompt.",
-                    code="idempotency_key_reused",
-                )
-            return RespondResult(prompt, instance, replayed=True)
 
-    if isinstance(version, str) and version.isascii() and version.isdigit() and len(version) < 10:
-        version = int(version)
-    if isinstance(version, bool) or not isinstance(version, int) or not 0 < version < 2**31:
-        raise field_error("version", "must be the prompt version you saw (a whole number)")
-    if action not in ("confirm", "edit", "answer", "reject", "veto"):
-        raise field_error("action", "must be one of confirm, edit, answer, reject, veto")
-
-    # An identical repeat of a response already taken returns it again and writes nothing.
-    earlier = PromptResponse.objects.filter(prompt=prompt, version=version).first()
-    if earlier is not None:
-        checked = value
-        if action in ("edit", "answer"):
-            try:
-                checked = _check_value(prompt.slot, value)
-            except InvalidInput:
-                checked = value
-        if _same_response(earlier, action, checked):
-            return RespondResult(prompt, instance, replayed=True)
+def _replays_idempotency_key(
+    prompt: Prompt, user: AbstractBaseUser, idempotency_key: str | None
+) -> bool:
+    """A retry that carries the key of a response already taken gets that response again."""
+    if not idempotency_key:
+        return False
+    earlier = PromptResponse.objects.filter(
+        responded_by=user, idempotency_key=idempotency_key
+    ).first()
+    if earlier is None:
+        return False
+    if earlier.prompt_id != prompt.pk:
         raise Conflict(
-            "This prompt was already answered; your answer was not recorded.",
-            code="already_answered",
-            extra={"prompt": prompt_payload(prompt)},
+            "This Idempotency-Key was already used for another prompt.",
+            code="idempotency_key_reused",
         )
+    return True
 
+
+def _repeats_a_taken_response(prompt: Prompt, answer: Answer) -> bool:
+    """True for an identical repeat of the decision already taken on this version (nothing is
+    written again); a different answer to an answered version is refused."""
+    earlier = PromptResponse.objects.filter(prompt=prompt, version=answer.version).first()
+    if earlier is None:
+        return False
+    checked = answer.value
+    if answer.action in TYPED_ACTIONS:
+        try:
+            checked = _check_value(prompt.slot, answer.value)
+        except InvalidInput:
+            checked = answer.value
+    if _same_response(earlier, answer.action, checked):
+        return True
+    raise Conflict(
+        "This prompt was already answered; your answer was not recorded.",
+        code="already_answered",
+        extra={"prompt": prompt_payload(prompt)},
+    )
+
+
+def _require_answerable(instance: TaskInstance, prompt: Prompt, answer: Answer) -> None:
     if prompt.state != PromptState.OPEN:  # expiry was settled by prompt_respond just before
         raise Conflict(
             f"This prompt is no longer open (it is {prompt.state}); nothing was recorded.",
             code=f"prompt_{prompt.state}",
             extra={"prompt": prompt_payload(prompt)},
         )
-    if version != prompt.version:
+    if answer.version != prompt.version:
         raise StaleVersion(
             "What you answered has changed since you saw it (the value or the world it refers "
             "to). Nothing was recorded; review the fresh form and answer again.",
             extra={"prompt": prompt_payload(prompt)},
         )
     allowed = ACTIONS_BY_ROUTE[prompt.route]
-    if action not in allowed:
+    if answer.action not in allowed:
         raise field_error("action", f"a {prompt.route} prompt takes {', '.join(allowed)}")
-    if action == "veto" and instance.status not in (
-        InstanceStatus.AWAITING_USER,
-        InstanceStatus.READY,
-    ):
-        raise Conflict(f"The instance is {instance.status}.", code=f"instance_{instance.status}")
-    if action != "veto":
+    if answer.action is Action.VETO:
+        # A veto may reopen a ready instance: the value must not be reused even there.
+        if instance.status not in (InstanceStatus.AWAITING_USER, InstanceStatus.READY):
+            raise Conflict(
+                f"The instance is {instance.status}.", code=f"instance_{instance.status}"
+            )
+    else:
         require_open(instance, "answer")
 
-    new_value = None
-    if action == "confirm":
-        new_value = prompt.prefill
-    elif action in ("edit", "answer"):
-        new_value = _check_value(prompt.slot, value)
-        grant = earlier_grant(prompt)
-        if (
-            prompt.slot.monotonic
-            and prompt.slot.scope_order
-            and escalates(prompt.slot, grant, new_value)
-        ):
-            again = (
-                value_confirmation.strip()
-                if isinstance(value_confirmation, str)
-                else value_confirmation
-            )
-            if again != new_value:
-                raise field_error(
-                    "value_confirmation",
-                    (
-                        f"{new_value!r} grants more than the earlier {grant!r}"
-                        if grant is not None
-                        else f"{new_value!r} is a new grant"
-                    )
-                    + ": type it a second time to confirm the escalation",
-                )
 
+def _value_for(prompt: Prompt, answer: Answer) -> Any:
+    """The value a confirm, edit or answer binds; an escalation of a monotonic scope must be
+    typed a second time."""
+    if answer.action is Action.CONFIRM:
+        return prompt.prefill
+    if answer.action not in TYPED_ACTIONS:
+        return None
+    new_value = _check_value(prompt.slot, answer.value)
+    grant = earlier_grant(prompt)
+    slot = prompt.slot
+    if slot.monotonic and slot.scope_order and escalates(slot, grant, new_value):
+        again = answer.value_confirmation
+        if isinstance(again, str):
+            again = again.strip()
+        if again != new_value:
+            raise field_error(
+                "value_confirmation",
+                (
+                    f"{new_value!r} grants more than the earlier {grant!r}"
+                    if grant is not None
+                    else f"{new_value!r} is a new grant"
+                )
+                + ": type it a second time to confirm the escalation",
+            )
+    return new_value
+
+
+def _record(
+    prompt: Prompt, user: AbstractBaseUser, answer: Answer, new_value: Any
+) -> PromptResponse:
+    """One decision per prompt version: the unique constraint, not this code, decides a race."""
     try:
         with transaction.atomic():
-            response = PromptResponse.objects.create(
+            return PromptResponse.objects.create(
                 prompt=prompt,
                 version=prompt.version,
-                action=action,
+                action=answer.action.value,
                 value=new_value,
-                reason=reason,
+                reason=answer.reason,
                 responded_by=user,
-                idempotency_key=idempotency_key or None,
+                idempotency_key=answer.idempotency_key,
             )
     except IntegrityError:
         raise Conflict(
@@ -270,84 +316,115 @@ def _prompt_respond(
             code="already_answered",
         ) from None
 
-    now = timezone.now()
-    prompt.action = action
-    prompt.response_reason = reason
-    prompt.responded_at = now
-    data: dict[str, Any] = {"action": action, "version": prompt.version, "reason": reason}
 
-    if action in ("confirm", "edit", "answer"):
-        world_seen = prompt.world_now if prompt.world_now is not None else prompt.world_ref
+def _settle(prompt: Prompt, answer: Answer, state: PromptState) -> dict[str, Any]:
+    prompt.action = answer.action.value
+    prompt.response_reason = answer.reason
+    prompt.responded_at = timezone.now()
+    prompt.state = state
+    return {"action": answer.action.value, "version": prompt.version, "reason": answer.reason}
+
+
+def _audit_response(
+    instance: TaskInstance, prompt: Prompt, user: AbstractBaseUser, data: dict[str, Any]
+) -> None:
+    audit(
+        f"prompt.{data['action']}",
+        actor=Actor(user=user),
+        instance=instance,
+        prompt=prompt,
+        subject=prompt.slot.key,
+        data=data,
+    )
+
+
+def _bind_user_value(
+    instance: TaskInstance,
+    prompt: Prompt,
+    response: PromptResponse,
+    user: AbstractBaseUser,
+    answer: Answer,
+    new_value: Any,
+) -> None:
+    """Confirm, edit, answer: a new user-sourced current belief, so a re-plan binds it silently.
+    Its world reference is the world the person saw, so a later run diffs against that."""
+    data = _settle(prompt, answer, PromptState.ANSWERED)
+    world_seen = prompt.world_now if prompt.world_now is not None else prompt.world_ref
+    Belief.objects.filter(instance=instance, slot=prompt.slot, status=BeliefStatus.ACTIVE).update(
+        status=BeliefStatus.SUPERSEDED, status_reason=f"{answer.action.value} by {user}"
+    )
+    belief = Belief.objects.create(
+        instance=instance,
+        principal_id=instance.principal_id,
+        slot=prompt.slot,
+        value=new_value,
+        source=Source.USER.value,
+        turn=_next_turn(instance),
+        acquired_at=prompt.responded_at,
+        world_ref=world_seen,
+    )
+    response.belief = belief
+    response.save(update_fields=["belief"])
+    prompt.response_value = new_value
+    prompt.save()
+    data.update({"value": new_value, "belief": belief.pk, "world_ref": world_seen})
+    _audit_response(instance, prompt, user, data)
+    plan_locked(instance, Actor(user=user))
+
+
+def _reject(
+    instance: TaskInstance,
+    prompt: Prompt,
+    response: PromptResponse,
+    user: AbstractBaseUser,
+    answer: Answer,
+    new_value: Any,
+) -> None:
+    """A rejection cancels the whole instance; the runtime reads the reason from it."""
+    data = _settle(prompt, answer, PromptState.REJECTED)
+    prompt.save()
+    close_instance(
+        instance, InstanceStatus.CANCELLED, PromptState.CANCELLED, answer.reason or "rejected"
+    )
+    _audit_response(instance, prompt, user, data)
+
+
+def _veto(
+    instance: TaskInstance,
+    prompt: Prompt,
+    response: PromptResponse,
+    user: AbstractBaseUser,
+    answer: Answer,
+    new_value: Any,
+) -> None:
+    """A vetoed assumption never binds again, here or in a later run; re-planning asks afresh."""
+    data = _settle(prompt, answer, PromptState.VETOED)
+    vetoed = prompt.belief
+    if vetoed is not None:
+        vetoed.status = BeliefStatus.VETOED
+        vetoed.status_reason = answer.reason or f"vetoed by {user}"
+        vetoed.save(update_fields=["status", "status_reason"])
+        # Older active beliefs for the slot must not step in silently: retire them too.
         Belief.objects.filter(
-            instance=instance, slot=prompt.slot, status=BeliefStatus.ACTIVE
-        ).update(status=BeliefStatus.SUPERSEDED, status_reason=f"{action} by {user}")
-        belief = Belief.objects.create(
-            instance=instance,
+            Q(acquired_at__lt=vetoed.acquired_at)
+            | Q(acquired_at=vetoed.acquired_at, pk__lt=vetoed.pk),
             principal_id=instance.principal_id,
             slot=prompt.slot,
-            value=new_value,
-            source=Source.USER.value,
-            turn=_next_turn(instance),
-            acquired_at=now,
-            world_ref=world_seen,
-        )
-        response.belief = belief
-        response.save(update_fields=["belief"])
-        prompt.state = PromptState.ANSWERED
-        prompt.response_value = new_value
-        prompt.save()
-        data.update({"value": new_value, "belief": belief.pk, "world_ref": world_seen})
-        audit(
-            f"prompt.{action}",
-            actor=actor,
-            instance=instance,
-            prompt=prompt,
-            subject=prompt.slot.key,
-            data=data,
-        )
-        plan_locked(instance, actor)
-    elif action == "reject":
-        prompt.state = PromptState.REJECTED
-        prompt.save()
-        close_instance(
-            instance, InstanceStatus.CANCELLED, PromptState.CANCELLED, reason or "rejected"
-        )
-        audit(
-            "prompt.reject",
-            actor=actor,
-            instance=instance,
-            prompt=prompt,
-            subject=prompt.slot.key,
-            data=data,
-        )
-    else:  # veto
-        vetoed = prompt.belief
-        if vetoed is not None:
-            vetoed.status = BeliefStatus.VETOED
-            vetoed.status_reason = reason or f"vetoed by {user}"
-            vetoed.save(update_fields=["status", "status_reason"])
-            # Older active beliefs for the slot must not step in silently: retire them too.
-            Belief.objects.filter(
-                Q(acquired_at__lt=vetoed.acquired_at)
-                | Q(acquired_at=vetoed.acquired_at, pk__lt=vetoed.pk),
-                principal_id=instance.principal_id,
-                slot=prompt.slot,
-                status=BeliefStatus.ACTIVE,
-            ).update(status=BeliefStatus.SUPERSEDED, status_reason="an assumption was vetoed")
-        prompt.state = PromptState.VETOED
-        prompt.save()
-        data["belief"] = vetoed.pk if vetoed is not None else None
-        audit(
-            "prompt.veto",
-            actor=actor,
-            instance=instance,
-            prompt=prompt,
-            subject=prompt.slot.key,
-            data=data,
-        )
-        plan_locked(instance, actor)
-    instance.refresh_from_db()
-    return RespondResult(prompt, instance, replayed=False)
+            status=BeliefStatus.ACTIVE,
+        ).update(status=BeliefStatus.SUPERSEDED, status_reason="an assumption was vetoed")
+    prompt.save()
+    data["belief"] = vetoed.pk if vetoed is not None else None
+    _audit_response(instance, prompt, user, data)
+    plan_locked(instance, Actor(user=user))
+
+
+_HANDLERS = {
+    Action.CONFIRM: _bind_user_value,
+    Action.EDIT: _bind_user_value,
+    Action.ANSWER: _bind_user_value,
+    Action.REJECT: _reject,
+    Action.VETO: _veto,
+}
 
 
 def prompt_payload(prompt: Prompt) -> dict[str, Any]:

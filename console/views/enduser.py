@@ -93,8 +93,7 @@ class Card:
 
     @property
     def carried(self) -> bool:
-        belief = self.prompt.belief
-        return belief is not None and belief.instance_id != self.prompt.instance_id
+        return self.prompt.carried
 
     @property
     def value(self) -> Any:
