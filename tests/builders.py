@@ -1,14 +1,18 @@
-"""Test data helpers shared by every test area.
-
-Risk classes are a classifier's decision (services of their own, tested in tests/classify);
-here they are written straight to the rows, as the state a test starts from.
+"""Test data, built the way the product builds it: through the services, with risk classes
+written straight to the rows as a classifier's decision would leave them (the classification
+services have tests of their own in tests/classify).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
+from django.contrib.auth.models import User
+
+from beliefs import services
 from beliefs.models import Decision, Prompt, PromptState, Slot, TaskClass, TaskInstance
+from beliefs.services import SYSTEM, Actor
 
 
 def classify(
@@ -32,3 +36,185 @@ def open_prompt(instance: TaskInstance, slot: str) -> Prompt:
     return Prompt.objects.select_related("slot", "belief").get(
         instance=instance, slot__key=slot, state=PromptState.OPEN
     )
+
+
+def register(
+    key: str,
+    *,
+    actor: Actor,
+    slots: list[dict[str, Any]],
+    decisions: list[dict[str, Any]] | None = None,
+    risks: Mapping[str, str] | None = None,
+    decision_risks: Mapping[str, str] | None = None,
+    monotonic: tuple[str, ...] = (),
+) -> TaskClass:
+    task_class = services.task_class_register(
+        key=key, name=key, slots=slots, decisions=decisions or [], actor=actor
+    )
+    classify(task_class, slots=risks, decisions=decision_risks, monotonic=monotonic)
+    return task_class
+
+
+def transfer(actor: Actor) -> TaskClass:
+    """A1: the recipient account feeds an irreversible decision; memo is cosmetic; the
+    reference is reversible."""
+    return register(
+        "payments.transfer",
+        actor=actor,
+        slots=[
+            {"key": "recipient_account", "label": "Recipient account"},
+            {"key": "reference", "label": "Reference"},
+            {"key": "memo", "label": "Memo"},
+        ],
+        decisions=[
+            {"key": "send_transfer", "slots": ["recipient_account"]},
+        ],
+        risks={"recipient_account": "reversible", "reference": "reversible", "memo": "cosmetic"},
+        decision_risks={"send_transfer": "irreversible"},
+    )
+
+
+def access(actor: Actor) -> TaskClass:
+    """A6: a monotonic scope with an order."""
+    return register(
+        "access.grant",
+        actor=actor,
+        slots=[
+            {"key": "scope", "label": "Scope", "scope_order": ["read", "write", "admin"]},
+            {"key": "resource", "label": "Resource"},
+        ],
+        decisions=[{"key": "grant_access", "slots": ["scope", "resource"]}],
+        risks={"scope": "policy", "resource": "reversible"},
+        decision_risks={"grant_access": "policy"},
+        monotonic=("scope",),
+    )
+
+
+def answer_all(instance: TaskInstance, user: Any, values: Mapping[str, Any]) -> TaskInstance:
+    """Answer every open blocking prompt of the instance with the value given for its slot."""
+    for prompt in Prompt.objects.filter(
+        instance=instance, state=PromptState.OPEN, blocking=True
+    ).select_related("slot"):
+        action = "answer" if prompt.route == "ASK" else "edit"
+        value = values[prompt.slot.key]
+        services.prompt_respond(
+            prompt_id=prompt.pk,
+            user=user,
+            action=action,
+            version=prompt.version,
+            value=value,
+            value_confirmation=value,
+        )
+    instance.refresh_from_db()
+    return instance
+
+
+def shop() -> TaskClass:
+    """A3: the shipping address is unclassified (the runtime suggests policy); the decision
+    `ship` is reversible and fed by the item and the delivery speed."""
+    task_class = services.task_class_register(
+        key="commerce.ship_order",
+        name="Ship an order",
+        slots=[
+            {"key": "item_sku", "label": "Item"},
+            {"key": "shipping_address", "label": "Shipping address", "suggested_risk": "policy"},
+            {"key": "delivery_speed", "label": "Delivery speed"},
+            {"key": "gift_wrap", "label": "Gift wrap"},
+        ],
+        decisions=[{"key": "ship", "label": "Ship", "slots": ["item_sku", "delivery_speed"]}],
+        actor=SYSTEM,
+    )
+    classify(
+        task_class,
+        slots={"item_sku": "reversible", "delivery_speed": "reversible", "gift_wrap": "cosmetic"},
+        decisions={"ship": "reversible"},
+    )
+    return task_class
+
+
+def contract() -> TaskClass:
+    """A4: the counterparty's parts are policy, the decisions they feed irreversible; the
+    entity id feeds two decisions."""
+    task_class = services.task_class_register(
+        key="legal.sign_contract",
+        name="Sign a contract",
+        slots=[
+            {"key": "name", "label": "Counterparty name"},
+            {"key": "entity_id", "label": "Entity id"},
+            {"key": "reminder", "label": "Renewal reminder"},
+            {"key": "scope", "label": "Access scope", "scope_order": ["read", "write"]},
+        ],
+        decisions=[
+            {"key": "sign", "label": "Sign", "slots": ["name", "entity_id"]},
+            {"key": "register", "label": "Register", "slots": ["entity_id"]},
+        ],
+        actor=SYSTEM,
+    )
+    classify(
+        task_class,
+        slots={
+            "name": "policy",
+            "entity_id": "policy",
+            "reminder": "reversible",
+            "scope": "policy",
+        },
+        decisions={"sign": "irreversible", "register": "irreversible"},
+        monotonic=("scope",),
+    )
+    return task_class
+
+
+def many_slots(count: int, key: str = "bulk.task") -> TaskClass:
+    """`count` slots, half of them unclassified, two decisions each fed by every other slot."""
+    slots = [{"key": f"s{i:03d}", "label": f"Slot {i}"} for i in range(count)]
+    task_class = services.task_class_register(
+        key=key,
+        name=key,
+        slots=slots,
+        decisions=[
+            {"key": "even", "slots": [s["key"] for s in slots[::2]]},
+            {"key": "odd", "slots": [s["key"] for s in slots[1::2]]},
+        ],
+        actor=SYSTEM,
+    )
+    classify(
+        task_class,
+        slots={s["key"]: "reversible" for s in slots[: count // 2]},
+        decisions={"even": "policy"},
+    )
+    return task_class
+
+
+def run(
+    task_class: TaskClass,
+    principal: User,
+    beliefs: list[dict[str, Any]] | None = None,
+    world: dict[str, Any] | None = None,
+) -> TaskInstance:
+    """Open and plan an instance."""
+    instance = services.instance_open(
+        task_class_key=task_class.key,
+        principal=principal.username,
+        world=world,
+        beliefs=beliefs,
+        actor=SYSTEM,
+    )
+    return services.instance_plan(instance=instance, actor=SYSTEM)
+
+
+def answered_run(task_class: TaskClass, principal: User, values: Mapping[str, Any]) -> TaskInstance:
+    """A finished run: every value given by the user in this run (R2: silent, ready)."""
+    instance = run(
+        task_class,
+        principal,
+        beliefs=[{"slot": k, "value": v, "source": "user"} for k, v in values.items()],
+    )
+    assert instance.status == "ready"
+    return instance
+
+
+def open_prompt_or_none(instance: TaskInstance, slot_key: str) -> Prompt | None:
+    """The open prompt of `slot_key`, or None where the slot has none."""
+    return Prompt.objects.filter(
+        instance=instance, slot__key=slot_key, state=PromptState.OPEN
+    ).first()

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.db import connections
-from django.test import TransactionTestCase, override_settings
+from django.test import Client, TransactionTestCase, override_settings
 from rest_framework.test import APIClient
 from rest_framework_api_key.models import APIKey
 
@@ -129,6 +129,18 @@ def runtime(runtime_key: tuple[APIKey, str]) -> JsonClient:
     client = JsonClient()
     client.credentials(HTTP_AUTHORIZATION=f"Api-Key {runtime_key[1]}")
     return client
+
+
+@pytest.fixture
+def signed_in() -> Callable[[User], Client]:
+    """A page client signed in as a person: `signed_in(alice)`. Each call is a fresh browser."""
+
+    def make(user: User) -> Client:
+        client = Client()
+        client.force_login(user)
+        return client
+
+    return make
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ import pytest
 from django.contrib.auth.models import User
 
 from beliefs.models import TaskClass
+from tests.builders import classify
 from tests.conftest import JsonClient
-from tests.domain.builders import classify
 
 API = "/api/v1"
 

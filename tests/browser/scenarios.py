@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 
 from beliefs import services
 from beliefs.models import Slot, TaskClass, TaskInstance
-from tests.builders import classify, open_prompt  # noqa: F401 - re-exported
+from tests.builders import classify, open_prompt  # noqa: F401 - open_prompt for the page tests
 
 RUNTIME = services.Actor()  # the system stands in for a runtime key
 

@@ -11,7 +11,7 @@ from playwright.sync_api import Page, expect
 
 from beliefs.demo import seed_demo
 from beliefs.models import AuditEvent, RiskChangeRequest, Slot
-from tests.classify.builders import answered_run, run, set_classes, shop
+from tests.builders import answered_run, classify, run, shop
 from tests.conftest import PASSWORD
 
 ADDRESS = {
@@ -76,7 +76,7 @@ def test_it_lets_cathy_approve_a_downgrade_that_carol_requested(
     alice: User,
 ) -> None:
     task_class = shop()
-    set_classes(task_class, slots={"shipping_address": "irreversible"})
+    classify(task_class, slots={"shipping_address": "irreversible"})
     answered_run(task_class, alice, ADDRESS)
     run(task_class, alice)
 

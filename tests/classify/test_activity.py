@@ -10,7 +10,7 @@ from django.test import Client
 
 from beliefs.models import TaskClass
 from beliefs.services import SYSTEM, Actor, audit
-from tests.classify.builders import shop
+from tests.builders import shop
 
 pytestmark = pytest.mark.django_db
 
@@ -27,9 +27,8 @@ def fill(task_class: TaskClass, carol: User, count: int) -> None:
 
 
 @pytest.fixture
-def signed_in(client: Client, carol: User) -> Client:
-    client.force_login(carol)
-    return client
+def carol_client(carol: User, signed_in: Callable[[User], Client]) -> Client:
+    return signed_in(carol)
 
 
 def rows(html: str) -> int:
@@ -38,23 +37,23 @@ def rows(html: str) -> int:
 
 @pytest.mark.parametrize("count", [5, 120])
 def test_it_pages_the_log_in_constant_queries(
-    signed_in: Client,
+    carol_client: Client,
     carol: User,
     django_assert_num_queries: Callable[[int], object],
     count: int,
 ) -> None:
     fill(shop(), carol, count)
-    signed_in.get("/activity/")
+    carol_client.get("/activity/")
     # session, user, user permissions, group permissions, count, the page of events with their
     # task classes, the kinds, the task class keys, the actors
     with django_assert_num_queries(9):
-        response = signed_in.get("/activity/?page=1")
+        response = carol_client.get("/activity/?page=1")
     assert rows(response.content.decode()) == min(count + 1, 50)  # +1: the registration
 
 
-def test_it_shows_who_when_before_after_and_reason(signed_in: Client, carol: User) -> None:
+def test_it_shows_who_when_before_after_and_reason(carol_client: Client, carol: User) -> None:
     fill(shop(), carol, 2)
-    html = signed_in.get("/activity/?kind=classification.slot_risk").content.decode()
+    html = carol_client.get("/activity/?kind=classification.slot_risk").content.decode()
     assert rows(html) == 1
     assert '<td class="a-actor">carol</td>' in html
     assert '<span class="before">policy</span> → <span class="after">irreversible</span>' in html
@@ -62,40 +61,44 @@ def test_it_shows_who_when_before_after_and_reason(signed_in: Client, carol: Use
     assert "<time datetime=" in html
 
 
-def test_it_filters_by_task_class_actor_and_kind(signed_in: Client, carol: User) -> None:
+def test_it_filters_by_task_class_actor_and_kind(carol_client: Client, carol: User) -> None:
     fill(shop(), carol, 12)
     other = TaskClass.objects.create(key="other", name="other")
     audit("classification.slot_risk", actor=Actor(user=carol), task_class=other)
-    assert rows(signed_in.get("/activity/?task_class=other").content.decode()) == 1
+    assert rows(carol_client.get("/activity/?task_class=other").content.decode()) == 1
     # i in 1..11 with i % 3: carol; i % 2: slot_risk -> 1, 5, 7, 11, and the other class's one
     assert (
-        rows(signed_in.get("/activity/?actor=carol&kind=classification.slot_risk").content.decode())
+        rows(
+            carol_client.get(
+                "/activity/?actor=carol&kind=classification.slot_risk"
+            ).content.decode()
+        )
         == 5
     )
-    assert rows(signed_in.get("/activity/?kind=classification.*").content.decode()) == 7
-    assert rows(signed_in.get("/activity/?kind=task_class.*").content.decode()) == 1
-    assert rows(signed_in.get("/activity/?actor=nobody").content.decode()) == 0
+    assert rows(carol_client.get("/activity/?kind=classification.*").content.decode()) == 7
+    assert rows(carol_client.get("/activity/?kind=task_class.*").content.decode()) == 1
+    assert rows(carol_client.get("/activity/?actor=nobody").content.decode()) == 0
 
 
-def test_it_keeps_the_filters_across_pages(signed_in: Client, carol: User) -> None:
+def test_it_keeps_the_filters_across_pages(carol_client: Client, carol: User) -> None:
     fill(shop(), carol, 120)
-    html = signed_in.get("/activity/?kind=instance.opened").content.decode()
+    html = carol_client.get("/activity/?kind=instance.opened").content.decode()
     assert "page 1 of 2" in html
     assert 'href="?kind=instance.opened&amp;page=2"' in html
-    html = signed_in.get("/activity/?kind=instance.opened&page=2").content.decode()
+    html = carol_client.get("/activity/?kind=instance.opened&page=2").content.decode()
     assert rows(html) == 10
-    assert signed_in.get("/activity/?page=abc").status_code == 200  # a bad page is page 1
+    assert carol_client.get("/activity/?page=abc").status_code == 200  # a bad page is page 1
 
 
-def test_it_shows_a_classification_made_on_the_pages(signed_in: Client) -> None:
+def test_it_shows_a_classification_made_on_the_pages(carol_client: Client) -> None:
     shop()
-    signed_in.post(
+    carol_client.post(
         "/classify/commerce.ship_order/slots/"
         + str(TaskClass.objects.get().slots.get(key="shipping_address").pk)
         + "/",
         {"risk_class": "irreversible", "reason": "A3: stale addresses ship"},
     )
-    html = signed_in.get("/activity/?task_class=commerce.ship_order").content.decode()
+    html = carol_client.get("/activity/?task_class=commerce.ship_order").content.decode()
     assert "classification.slot_risk" in html
     assert "A3: stale addresses ship" in html
     assert '<span class="before">unclassified</span>' in html

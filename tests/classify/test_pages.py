@@ -11,21 +11,12 @@ from django.test import Client
 from beliefs.models import AuditEvent, Decision, Prompt, RiskChangeRequest, Slot, TaskClass
 from beliefs.services import SYSTEM, Actor, task_class_register
 from beliefs.services import classification as c
-from tests.classify.builders import answered_run, contract, many_slots, run, set_classes, shop
+from tests.builders import answered_run, classify, contract, many_slots, run, shop
 
 pytestmark = pytest.mark.django_db
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 ANSWERS = {"item_sku": "A", "shipping_address": "x", "delivery_speed": "std", "gift_wrap": False}
-
-
-@pytest.fixture
-def as_user(client: Client) -> Callable[[User], Client]:
-    def sign_in(user: User) -> Client:
-        client.force_login(user)
-        return client
-
-    return sign_in
 
 
 def slot(key: str) -> Slot:
@@ -67,10 +58,10 @@ def test_it_sends_anonymous_visitors_to_sign_in(client: Client) -> None:
 
 @pytest.mark.parametrize("who", ["mallory", "rita"])
 def test_it_forbids_people_without_the_classifier_permission(
-    as_user: Callable[[User], Client], who: str, request: pytest.FixtureRequest
+    signed_in: Callable[[User], Client], who: str, request: pytest.FixtureRequest
 ) -> None:
     shop()
-    client = as_user(request.getfixturevalue(who))
+    client = signed_in(request.getfixturevalue(who))
     for url in page_urls():
         assert client.get(url).status_code == 403
     response = client.post(slot_url("item_sku"), {"risk_class": "irreversible", "reason": "r"})
@@ -80,20 +71,20 @@ def test_it_forbids_people_without_the_classifier_permission(
 
 
 def test_it_shows_every_page_to_a_classifier(
-    as_user: Callable[[User], Client], carol: User
+    signed_in: Callable[[User], Client], carol: User
 ) -> None:
     shop()
-    client = as_user(carol)
+    client = signed_in(carol)
     for url in page_urls():
         assert client.get(url).status_code == 200
 
 
 def test_it_answers_404_for_what_does_not_exist(
-    as_user: Callable[[User], Client], carol: User
+    signed_in: Callable[[User], Client], carol: User
 ) -> None:
     shop()
     contract()
-    client = as_user(carol)
+    client = signed_in(carol)
     assert client.get("/classify/no.such.class/").status_code == 404
     other = Slot.objects.get(key="entity_id")  # a slot of another task class
     response = client.post(
@@ -108,13 +99,13 @@ def test_it_answers_404_for_what_does_not_exist(
 
 @pytest.mark.parametrize("count", [5, 60])
 def test_it_shows_a_task_class_in_constant_queries(
-    as_user: Callable[[User], Client],
+    signed_in: Callable[[User], Client],
     carol: User,
     django_assert_num_queries: Callable[[int], object],
     count: int,
 ) -> None:
     many_slots(count)
-    client = as_user(carol)
+    client = signed_in(carol)
     client.get("/classify/bulk.task/")  # warm the session
     # session, user, user permissions, group permissions, task class, slots, decisions,
     # decision-slot links, pending requests, open instance count
@@ -125,7 +116,7 @@ def test_it_shows_a_task_class_in_constant_queries(
 
 @pytest.mark.parametrize("count", [5, 60])
 def test_it_previews_pending_requests_in_constant_queries(
-    as_user: Callable[[User], Client],
+    signed_in: Callable[[User], Client],
     carol: User,
     cathy: User,
     alice: User,
@@ -143,7 +134,7 @@ def test_it_previews_pending_requests_in_constant_queries(
         c.slot_set_monotonic(
             slot=Slot.objects.get(key=key), monotonic=False, reason="r", actor=Actor(user=cathy)
         )
-    client = as_user(carol)
+    client = signed_in(carol)
     client.get("/classify/bulk.task/")
     # session, user, user permissions, group permissions, task class, slots, decisions,
     # decision-slot links, pending requests, open instances, their principals' beliefs
@@ -154,14 +145,14 @@ def test_it_previews_pending_requests_in_constant_queries(
 
 @pytest.mark.parametrize("count", [1, 12])
 def test_it_lists_task_classes_in_constant_queries(
-    as_user: Callable[[User], Client],
+    signed_in: Callable[[User], Client],
     carol: User,
     django_assert_num_queries: Callable[[int], object],
     count: int,
 ) -> None:
     for i in range(count):
         many_slots(4, key=f"bulk.{i}")
-    client = as_user(carol)
+    client = signed_in(carol)
     client.get("/classify/")
     # session, user, user permissions, group permissions, pending counts, task classes with
     # their counts, the unclassified slots queue, the unclassified decisions queue
@@ -174,10 +165,10 @@ def test_it_lists_task_classes_in_constant_queries(
 
 
 def test_it_saves_a_slot_inline_and_re_renders_the_classification(
-    as_user: Callable[[User], Client], carol: User
+    signed_in: Callable[[User], Client], carol: User
 ) -> None:
     shop()
-    client = as_user(carol)
+    client = signed_in(carol)
     response = client.post(
         slot_url("shipping_address"),
         {"risk_class": "irreversible", "reason": "A3"},
@@ -192,10 +183,10 @@ def test_it_saves_a_slot_inline_and_re_renders_the_classification(
 
 
 def test_it_saves_without_javascript_and_redirects_back_to_the_row(
-    as_user: Callable[[User], Client], carol: User
+    signed_in: Callable[[User], Client], carol: User
 ) -> None:
     shop()
-    client = as_user(carol)
+    client = signed_in(carol)
     response = client.post(slot_url("delivery_speed"), {"risk_class": "policy", "reason": "r"})
     assert response.status_code == 302
     assert (
@@ -207,10 +198,10 @@ def test_it_saves_without_javascript_and_redirects_back_to_the_row(
 
 @pytest.mark.parametrize("headers", [{}, HTMX])
 def test_it_requires_a_reason(
-    as_user: Callable[[User], Client], carol: User, headers: dict[str, str]
+    signed_in: Callable[[User], Client], carol: User, headers: dict[str, str]
 ) -> None:
     shop()
-    client = as_user(carol)
+    client = signed_in(carol)
     response = client.post(
         slot_url("shipping_address"), {"risk_class": "irreversible", "reason": "  "}, **headers
     )
@@ -220,9 +211,9 @@ def test_it_requires_a_reason(
     assert not AuditEvent.objects.filter(kind__startswith="classification.").exists()
 
 
-def test_it_says_when_nothing_changed(as_user: Callable[[User], Client], carol: User) -> None:
+def test_it_says_when_nothing_changed(signed_in: Callable[[User], Client], carol: User) -> None:
     shop()
-    response = as_user(carol).post(
+    response = signed_in(carol).post(
         slot_url("item_sku"), {"risk_class": "reversible", "reason": "r"}, **HTMX
     )
     assert response.status_code == 400
@@ -230,11 +221,11 @@ def test_it_says_when_nothing_changed(as_user: Callable[[User], Client], carol: 
 
 
 def test_it_keeps_the_scope_order_when_the_form_does_not_show_it(
-    as_user: Callable[[User], Client], carol: User
+    signed_in: Callable[[User], Client], carol: User
 ) -> None:
     contract()
     Slot.objects.filter(key="reminder").update(scope_order=["a", "b"])
-    response = as_user(carol).post(
+    response = signed_in(carol).post(
         slot_url("reminder"), {"risk_class": "policy", "reason": "r"}, **HTMX
     )
     assert response.status_code == 200
@@ -242,10 +233,10 @@ def test_it_keeps_the_scope_order_when_the_form_does_not_show_it(
 
 
 def test_it_saves_monotonic_and_scope_order_together(
-    as_user: Callable[[User], Client], carol: User
+    signed_in: Callable[[User], Client], carol: User
 ) -> None:
     contract()
-    response = as_user(carol).post(
+    response = signed_in(carol).post(
         slot_url("scope"),
         {
             "risk_class": "policy",
@@ -260,10 +251,10 @@ def test_it_saves_monotonic_and_scope_order_together(
 
 
 def test_it_shows_a_bad_scope_order_in_place(
-    as_user: Callable[[User], Client], carol: User
+    signed_in: Callable[[User], Client], carol: User
 ) -> None:
     contract()
-    response = as_user(carol).post(
+    response = signed_in(carol).post(
         slot_url("scope"),
         {"risk_class": "policy", "monotonic": "on", "scope_order": "admin", "reason": "r"},
         **HTMX,
@@ -274,10 +265,10 @@ def test_it_shows_a_bad_scope_order_in_place(
 
 
 def test_it_saves_a_decision_and_every_slot_it_feeds_changes(
-    as_user: Callable[[User], Client], carol: User
+    signed_in: Callable[[User], Client], carol: User
 ) -> None:
     shop()
-    response = as_user(carol).post(
+    response = signed_in(carol).post(
         decision_url("ship"),
         {
             "risk_class": "irreversible",
@@ -297,10 +288,10 @@ def test_it_saves_a_decision_and_every_slot_it_feeds_changes(
 
 
 def test_it_explains_a_refused_unlink_in_place(
-    as_user: Callable[[User], Client], carol: User
+    signed_in: Callable[[User], Client], carol: User
 ) -> None:
     contract()
-    response = as_user(carol).post(
+    response = signed_in(carol).post(
         decision_url("sign"),
         {"risk_class": "irreversible", "slots": ["entity_id"], "reason": "r"},
         **HTMX,
@@ -310,11 +301,11 @@ def test_it_explains_a_refused_unlink_in_place(
     assert {s.key for s in Decision.objects.get(key="sign").slots.all()} == {"name", "entity_id"}
 
 
-def test_it_saves_all_of_a_row_or_nothing(as_user: Callable[[User], Client], carol: User) -> None:
+def test_it_saves_all_of_a_row_or_nothing(signed_in: Callable[[User], Client], carol: User) -> None:
     contract()
     c.slot_set_monotonic(slot=slot("scope"), monotonic=False, reason="r", actor=Actor(user=carol))
     # A second clearing request conflicts; the risk raise in the same form must not stay.
-    response = as_user(carol).post(
+    response = signed_in(carol).post(
         slot_url("scope"), {"risk_class": "irreversible", "reason": "r"}, **HTMX
     )
     assert response.status_code == 409
@@ -335,27 +326,27 @@ def request_downgrade(client: Client) -> RiskChangeRequest:
 
 
 def test_it_lists_a_pending_request_without_an_approve_button_for_its_requester(
-    as_user: Callable[[User], Client], carol: User, cathy: User
+    signed_in: Callable[[User], Client], carol: User, cathy: User
 ) -> None:
     task_class = shop()
-    set_classes(task_class, slots={"shipping_address": "irreversible"})
-    client = as_user(carol)
+    classify(task_class, slots={"shipping_address": "irreversible"})
+    client = signed_in(carol)
     change_request = request_downgrade(client)
     html = client.get("/classify/commerce.ship_order/").content.decode()
     assert f'id="request-{change_request.pk}"' in html
     assert 'value="approve"' not in html and "Withdraw" in html
     assert slot("shipping_address").risk_class == "irreversible"
-    html = as_user(cathy).get("/classify/commerce.ship_order/").content.decode()
+    html = signed_in(cathy).get("/classify/commerce.ship_order/").content.decode()
     assert 'value="approve"' in html
     assert "Requested by <strong>carol</strong>" in html
 
 
 @pytest.mark.parametrize(("headers", "status"), [({}, 403), (HTMX, 409)])
 def test_it_refuses_the_requester_approving_on_the_page(
-    as_user: Callable[[User], Client], carol: User, headers: dict[str, str], status: int
+    signed_in: Callable[[User], Client], carol: User, headers: dict[str, str], status: int
 ) -> None:
     shop()
-    client = as_user(carol)
+    client = signed_in(carol)
     change_request = request_downgrade(client)
     response = client.post(
         f"/classify/commerce.ship_order/requests/{change_request.pk}/",
@@ -369,11 +360,11 @@ def test_it_refuses_the_requester_approving_on_the_page(
 
 
 def test_it_lets_a_second_classifier_approve_on_the_page(
-    as_user: Callable[[User], Client], carol: User, cathy: User
+    signed_in: Callable[[User], Client], carol: User, cathy: User
 ) -> None:
     shop()
-    change_request = request_downgrade(as_user(carol))
-    client = as_user(cathy)
+    change_request = request_downgrade(signed_in(carol))
+    client = signed_in(cathy)
     url = f"/classify/commerce.ship_order/requests/{change_request.pk}/"
     response = client.post(url, {"action": "approve", "reason": ""}, **HTMX)
     assert response.status_code == 400  # a decision needs a reason too
@@ -385,11 +376,11 @@ def test_it_lets_a_second_classifier_approve_on_the_page(
 
 
 def test_it_lets_a_second_classifier_refuse_on_the_page(
-    as_user: Callable[[User], Client], carol: User, cathy: User
+    signed_in: Callable[[User], Client], carol: User, cathy: User
 ) -> None:
     shop()
-    change_request = request_downgrade(as_user(carol))
-    response = as_user(cathy).post(
+    change_request = request_downgrade(signed_in(carol))
+    response = signed_in(cathy).post(
         f"/classify/commerce.ship_order/requests/{change_request.pk}/",
         {"action": "refuse", "reason": "addresses go stale"},
         **HTMX,
@@ -403,14 +394,14 @@ def test_it_lets_a_second_classifier_refuse_on_the_page(
 
 
 def test_it_previews_the_impact_of_a_change_without_writing(
-    as_user: Callable[[User], Client], carol: User, alice: User
+    signed_in: Callable[[User], Client], carol: User, alice: User
 ) -> None:
     task_class = shop()
     answered_run(task_class, alice, ANSWERS)
     run(task_class, alice)
     prompts = list(Prompt.objects.values_list("pk", "route", "version"))
     events = AuditEvent.objects.count()
-    response = as_user(carol).post(
+    response = signed_in(carol).post(
         decision_url("ship") + "preview/",
         {"risk_class": "irreversible", "slots": ["item_sku", "delivery_speed"]},
         **HTMX,
@@ -426,10 +417,10 @@ def test_it_previews_the_impact_of_a_change_without_writing(
 
 
 def test_it_previews_without_javascript_next_to_the_row(
-    as_user: Callable[[User], Client], carol: User
+    signed_in: Callable[[User], Client], carol: User
 ) -> None:
     shop()
-    response = as_user(carol).post(
+    response = signed_in(carol).post(
         slot_url("shipping_address") + "preview/", {"risk_class": "cosmetic", "reason": ""}
     )
     assert response.status_code == 200
@@ -439,26 +430,26 @@ def test_it_previews_without_javascript_next_to_the_row(
     assert '<option value="cosmetic" selected>' in html  # the row keeps what was chosen
 
 
-def test_it_escapes_labels_from_runtimes(as_user: Callable[[User], Client], carol: User) -> None:
+def test_it_escapes_labels_from_runtimes(signed_in: Callable[[User], Client], carol: User) -> None:
     task_class_register(
         key="hostile",
         name="<b>bold</b>",
         slots=[{"key": "k", "label": "<script>alert(1)</script>\u202e"}],
         actor=SYSTEM,
     )
-    html = as_user(carol).get("/classify/hostile/").content.decode()
+    html = signed_in(carol).get("/classify/hostile/").content.decode()
     assert "<script>alert(1)" not in html
     assert '&lt;script&gt;alert(1)&lt;/script&gt;<span class="hidden-char"' in html
     assert "<b>bold</b>" not in html
 
 
 def test_it_lists_the_unclassified_queue_first(
-    as_user: Callable[[User], Client], carol: User
+    signed_in: Callable[[User], Client], carol: User
 ) -> None:
     shop()
     contract()
     TaskClass.objects.count()
-    html = as_user(carol).get("/classify/").content.decode()
+    html = signed_in(carol).get("/classify/").content.decode()
     queue, classes = html.split('id="classes-title"')
     assert "shipping_address" in queue
     assert "treated as irreversible until classified" in queue

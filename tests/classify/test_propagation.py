@@ -17,7 +17,7 @@ from beliefs.domain.classes import (
 from beliefs.domain.policy import RiskClass as R
 from beliefs.models import Slot
 from beliefs.selectors.classification import classes_of
-from tests.classify.builders import contract, many_slots, shop
+from tests.builders import contract, many_slots, shop
 
 IRR = R.IRREVERSIBLE
 

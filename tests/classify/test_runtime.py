@@ -6,7 +6,7 @@ import pytest
 from rest_framework_api_key.models import APIKey
 
 from beliefs.models import AuditEvent, Slot
-from tests.classify.builders import shop
+from tests.builders import shop
 from tests.conftest import JsonClient
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ from beliefs.errors import Conflict, InvalidInput, PermissionDenied
 from beliefs.models import AuditEvent, Decision, Prompt, RiskChangeRequest, Slot, TaskInstance
 from beliefs.services import SYSTEM, Actor
 from beliefs.services import classification as c
-from tests.classify.builders import answered_run, contract, open_prompt, run, set_classes, shop
+from tests.builders import answered_run, classify, contract, open_prompt_or_none, run, shop
 
 pytestmark = pytest.mark.django_db
 
@@ -124,7 +124,7 @@ def request_address_downgrade(carol: User) -> RiskChangeRequest:
 
 def test_it_holds_a_downgrade_out_of_irreversible_as_a_request(carol: User) -> None:
     task_class = shop()
-    set_classes(task_class, slots={"shipping_address": "irreversible"})
+    classify(task_class, slots={"shipping_address": "irreversible"})
     change_request = request_address_downgrade(carol)
     assert slot("shipping_address").risk_class == "irreversible"
     assert (change_request.state, change_request.field) == ("pending", "risk_class")
@@ -185,7 +185,7 @@ def test_it_lets_a_second_classifier_approve(carol: User, cathy: User) -> None:
 
 def test_it_leaves_everything_as_it_was_on_refusal(carol: User, cathy: User, alice: User) -> None:
     task_class = shop()
-    set_classes(task_class, slots={"shipping_address": "irreversible"})
+    classify(task_class, slots={"shipping_address": "irreversible"})
     answered_run(task_class, alice, ANSWERS)
     run_2 = run(task_class, alice)
     before = prompt_state(run_2)
@@ -285,10 +285,10 @@ def test_it_makes_prompts_blocking_in_open_instances_on_an_upgrade(
     carol: User, alice: User
 ) -> None:
     task_class = shop()
-    set_classes(task_class, slots={"shipping_address": "irreversible"})
+    classify(task_class, slots={"shipping_address": "irreversible"})
     answered_run(task_class, alice, ANSWERS)
     run_2 = run(task_class, alice)
-    speed = open_prompt(run_2, "delivery_speed")
+    speed = open_prompt_or_none(run_2, "delivery_speed")
     assert (speed.route, speed.blocking) == ("SURFACED", False)
 
     result = c.slot_set_risk(
@@ -298,7 +298,7 @@ def test_it_makes_prompts_blocking_in_open_instances_on_an_upgrade(
         actor=Actor(user=carol),
     )
     assert result.replanned == 1
-    speed = open_prompt(run_2, "delivery_speed")
+    speed = open_prompt_or_none(run_2, "delivery_speed")
     assert (speed.route, speed.rule, speed.blocking) == ("ASK", "R5", True)
     assert speed.version == 2
     assert events("classification.slot_risk")[0].data["replanned"] == 1
@@ -306,7 +306,7 @@ def test_it_makes_prompts_blocking_in_open_instances_on_an_upgrade(
 
 def test_it_makes_every_slot_of_a_raised_decision_blocking(carol: User, alice: User) -> None:
     task_class = shop()
-    set_classes(task_class, slots={"shipping_address": "irreversible"})
+    classify(task_class, slots={"shipping_address": "irreversible"})
     answered_run(task_class, alice, ANSWERS)
     run_2 = run(task_class, alice)
     c.decision_set_risk(
@@ -322,19 +322,19 @@ def test_it_makes_every_slot_of_a_raised_decision_blocking(carol: User, alice: U
 
 def test_it_makes_a_newly_linked_slot_blocking(carol: User, alice: User) -> None:
     task_class = shop()
-    set_classes(
+    classify(
         task_class, slots={"shipping_address": "irreversible"}, decisions={"ship": "irreversible"}
     )
     answered_run(task_class, alice, ANSWERS)
     run_2 = run(task_class, alice)
-    assert open_prompt(run_2, "gift_wrap") is None  # cosmetic: silent
+    assert open_prompt_or_none(run_2, "gift_wrap") is None  # cosmetic: silent
     c.decision_set_slots(
         decision=decision("ship"),
         slot_keys=["item_sku", "delivery_speed", "gift_wrap"],
         reason="wrapping is part of the shipment",
         actor=Actor(user=carol),
     )
-    assert open_prompt(run_2, "gift_wrap").route == "ASK"
+    assert open_prompt_or_none(run_2, "gift_wrap").route == "ASK"
     [event] = events("classification.decision_slots")
     assert event.data["before"] == ["delivery_speed", "item_sku"]
     assert event.data["after"] == ["delivery_speed", "gift_wrap", "item_sku"]
@@ -342,7 +342,7 @@ def test_it_makes_a_newly_linked_slot_blocking(carol: User, alice: User) -> None
 
 def test_it_makes_a_slot_monotonic_at_once(carol: User, alice: User) -> None:
     task_class = shop()
-    set_classes(
+    classify(
         task_class, slots={"shipping_address": "irreversible", "delivery_speed": "irreversible"}
     )
     run_1 = run(
@@ -350,11 +350,11 @@ def test_it_makes_a_slot_monotonic_at_once(carol: User, alice: User) -> None:
         alice,
         beliefs=[{"slot": "delivery_speed", "value": "std", "source": "tool", "world_ref": {}}],
     )
-    assert open_prompt(run_1, "delivery_speed").route == "CONFIRM"
+    assert open_prompt_or_none(run_1, "delivery_speed").route == "CONFIRM"
     c.slot_set_monotonic(
         slot=slot("delivery_speed"), monotonic=True, reason="r", actor=Actor(user=carol)
     )
-    prompt = open_prompt(run_1, "delivery_speed")
+    prompt = open_prompt_or_none(run_1, "delivery_speed")
     assert (prompt.route, prompt.rule, prompt.prefill) == ("ASK", "R3", None)
 
 
@@ -362,7 +362,7 @@ def test_it_leaves_already_planned_prompts_as_they_are_after_an_approved_downgra
     carol: User, cathy: User, alice: User
 ) -> None:
     task_class = shop()
-    set_classes(task_class, slots={"shipping_address": "irreversible"})
+    classify(task_class, slots={"shipping_address": "irreversible"})
     answered_run(task_class, alice, ANSWERS)
     run_2 = run(task_class, alice)
     before = prompt_state(run_2)
@@ -379,12 +379,12 @@ def test_it_leaves_already_planned_prompts_as_they_are_after_an_approved_downgra
     assert run_2.status == "awaiting_user"
     # Plans made afterwards use the new class.
     run_3 = run(task_class, alice)
-    assert open_prompt(run_3, "shipping_address").route == "SURFACED"
+    assert open_prompt_or_none(run_3, "shipping_address").route == "SURFACED"
 
 
 def test_it_re_plans_nothing_on_an_immediate_downgrade(carol: User, alice: User) -> None:
     task_class = shop()
-    set_classes(task_class, slots={"shipping_address": "irreversible"})
+    classify(task_class, slots={"shipping_address": "irreversible"})
     answered_run(task_class, alice, ANSWERS)
     run_2 = run(task_class, alice)
     before = prompt_state(run_2)

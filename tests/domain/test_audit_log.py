@@ -14,7 +14,7 @@ from rest_framework_api_key.models import APIKey
 from beliefs import services
 from beliefs.models import AuditEvent
 from beliefs.services import SYSTEM, Actor
-from tests.domain.builders import open_prompt, transfer
+from tests.builders import open_prompt, transfer
 
 TABLE = AuditEvent._meta.db_table
 

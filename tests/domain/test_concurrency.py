@@ -19,7 +19,7 @@ from beliefs import services
 from beliefs.errors import Conflict
 from beliefs.models import AuditEvent, Belief, Decision, PromptResponse, Slot
 from beliefs.services import Actor
-from tests.domain.builders import open_prompt, transfer
+from tests.builders import open_prompt, transfer
 
 pytestmark = [
     pytest.mark.postgres,

@@ -30,7 +30,7 @@ from beliefs.models import (
     TaskInstance,
 )
 from beliefs.services import Actor
-from tests.domain.builders import (
+from tests.builders import (
     access,
     answer_all,
     classify,

@@ -12,7 +12,7 @@ from beliefs import selectors, services
 from beliefs.domain.policy import RiskClass, Source
 from beliefs.selectors.beliefs import SlotState
 from beliefs.services import SYSTEM
-from tests.domain.builders import register
+from tests.builders import register
 
 WORLD_REF = {"account": "DE89 3704", "bank": {"bic": "COBADEFF"}}
 WORLD_NOW_CHANGED = {"account": "DE02 1203", "bank": {"bic": "COBADEFF"}}

@@ -20,9 +20,8 @@ PAGES = ["/proposals/", "/proposals/stats/", "/proposals/export.csv"]
 
 
 @pytest.fixture
-def rita_client(client, rita):
-    client.force_login(rita)
-    return client
+def rita_client(rita, signed_in):
+    return signed_in(rita)
 
 
 def annotate_url(validation: ProposalValidation) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
@@ -17,17 +19,13 @@ def vendor(alice: User) -> TaskInstance:
 
 
 @pytest.fixture
-def alice_client(alice: User) -> Client:
-    client = Client()
-    client.force_login(alice)
-    return client
+def alice_client(alice: User, signed_in: Callable[[User], Client]) -> Client:
+    return signed_in(alice)
 
 
 @pytest.fixture
-def mallory_client(mallory: User) -> Client:
-    client = Client()
-    client.force_login(mallory)
-    return client
+def mallory_client(mallory: User, signed_in: Callable[[User], Client]) -> Client:
+    return signed_in(mallory)
 
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
