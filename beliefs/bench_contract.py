@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import statistics
 import time
+from typing import Any
 
 from beliefs.domain.contract import Verdict, validate_proposal
 
@@ -20,8 +21,8 @@ REPEATS = 7
 SEED = 57
 
 
-def build_graph(size: int, rng: random.Random) -> dict:
-    nodes = []
+def build_graph(size: int, rng: random.Random) -> dict[str, Any]:
+    nodes: list[dict[str, Any]] = []
     for i in range(size):
         if rng.random() < 0.4:
             status = "unresolved" if rng.random() < 0.75 else "resolved"
@@ -35,7 +36,7 @@ def build_graph(size: int, rng: random.Random) -> dict:
     return {"nodes": nodes, "edges": edges}
 
 
-def build_update(graph: dict, rng: random.Random) -> dict:
+def build_update(graph: dict[str, Any], rng: random.Random) -> dict[str, Any]:
     share = MUTATIONS // 4
     nodes = graph["nodes"]
     unresolved = [n["id"] for n in nodes if n.get("status") == "unresolved"]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from rest_framework_api_key.models import APIKey
 
@@ -226,7 +226,7 @@ def _classify(scenario: Scenario, task_class: TaskClass, carol: Actor, cathy: Ac
     reason = "demo classification"
 
     def settle(result: classification.ChangeResult) -> None:
-        if result.outcome == "requested":
+        if result.outcome == "requested" and result.request is not None:
             classification.risk_change_request_approve(
                 change_request=result.request, reason="demo: second classifier", actor=cathy
             )
@@ -253,7 +253,7 @@ def _classify(scenario: Scenario, task_class: TaskClass, carol: Actor, cathy: Ac
             )
 
 
-def _answer_everything(instance: TaskInstance, user: AbstractBaseUser, scenario: Scenario) -> None:
+def _answer_everything(instance: TaskInstance, user: User, scenario: Scenario) -> None:
     for prompt in instance.prompts.filter(state=PromptState.OPEN, blocking=True).select_related(
         "slot"
     ):
@@ -268,7 +268,7 @@ def _answer_everything(instance: TaskInstance, user: AbstractBaseUser, scenario:
         )
 
 
-def _seed_scenario(scenario: Scenario, alice: AbstractBaseUser, runtime: Actor) -> None:
+def _seed_scenario(scenario: Scenario, alice: User, runtime: Actor) -> None:
     if TaskInstance.objects.filter(task_class__key=scenario.key, principal=alice).exists():
         return  # already seeded: the demo is idempotent
     task_class = services.task_class_register(
@@ -322,7 +322,9 @@ def seed_demo() -> dict[str, Any]:
             grant_role(user, group)
     alice = user_model.objects.get(username="alice")
     key = demo_runtime_key()
-    runtime = Actor(key=APIKey.objects.get_from_key(key))
+    api_key = APIKey.objects.get_from_key(key)
+    assert isinstance(api_key, APIKey)
+    runtime = Actor(key=api_key)
     for scenario in SCENARIOS:
         _seed_scenario(scenario, alice, runtime)
     proposals_added = seed_demo_proposals()

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 
 CLASSIFY_PERMISSION = "beliefs.classify"
 REVIEW_PERMISSION = "beliefs.review_proposals"
@@ -11,15 +11,15 @@ CLASSIFIERS_GROUP = "classifiers"
 REVIEWERS_GROUP = "reviewers"
 
 
-def is_classifier(user: AbstractBaseUser | AnonymousUser) -> bool:
+def is_classifier(user: User | AnonymousUser) -> bool:
     return bool(user.is_authenticated and user.has_perm(CLASSIFY_PERMISSION))
 
 
-def is_reviewer(user: AbstractBaseUser | AnonymousUser) -> bool:
+def is_reviewer(user: User | AnonymousUser) -> bool:
     return bool(user.is_authenticated and user.has_perm(REVIEW_PERMISSION))
 
 
-def role_names(user: AbstractBaseUser | AnonymousUser) -> list[str]:
+def role_names(user: User | AnonymousUser) -> list[str]:
     if not user.is_authenticated:
         return []
     roles = ["end user"]
@@ -45,8 +45,8 @@ def ensure_role_groups() -> None:
         )
 
 
-def grant_role(user: AbstractBaseUser, group_name: str) -> None:
+def grant_role(user: User, group_name: str) -> None:
     from django.contrib.auth.models import Group
 
     ensure_role_groups()
-    user.groups.add(Group.objects.get(name=group_name))  # type: ignore[attr-defined]
+    user.groups.add(Group.objects.get(name=group_name))

@@ -50,7 +50,7 @@ def parse_value(text: str, value_type: str) -> Any:
     if stripped[:1] in ("{", "["):
         try:
             return json.loads(stripped)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise field_error("value", f"is not valid JSON ({exc.msg})") from None
     try:
         return json.loads(stripped)

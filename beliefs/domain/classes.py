@@ -86,16 +86,30 @@ class Classes:
 
     def apply(self, change: Change) -> Classes:
         if change.target == "slot":
-            attr = "risk" if change.field == "risk_class" else "monotonic"
             slots = tuple(
-                replace(s, **{attr: change.value}) if s.key == change.key else s for s in self.slots
+                _changed_slot(s, change) if s.key == change.key else s for s in self.slots
             )
             return Classes(slots, self.decisions)
-        attr = "risk" if change.field == "risk_class" else "slots"
         decisions = tuple(
-            replace(d, **{attr: change.value}) if d.key == change.key else d for d in self.decisions
+            _changed_decision(d, change) if d.key == change.key else d for d in self.decisions
         )
         return Classes(self.slots, decisions)
+
+
+def _changed_slot(slot: SlotClass, change: Change) -> SlotClass:
+    if change.field == "risk_class":
+        assert isinstance(change.value, RiskClass)
+        return replace(slot, risk=change.value)
+    assert isinstance(change.value, bool)
+    return replace(slot, monotonic=change.value)
+
+
+def _changed_decision(decision: DecisionClass, change: Change) -> DecisionClass:
+    if change.field == "risk_class":
+        assert isinstance(change.value, RiskClass)
+        return replace(decision, risk=change.value)
+    assert isinstance(change.value, frozenset)
+    return replace(decision, slots=change.value)
 
 
 def approval_reason(before: Classes, change: Change) -> str | None:

@@ -37,10 +37,10 @@ _MISSING = object()
 def _segment(key: Any) -> str:
     # A key that itself contains a dot (or starts with a quote) is written JSON-quoted, so that
     # {"a.b": 1} and {"a": {"b": 1}} flatten to different paths and neither can hide the other.
-    key = str(key)
-    if "." in key or key.startswith('"'):
-        return json.dumps(key, ensure_ascii=False)
-    return key
+    text = str(key)
+    if "." in text or text.startswith('"'):
+        return json.dumps(text, ensure_ascii=False)
+    return text
 
 
 def flatten(obj: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -64,7 +64,7 @@ def _same(a: Any, b: Any) -> bool:
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    return a == b
+    return bool(a == b)
 
 
 def world_diff(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[DiffEntry]:

@@ -9,6 +9,7 @@ from typing import Any
 from beliefs.domain import policy
 from beliefs.domain.classes import (
     Change,
+    ChangeField,
     Classes,
     DecisionClass,
     SlotClass,
@@ -121,18 +122,19 @@ def pending_requests(task_class: TaskClass | None = None) -> list[RiskChangeRequ
 
 def request_change(change_request: RiskChangeRequest) -> Change:
     """The change a request asks for."""
-    if change_request.slot_id is not None:
-        target: Target = "slot"
-        key = change_request.slot.key
+    target: Target
+    if change_request.slot is not None:
+        target, key = "slot", change_request.slot.key
     else:
-        target = "decision"
-        key = change_request.decision.key
+        assert change_request.decision is not None  # a request names a slot or a decision
+        target, key = "decision", change_request.decision.key
     value: RiskClass | bool = (
         RiskClass(change_request.after)
         if change_request.field == RiskChangeRequest.Field.RISK_CLASS
         else bool(change_request.after)
     )
-    return Change(target, key, change_request.field, value)
+    field: ChangeField = "risk_class" if change_request.field == "risk_class" else "monotonic"
+    return Change(target, key, field, value)
 
 
 def request_is_current(change_request: RiskChangeRequest, classes: Classes) -> bool:
@@ -141,5 +143,5 @@ def request_is_current(change_request: RiskChangeRequest, classes: Classes) -> b
     current = classes.current(change)
     before = change_request.before
     if isinstance(current, RiskClass):
-        return current.value == before
-    return current == before
+        return bool(current.value == before)
+    return bool(current == before)

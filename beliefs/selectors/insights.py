@@ -98,6 +98,7 @@ def fatigue() -> Fatigue:
         for shown, responded in answered.filter(shown_at__isnull=False).values_list(
             "shown_at", "responded_at"
         )
+        if shown is not None and responded is not None
     ]
     confirms = unchanged = changed_total = changed_kept = 0
     # Whether a stored diff shows a change is read in Python: JSON queries differ per database.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import Count, Q, QuerySet
 
 from beliefs.errors import NotFound
@@ -29,7 +29,7 @@ def open_prompts(instance: TaskInstance) -> list[Prompt]:
     return [p for p in instance_prompts(instance) if p.state == PromptState.OPEN]
 
 
-def prompts_for_user(user: AbstractBaseUser, state: str | None = None) -> QuerySet[Prompt]:
+def prompts_for_user(user: User, state: str | None = None) -> QuerySet[Prompt]:
     qs = Prompt.objects.filter(instance__principal=user).select_related(
         "slot", "instance", "instance__task_class", "belief", "belief__instance"
     )
@@ -38,7 +38,7 @@ def prompts_for_user(user: AbstractBaseUser, state: str | None = None) -> QueryS
     return qs.order_by("-created_at", "-id")
 
 
-def inbox_instances(user: AbstractBaseUser) -> QuerySet[TaskInstance]:
+def inbox_instances(user: User) -> QuerySet[TaskInstance]:
     """The user's instances awaiting them, newest first, with counts of blocking prompts."""
     return (
         _instances()

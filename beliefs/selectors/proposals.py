@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django import forms
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import (
     Count,
     Exists,
@@ -112,7 +112,7 @@ def validations_filtered(
 
 
 def validation_rows(
-    qs: QuerySet[ProposalValidation], *, reviewer: AbstractBaseUser | None = None
+    qs: QuerySet[ProposalValidation], *, reviewer: User | None = None
 ) -> QuerySet[ProposalValidation]:
     """A list's rows, in one query: who submitted, agreement counts and (for a reviewer) their
     own agreement as ``my_agreement``. The graph and update stay in the database."""

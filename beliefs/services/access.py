@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
+from django.db.models import QuerySet
 from rest_framework_api_key.models import APIKey
 
 from beliefs.errors import NotFound
@@ -16,11 +17,11 @@ from beliefs.models import TaskInstance
 from beliefs.services.expiry import instance_expire_if_due
 
 
-def _instances() -> Any:
+def _instances() -> QuerySet[TaskInstance]:
     return TaskInstance.objects.select_related("task_class", "principal")
 
 
-def instance_for_principal(instance_id: Any, user: AbstractBaseUser) -> TaskInstance:
+def instance_for_principal(instance_id: Any, user: User) -> TaskInstance:
     """The instance if `user` is its principal; 404 for everyone else (existence not leaked)."""
     instance = _instances().filter(pk=instance_id, principal=user).first()
     if instance is None:

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from rest_framework_api_key.models import APIKey
 
 from beliefs.domain.vocabulary import runtime_label
@@ -22,7 +22,7 @@ from beliefs.models import (
 class Actor:
     """Who is acting: a person, a runtime key, or the system (commands, expiry)."""
 
-    user: AbstractBaseUser | None = None
+    user: User | None = None
     key: APIKey | None = None
 
     @property

@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -77,7 +77,7 @@ class ChangeResult:
     effective: tuple[EffectiveChange, ...] = field(default_factory=tuple)
 
 
-def _require_classifier(actor: Actor) -> AbstractBaseUser:
+def _require_classifier(actor: Actor) -> User:
     """Only a signed-in classifier classifies; a runtime key never can."""
     if actor.user is None or not is_classifier(actor.user):
         raise PermissionDenied(
@@ -226,7 +226,9 @@ def _change(
             code="needs_second_classifier",
             fields={"slots": [f"{why}: raise the slot's own class first"]},
         )
-    is_slot = isinstance(target, Slot)
+    slot = target if isinstance(target, Slot) else None
+    decision = target if isinstance(target, Decision) else None
+    is_slot = slot is not None
     if RiskChangeRequest.objects.filter(
         state=RiskChangeRequest.State.PENDING,
         field=change.field,
@@ -239,13 +241,13 @@ def _change(
         )
     change_request = RiskChangeRequest.objects.create(
         task_class=task_class,
-        slot=target if is_slot else None,
-        decision=None if is_slot else target,
+        slot=slot,
+        decision=decision,
         field=change.field,
         before=_json(classes.current(change)),
         after=_json(change.value),
         reason=reason,
-        requested_by=actor.user,
+        requested_by=_require_classifier(actor),
     )
     audit(
         REQUESTED_KIND,
@@ -423,9 +425,7 @@ def _lock_request(change_request: RiskChangeRequest) -> tuple[TaskClass, RiskCha
     return task_class, locked
 
 
-def _decide(
-    change_request: RiskChangeRequest, state: str, user: AbstractBaseUser, reason: str
-) -> None:
+def _decide(change_request: RiskChangeRequest, state: str, user: User, reason: str) -> None:
     change_request.state = state
     change_request.decided_by = user
     change_request.decision_reason = reason
@@ -455,9 +455,8 @@ def risk_change_request_approve(
             code="request_out_of_date",
         )
     change = request_change(change_request)
-    target: Slot | Decision = (
-        change_request.slot if change_request.slot_id is not None else change_request.decision
-    )
+    target = change_request.slot or change_request.decision
+    assert target is not None  # a request names a slot or a decision
     requester = change_request.requested_by.get_username()
     _decide(change_request, RiskChangeRequest.State.APPROVED, user, reason)
     audit(

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import (
     JSONField,
@@ -232,7 +232,7 @@ def proposal_validate_and_store(
 def proposal_annotate(
     *,
     validation: ProposalValidation,
-    reviewer: AbstractBaseUser,
+    reviewer: User,
     agreement: Any,
     note: Any = "",
 ) -> ProposalAnnotation:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.db.models import Max, Q
 from django.utils import timezone
@@ -142,7 +142,7 @@ def parse_action(action: Any) -> Action:
 def prompt_respond(
     *,
     prompt_id: int,
-    user: AbstractBaseUser,
+    user: User,
     action: Any,
     version: Any,
     value: Any = None,
@@ -176,7 +176,7 @@ def prompt_respond(
 
 
 @transaction.atomic
-def _respond(found: Prompt, user: AbstractBaseUser, raw: dict[str, Any]) -> RespondResult:
+def _respond(found: Prompt, user: User, raw: dict[str, Any]) -> RespondResult:
     instance = lock_instance(found.instance)
     prompt = Prompt.objects.select_related("slot", "belief").get(pk=found.pk)
     reason = optional_text("reason", raw["reason"])
@@ -202,9 +202,7 @@ def _respond(found: Prompt, user: AbstractBaseUser, raw: dict[str, Any]) -> Resp
     return RespondResult(prompt, instance, replayed=False)
 
 
-def _replays_idempotency_key(
-    prompt: Prompt, user: AbstractBaseUser, idempotency_key: str | None
-) -> bool:
+def _replays_idempotency_key(prompt: Prompt, user: User, idempotency_key: str | None) -> bool:
     """A retry that carries the key of a response already taken gets that response again."""
     if not idempotency_key:
         return False
@@ -295,9 +293,7 @@ def _value_for(prompt: Prompt, answer: Answer) -> Any:
     return new_value
 
 
-def _record(
-    prompt: Prompt, user: AbstractBaseUser, answer: Answer, new_value: Any
-) -> PromptResponse:
+def _record(prompt: Prompt, user: User, answer: Answer, new_value: Any) -> PromptResponse:
     """One decision per prompt version: the unique constraint, not this code, decides a race."""
     try:
         with transaction.atomic():
@@ -326,7 +322,7 @@ def _settle(prompt: Prompt, answer: Answer, state: PromptState) -> dict[str, Any
 
 
 def _audit_response(
-    instance: TaskInstance, prompt: Prompt, user: AbstractBaseUser, data: dict[str, Any]
+    instance: TaskInstance, prompt: Prompt, user: User, data: dict[str, Any]
 ) -> None:
     audit(
         f"prompt.{data['action']}",
@@ -342,13 +338,14 @@ def _bind_user_value(
     instance: TaskInstance,
     prompt: Prompt,
     response: PromptResponse,
-    user: AbstractBaseUser,
+    user: User,
     answer: Answer,
     new_value: Any,
 ) -> None:
     """Confirm, edit, answer: a new user-sourced current belief, so a re-plan binds it silently.
     Its world reference is the world the person saw, so a later run diffs against that."""
     data = _settle(prompt, answer, PromptState.ANSWERED)
+    acquired_at = prompt.responded_at or timezone.now()
     world_seen = prompt.world_now if prompt.world_now is not None else prompt.world_ref
     Belief.objects.filter(instance=instance, slot=prompt.slot, status=BeliefStatus.ACTIVE).update(
         status=BeliefStatus.SUPERSEDED, status_reason=f"{answer.action.value} by {user}"
@@ -360,7 +357,7 @@ def _bind_user_value(
         value=new_value,
         source=Source.USER.value,
         turn=_next_turn(instance),
-        acquired_at=prompt.responded_at,
+        acquired_at=acquired_at,
         world_ref=world_seen,
     )
     response.belief = belief
@@ -376,7 +373,7 @@ def _reject(
     instance: TaskInstance,
     prompt: Prompt,
     response: PromptResponse,
-    user: AbstractBaseUser,
+    user: User,
     answer: Answer,
     new_value: Any,
 ) -> None:
@@ -393,7 +390,7 @@ def _veto(
     instance: TaskInstance,
     prompt: Prompt,
     response: PromptResponse,
-    user: AbstractBaseUser,
+    user: User,
     answer: Answer,
     new_value: Any,
 ) -> None:
@@ -442,7 +439,7 @@ def prompt_payload(prompt: Prompt) -> dict[str, Any]:
     }
 
 
-def prompts_mark_shown(*, prompts: Iterable[Prompt], user: AbstractBaseUser) -> int:
+def prompts_mark_shown(*, prompts: Iterable[Prompt], user: User) -> int:
     """Record when each prompt was first shown to its principal (dwell time starts there)."""
     ids = [p.pk for p in prompts if p.shown_at is None and p.state == PromptState.OPEN]
     if not ids:
