@@ -37,6 +37,7 @@ from django.utils import timezone
 from beliefs.domain.classes import (
     CHOOSABLE_RISKS,
     Change,
+    ChangeField,
     Classes,
     EffectiveChange,
     Impact,
@@ -277,9 +278,23 @@ def _slot_in(slot: Slot) -> tuple[TaskClass, Slot]:
     return task_class, Slot.objects.get(pk=slot.pk)
 
 
-def _decision_in(decision: Decision) -> tuple[TaskClass, Decision]:
-    task_class = _lock_task_class(decision.task_class)
-    return task_class, Decision.objects.get(pk=decision.pk)
+def _set(
+    target: Slot | Decision,
+    field: ChangeField,
+    value: RiskClass | bool | frozenset[str],
+    reason: str,
+    actor: Actor,
+) -> ChangeResult:
+    """One field of one slot or decision, with its task class locked first."""
+    task_class = _lock_task_class(target.task_class)
+    locked: Slot | Decision
+    if isinstance(target, Slot):
+        locked = Slot.objects.get(pk=target.pk)
+        change = Change("slot", locked.key, field, value)
+    else:
+        locked = Decision.objects.get(pk=target.pk)
+        change = Change("decision", locked.key, field, value)
+    return _change(task_class=task_class, change=change, target=locked, reason=reason, actor=actor)
 
 
 @transaction.atomic
@@ -287,29 +302,15 @@ def slot_set_risk(*, slot: Slot, risk_class: Any, reason: Any, actor: Actor) -> 
     """Set a slot's own risk class; out of irreversible/unclassified it waits for approval."""
     _require_classifier(actor)
     reason, risk = _reason(reason), _risk(risk_class)
-    task_class, slot = _slot_in(slot)
-    return _change(
-        task_class=task_class,
-        change=Change("slot", slot.key, "risk_class", risk),
-        target=slot,
-        reason=reason,
-        actor=actor,
-    )
+    return _set(slot, "risk_class", risk, reason, actor)
 
 
 @transaction.atomic
 def slot_set_monotonic(*, slot: Slot, monotonic: Any, reason: Any, actor: Actor) -> ChangeResult:
     """Mark a slot monotonic (at once, re-plans) or clear it (waits for approval)."""
     _require_classifier(actor)
-    reason, monotonic = _reason(reason), _bool("monotonic", monotonic)
-    task_class, slot = _slot_in(slot)
-    return _change(
-        task_class=task_class,
-        change=Change("slot", slot.key, "monotonic", monotonic),
-        target=slot,
-        reason=reason,
-        actor=actor,
-    )
+    reason, flag = _reason(reason), _bool("monotonic", monotonic)
+    return _set(slot, "monotonic", flag, reason, actor)
 
 
 def parse_scope_order(value: Any) -> list[str] | None:
@@ -373,14 +374,7 @@ def decision_set_risk(
     """Set a decision's risk class; the slots it feeds inherit it."""
     _require_classifier(actor)
     reason, risk = _reason(reason), _risk(risk_class)
-    task_class, decision = _decision_in(decision)
-    return _change(
-        task_class=task_class,
-        change=Change("decision", decision.key, "risk_class", risk),
-        target=decision,
-        reason=reason,
-        actor=actor,
-    )
+    return _set(decision, "risk_class", risk, reason, actor)
 
 
 @transaction.atomic
@@ -395,18 +389,13 @@ def decision_set_slots(
         isinstance(k, str) for k in slot_keys
     ):
         raise field_error("slots", "must be a list of slot keys")
-    task_class, decision = _decision_in(decision)
-    known = set(task_class.slots.values_list("key", flat=True))
+    known = set(
+        Slot.objects.filter(task_class_id=decision.task_class_id).values_list("key", flat=True)
+    )
     unknown = sorted(set(slot_keys) - known)
     if unknown:
         raise field_error("slots", f"unknown slot {unknown[0]!r}")
-    return _change(
-        task_class=task_class,
-        change=Change("decision", decision.key, "slots", frozenset(slot_keys)),
-        target=decision,
-        reason=reason,
-        actor=actor,
-    )
+    return _set(decision, "slots", frozenset(slot_keys), reason, actor)
 
 
 def _lock_request(change_request: RiskChangeRequest) -> tuple[TaskClass, RiskChangeRequest]:
