@@ -182,16 +182,8 @@ def codes_of(validation: ProposalValidation) -> list[str]:
 def validation_summary(validation: ProposalValidation) -> dict[str, Any]:
     """A validation as the API lists it; needs ``validation_rows``."""
     return {
-        "id": validation.pk,
+        **validation_result(validation),
         "created_at": validation.created_at.isoformat(),
-        "verdict": validation.verdict,
-        "decided_by": validation.decided_by or None,
-        "policy": validation.policy,
-        "declared": validation.declared,
-        "meaningful_change": validation.meaningful_change,
-        "counts": validation.counts,
-        "errors": validation.errors,
-        "warnings": validation.warnings,
         "codes": codes_of(validation),
         "source": {
             "provider": validation.provider,

@@ -197,7 +197,7 @@ def _respond(found: Prompt, user: User, raw: dict[str, Any]) -> RespondResult:
     _require_answerable(instance, prompt, answer)
     new_value = _value_for(prompt, answer)
     response = _record(prompt, user, answer, new_value)
-    _HANDLERS[answer.action](instance, prompt, response, user, answer, new_value)
+    _HANDLERS[answer.action](Recorded(instance, prompt, response, user, answer, new_value))
     instance.refresh_from_db()
     return RespondResult(prompt, instance, replayed=False)
 
@@ -334,16 +334,22 @@ def _audit_response(
     )
 
 
-def _bind_user_value(
-    instance: TaskInstance,
-    prompt: Prompt,
-    response: PromptResponse,
-    user: User,
-    answer: Answer,
-    new_value: Any,
-) -> None:
+@dataclass(frozen=True)
+class Recorded:
+    """A response that has been recorded, for the handler of its action to carry out."""
+
+    instance: TaskInstance
+    prompt: Prompt
+    response: PromptResponse
+    user: User
+    answer: Answer
+    new_value: Any
+
+
+def _bind_user_value(d: Recorded) -> None:
     """Confirm, edit, answer: a new user-sourced current belief, so a re-plan binds it silently.
     Its world reference is the world the person saw, so a later run diffs against that."""
+    instance, prompt, user, answer = d.instance, d.prompt, d.user, d.answer
     data = _settle(prompt, answer, PromptState.ANSWERED)
     acquired_at = prompt.responded_at or timezone.now()
     world_seen = prompt.world_now if prompt.world_now is not None else prompt.world_ref
@@ -354,30 +360,24 @@ def _bind_user_value(
         instance=instance,
         principal_id=instance.principal_id,
         slot=prompt.slot,
-        value=new_value,
+        value=d.new_value,
         source=Source.USER.value,
         turn=_next_turn(instance),
         acquired_at=acquired_at,
         world_ref=world_seen,
     )
-    response.belief = belief
-    response.save(update_fields=["belief"])
-    prompt.response_value = new_value
+    d.response.belief = belief
+    d.response.save(update_fields=["belief"])
+    prompt.response_value = d.new_value
     prompt.save()
-    data.update({"value": new_value, "belief": belief.pk, "world_ref": world_seen})
+    data.update({"value": d.new_value, "belief": belief.pk, "world_ref": world_seen})
     _audit_response(instance, prompt, user, data)
     plan_locked(instance, Actor(user=user))
 
 
-def _reject(
-    instance: TaskInstance,
-    prompt: Prompt,
-    response: PromptResponse,
-    user: User,
-    answer: Answer,
-    new_value: Any,
-) -> None:
+def _reject(d: Recorded) -> None:
     """A rejection cancels the whole instance; the runtime reads the reason from it."""
+    instance, prompt, user, answer = d.instance, d.prompt, d.user, d.answer
     data = _settle(prompt, answer, PromptState.REJECTED)
     prompt.save()
     close_instance(
@@ -386,15 +386,9 @@ def _reject(
     _audit_response(instance, prompt, user, data)
 
 
-def _veto(
-    instance: TaskInstance,
-    prompt: Prompt,
-    response: PromptResponse,
-    user: User,
-    answer: Answer,
-    new_value: Any,
-) -> None:
+def _veto(d: Recorded) -> None:
     """A vetoed assumption never binds again, here or in a later run; re-planning asks afresh."""
+    instance, prompt, user, answer = d.instance, d.prompt, d.user, d.answer
     data = _settle(prompt, answer, PromptState.VETOED)
     vetoed = prompt.belief
     if vetoed is not None:
