@@ -1,0 +1,97 @@
+"""The layering holds: every module imports only from its own layer or the ones below, and no
+two modules import each other, however indirectly."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+# Lowest first. A module belongs to the first layer whose prefix names it.
+LAYERS: list[tuple[str, ...]] = [
+    ("beliefs.domain",),
+    ("beliefs.errors", "beliefs.models", "beliefs.roles", "beliefs.apps"),
+    ("beliefs.selectors",),
+    ("beliefs.services",),
+    ("beliefs", "console"),  # the API, pages, commands, demo data
+]
+
+
+def _layer(module: str) -> int:
+    for level, prefixes in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return level
+    raise AssertionError(f"{module} is in no layer")
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for root in ("beliefs", "console"):
+        for path in (REPO / root).rglob("*.py"):
+            if "migrations" in path.parts:
+                continue
+            parts = path.relative_to(REPO).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            found[name] = path
+    return found
+
+
+def _imports(path: Path, known: set[str]) -> set[str]:
+    """The project modules `path` imports at module level or inside functions."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            candidates = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            candidates = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        else:
+            continue
+        names.update(c for c in candidates if c in known)
+    return names
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    known = set(modules)
+    return {name: _imports(path, known) - {name} for name, path in modules.items()}
+
+
+def test_it_imports_only_from_the_same_layer_or_below() -> None:
+    graph = _graph()
+    upward = [
+        f"{importer} imports {imported}"
+        for importer, imports in graph.items()
+        for imported in imports
+        if _layer(imported) > _layer(importer)
+    ]
+    assert upward == []
+    # The walk sees the project's imports (planning reads the belief choice from a selector).
+    assert "beliefs.selectors.beliefs" in graph["beliefs.services.planning"]
+
+
+def test_it_has_no_import_cycle() -> None:
+    graph = _graph()
+    # A package's __init__ re-exporting its own modules is not a cycle of meaning.
+    edges = {
+        module: {
+            m for m in imports if not (m.startswith(module + ".") or module.startswith(m + "."))
+        }
+        for module, imports in graph.items()
+    }
+    cycles = []
+    state: dict[str, int] = {}  # 1 visiting, 2 done
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for nxt in sorted(edges.get(module, ())):
+            if state.get(nxt) == 1:
+                cycles.append(" -> ".join([*path[path.index(nxt) :], nxt]))
+            elif nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[module] = 2
+
+    for module in sorted(edges):
+        if module not in state:
+            visit(module, [module])
+    assert cycles == []
