@@ -525,3 +525,56 @@ def risk_change_request_refuse(
 def classification_impact(*, task_class: TaskClass, changes: Iterable[Change]) -> Impact:
     """The impact preview of changes: reads, never writes (five queries)."""
     return impact_of(impact_snapshot(task_class), changes)
+
+
+_KEEP = object()
+
+
+@transaction.atomic
+def slot_classify(
+    *,
+    slot: Slot,
+    changes: Iterable[Change],
+    reason: Any,
+    actor: Actor,
+    scope_order: Any = _KEEP,
+) -> list[ChangeResult]:
+    """Everything one save of a slot's row asks for, all or nothing."""
+    results = []
+    for change in changes:
+        if change.field == "risk_class":
+            results.append(
+                slot_set_risk(slot=slot, risk_class=change.value, reason=reason, actor=actor)
+            )
+        else:
+            results.append(
+                slot_set_monotonic(slot=slot, monotonic=change.value, reason=reason, actor=actor)
+            )
+    if scope_order is not _KEEP:
+        results.append(
+            slot_set_scope_order(slot=slot, scope_order=scope_order, reason=reason, actor=actor)
+        )
+    return results
+
+
+@transaction.atomic
+def decision_classify(
+    *, decision: Decision, changes: Iterable[Change], reason: Any, actor: Actor
+) -> list[ChangeResult]:
+    """Everything one save of a decision's row asks for, all or nothing."""
+    results = []
+    for change in changes:
+        if change.field == "risk_class":
+            results.append(
+                decision_set_risk(
+                    decision=decision, risk_class=change.value, reason=reason, actor=actor
+                )
+            )
+        else:
+            assert isinstance(change.value, frozenset)
+            results.append(
+                decision_set_slots(
+                    decision=decision, slot_keys=sorted(change.value), reason=reason, actor=actor
+                )
+            )
+    return results

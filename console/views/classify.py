@@ -12,15 +12,15 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import wraps
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db import transaction
-from django.db.models import Count, Q
-from django.http import Http404, HttpRequest, HttpResponse
+from django.db.models import Count, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -49,15 +49,13 @@ from beliefs.selectors.classification import (
 from beliefs.services import Actor
 from beliefs.services.classification import (
     ChangeResult,
-    decision_set_risk,
-    decision_set_slots,
+    decision_classify,
     parse_scope_order,
     risk_change_request_approve,
     risk_change_request_refuse,
-    slot_set_monotonic,
-    slot_set_risk,
-    slot_set_scope_order,
+    slot_classify,
 )
+from console.http import AuthedHttpRequest
 
 UNCLASSIFIED = RiskClass.UNCLASSIFIED.value
 QUEUE_LIMIT = 100
@@ -69,7 +67,7 @@ def classifier_required(view: Callable[..., HttpResponse]) -> Callable[..., Http
     here: LoginRequiredMiddleware sends them to sign in first."""
 
     @wraps(view)
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapped(request: AuthedHttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if not is_classifier(request.user):
             raise PermissionDenied("Only classifiers may use the classifier console.")
         return view(request, *args, **kwargs)
@@ -117,7 +115,7 @@ class SlotForm(forms.Form):
         )
         super().__init__(*args, **kwargs)
         self.slot = slot
-        self.fields["risk_class"].choices = _risk_choices(slot.risk_class)
+        cast(forms.ChoiceField, self.fields["risk_class"]).choices = _risk_choices(slot.risk_class)
         self.fields["reason"].required = not preview
 
     def clean_scope_order(self) -> Any:
@@ -171,8 +169,10 @@ class DecisionForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.decision = decision
         self.linked = linked
-        self.fields["risk_class"].choices = _risk_choices(decision.risk_class)
-        self.fields["slots"].choices = [(k, k) for k in slot_keys]
+        cast(forms.ChoiceField, self.fields["risk_class"]).choices = _risk_choices(
+            decision.risk_class
+        )
+        cast(forms.ChoiceField, self.fields["slots"]).choices = [(k, k) for k in slot_keys]
         self.fields["reason"].required = not preview
 
     def changes(self) -> list[Change]:
@@ -238,9 +238,16 @@ class Bound:
 
     kind: str  # "slot" | "decision" | "request"
     pk: int
-    form: forms.Form
+    form: SlotForm | DecisionForm | RequestDecisionForm
     impact: Impact | None = None
     nothing: bool = False  # a preview found no risk change in the form
+
+
+def _target_label(change_request: RiskChangeRequest) -> str:
+    if change_request.slot is not None:
+        return f"slot {change_request.slot.key}"
+    assert change_request.decision is not None  # a request names a slot or a decision
+    return f"decision {change_request.decision.key}"
 
 
 def _task_class(key: str) -> TaskClass:
@@ -251,7 +258,7 @@ def _task_class(key: str) -> TaskClass:
 
 
 def _class_context(
-    request: HttpRequest,
+    request: AuthedHttpRequest,
     task_class: TaskClass,
     bound: Bound | None = None,
     focus: str = "",
@@ -317,11 +324,7 @@ def _class_context(
         pending_rows.append(
             PendingRow(
                 request=change_request,
-                target=(
-                    f"slot {change_request.slot.key}"
-                    if change_request.slot_id is not None
-                    else f"decision {change_request.decision.key}"
-                ),
+                target=_target_label(change_request),
                 impact=impact_of(snapshot, [request_change(change_request)])
                 if snapshot is not None and current
                 else None,
@@ -345,7 +348,7 @@ def _class_context(
 
 
 def _render_class(
-    request: HttpRequest,
+    request: AuthedHttpRequest,
     task_class: TaskClass,
     *,
     bound: Bound | None = None,
@@ -359,14 +362,14 @@ def _render_class(
     return render(request, template, context, status=status)
 
 
-def _after_change(request: HttpRequest, task_class: TaskClass, anchor: str) -> HttpResponse:
+def _after_change(request: AuthedHttpRequest, task_class: TaskClass, anchor: str) -> HttpResponse:
     if request.htmx:
         return _render_class(request, task_class, focus=anchor)
     url = reverse("classify-task-class", args=[task_class.key])
     return redirect(f"{url}#{anchor}")
 
 
-def _error_status(request: HttpRequest, exc: ServiceError) -> int:
+def _error_status(request: AuthedHttpRequest, exc: ServiceError) -> int:
     # htmx swaps only 400/409/422 answers (static/console/console.js): a refusal such as
     # "you cannot approve your own request" is shown in place as a 409 there, a 403 elsewhere.
     if request.htmx and exc.status not in (400, 409, 422):
@@ -385,7 +388,7 @@ def _attach(form: forms.Form, exc: ServiceError) -> None:
         form.add_error(None, exc.detail)
 
 
-def _announce(request: HttpRequest, results: list[ChangeResult]) -> None:
+def _announce(request: AuthedHttpRequest, results: list[ChangeResult]) -> None:
     for result in results:
         if result.outcome == "requested":
             messages.warning(request, result.message)
@@ -402,22 +405,23 @@ def _keep_impact(task_class: TaskClass, bound: Bound, form: SlotForm | DecisionF
 
 
 def _run(
-    request: HttpRequest,
+    request: AuthedHttpRequest,
     task_class: TaskClass,
     bound: Bound,
-    calls: list[Callable[[], ChangeResult]],
+    save: Callable[[], list[ChangeResult]],
     anchor: str,
 ) -> HttpResponse:
-    """Run the services of one form submission all or nothing, then answer."""
-    if not calls:
+    """Run one form submission's service (all or nothing), then answer."""
+    form = bound.form
+    assert isinstance(form, SlotForm | DecisionForm)
+    if not form.changes() and not (isinstance(form, SlotForm) and form.scope_order_changed()):
         bound.form.add_error(None, "Nothing changed: change a value first, then save.")
         return _render_class(request, task_class, bound=bound, status=400)
     try:
-        with transaction.atomic():
-            results = [call() for call in calls]
+        results = save()
     except ServiceError as exc:
-        _attach(bound.form, exc)
-        _keep_impact(task_class, bound, bound.form)  # type: ignore[arg-type]
+        _attach(form, exc)
+        _keep_impact(task_class, bound, form)
         return _render_class(request, task_class, bound=bound, status=_error_status(request, exc))
     _announce(request, results)
     return _after_change(request, task_class, anchor)
@@ -425,7 +429,7 @@ def _run(
 
 @require_GET
 @classifier_required
-def task_class_page(request: HttpRequest, key: str) -> HttpResponse:
+def task_class_page(request: AuthedHttpRequest, key: str) -> HttpResponse:
     return _render_class(request, _task_class(key))
 
 
@@ -445,7 +449,7 @@ def _decision(task_class: TaskClass, decision_id: int) -> Decision:
 
 @require_POST
 @classifier_required
-def slot_save(request: HttpRequest, key: str, slot_id: int) -> HttpResponse:
+def slot_save(request: AuthedHttpRequest, key: str, slot_id: int) -> HttpResponse:
     task_class = _task_class(key)
     slot = _slot(task_class, slot_id)
     form = SlotForm(request.POST, slot=slot)
@@ -454,35 +458,24 @@ def slot_save(request: HttpRequest, key: str, slot_id: int) -> HttpResponse:
         _keep_impact(task_class, bound, SlotForm(request.POST, slot=slot, preview=True))
         return _render_class(request, task_class, bound=bound, status=400)
     actor, reason = Actor(user=request.user), form.cleaned_data["reason"]
-    calls: list[Callable[[], ChangeResult]] = []
-    for change in form.changes():
-        if change.field == "risk_class":
-            calls.append(
-                lambda v=change.value: slot_set_risk(
-                    slot=slot, risk_class=v, reason=reason, actor=actor
-                )
-            )
-        else:
-            calls.append(
-                lambda v=change.value: slot_set_monotonic(
-                    slot=slot, monotonic=v, reason=reason, actor=actor
-                )
-            )
-    if form.scope_order_changed():
-        calls.append(
-            lambda: slot_set_scope_order(
-                slot=slot,
-                scope_order=form.cleaned_data["scope_order"],
-                reason=reason,
-                actor=actor,
-            )
+
+    def save() -> list[ChangeResult]:
+        # The scope order is sent only when it changed: an unchanged one writes no audit event.
+        order = {"scope_order": form.cleaned_data["scope_order"]}
+        return slot_classify(
+            slot=slot,
+            changes=form.changes(),
+            reason=reason,
+            actor=actor,
+            **(order if form.scope_order_changed() else {}),
         )
-    return _run(request, task_class, bound, calls, f"slot-{slot.pk}")
+
+    return _run(request, task_class, bound, save, f"slot-{slot.pk}")
 
 
 @require_POST
 @classifier_required
-def slot_preview(request: HttpRequest, key: str, slot_id: int) -> HttpResponse:
+def slot_preview(request: AuthedHttpRequest, key: str, slot_id: int) -> HttpResponse:
     """What saving the row as it stands would do; writes nothing."""
     task_class = _task_class(key)
     slot = _slot(task_class, slot_id)
@@ -492,7 +485,7 @@ def slot_preview(request: HttpRequest, key: str, slot_id: int) -> HttpResponse:
 
 @require_POST
 @classifier_required
-def decision_save(request: HttpRequest, key: str, decision_id: int) -> HttpResponse:
+def decision_save(request: AuthedHttpRequest, key: str, decision_id: int) -> HttpResponse:
     task_class = _task_class(key)
     decision = _decision(task_class, decision_id)
     form = _decision_form(request, task_class, decision)
@@ -502,26 +495,18 @@ def decision_save(request: HttpRequest, key: str, decision_id: int) -> HttpRespo
         _keep_impact(task_class, bound, preview)
         return _render_class(request, task_class, bound=bound, status=400)
     actor, reason = Actor(user=request.user), form.cleaned_data["reason"]
-    calls: list[Callable[[], ChangeResult]] = []
-    for change in form.changes():
-        if change.field == "risk_class":
-            calls.append(
-                lambda v=change.value: decision_set_risk(
-                    decision=decision, risk_class=v, reason=reason, actor=actor
-                )
-            )
-        else:
-            calls.append(
-                lambda v=change.value: decision_set_slots(
-                    decision=decision, slot_keys=sorted(v), reason=reason, actor=actor
-                )
-            )
-    return _run(request, task_class, bound, calls, f"decision-{decision.pk}")
+
+    def save() -> list[ChangeResult]:
+        return decision_classify(
+            decision=decision, changes=form.changes(), reason=reason, actor=actor
+        )
+
+    return _run(request, task_class, bound, save, f"decision-{decision.pk}")
 
 
 @require_POST
 @classifier_required
-def decision_preview(request: HttpRequest, key: str, decision_id: int) -> HttpResponse:
+def decision_preview(request: AuthedHttpRequest, key: str, decision_id: int) -> HttpResponse:
     task_class = _task_class(key)
     decision = _decision(task_class, decision_id)
     form = _decision_form(request, task_class, decision, preview=True)
@@ -529,7 +514,7 @@ def decision_preview(request: HttpRequest, key: str, decision_id: int) -> HttpRe
 
 
 def _decision_form(
-    request: HttpRequest, task_class: TaskClass, decision: Decision, *, preview: bool = False
+    request: AuthedHttpRequest, task_class: TaskClass, decision: Decision, *, preview: bool = False
 ) -> DecisionForm:
     slot_keys = list(task_class.slots.order_by("position", "id").values_list("key", flat=True))
     linked_keys = {s.key for s in decision.slots.all()}
@@ -542,7 +527,7 @@ def _decision_form(
     )
 
 
-def _preview(request: HttpRequest, task_class: TaskClass, bound: Bound) -> HttpResponse:
+def _preview(request: AuthedHttpRequest, task_class: TaskClass, bound: Bound) -> HttpResponse:
     form: SlotForm | DecisionForm = bound.form  # type: ignore[assignment]
     status = 400
     if form.is_valid():
@@ -559,7 +544,7 @@ def _preview(request: HttpRequest, task_class: TaskClass, bound: Bound) -> HttpR
 
 @require_POST
 @classifier_required
-def request_decide(request: HttpRequest, key: str, request_id: int) -> HttpResponse:
+def request_decide(request: AuthedHttpRequest, key: str, request_id: int) -> HttpResponse:
     """Approve or refuse a pending four-eyes request."""
     task_class = _task_class(key)
     change_request = (
@@ -598,7 +583,7 @@ def request_decide(request: HttpRequest, key: str, request_id: int) -> HttpRespo
 
 @require_GET
 @classifier_required
-def index(request: HttpRequest) -> HttpResponse:
+def index(request: AuthedHttpRequest) -> HttpResponse:
     """Every task class with its counts; the queue of unclassified slots and decisions first."""
     task_classes = TaskClass.objects.annotate(
         slot_count=Count("slots", distinct=True),
@@ -607,6 +592,17 @@ def index(request: HttpRequest) -> HttpResponse:
             "decisions", filter=Q(decisions__risk_class=UNCLASSIFIED), distinct=True
         ),
         decision_count=Count("decisions", distinct=True),
+        pending_count=Coalesce(
+            Subquery(
+                RiskChangeRequest.objects.filter(
+                    task_class=OuterRef("pk"), state=RiskChangeRequest.State.PENDING
+                )
+                .values("task_class")
+                .annotate(n=Count("id"))
+                .values("n")
+            ),
+            0,
+        ),
     ).order_by("key")
     queue = (
         Slot.objects.filter(risk_class=UNCLASSIFIED)
@@ -618,27 +614,19 @@ def index(request: HttpRequest) -> HttpResponse:
         .select_related("task_class")
         .order_by("task_class__key", "id")
     )
-    pending = (
-        RiskChangeRequest.objects.filter(state=RiskChangeRequest.State.PENDING)
-        .values("task_class_id")
-        .annotate(n=Count("id"))
-    )
-    pending_by_class = {row["task_class_id"]: row["n"] for row in pending}
-    task_classes = list(task_classes)
-    for task_class in task_classes:
-        task_class.pending_count = pending_by_class.get(task_class.pk, 0)
+    rows = list(task_classes)
     queue_list = list(queue[: QUEUE_LIMIT + 1])
     decision_list = list(decision_queue[: QUEUE_LIMIT + 1])
     return render(
         request,
         "classify/index.html",
         {
-            "task_classes": task_classes,
+            "task_classes": rows,
             "queue": queue_list[:QUEUE_LIMIT],
             "queue_more": len(queue_list) > QUEUE_LIMIT,
             "decision_queue": decision_list[:QUEUE_LIMIT],
             "decision_queue_more": len(decision_list) > QUEUE_LIMIT,
-            "pending_total": sum(pending_by_class.values()),
+            "pending_total": sum(row.pending_count for row in rows),
         },
     )
 
@@ -652,7 +640,7 @@ class MatrixGroup:
 
 @require_GET
 @classifier_required
-def matrix(request: HttpRequest) -> HttpResponse:
+def matrix(request: AuthedHttpRequest) -> HttpResponse:
     """The routing table, rendered from `policy.routing_matrix()` itself."""
     groups: list[MatrixGroup] = []
     for cell in policy.routing_matrix():
@@ -670,7 +658,7 @@ def matrix(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 @classifier_required
-def activity(request: HttpRequest) -> HttpResponse:
+def activity(request: AuthedHttpRequest) -> HttpResponse:
     """The audit log, newest first, filterable by task class, actor and kind; one page at a
     time: a count, a page of events, and the three lists the filters offer."""
     events = AuditEvent.objects.select_related("task_class").order_by("-created_at", "-id")

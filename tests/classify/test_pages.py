@@ -154,9 +154,9 @@ def test_it_lists_task_classes_in_constant_queries(
         many_slots(4, key=f"bulk.{i}")
     client = signed_in(carol)
     client.get("/classify/")
-    # session, user, user permissions, group permissions, pending counts, task classes with
-    # their counts, the unclassified slots queue, the unclassified decisions queue
-    with django_assert_num_queries(8):
+    # session, user, user permissions, group permissions, task classes with their counts
+    # (pending requests included), the unclassified slots queue, the unclassified decisions queue
+    with django_assert_num_queries(7):
         response = client.get("/classify/")
     assert response.content.decode().count('data-task-class="') == count
 
