@@ -15,7 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from beliefs import selectors, services
+from beliefs import idempotency, selectors, services
 from beliefs.api.auth import IsPerson, IsRuntime, is_runtime
 from beliefs.errors import InvalidInput
 from beliefs.models import PromptState, TaskInstance
@@ -180,7 +180,14 @@ class TaskClassApi(APIView):
 class InstanceCreateApi(APIView):
     permission_classes = [IsRuntime]
 
-    @extend_schema(request=InstanceIn, responses={201: dict, **ERRORS}, summary="Open an instance")
+    @extend_schema(
+        request=InstanceIn,
+        responses={201: dict, 200: dict, **ERRORS},
+        summary="Open an instance",
+        description="With an `Idempotency-Key`, a repeat with the same body returns the first "
+        "instance (200); the same key with another body is refused (409).",
+        parameters=[OpenApiParameter(idempotency.HEADER, str, OpenApiParameter.HEADER)],
+    )
     def post(self, request: Request) -> Response:
         data = body(request)
         unknown = sorted(set(data) - {"task_class", "principal", "world", "beliefs"})
@@ -188,14 +195,14 @@ class InstanceCreateApi(APIView):
             raise InvalidInput(
                 f"{unknown[0]}: unknown field", fields={unknown[0]: ["unknown field"]}
             )
-        instance = services.instance_open(
-            task_class_key=data.get("task_class"),
-            principal=data.get("principal"),
-            world=data.get("world"),
-            beliefs=data.get("beliefs"),
-            actor=actor(request),
+        opened = idempotency.instance_open_idempotent(
+            data=data, key=request.headers.get(idempotency.HEADER), actor=actor(request)
         )
-        return Response(selectors.instance_payload(instance), status=status.HTTP_201_CREATED)
+        return Response(
+            selectors.instance_payload(opened.instance),
+            status=status.HTTP_200_OK if opened.replayed else status.HTTP_201_CREATED,
+            headers={"Idempotent-Replayed": "true"} if opened.replayed else None,
+        )
 
 
 class InstanceDetailApi(APIView):
