@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 
 from beliefs import idempotency, selectors, services
 from beliefs.api.auth import IsPerson, IsRuntime, is_runtime
+from beliefs.api.conditional import conditional_response
 from beliefs.errors import InvalidInput
 from beliefs.models import PromptState, TaskInstance
 from beliefs.services import Actor
@@ -206,9 +207,16 @@ class InstanceCreateApi(APIView):
 
 
 class InstanceDetailApi(APIView):
-    @extend_schema(responses={200: dict, **ERRORS}, summary="An instance, its plan and prompts")
+    @extend_schema(
+        responses={200: dict, 304: None, **ERRORS},
+        summary="An instance, its plan and prompts",
+        description="Sends an `ETag`; with `If-None-Match` naming it, 304 and no body.",
+        parameters=[OpenApiParameter("If-None-Match", str, OpenApiParameter.HEADER)],
+    )
     def get(self, request: Request, instance_id: str) -> Response:
-        return Response(selectors.instance_payload(instance_for(request, instance_id)))
+        return conditional_response(
+            request, selectors.instance_payload(instance_for(request, instance_id))
+        )
 
 
 class BeliefCreateApi(APIView):
