@@ -83,6 +83,14 @@ class InstanceExpired(WaitEnded):
     """The person did not answer before the prompt's time to live: nothing of it binds."""
 
 
+class Rejected(WaitEnded):
+    """The person rejected the action in the console; `reason` is what they said."""
+
+    def __init__(self, message: str, instance: dict[str, Any], reason: str | None) -> None:
+        super().__init__(message, instance)
+        self.reason = reason
+
+
 class WaitTimeout(WaitEnded):
     """The caller's own timeout passed while the instance still awaited the person."""
 
