@@ -9,6 +9,7 @@ may then run concurrently without two requests ever interleaving inside one conn
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -31,6 +32,19 @@ from tests.conftest import PASSWORD
 from tests.domain.builders import register
 
 
+@contextmanager
+def _sync_orm_allowed() -> Iterator[None]:
+    before = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before
+
+
 @dataclass
 class LiveConsole:
     url: str
@@ -45,8 +59,9 @@ class LiveConsole:
 
     def expire(self, instance_id: str) -> None:
         """Move the instance's blocking prompts past their time to live (the next read of the
-        instance expires it, as the server does lazily)."""
-        with self.exclusive():
+        instance expires it, as the server does lazily). Callable from a test's event loop: it
+        runs in this thread, under the server's lock."""
+        with self.exclusive(), _sync_orm_allowed():
             updated = Prompt.objects.filter(
                 instance_id=instance_id, state=PromptState.OPEN, blocking=True
             ).update(expires_at=timezone.now() - timedelta(minutes=1))
