@@ -24,6 +24,7 @@ CONSOLE_POLL_INTERVAL (seconds, default 0.5).
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -175,4 +176,5 @@ async def permission(
 
 
 def main() -> None:
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per poll is noise on stderr
     build_server().run("stdio")
