@@ -6,10 +6,11 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test install lint format bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml client/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet ".[test]"
+	$(PY) -m pip install --quiet -e "./client[openai-agents,langgraph,mcp,test]"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -20,12 +21,13 @@ run: $(STAMP)
 	$(PY) manage.py demo
 	$(PY) manage.py runserver 127.0.0.1:8000
 
-## Lint, then the whole test suite (browser tests need /usr/bin/chromium).
+## Lint, then the whole test suite (browser tests need /usr/bin/chromium), then the client's own.
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) manage.py makemigrations --check --dry-run
 	$(PY) -m pytest
+	cd client && $(abspath $(PY)) -m pytest -p no:django
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -119,6 +119,11 @@ class TaskInstance(models.Model):
     bindings = models.JSONField(null=True, blank=True)
     bindings_digest = models.CharField(max_length=64, blank=True)
     planned_at = models.DateTimeField(null=True, blank=True)
+    # The runtime's Idempotency-Key for the open, and the SHA-256 of the body it came with, so a
+    # retried open returns this instance and a reused key with another body is refused. NULL,
+    # not "", for "no key": the unique constraint below holds only among instances with a key.
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
+    idempotency_hash = models.CharField(max_length=64, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -127,6 +132,9 @@ class TaskInstance(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["principal", "task_class", "run_number"], name="instance_unique_run"
+            ),
+            models.UniqueConstraint(
+                fields=["opened_by", "idempotency_key"], name="instance_unique_idempotency_key"
             ),
         ]
         indexes = [models.Index(fields=["principal", "status", "-created_at"])]

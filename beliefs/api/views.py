@@ -17,9 +17,10 @@ from rest_framework.views import APIView
 
 from beliefs import selectors, services
 from beliefs.api.auth import IsPerson, IsRuntime, is_runtime
+from beliefs.api.conditional import conditional_response
 from beliefs.errors import InvalidInput
 from beliefs.models import PromptState, TaskInstance
-from beliefs.services import Actor
+from beliefs.services import Actor, idempotency
 
 # Deep enough for any world or value a runtime means; shallow enough that nothing downstream
 # (flattening, canonical JSON, the database's JSON functions) can run out of stack.
@@ -180,7 +181,14 @@ class TaskClassApi(APIView):
 class InstanceCreateApi(APIView):
     permission_classes = [IsRuntime]
 
-    @extend_schema(request=InstanceIn, responses={201: dict, **ERRORS}, summary="Open an instance")
+    @extend_schema(
+        request=InstanceIn,
+        responses={201: dict, 200: dict, **ERRORS},
+        summary="Open an instance",
+        description="With an `Idempotency-Key`, a repeat with the same body returns the first "
+        "instance (200); the same key with another body is refused (409).",
+        parameters=[OpenApiParameter(idempotency.HEADER, str, OpenApiParameter.HEADER)],
+    )
     def post(self, request: Request) -> Response:
         data = body(request)
         unknown = sorted(set(data) - {"task_class", "principal", "world", "beliefs"})
@@ -188,20 +196,27 @@ class InstanceCreateApi(APIView):
             raise InvalidInput(
                 f"{unknown[0]}: unknown field", fields={unknown[0]: ["unknown field"]}
             )
-        instance = services.instance_open(
-            task_class_key=data.get("task_class"),
-            principal=data.get("principal"),
-            world=data.get("world"),
-            beliefs=data.get("beliefs"),
-            actor=actor(request),
+        opened = idempotency.instance_open_idempotent(
+            data=data, key=request.headers.get(idempotency.HEADER), actor=actor(request)
         )
-        return Response(selectors.instance_payload(instance), status=status.HTTP_201_CREATED)
+        return Response(
+            selectors.instance_payload(opened.instance),
+            status=status.HTTP_200_OK if opened.replayed else status.HTTP_201_CREATED,
+            headers={"Idempotent-Replayed": "true"} if opened.replayed else None,
+        )
 
 
 class InstanceDetailApi(APIView):
-    @extend_schema(responses={200: dict, **ERRORS}, summary="An instance, its plan and prompts")
+    @extend_schema(
+        responses={200: dict, 304: None, **ERRORS},
+        summary="An instance, its plan and prompts",
+        description="Sends an `ETag`; with `If-None-Match` naming it, 304 and no body.",
+        parameters=[OpenApiParameter("If-None-Match", str, OpenApiParameter.HEADER)],
+    )
     def get(self, request: Request, instance_id: str) -> Response:
-        return Response(selectors.instance_payload(instance_for(request, instance_id)))
+        return conditional_response(
+            request, selectors.instance_payload(instance_for(request, instance_id))
+        )
 
 
 class BeliefCreateApi(APIView):

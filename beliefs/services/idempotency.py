@@ -1,0 +1,100 @@
+"""Opening an instance with an `Idempotency-Key`: a runtime's retried open finds its instance.
+
+The key is stored on the instance with the SHA-256 of the canonical request body; a unique
+constraint on (opened_by, idempotency_key) is the rule, so two racing repeats cannot both
+create. A repeat with the same body returns the first instance (a replay); the same key with a
+different body is refused, since it names a different open.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from beliefs.domain.canonical import canonical_json
+from beliefs.errors import Conflict, InvalidInput
+from beliefs.models import TaskInstance
+from beliefs.services.audit import Actor
+from beliefs.services.instances import instance_open
+
+MAX_IDEMPOTENCY_KEY_LENGTH = 200
+HEADER = "Idempotency-Key"
+
+
+@dataclass(frozen=True)
+class Opened:
+    instance: TaskInstance
+    replayed: bool  # True when an earlier open with this key and body was returned
+
+
+def body_hash(data: Mapping[str, Any]) -> str:
+    return hashlib.sha256(canonical_json(data).encode("utf-8")).hexdigest()
+
+
+def check_key(key: str | None) -> str | None:
+    """The header's value, or None when absent; refuses an empty or over-long key."""
+    if key is None:
+        return None
+    if not key.strip():
+        raise InvalidInput(f"{HEADER}: must not be empty", fields={HEADER: ["must not be empty"]})
+    if len(key) > MAX_IDEMPOTENCY_KEY_LENGTH:
+        message = f"at most {MAX_IDEMPOTENCY_KEY_LENGTH} characters"
+        raise InvalidInput(f"{HEADER}: {message}", fields={HEADER: [message]})
+    return key
+
+
+def _earlier(actor: Actor, key: str) -> TaskInstance | None:
+    return (
+        TaskInstance.objects.select_related("task_class", "principal")
+        .filter(opened_by=actor.key, idempotency_key=key)
+        .first()
+    )
+
+
+def _replay(instance: TaskInstance, digest: str, key: str) -> Opened:
+    if instance.idempotency_hash != digest:
+        raise Conflict(
+            f"{HEADER} {key!r} was already used to open instance {instance.pk} with a different "
+            "body; send a new key for a new open.",
+            code="idempotency_key_reused",
+            fields={HEADER: ["already used with a different body"]},
+        )
+    return Opened(instance, replayed=True)
+
+
+def instance_open_idempotent(*, data: Mapping[str, Any], key: str | None, actor: Actor) -> Opened:
+    """Open an instance from an API body; with a key, at most once per runtime key."""
+
+    def open_() -> TaskInstance:
+        return instance_open(
+            task_class_key=data.get("task_class"),
+            principal=data.get("principal"),
+            world=data.get("world"),
+            beliefs=data.get("beliefs"),
+            actor=actor,
+        )
+
+    key = check_key(key)
+    if key is None or actor.key is None:
+        return Opened(open_(), replayed=False)
+    digest = body_hash(data)
+    earlier = _earlier(actor, key)
+    if earlier is not None:
+        return _replay(earlier, digest, key)
+    try:
+        with transaction.atomic():
+            instance = open_()
+            instance.idempotency_key = key
+            instance.idempotency_hash = digest
+            instance.save(update_fields=["idempotency_key", "idempotency_hash", "updated_at"])
+    except IntegrityError:
+        # A racing repeat committed first: its instance is the answer, this open is undone.
+        earlier = _earlier(actor, key)
+        if earlier is None:
+            raise
+        return _replay(earlier, digest, key)
+    return Opened(instance, replayed=False)

@@ -1,0 +1,3 @@
+from console_client.mcp import main
+
+main()

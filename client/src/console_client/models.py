@@ -1,0 +1,82 @@
+"""What a runtime gets back: a `Resolution` of an instance."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from console_client.digest import verify_bindings
+from console_client.errors import NotReady
+
+# Instance statuses (DESIGN §5).
+OPEN = "open"
+AWAITING_USER = "awaiting_user"
+READY = "ready"
+CANCELLED = "cancelled"
+EXPIRED = "expired"
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """Where an instance stands: its status, and once `ready` its final bindings and digest.
+
+    `status` is "ready" (bindings final), "awaiting_user" (send the person to `url`),
+    "cancelled" (`rejected` is True when the person rejected it; `reason` says why), or "open"
+    (never planned). An expired instance is never returned by a wait: it raises
+    `InstanceExpired`.
+    """
+
+    instance_id: str
+    status: str
+    bindings: dict[str, Any] | None
+    digest: str | None
+    url: str
+    blocking: int = 0
+    reason: str | None = None
+    rejected: bool = False
+    instance: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def ready(self) -> bool:
+        return self.status == READY
+
+    @property
+    def awaiting_user(self) -> bool:
+        return self.status == AWAITING_USER
+
+    def verified_bindings(self) -> dict[str, Any]:
+        """The bindings after checking their digest; `NotReady` unless the status is ready."""
+        if not self.ready or self.bindings is None:
+            why = f": {self.reason}" if self.reason else ""
+            raise NotReady(f"instance {self.instance_id} is {self.status}{why}")
+        return verify_bindings(self.bindings, self.digest)
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any], base_url: str) -> Resolution:
+        """From an instance payload (GET/POST instances) or a plan payload (POST plan)."""
+        instance_id = str(payload.get("id") or payload.get("instance"))
+        rejections = [
+            p
+            for p in payload.get("prompts") or []
+            if isinstance(p, dict) and p.get("action") == "reject"
+        ]
+        reason = payload.get("status_reason")
+        if rejections:
+            reason = rejections[-1].get("reason_given") or reason
+        return cls(
+            instance_id=instance_id,
+            status=str(payload.get("status")),
+            bindings=payload.get("bindings"),
+            digest=payload.get("bindings_digest"),
+            url=page_url(base_url, instance_id),
+            blocking=int(payload.get("blocking") or 0),
+            reason=reason,
+            rejected=bool(rejections),
+            instance=dict(payload),
+        )
+
+
+def page_url(base_url: str, instance_id: str) -> str:
+    """The instance's page, where its principal answers."""
+    return f"{base_url.rstrip('/')}/instances/{instance_id}/"

@@ -1,0 +1,167 @@
+"""End-to-end fixtures: a live console over real HTTP, a runtime key, and a person who signs in
+and answers prompts through the API with a session and CSRF, as the browser does.
+
+The live server shares the test database (in-memory SQLite shares one connection between the
+server's request threads), so requests are served one at a time here, and the test's own ORM
+writes take the same lock: the runtime polling, the person answering and a subprocess adapter
+may then run concurrently without two requests ever interleaving inside one connection.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import httpx
+import pytest
+from django.contrib.auth.models import User
+from django.utils import timezone
+from rest_framework_api_key.models import APIKey
+
+from beliefs.models import Prompt, PromptState
+from beliefs.services import Actor
+from tests.builders import register
+from tests.client.transfer_tool import SANDBOX, TRANSFER
+from tests.conftest import PASSWORD
+
+
+@contextmanager
+def _sync_orm_allowed() -> Iterator[None]:
+    before = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before
+
+
+@dataclass
+class LiveConsole:
+    url: str
+    key: str
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold the server still while the test writes to the database itself."""
+        with self.lock:
+            yield
+
+    def expire(self, instance_id: str) -> None:
+        """Move the instance's blocking prompts past their time to live (the next read of the
+        instance expires it, as the server does lazily). Callable from a test's event loop: it
+        runs in this thread, under the server's lock."""
+        with self.exclusive(), _sync_orm_allowed():
+            updated = Prompt.objects.filter(
+                instance_id=instance_id, state=PromptState.OPEN, blocking=True
+            ).update(expires_at=timezone.now() - timedelta(minutes=1))
+        assert updated, f"instance {instance_id} has no open blocking prompt to expire"
+
+
+@pytest.fixture
+def console(live_server: Any, transactional_db: None) -> Iterator[LiveConsole]:
+    httpd = live_server.thread.httpd
+    app = httpd.get_app()
+    live = LiveConsole(url=live_server.url, key="")
+
+    def serialized(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        with live.lock:
+            return app(environ, start_response)
+
+    httpd.set_app(serialized)
+    try:
+        with live.exclusive():
+            User.objects.create_user(username="alice", password=PASSWORD)
+            api_key, live.key = APIKey.objects.create_key(name="agent-runtime")
+            actor = Actor(key=api_key)
+            for key, recipient_risk in ((TRANSFER, "reversible"), (SANDBOX, "reversible")):
+                register(
+                    key,
+                    actor=actor,
+                    slots=[
+                        {"key": "recipient_account", "label": "Recipient account"},
+                        {"key": "memo", "label": "Memo"},
+                    ],
+                    decisions=(
+                        [{"key": "send_transfer", "slots": ["recipient_account"]}]
+                        if key == TRANSFER
+                        else []
+                    ),
+                    risks={"recipient_account": recipient_risk, "memo": "cosmetic"},
+                    decision_risks={"send_transfer": "irreversible"} if key == TRANSFER else None,
+                )
+        yield live
+    finally:
+        httpd.set_app(app)
+
+
+class Person:
+    """alice, signed in over HTTP with her password; answers with her session and CSRF token."""
+
+    def __init__(self, url: str) -> None:
+        self.http = httpx.Client(base_url=url, follow_redirects=False, timeout=30)
+        self.http.get("/accounts/login/")
+        signed_in = self.http.post(
+            "/accounts/login/",
+            data={
+                "username": "alice",
+                "password": PASSWORD,
+                "csrfmiddlewaretoken": self.http.cookies["csrftoken"],
+            },
+        )
+        assert signed_in.status_code == 302, signed_in.text
+
+    def _csrf(self) -> dict[str, str]:
+        return {"X-CSRFToken": self.http.cookies["csrftoken"]}
+
+    def open_prompts(self) -> list[dict[str, Any]]:
+        response = self.http.get("/api/v1/prompts/", params={"state": "open"})
+        assert response.status_code == 200, response.text
+        return [p for p in response.json()["results"] if p["blocking"]]
+
+    def respond(self, prompt: dict[str, Any], action: str, **data: Any) -> dict[str, Any]:
+        response = self.http.post(
+            f"/api/v1/prompts/{prompt['id']}/respond/",
+            json={"action": action, "version": prompt["version"], **data},
+            headers=self._csrf(),
+        )
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def wait_for_prompt(self, timeout: float = 30) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            prompts = self.open_prompts()
+            if prompts:
+                return prompts[0]
+            time.sleep(0.05)
+        raise AssertionError("no blocking prompt reached the person")
+
+    def answer(self, action: str, **data: Any) -> dict[str, Any]:
+        """Answer the (one) open blocking prompt: confirm, edit (value=), reject (reason=)."""
+        return self.respond(self.wait_for_prompt(), action, **data)
+
+    def answer_when_asked(self, action: str, **data: Any) -> Future[dict[str, Any]]:
+        """Answer from another thread as soon as a prompt appears, while the runtime waits;
+        `.result()` re-raises whatever went wrong there."""
+        executor = ThreadPoolExecutor(max_workers=1)
+        future = executor.submit(self.answer, action, **data)
+        executor.shutdown(wait=False)
+        return future
+
+
+@pytest.fixture
+def person(console: LiveConsole) -> Iterator[Person]:
+    alice = Person(console.url)
+    yield alice
+    alice.http.close()

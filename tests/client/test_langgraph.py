@@ -1,0 +1,139 @@
+"""The LangGraph adapter against a live console, with in-memory and SQLite checkpointers."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from console_client import InstanceExpired, bindings_digest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.types import Command
+
+from beliefs.models import TaskInstance
+from tests.client.conftest import LiveConsole, Person
+from tests.client.transfer_graph import build
+from tests.client.transfer_tool import ARGUMENTS, SANDBOX, TRANSFER, Ledger
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = {"configurable": {"thread_id": "transfer-thread-1"}}
+INPUT = {"recipient_account": ARGUMENTS["recipient_account"]}
+
+
+def _instances(console: LiveConsole) -> list[TaskInstance]:
+    with console.exclusive():
+        return list(TaskInstance.objects.all())
+
+
+def test_a_silent_plan_runs_the_node_through(console: LiveConsole) -> None:
+    ledger = Ledger()
+    graph = build(console.url, console.key, ledger, InMemorySaver(), SANDBOX)
+    result = graph.invoke(INPUT, CONFIG)
+    assert "__interrupt__" not in result
+    assert result["receipt"] == "sent to " + ARGUMENTS["recipient_account"]
+    assert ledger.calls == [ARGUMENTS]
+    (instance,) = _instances(console)
+    assert instance.status == "ready"
+    assert instance.idempotency_key.startswith("langgraph:transfer-thread-1:")
+
+
+def test_a_blocking_plan_interrupts_and_resumes_with_the_edit(
+    console: LiveConsole, person: Person
+) -> None:
+    ledger = Ledger()
+    graph = build(console.url, console.key, ledger, InMemorySaver(), TRANSFER)
+    paused = graph.invoke(INPUT, CONFIG)
+    (interrupt,) = paused["__interrupt__"]
+    (instance,) = _instances(console)
+    assert interrupt.value == {
+        "type": "console_confirmation",
+        "instance_id": str(instance.pk),
+        "url": f"{console.url}/instances/{instance.pk}/",
+        "blocking": 1,
+        "task_class": TRANSFER,
+        "principal": "alice",
+    }
+    assert ledger.calls == []
+    corrected = "NL91 ABNA 0417 1643 00"
+    answered = person.answer_when_asked("edit", value=corrected)
+    # Resumed at once: the node's re-run finds the same instance and waits for the person.
+    result = graph.invoke(Command(resume=True), CONFIG)
+    answered.result(timeout=30)
+    assert result["receipt"] == "sent to " + corrected
+    assert ledger.calls == [{"recipient_account": corrected, "memo": "rent"}]
+    (instance,) = _instances(console)  # the re-run opened no second instance
+    assert instance.bindings == {"recipient_account": corrected, "memo": "rent"}
+    assert instance.bindings_digest == bindings_digest(instance.bindings)
+
+
+def test_a_rejection_reaches_the_graph_with_its_reason(
+    console: LiveConsole, person: Person
+) -> None:
+    ledger = Ledger()
+    graph = build(console.url, console.key, ledger, InMemorySaver(), TRANSFER)
+    graph.invoke(INPUT, CONFIG)
+    person.answer("reject", reason="not this account")
+    result = graph.invoke(Command(resume=True), CONFIG)
+    assert result["rejected"] == "not this account"
+    assert "receipt" not in result
+    assert ledger.calls == []
+
+
+def test_an_expired_instance_ends_the_wait_with_a_clear_error(console: LiveConsole) -> None:
+    ledger = Ledger()
+    graph = build(console.url, console.key, ledger, InMemorySaver(), TRANSFER)
+    graph.invoke(INPUT, CONFIG)
+    (instance,) = _instances(console)
+    console.expire(str(instance.pk))
+    with pytest.raises(InstanceExpired, match="expired before the person answered"):
+        graph.invoke(Command(resume=True), CONFIG)
+    assert ledger.calls == []
+
+
+RESUME = """
+import json, sqlite3, sys
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.types import Command
+from tests.client.transfer_graph import build
+from tests.client.transfer_tool import TRANSFER, Ledger
+
+url, key, path, config = sys.argv[1:]
+ledger = Ledger()
+checkpointer = SqliteSaver(sqlite3.connect(path, check_same_thread=False))
+graph = build(url, key, ledger, checkpointer, TRANSFER)
+result = graph.invoke(Command(resume=True), json.loads(config))
+print(json.dumps({"calls": ledger.calls, "result": result}))
+"""
+
+
+def test_a_persistent_checkpoint_resumes_in_another_process(
+    console: LiveConsole, person: Person, tmp_path: Path
+) -> None:
+    path = tmp_path / "checkpoints.sqlite"
+    ledger = Ledger()
+    connection = sqlite3.connect(path, check_same_thread=False)
+    graph = build(console.url, console.key, ledger, SqliteSaver(connection), TRANSFER)
+    paused = graph.invoke(INPUT, CONFIG)
+    connection.close()
+    assert paused["__interrupt__"][0].value["type"] == "console_confirmation"
+    corrected = "FR14 2004 1010 0505 0001 3M02 606"
+    person.answer("edit", value=corrected)
+    done = subprocess.run(
+        [sys.executable, "-c", RESUME, console.url, console.key, str(path), json.dumps(CONFIG)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, done.stderr
+    output: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert output["calls"] == [{"recipient_account": corrected, "memo": "rent"}]
+    assert output["result"]["receipt"] == "sent to " + corrected
+    assert ledger.calls == []
+    assert len(_instances(console)) == 1

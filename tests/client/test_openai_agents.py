@@ -1,0 +1,188 @@
+"""The OpenAI Agents SDK adapter against a live console, with a scripted model (no network)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from agents import Runner, RunResult, RunState
+from console_client import InstanceExpired, bindings_digest
+from console_client.openai_agents import resolve_interruptions
+
+from beliefs.models import TaskInstance
+from tests.client.conftest import LiveConsole, Person
+from tests.client.scripted_model import RUN_CONFIG, SAID, agent
+from tests.client.transfer_tool import (
+    ARGUMENTS,
+    SANDBOX,
+    TRANSFER,
+    WORLD,
+    Ledger,
+    transfer_tool,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _tool(console: LiveConsole, ledger: Ledger, task_class: str = TRANSFER) -> Any:
+    return transfer_tool(console.url, console.key, ledger, task_class)
+
+
+def _instance(console: LiveConsole) -> dict[str, Any]:
+    """The runtime's view of the run's one instance."""
+    with console.exclusive():
+        instance_id = TaskInstance.objects.get().pk
+    response = httpx.get(
+        f"{console.url}/api/v1/instances/{instance_id}/",
+        headers={"Authorization": f"Api-Key {console.key}"},
+    )
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+async def _run(tool: Any, input_or_state: Any) -> RunResult:
+    return await Runner.run(agent(tool, ARGUMENTS), input_or_state, run_config=RUN_CONFIG)
+
+
+def test_a_silent_plan_runs_the_tool_without_a_pause(console: LiveConsole) -> None:
+    ledger = Ledger()
+    result = asyncio.run(_run(_tool(console, ledger, SANDBOX), "pay Bob his rent"))
+    assert result.interruptions == []
+    assert ledger.calls == [ARGUMENTS]
+    assert result.final_output == SAID + "sent to " + ARGUMENTS["recipient_account"]
+    instance = _instance(console)
+    assert instance["status"] == "ready"
+    assert {i["slot"]: i["route"] for i in instance["plan"]} == {
+        "recipient_account": "SURFACED",
+        "memo": "SILENT",
+    }
+    # The model's arguments became inference beliefs referring to the world the runtime stated.
+    assert instance["world"] == WORLD
+
+
+def test_an_edit_in_the_console_reaches_the_tool(console: LiveConsole, person: Person) -> None:
+    ledger = Ledger()
+    tool = _tool(console, ledger)
+    first = asyncio.run(_run(tool, "pay Bob his rent"))
+    assert len(first.interruptions) == 1 and ledger.calls == []
+    prompt = person.wait_for_prompt()
+    assert (prompt["route"], prompt["slot"]) == ("CONFIRM", "recipient_account")
+    assert prompt["prefill"] == ARGUMENTS["recipient_account"]
+    assert prompt["belief"]["source"] == "inference"
+    corrected = "NL91 ABNA 0417 1643 00"
+    answered = person.answer_when_asked("edit", value=corrected)
+
+    async def resume() -> RunResult:
+        state = await resolve_interruptions(first, timeout=30)
+        return await _run(tool, state)
+
+    result = asyncio.run(resume())
+    answered.result(timeout=30)
+    assert ledger.calls == [{"recipient_account": corrected, "memo": "rent"}]
+    assert result.final_output == SAID + "sent to " + corrected
+    instance = _instance(console)
+    assert instance["bindings"] == {"recipient_account": corrected, "memo": "rent"}
+    assert instance["bindings_digest"] == bindings_digest(instance["bindings"])
+
+
+def test_a_confirm_runs_the_tool_with_the_models_value(
+    console: LiveConsole, person: Person
+) -> None:
+    ledger = Ledger()
+    tool = _tool(console, ledger)
+    first = asyncio.run(_run(tool, "pay Bob his rent"))
+    person.answer("confirm")
+    state = asyncio.run(resolve_interruptions(first, timeout=30))
+    asyncio.run(_run(tool, state))
+    assert ledger.calls == [ARGUMENTS]
+
+
+def test_a_rejection_reaches_the_model_with_its_reason(
+    console: LiveConsole, person: Person
+) -> None:
+    ledger = Ledger()
+    tool = _tool(console, ledger)
+    first = asyncio.run(_run(tool, "pay Bob his rent"))
+    person.answer("reject", reason="Bob was paid yesterday")
+    state = asyncio.run(resolve_interruptions(first, timeout=30))
+    result = asyncio.run(_run(tool, state))
+    assert ledger.calls == []
+    assert "Bob was paid yesterday" in result.final_output
+    assert result.final_output.startswith(SAID + "The person rejected this call")
+
+
+def test_an_expired_instance_ends_the_wait_with_a_clear_error(console: LiveConsole) -> None:
+    ledger = Ledger()
+    first = asyncio.run(_run(_tool(console, ledger), "pay Bob his rent"))
+    instance_id = _instance(console)["id"]
+    console.expire(instance_id)
+    with pytest.raises(InstanceExpired, match="expired before the person answered") as caught:
+        asyncio.run(resolve_interruptions(first, timeout=30))
+    assert caught.value.instance_id == instance_id
+    assert ledger.calls == []
+
+
+RESUME = """
+import asyncio, json, sys
+from agents import Runner, RunState
+from console_client.openai_agents import resolve_interruptions
+from tests.client.scripted_model import RUN_CONFIG
+from tests.client.scripted_model import agent
+from tests.client.transfer_tool import ARGUMENTS, Ledger, transfer_tool
+
+url, key, path = sys.argv[1:]
+ledger = Ledger()
+the_agent = agent(transfer_tool(url, key, ledger), ARGUMENTS)
+
+async def main():
+    state = await RunState.from_string(the_agent, open(path).read())
+    state = await resolve_interruptions(state, timeout=30)
+    result = await Runner.run(the_agent, state, run_config=RUN_CONFIG)
+    print(json.dumps({"calls": ledger.calls, "final_output": result.final_output}))
+
+asyncio.run(main())
+"""
+
+
+def test_the_run_state_resumes_in_another_process(
+    console: LiveConsole, person: Person, tmp_path: Path
+) -> None:
+    ledger = Ledger()
+    first = asyncio.run(_run(_tool(console, ledger), "pay Bob his rent"))
+    stored = tmp_path / "run_state.json"
+    stored.write_text(first.to_state().to_string())
+    corrected = "FR14 2004 1010 0505 0001 3M02 606"
+    person.answer("edit", value=corrected)
+    done = subprocess.run(
+        [sys.executable, "-c", RESUME, console.url, console.key, str(stored)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"OPENAI_AGENTS_DISABLE_TRACING": "1", "PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, done.stderr
+    output = json.loads(done.stdout.strip().splitlines()[-1])
+    assert output["calls"] == [{"recipient_account": corrected, "memo": "rent"}]
+    assert output["final_output"] == SAID + "sent to " + corrected
+    assert ledger.calls == []  # this process never ran the tool
+
+
+def test_run_state_round_trips_before_the_person_answers(console: LiveConsole) -> None:
+    """The stored state still names the pending call after a round trip (what a server stores
+    while the person has not answered yet)."""
+    first = asyncio.run(_run(_tool(console, Ledger()), "pay Bob his rent"))
+    tool = _tool(console, Ledger())
+
+    async def reload() -> RunState[Any, Any]:
+        return await RunState.from_string(agent(tool, ARGUMENTS), first.to_state().to_string())
+
+    state = asyncio.run(reload())
+    (item,) = state.get_interruptions()
+    assert item.tool_name == "send_transfer"
