@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from beliefs.domain import policy
 from beliefs.domain.policy import RiskClass, Route
@@ -86,30 +86,25 @@ class Classes:
 
     def apply(self, change: Change) -> Classes:
         if change.target == "slot":
-            slots = tuple(
-                _changed_slot(s, change) if s.key == change.key else s for s in self.slots
-            )
+            slots = tuple(_changed(s, change) if s.key == change.key else s for s in self.slots)
             return Classes(slots, self.decisions)
-        decisions = tuple(
-            _changed_decision(d, change) if d.key == change.key else d for d in self.decisions
-        )
+        decisions = tuple(_changed(d, change) if d.key == change.key else d for d in self.decisions)
         return Classes(self.slots, decisions)
 
 
-def _changed_slot(slot: SlotClass, change: Change) -> SlotClass:
-    if change.field == "risk_class":
-        assert isinstance(change.value, RiskClass)
-        return replace(slot, risk=change.value)
-    assert isinstance(change.value, bool)
-    return replace(slot, monotonic=change.value)
+_Item = TypeVar("_Item", SlotClass, DecisionClass)
+
+_FIELD_ATTRIBUTES = {
+    ("slot", "risk_class"): "risk",
+    ("slot", "monotonic"): "monotonic",
+    ("decision", "risk_class"): "risk",
+    ("decision", "slots"): "slots",
+}
 
 
-def _changed_decision(decision: DecisionClass, change: Change) -> DecisionClass:
-    if change.field == "risk_class":
-        assert isinstance(change.value, RiskClass)
-        return replace(decision, risk=change.value)
-    assert isinstance(change.value, frozenset)
-    return replace(decision, slots=change.value)
+def _changed(item: _Item, change: Change) -> _Item:
+    attribute: dict[str, Any] = {_FIELD_ATTRIBUTES[change.target, change.field]: change.value}
+    return replace(item, **attribute)
 
 
 def approval_reason(before: Classes, change: Change) -> str | None:

@@ -21,19 +21,19 @@ def _instances() -> QuerySet[TaskInstance]:
     return TaskInstance.objects.select_related("task_class", "principal")
 
 
-def instance_for_principal(instance_id: Any, user: User) -> TaskInstance:
-    """The instance if `user` is its principal; 404 for everyone else (existence not leaked)."""
-    instance = _instances().filter(pk=instance_id, principal=user).first()
+def _fetch(**lookup: Any) -> TaskInstance:
+    instance = _instances().filter(**lookup).first()
     if instance is None:
         raise NotFound("No such instance.")
     instance_expire_if_due(instance=instance)
     return instance
+
+
+def instance_for_principal(instance_id: Any, user: User) -> TaskInstance:
+    """The instance if `user` is its principal; 404 for everyone else (existence not leaked)."""
+    return _fetch(pk=instance_id, principal=user)
 
 
 def instance_for_runtime(instance_id: Any, key: APIKey) -> TaskInstance:
     """The instance if this runtime key opened it; 404 otherwise."""
-    instance = _instances().filter(pk=instance_id, opened_by=key).first()
-    if instance is None:
-        raise NotFound("No such instance.")
-    instance_expire_if_due(instance=instance)
-    return instance
+    return _fetch(pk=instance_id, opened_by=key)

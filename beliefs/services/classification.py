@@ -531,50 +531,37 @@ _KEEP = object()
 
 
 @transaction.atomic
-def slot_classify(
+def classification_save(
     *,
-    slot: Slot,
+    target: Slot | Decision,
     changes: Iterable[Change],
     reason: Any,
     actor: Actor,
     scope_order: Any = _KEEP,
 ) -> list[ChangeResult]:
-    """Everything one save of a slot's row asks for, all or nothing."""
+    """Everything one save of a slot's or a decision's row asks for, all or nothing. A scope
+    order is passed only when it changed, so an unchanged one writes no audit event."""
     results = []
     for change in changes:
-        if change.field == "risk_class":
-            results.append(
-                slot_set_risk(slot=slot, risk_class=change.value, reason=reason, actor=actor)
-            )
-        else:
-            results.append(
-                slot_set_monotonic(slot=slot, monotonic=change.value, reason=reason, actor=actor)
-            )
+        results.append(_save_one(target, change, reason, actor))
     if scope_order is not _KEEP:
+        assert isinstance(target, Slot)  # only slots are ranked
         results.append(
-            slot_set_scope_order(slot=slot, scope_order=scope_order, reason=reason, actor=actor)
+            slot_set_scope_order(slot=target, scope_order=scope_order, reason=reason, actor=actor)
         )
     return results
 
 
-@transaction.atomic
-def decision_classify(
-    *, decision: Decision, changes: Iterable[Change], reason: Any, actor: Actor
-) -> list[ChangeResult]:
-    """Everything one save of a decision's row asks for, all or nothing."""
-    results = []
-    for change in changes:
+def _save_one(target: Slot | Decision, change: Change, reason: Any, actor: Actor) -> ChangeResult:
+    if isinstance(target, Slot):
         if change.field == "risk_class":
-            results.append(
-                decision_set_risk(
-                    decision=decision, risk_class=change.value, reason=reason, actor=actor
-                )
-            )
-        else:
-            assert isinstance(change.value, frozenset)
-            results.append(
-                decision_set_slots(
-                    decision=decision, slot_keys=sorted(change.value), reason=reason, actor=actor
-                )
-            )
-    return results
+            return slot_set_risk(slot=target, risk_class=change.value, reason=reason, actor=actor)
+        return slot_set_monotonic(slot=target, monotonic=change.value, reason=reason, actor=actor)
+    if change.field == "risk_class":
+        return decision_set_risk(
+            decision=target, risk_class=change.value, reason=reason, actor=actor
+        )
+    assert isinstance(change.value, frozenset)
+    return decision_set_slots(
+        decision=target, slot_keys=sorted(change.value), reason=reason, actor=actor
+    )

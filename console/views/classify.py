@@ -49,11 +49,10 @@ from beliefs.selectors.classification import (
 from beliefs.services import Actor
 from beliefs.services.classification import (
     ChangeResult,
-    decision_classify,
+    classification_save,
     parse_scope_order,
     risk_change_request_approve,
     risk_change_request_refuse,
-    slot_classify,
 )
 from console.http import AuthedHttpRequest
 
@@ -462,8 +461,8 @@ def slot_save(request: AuthedHttpRequest, key: str, slot_id: int) -> HttpRespons
     def save() -> list[ChangeResult]:
         # The scope order is sent only when it changed: an unchanged one writes no audit event.
         order = {"scope_order": form.cleaned_data["scope_order"]}
-        return slot_classify(
-            slot=slot,
+        return classification_save(
+            target=slot,
             changes=form.changes(),
             reason=reason,
             actor=actor,
@@ -497,8 +496,8 @@ def decision_save(request: AuthedHttpRequest, key: str, decision_id: int) -> Htt
     actor, reason = Actor(user=request.user), form.cleaned_data["reason"]
 
     def save() -> list[ChangeResult]:
-        return decision_classify(
-            decision=decision, changes=form.changes(), reason=reason, actor=actor
+        return classification_save(
+            target=decision, changes=form.changes(), reason=reason, actor=actor
         )
 
     return _run(request, task_class, bound, save, f"decision-{decision.pk}")
