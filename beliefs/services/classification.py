@@ -422,6 +422,35 @@ def _decide(change_request: RiskChangeRequest, state: str, user: User, reason: s
     change_request.save(update_fields=["state", "decided_by", "decision_reason", "decided_at"])
 
 
+def _audit_decision(
+    kind: str,
+    change_request: RiskChangeRequest,
+    change: Change,
+    reason: str,
+    actor: Actor,
+    task_class: TaskClass,
+    **extra: Any,
+) -> None:
+    """The audit event of a second classifier's approval or refusal of a request."""
+    audit(
+        kind,
+        actor=actor,
+        task_class=task_class,
+        subject=change.key,
+        data={
+            "request": change_request.pk,
+            "target": change.target,
+            "field": change.field,
+            "before": change_request.before,
+            "after": change_request.after,
+            "reason": reason,
+            "requested_by": change_request.requested_by.get_username(),
+            "request_reason": change_request.reason,
+            **extra,
+        },
+    )
+
+
 @transaction.atomic
 def risk_change_request_approve(
     *, change_request: RiskChangeRequest, reason: Any, actor: Actor
@@ -448,22 +477,7 @@ def risk_change_request_approve(
     assert target is not None  # a request names a slot or a decision
     requester = change_request.requested_by.get_username()
     _decide(change_request, RiskChangeRequest.State.APPROVED, user, reason)
-    audit(
-        APPROVED_KIND,
-        actor=actor,
-        task_class=task_class,
-        subject=change.key,
-        data={
-            "request": change_request.pk,
-            "target": change.target,
-            "field": change.field,
-            "before": change_request.before,
-            "after": change_request.after,
-            "reason": reason,
-            "requested_by": requester,
-            "request_reason": change_request.reason,
-        },
-    )
+    _audit_decision(APPROVED_KIND, change_request, change, reason, actor, task_class)
     # A downgrade cannot tighten anything, so `_apply` re-plans nothing here.
     result = _apply(
         task_class=task_class,
@@ -497,22 +511,8 @@ def risk_change_request_refuse(
     change = request_change(change_request)
     withdrawn = change_request.requested_by_id == user.pk
     _decide(change_request, RiskChangeRequest.State.REFUSED, user, reason)
-    audit(
-        REFUSED_KIND,
-        actor=actor,
-        task_class=task_class,
-        subject=change.key,
-        data={
-            "request": change_request.pk,
-            "target": change.target,
-            "field": change.field,
-            "before": change_request.before,
-            "after": change_request.after,
-            "reason": reason,
-            "requested_by": change_request.requested_by.get_username(),
-            "request_reason": change_request.reason,
-            "withdrawn": withdrawn,
-        },
+    _audit_decision(
+        REFUSED_KIND, change_request, change, reason, actor, task_class, withdrawn=withdrawn
     )
     verb = "Withdrew" if withdrawn else "Refused"
     return ChangeResult(
