@@ -1,4 +1,4 @@
-"""The classifier console (DESIGN §9, issue 4): task classes, slot and decision classes, four-eyes
+"""The classifier console: task classes, slot and decision classes, four-eyes
 approvals, the routing matrix and the audit log.
 
 Views parse a form, call the services in `beliefs.classification` and render. An htmx request
@@ -368,14 +368,6 @@ def _after_change(request: HttpRequest, task_class: TaskClass, anchor: str) -> H
     return redirect(f"{url}#{anchor}")
 
 
-def _error_status(request: HttpRequest, exc: ServiceError) -> int:
-    # htmx swaps only 400/409/422 answers (static/console/console.js): a refusal such as
-    # "you cannot approve your own request" is shown in place as a 409 there, a 403 elsewhere.
-    if request.htmx and exc.status not in (400, 409, 422):
-        return 409
-    return exc.status
-
-
 def _attach(form: forms.Form, exc: ServiceError) -> None:
     placed = False
     for name, problems in exc.fields.items():
@@ -420,7 +412,7 @@ def _run(
     except ServiceError as exc:
         _attach(bound.form, exc)
         _keep_impact(task_class, bound, bound.form)  # type: ignore[arg-type]
-        return _render_class(request, task_class, bound=bound, status=_error_status(request, exc))
+        return _render_class(request, task_class, bound=bound, status=exc.status)
     _announce(request, results)
     return _after_change(request, task_class, anchor)
 
@@ -586,11 +578,9 @@ def request_decide(request: HttpRequest, key: str, request_id: int) -> HttpRespo
     except ServiceError as exc:
         if change_request.state == RiskChangeRequest.State.PENDING:
             form.add_error(None, exc.detail)
-            return _render_class(
-                request, task_class, bound=bound, status=_error_status(request, exc)
-            )
+            return _render_class(request, task_class, bound=bound, status=exc.status)
         messages.error(request, exc.detail)
-        return _render_class(request, task_class, status=_error_status(request, exc))
+        return _render_class(request, task_class, status=exc.status)
     _announce(request, [result])
     return _after_change(request, task_class, "pending")
 
