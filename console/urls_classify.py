@@ -1,4 +1,4 @@
-"""The classifier console, mounted at /classify/ (DESIGN §9)."""
+"""The classifier console, mounted at /classify/."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Make characters that could deceive a reader visible, as ⟨U+202E⟩ (DESIGN §10).
+"""Make characters that could deceive a reader visible, as ⟨U+202E⟩.
 
 Pure Python, no Django: the pages use it through the `console` template library and the API can
 use it to flag values too.
