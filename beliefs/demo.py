@@ -223,7 +223,7 @@ def _classify(scenario: Scenario, task_class: TaskClass, carol: Actor, cathy: Ac
     for a second classifier (four eyes): cathy approves each such request. Values already set
     are left alone, so running the demo again writes nothing.
     """
-    reason = "demo classification (DESIGN §3)"
+    reason = "demo classification"
 
     def settle(result: classification.ChangeResult) -> None:
         if result.outcome == "requested":

@@ -35,6 +35,13 @@ def shown(value: Any) -> str:
     )
 
 
+@register.filter
+def shown_key(key: Any) -> str:
+    """A key of a runtime's world ("account_holder") as words ("account holder"), revealed and
+    escaped like any untrusted text."""
+    return shown(str(key).replace("_", " "))
+
+
 # A value longer than this (characters or lines) is shown clamped, with a control to read it all.
 CLAMP_CHARS = 280
 CLAMP_LINES = 6
