@@ -411,9 +411,13 @@ def test_every_end_user_page_of_the_demo_speaks_plainly(
     question.get_by_role("button", name="Answer").click()
     expect(question).to_contain_text("Answered: 2026-12-01")
     for prompt in Prompt.objects.filter(instance=transfer, state="open", route="CONFIRM"):
-        confirm = page.locator(f"#prompt-{prompt.pk}").get_by_role("button", name="Confirm")
+        box = page.locator(f"#prompt-{prompt.pk}")
+        confirm = box.get_by_role("button", name="Confirm")
         expect(confirm).to_be_enabled(timeout=5000)
         confirm.click()
+        # One answer at a time: the test database (SQLite in memory, shared cache) cannot
+        # queue two writers the way the file database of `make run` does.
+        expect(box).to_contain_text("Confirmed")
     expect(page.locator("#instance-banner")).to_contain_text("This action may proceed")
     end_user_page(page, screenshot, "instance-ready")
 
