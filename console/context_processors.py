@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpRequest
 
 from beliefs.roles import is_classifier, is_reviewer, role_names
@@ -16,3 +17,8 @@ def roles(request: HttpRequest) -> dict[str, Any]:
         "is_classifier": is_classifier(user),
         "is_reviewer": is_reviewer(user),
     }
+
+
+def site(request: HttpRequest) -> dict[str, Any]:
+    """`site_debug`: the page's script shows a server error's traceback in place (DEBUG only)."""
+    return {"site_debug": settings.DEBUG}

@@ -96,10 +96,10 @@ def parse_response(post: Mapping[str, Any], prompt: Prompt) -> Response:
         on_record = form_value(prompt.prefill, value_type).strip()
         if typed["value"].strip() != on_record:
             raise InvalidInput(
-                "You changed the value: press “Save edit” to keep your change, or put the "
-                "value on record back and press “Confirm”.",
+                "You changed the value: press “Use this value instead” to keep your change, or "
+                "put the value on record back and press “Confirm”.",
                 code="changed_value_confirmed",
-                fields={"value": ["changed: use Save edit to keep it"]},
+                fields={"value": ["changed: use “Use this value instead” to keep it"]},
             )
     return Response(
         action=action,

@@ -79,6 +79,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "console.middleware.ApiBodyLimitMiddleware",
+    "console.middleware.NoStorePagesMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -106,6 +107,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "console.context_processors.roles",
+                "console.context_processors.site",
             ],
         },
     },
@@ -133,7 +135,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "inbox"
+LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
 AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5)
@@ -142,6 +144,8 @@ AXES_COOLOFF_TIME = timedelta(minutes=env_int("AXES_COOLOFF_MINUTES", 15))
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# No "AXES: BEGIN" banner from every process that loads the app (make run starts four).
+AXES_VERBOSE = False
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -208,6 +212,7 @@ CONTENT_SECURITY_POLICY = {
     },
 }
 
+CSRF_FAILURE_VIEW = "console.errors.csrf_failure"
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
 X_FRAME_OPTIONS = "DENY"

@@ -5,20 +5,20 @@ from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
 
 from beliefs.api.views import healthz
+from console.views.help import glossary
 from console.views.insights import insights_page
+from console.views.start import SignInView, home
 
 urlpatterns = [
     path("healthz", login_not_required(healthz), name="healthz"),
-    path(
-        "accounts/login/",
-        auth_views.LoginView.as_view(redirect_authenticated_user=True),
-        name="login",
-    ),
+    path("accounts/login/", SignInView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/v1/", include("beliefs.api.urls")),
     path("", include("console.urls_enduser")),
     path("classify/", include("console.urls_classify")),
     path("proposals/", include("console.urls_proposals")),
+    path("start/", home, name="home"),
+    path("glossary/", glossary, name="glossary"),
     path("insights/", insights_page, name="insights"),
     path("", include("console.urls_insights")),
 ]

@@ -1,5 +1,5 @@
 """Stored proposal validations: the writes and the reads around
-``beliefs.contract``.
+``beliefs.domain.contract``.
 
 The validator judges whatever it is given; this module decides what may be stored. An envelope
 that is not ``{graph, update, source?}`` is refused before anything is judged, and so is text a

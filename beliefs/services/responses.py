@@ -71,11 +71,22 @@ def _check_value(slot: Slot, value: Any, field: str = "value") -> Any:
                 datetime.strptime(value, "%Y-%m-%d")  # noqa: DTZ007 - a calendar date, no time
             except ValueError:
                 raise field_error(field, "must be a date written YYYY-MM-DD") from None
+    value = _canonical_choice(slot.scope_order or slot.choices or [], value)
     if slot.scope_order and value not in slot.scope_order:
         raise field_error(field, f"must be one of {', '.join(slot.scope_order)}")
     if slot.choices and value not in slot.choices:
         raise field_error(field, f"must be one of {', '.join(map(str, slot.choices))}")
     return value
+
+
+def _canonical_choice(choices: list[Any], value: Any) -> Any:
+    """A typed value that differs from one of the choices only in case is that choice, as the
+    choices list it ("Admin" is "admin"); surrounding spaces are already stripped."""
+    if not isinstance(value, str) or value in choices:
+        return value
+    folded = value.casefold()
+    matches = [c for c in choices if isinstance(c, str) and c.strip().casefold() == folded]
+    return matches[0] if len(matches) == 1 else value
 
 
 def earlier_grant(prompt: Prompt) -> Any:

@@ -36,6 +36,40 @@ def shown(value: Any) -> str:
 
 
 @register.filter
+def shown_key(key: Any) -> str:
+    """A key of a runtime's world ("account_holder") as words ("account holder"), revealed and
+    escaped like any untrusted text."""
+    return shown(str(key).replace("_", " "))
+
+
+# A value longer than this (characters or lines) is shown clamped, with a control to read it all.
+CLAMP_CHARS = 280
+CLAMP_LINES = 6
+
+
+@register.filter
+def clamped(value: Any) -> str:
+    """`shown`, but a long value shows its beginning and a "Show all" control for the rest.
+
+    No script is involved: the full value sits in a <details> element whose opening hides the
+    preview (console.css), so it also works without JavaScript.
+    """
+    text = plain_text(value)
+    lines = text.split("\n")
+    if len(text) <= CLAMP_CHARS and len(lines) <= CLAMP_LINES:
+        return format_html('<span class="value">{}</span>', shown(value))
+    preview = "\n".join(lines[:CLAMP_LINES])[:CLAMP_CHARS].rstrip() + "…"
+    return format_html(
+        '<span class="long-value"><span class="value long-preview">{}</span>'
+        '<details class="long-full"><summary>Show all {} characters</summary>'
+        '<span class="value">{}</span></details></span>',
+        shown(preview),
+        f"{len(text):,}",
+        shown(value),
+    )
+
+
+@register.filter
 def shown_text(value: Any) -> str:
     """The same as plain text, for places that cannot hold markup (a page title)."""
     return display_text(value)

@@ -1,9 +1,10 @@
 """The classifier console: task classes, slot and decision classes, four-eyes
 approvals, the routing matrix and the audit log.
 
-Views parse a form, call the services in `beliefs.classification` and render. An htmx request
-gets the fragment it swaps (`classify/_classification.html`, `classify/_impact.html`); a plain
-form post gets a redirect or the whole page, so everything works without JavaScript.
+Views parse a form, call the services in `beliefs.services.classification` and render. An
+htmx request gets the fragment it swaps (`classify/_classification.html`,
+`classify/_impact.html`); a plain form post gets a redirect or the whole page, so everything
+works without JavaScript.
 """
 
 from __future__ import annotations
@@ -368,14 +369,6 @@ def _after_change(request: AuthedHttpRequest, task_class: TaskClass, anchor: str
     return redirect(f"{url}#{anchor}")
 
 
-def _error_status(request: AuthedHttpRequest, exc: ServiceError) -> int:
-    # htmx swaps only 400/409/422 answers (static/console/console.js): a refusal such as
-    # "you cannot approve your own request" is shown in place as a 409 there, a 403 elsewhere.
-    if request.htmx and exc.status not in (400, 409, 422):
-        return 409
-    return exc.status
-
-
 def _attach(form: forms.Form, exc: ServiceError) -> None:
     placed = False
     for name, problems in exc.fields.items():
@@ -421,7 +414,7 @@ def _run(
     except ServiceError as exc:
         _attach(form, exc)
         _keep_impact(task_class, bound, form)
-        return _render_class(request, task_class, bound=bound, status=_error_status(request, exc))
+        return _render_class(request, task_class, bound=bound, status=exc.status)
     _announce(request, results)
     return _after_change(request, task_class, anchor)
 
@@ -568,11 +561,9 @@ def request_decide(request: AuthedHttpRequest, key: str, request_id: int) -> Htt
     except ServiceError as exc:
         if change_request.state == RiskChangeRequest.State.PENDING:
             form.add_error(None, exc.detail)
-            return _render_class(
-                request, task_class, bound=bound, status=_error_status(request, exc)
-            )
+            return _render_class(request, task_class, bound=bound, status=exc.status)
         messages.error(request, exc.detail)
-        return _render_class(request, task_class, status=_error_status(request, exc))
+        return _render_class(request, task_class, status=exc.status)
     _announce(request, [result])
     return _after_change(request, task_class, "pending")
 

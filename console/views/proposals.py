@@ -1,10 +1,11 @@
 """Review pages for proposal validations: list, detail with annotation, statistics
 and CSV export. Reviewers only: others get 403 (anonymous visitors the sign-in page).
 
-Views parse, check the role, call ``beliefs.proposals`` and render. What they add is
-presentation: the declared-versus-actual table, the graph as rows, and the SVG charts, whose
-geometry is computed here so the templates only place numbers (the CSP forbids inline styles,
-so the charts use SVG attributes and classes from console.css).
+Views parse, check the role, call ``beliefs.services.proposals`` (writes) and
+``beliefs.selectors.proposals`` (reads), and render. What they add is presentation: the
+declared-versus-actual table, the graph as rows, and the SVG charts, whose geometry is computed
+here so the templates only place numbers (the CSP forbids inline styles, so the charts use SVG
+attributes and classes from console.css).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from beliefs.models import ProposalAnnotation, ProposalValidation
 from beliefs.roles import is_reviewer
 from beliefs.selectors import proposals as proposal_reads
 from beliefs.services import proposals as proposal_writes
+from console.presenters.proposals import decided_by_text
 from console.templatetags.reveal import hidden_characters
 
 PAGE_SIZE = 25
@@ -213,25 +215,8 @@ class Row:
     mismatch: bool = False
 
 
-DECIDED_BY = {
-    "schema": "Schema: the proposal does not have the contract's shape, so nothing else was "
-    "checked.",
-    "references": "References: the proposal names nodes that do not exist, or adds what exists.",
-    "identity": "Identity rule (v0.21): an added unknown repeats an existing one; reuse it.",
-    "V1": "V1: declared true but no meaningful change, so REJECT.",
-    "V2": "V2: declared false but the graph changes, so ACCEPT with a diagnostic note.",
-    "V3": "V3: userSupportedMeaning is present but the declaration is missing.",
-    "V4": "V4: declared false and no meaningful change, so PASS.",
-}
-
-
 def _decided_by_text(validation: ProposalValidation) -> str:
-    if validation.decided_by:
-        return DECIDED_BY.get(validation.decided_by, validation.decided_by)
-    update = validation.update if isinstance(validation.update, dict) else {}
-    if update.get("answerMeaning") is None:
-        return "No invariant applies: the update has no answerMeaning."
-    return "No invariant fired: declared true and the proposal changes the graph."
+    return decided_by_text(validation.decided_by, validation.update)
 
 
 def _yes_no(value: bool | None, unknown: str = "unknown") -> str:

@@ -96,8 +96,10 @@ def test_it_completes_a_run_2_instance_in_the_browser(
 
     # Edit a CONFIRM card.
     amount = card(page, "Amount")
-    amount.get_by_label(re.compile("^Value")).fill("1300")
-    amount.get_by_role("button", name="Save edit").click()
+    amount.get_by_label("The value to use").fill("1300")
+    use_mine = amount.get_by_role("button", name="Use this value instead")
+    expect(use_mine).to_be_enabled(timeout=fast_confirm + 5000)  # the same wait as Confirm
+    use_mine.click()
     expect(amount).to_contain_text("Edited and confirmed: 1300")
     expect(page.locator("#restatement")).to_contain_text("Amount 1300")
 
@@ -111,7 +113,7 @@ def test_it_completes_a_run_2_instance_in_the_browser(
 
     # Retype a monotonic scope: an escalation must be typed twice, and a mismatch is refused.
     scope = card(page, "Approval scope")
-    expect(scope).to_contain_text("Earlier grant, for context only")
+    expect(scope).to_contain_text("Earlier permission level, for reference only")
     expect(scope.get_by_label("Your answer")).to_have_value("")
     scope.get_by_label("Your answer").fill("unlimited")
     scope.get_by_role("button", name="Answer").click()
@@ -201,8 +203,10 @@ def test_it_shows_hostile_values_as_text_and_runs_none_of_them(
     screenshot("instance-hostile")
 
     # Answers swapped in by htmx stay inert too.
-    link.get_by_label(re.compile("^Value")).fill("<img src=x onerror=alert('typed')>")
-    link.get_by_role("button", name="Save edit").click()
+    link.get_by_label("The value to use").fill("<img src=x onerror=alert('typed')>")
+    use_mine = link.get_by_role("button", name="Use this value instead")
+    expect(use_mine).to_be_enabled(timeout=fast_confirm + 5000)
+    use_mine.click()
     expect(link).to_contain_text("Edited and confirmed: <img src=x onerror=alert('typed')>")
     assert page.locator("main img").count() == 0
     page.wait_for_timeout(200)  # give an injected handler every chance to fire
@@ -280,6 +284,14 @@ def _typed_answer(prompt: Prompt) -> str:
     }.get(slot.value_type, "typed in the demo")
 
 
+def _choice_label(prompt: Prompt) -> str:
+    """The radio button to pick for a question with choices: the first choice, or Yes."""
+    slot = prompt.slot
+    if slot.value_type == "boolean":
+        return "Yes"
+    return str((slot.choices or slot.scope_order)[0])
+
+
 def test_it_completes_every_demo_run_2_instance(
     page: Page, sign_in: SignIn, screenshot: Callable[[str], Any], fast_confirm: int
 ) -> None:
@@ -304,6 +316,10 @@ def test_it_completes_every_demo_run_2_instance(
                 expect(confirm).to_be_enabled(timeout=5000)
                 confirm.click()
                 expect(box).to_contain_text("Confirmed")
+            elif box.locator("input[type=radio]").count():
+                box.get_by_label(_choice_label(prompt)).check()
+                box.get_by_role("button", name="Answer").click()
+                expect(box).to_contain_text("Answered")
             else:
                 box.get_by_label("Your answer").fill(_typed_answer(prompt))
                 box.get_by_role("button", name="Answer").click()
@@ -343,7 +359,7 @@ def test_it_works_without_javascript(
         scope.get_by_label("Your answer").fill("banana")
         scope.get_by_role("button", name="Answer").click()
         expect(card(page, "Approval scope").get_by_role("alert")).to_contain_text(
-            "must be one of single, recurring, unlimited"
+            "Choose one of: single, recurring, unlimited"
         )
     finally:
         context.close()

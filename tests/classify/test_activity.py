@@ -55,9 +55,9 @@ def test_it_shows_who_when_before_after_and_reason(carol_client: Client, carol: 
     fill(shop(), carol, 2)
     html = carol_client.get("/activity/?kind=classification.slot_risk").content.decode()
     assert rows(html) == 1
-    assert '<td class="a-actor">carol</td>' in html
+    assert '<td class="a-actor" data-label="Who">carol</td>' in html
     assert '<span class="before">policy</span> → <span class="after">irreversible</span>' in html
-    assert '<td class="a-reason">reason 1</td>' in html
+    assert '<td class="a-reason" data-label="Reason">reason 1</td>' in html
     assert "<time datetime=" in html
 
 

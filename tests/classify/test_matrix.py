@@ -1,4 +1,4 @@
-"""The routing matrix page agrees with `beliefs.policy` cell by cell."""
+"""The routing matrix page agrees with `beliefs.domain.policy` cell by cell."""
 
 from __future__ import annotations
 

@@ -64,7 +64,7 @@ def test_it_escapes_every_hostile_value_on_the_instance_page(
     assert "&lt;script&gt;alert(&#x27;script&#x27;)&lt;/script&gt;" in html
     assert "Payee &lt;img src=x onerror=alert(&#x27;img&#x27;)&gt;" in html
     assert "javascript:alert(&#x27;url&#x27;)" in html  # as text, never as a link
-    assert "hostile.&lt;b&gt;demo&lt;/b&gt;" in html
+    assert "Hostile &lt;script&gt;alert(&#x27;script&#x27;)&lt;/script&gt;" in html  # the title
 
 
 def test_it_shows_hidden_characters_and_flags_their_cards(

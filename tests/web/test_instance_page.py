@@ -42,8 +42,8 @@ def test_it_lists_assumptions_with_source_acquisition_and_a_changed_since_mark(
     html = page(alice_client, vendor)
     reference = card_html(html, scenarios.open_prompt(vendor, "reference"))
     assert 'Payment reference</span>: <span class="value">INV-2024-001</span>' in reference
-    assert "source: you" in reference
-    assert re.search(r"acquired in run 1 \(an earlier run\), turn 2, on\s*<time", reference)
+    assert "given by you" in reference
+    assert re.search(r"from run 1 \(an earlier run\),\s*<time", reference)
     assert "⚠ changed since: status" in reference
     assert 'name="action" value="veto"' in reference
     assert '<label for="prompt-' in reference and "Reason for a veto (optional)" in reference
@@ -59,22 +59,24 @@ def test_it_shows_a_confirm_card_prefilled_with_its_source_and_world_diff(
     assert "Confirm: Recipient account" in card
     assert 'name="value" type="text"' in card and 'value="NL91ABNA0417164300"' in card
     assert f'name="version" value="{prompt.version}"' in card
-    assert "source: you" in card
-    assert re.search(r"acquired in run 1 \(an earlier run\), turn 1, on\s*<time", card)
+    assert "given by you" in card
+    assert re.search(r"from run 1 \(an earlier run\),\s*<time", card)
     # The diff: the changed key is highlighted and says so in words; the others are plain.
     bank = re.search(r'<tr class="changed">.*?</tr>', card, re.S).group(0)
     assert "bank" in bank and "ABN AMRO" in bank and "Revolut" in bank and "changed" in bank
     holder = re.search(r'<tr class="same">.*?</tr>', card, re.S).group(0)
     assert "holder" in holder and "changed" not in holder
-    assert "1 key changed" in card
+    assert "1 detail changed" in card
+    # The changed key comes first, whatever its order in the world.
+    assert card.index('<tr class="changed">') < card.index('<tr class="same">')
     for button in ('value="confirm"', 'value="edit"', 'value="reject"'):
         assert button in card
 
 
 def test_it_shows_where_a_tool_value_comes_from(vendor: TaskInstance, alice_client: Client) -> None:
     card = card_html(page(alice_client, vendor), scenarios.open_prompt(vendor, "amount"))
-    assert "source: a tool" in card
-    assert re.search(r"acquired in run 2 \(this run\), turn 1", card)
+    assert "from a tool" in card
+    assert re.search(r"from run 2 \(this run\),", card)
     assert 'inputmode="decimal"' in card and 'value="1250"' in card
 
 
@@ -100,8 +102,8 @@ def test_it_shows_an_ask_card_blank_with_the_earlier_grant_as_context_only(
     assert "Answer: Approval scope" in card
     field = re.search(r'<input id="prompt-\d+-value"[^>]*>', card).group(0)
     assert 'value=""' in field and 'autocomplete="off"' in field
-    assert "Earlier grant, for context only" in card and ">single</span>" in card
-    assert "Type the value in full" in card
+    assert "Earlier permission level, for reference only" in card and ">single</span>" in card
+    assert "Type the level in full" in card
     assert "Type it again" not in card  # only after an escalation was typed once
     assert 'value="answer"' in card and 'value="confirm"' not in card
 
@@ -134,7 +136,9 @@ def test_it_says_when_the_action_may_proceed_with_bindings_and_digest(
     assert "This action may proceed" in html
     assert vendor.bindings_digest in html
     assert ">recurring</span>" in html and ">NL91ABNA0417164300</span>" in html
-    assert "Needs your answer" in html and "Confirmed" in html  # answered cards stay as a record
+    # Answered cards stay as a read-only record, under a heading that no longer asks for them.
+    assert "Your answers" in html and "Needs your answer" not in html and "Confirmed" in html
+    assert 'value="confirm"' not in html and 'value="answer"' not in html
 
 
 def test_it_records_when_prompts_were_first_shown(

@@ -22,6 +22,8 @@ def test_it_shows_a_labelled_sign_in_form(db: None) -> None:
 def test_it_signs_in_and_lands_on_the_inbox(alice: User) -> None:
     client = Client()
     response = client.post("/accounts/login/", {"username": "alice", "password": PASSWORD})
+    assert response.status_code == 302 and response["Location"] == "/start/"
+    response = client.get("/start/")
     assert response.status_code == 302 and response["Location"] == "/"
     html = client.get("/").content.decode()
     assert "Signed in as <strong>alice</strong>" in html

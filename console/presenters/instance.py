@@ -1,0 +1,537 @@
+"""The instance page as a person reads it: cards, assumption lines, the outcome, in plain words.
+
+Everything a template would otherwise work out from route strings, risk classes or settings is
+decided here once: whether a card can still be answered, how long its buttons wait, what its
+input looks like, and the sentences that say why it is asked. The same presenters serve the full
+page and every htmx swap, so both always agree.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+from typing import Any
+
+from django.conf import settings
+
+from beliefs.domain.policy import RiskClass, Route
+from beliefs.domain.vocabulary import MAX_TEXT_LENGTH
+from beliefs.models import Decision, InstanceStatus, Prompt, PromptState, TaskInstance
+from console.forms import form_value
+from console.templatetags.reveal import hidden_characters, plain_text
+
+RESTATEMENT_VALUE_LIMIT = 60
+# Up to this many choices are radio buttons; more become a drop-down list.
+MAX_RADIO_CHOICES = 6
+FINISHED = (InstanceStatus.READY, InstanceStatus.CANCELLED, InstanceStatus.EXPIRED)
+
+DONE_WORDS = {
+    "confirm": "Confirmed",
+    "edit": "Edited and confirmed",
+    "answer": "Answered",
+    "reject": "Rejected",
+    "veto": "Vetoed",
+}
+STATE_WORDS = {
+    PromptState.CANCELLED: "Not needed: the action was cancelled",
+    PromptState.EXPIRED: "Not answered in time",
+    PromptState.SUPERSEDED: "No longer needed",
+}
+RISK_WORDS = {
+    RiskClass.IRREVERSIBLE: "Cannot be undone",
+    RiskClass.POLICY: "Governed by a policy",
+    RiskClass.REVERSIBLE: "Can be undone",
+    RiskClass.COSMETIC: "Cosmetic",
+    RiskClass.UNCLASSIFIED: "Cannot be undone",
+}
+SOURCE_WORDS = {
+    "user": "you",
+    "tool": "a tool the agent used",
+    "inference": "the agent's own guess",
+    "default": "a default",
+}
+
+
+def risk_words(risk: str) -> str:
+    try:
+        return RISK_WORDS[RiskClass(risk)]
+    except ValueError:
+        return risk
+
+
+def plain_problem(problem: str) -> str:
+    """A service's field message ("must be one of a, b") as a sentence for a person."""
+    text = problem.strip().rstrip(".")
+    if text == "is required":
+        return "Enter a value."
+    if match := re.fullmatch(r"must be one of (.+)", text):
+        return f"Choose one of: {match.group(1)}."
+    if match := re.fullmatch(r"must be at most (\d+) characters", text):
+        return f"Use at most {int(match.group(1)):,} characters."
+    if text == "must be a number":
+        return "Enter a number, for example 1250 or 12.50."
+    if text == "must be true or false":
+        return "Choose yes or no."
+    if text == "must be a date written YYYY-MM-DD":
+        return "Enter a date written YYYY-MM-DD, for example 2026-11-02."
+    if text.startswith("must "):
+        return "It " + text + "."
+    return text[:1].upper() + text[1:] + "."
+
+
+@dataclass(frozen=True)
+class Option:
+    value: str
+    label: str
+
+
+@dataclass(frozen=True)
+class PageFacts:
+    """What every card of one instance page shares."""
+
+    status: str
+    principal: str
+    decision_labels: dict[str, str]
+
+
+@dataclass
+class Card:
+    """One prompt as a card (a confirmation or a question) or an assumption line.
+
+    `message`, `errors` and `typed` carry a refused answer back into the card; `followup` is the
+    question that a veto of this assumption opened, shown right under it.
+    """
+
+    prompt: Prompt
+    facts: PageFacts
+    message: str = ""
+    status: int = 200
+    errors: dict[str, list[str]] = field(default_factory=dict)
+    typed: dict[str, str] = field(default_factory=dict)
+    followup: Card | None = None
+    focus: bool = False
+    after_veto: bool = False  # this question was opened by a veto of the line above it
+    vetoed_after_ready: bool = False
+
+    # --- what it is ---
+
+    @property
+    def dom_id(self) -> str:
+        return f"prompt-{self.prompt.pk}"
+
+    @property
+    def slot(self) -> Any:
+        return self.prompt.slot
+
+    @property
+    def is_assumption(self) -> bool:
+        return self.prompt.route == Route.SURFACED
+
+    @property
+    def is_confirm(self) -> bool:
+        return self.prompt.route == Route.CONFIRM
+
+    @property
+    def is_ask(self) -> bool:
+        return self.prompt.route == Route.ASK
+
+    @property
+    def kind(self) -> str:
+        """A CSS class name: confirm, ask or assumption."""
+        return "assumption" if self.is_assumption else "confirm" if self.is_confirm else "ask"
+
+    @property
+    def is_open(self) -> bool:
+        return self.prompt.state == PromptState.OPEN
+
+    @property
+    def can_answer(self) -> bool:
+        """An open card of an instance that still waits: its form can apply."""
+        return self.is_open and self.facts.status == InstanceStatus.AWAITING_USER
+
+    @property
+    def can_veto(self) -> bool:
+        """An assumption can be vetoed while the instance waits and after it is ready."""
+        return self.is_open and self.facts.status in (
+            InstanceStatus.AWAITING_USER,
+            InstanceStatus.READY,
+        )
+
+    @property
+    def veto_after_ready(self) -> bool:
+        """A veto now would come after the action was cleared: the agent may have acted."""
+        return self.can_veto and self.facts.status == InstanceStatus.READY
+
+    @property
+    def irreversible(self) -> bool:
+        return self.prompt.effective_risk == RiskClass.IRREVERSIBLE
+
+    @property
+    def delay_ms(self) -> int:
+        """Confirm and "use this value instead" of an irreversible card wait this long."""
+        return settings.CONSOLE_CONFIRM_DELAY_MS if self.irreversible else 0
+
+    @property
+    def belief(self) -> Any:
+        return self.prompt.belief
+
+    @property
+    def carried(self) -> bool:
+        return self.prompt.carried
+
+    # --- plain words ---
+
+    @property
+    def risk_words(self) -> str:
+        return risk_words(self.prompt.effective_risk)
+
+    @property
+    def source_words(self) -> str:
+        belief = self.prompt.belief
+        return SOURCE_WORDS.get(belief.source, belief.source) if belief is not None else ""
+
+    @property
+    def why(self) -> str:
+        """Why the person is asked, in one sentence."""
+        rule = self.prompt.rule
+        if self.after_veto:
+            return "You vetoed the earlier value, so the agent needs the right one from you."
+        if rule == "R0":
+            return "The agent has no value for this yet."
+        if rule == "R3":
+            return (
+                "This sets a permission level, so you type it yourself: an earlier value is "
+                "never filled in for you."
+            )
+        if rule == "R4":
+            return f"The agent got this value from {self.source_words} in this run, not from you."
+        if rule == "R5":
+            return (
+                "You gave a value in an earlier run, but nothing records what it referred to "
+                "then, so you are asked afresh."
+            )
+        if rule == "R6":
+            return (
+                "You gave this value in an earlier run. Check that it still holds: things may "
+                "have changed since."
+            )
+        return "The agent will use this value unless you veto it."
+
+    @property
+    def risk_why(self) -> str:
+        """Why it matters, in one sentence, without the classifiers' vocabulary."""
+        p = self.prompt
+        reason = p.risk_reason or ""
+        if p.slot.monotonic or reason == "monotonic scope":
+            return "A wrong value could grant more than you mean to."
+        if reason.startswith("unclassified"):
+            return "Nobody has rated this value yet, so it gets the most care."
+        if match := re.match(r"inherited from decision (\S+)", reason):
+            label = self.facts.decision_labels.get(match.group(1), "")
+            step = f"“{label}”" if label else "a step of this action"
+            if p.effective_risk == RiskClass.IRREVERSIBLE:
+                return f"It is used to {step}, which cannot be undone."
+            return f"It is used to {step}."
+        if p.effective_risk == RiskClass.IRREVERSIBLE:
+            return "A wrong value here cannot be undone."
+        return ""
+
+    @property
+    def done_word(self) -> str:
+        state = self.prompt.state
+        if state == PromptState.OPEN:
+            return "Not used" if self.is_assumption else "Not answered"
+        if state in (PromptState.ANSWERED, PromptState.REJECTED, PromptState.VETOED):
+            return DONE_WORDS.get(self.prompt.action, str(state).capitalize())
+        return STATE_WORDS.get(state, str(state).capitalize())
+
+    @property
+    def answered_by(self) -> str:
+        return self.facts.principal
+
+    @property
+    def answered_at(self) -> datetime | None:
+        return self.prompt.responded_at
+
+    @property
+    def replaced_value(self) -> Any:
+        """For an edit: the value on record that the person's value replaced."""
+        if self.prompt.action == "edit":
+            return self.prompt.prefill
+        return None
+
+    # --- the value and its input ---
+
+    @property
+    def value(self) -> Any:
+        """The value the card is about: pre-filled, bound, or answered."""
+        if self.prompt.state == PromptState.ANSWERED:
+            return self.prompt.response_value
+        return self.prompt.prefill
+
+    @property
+    def input_value(self) -> str:
+        if "value" in self.typed:
+            return self.typed["value"]
+        if self.is_confirm and not self.prefill_hidden:
+            return form_value(self.prompt.prefill, self.slot.value_type)
+        return ""  # a question is never pre-filled
+
+    @property
+    def prefill_hidden(self) -> bool:
+        """A value with hidden characters is not copied into the input, where they would act
+        (reorder, hide) again: it is shown revealed, and a correction is typed afresh."""
+        return self.is_confirm and bool(hidden_characters(self.prompt.prefill))
+
+    @property
+    def typed_choices(self) -> list[Any]:
+        """A permission level is typed in full, never picked (R3): its levels are a hint."""
+        return list(self.slot.scope_order or []) if self.slot.monotonic else []
+
+    @cached_property
+    def options(self) -> list[Option]:
+        """The choices offered as radio buttons or a list; [] where the value is typed."""
+        if self.slot.monotonic or self.prefill_hidden:
+            return []
+        if self.slot.value_type == "boolean":
+            return [Option("true", "Yes"), Option("false", "No")]
+        choices = self.slot.choices or self.slot.scope_order or []
+        return [Option(form_value(c, self.slot.value_type), plain_text(c)) for c in choices]
+
+    @property
+    def input_kind(self) -> str:
+        """radio, select, textarea or text."""
+        if self.options:
+            return "radio" if len(self.options) <= MAX_RADIO_CHOICES else "select"
+        if isinstance(self.prompt.prefill, dict | list) or "\n" in self.input_value:
+            return "textarea"
+        return "text"
+
+    @property
+    def is_date(self) -> bool:
+        return self.slot.value_type == "date"
+
+    @property
+    def is_number(self) -> bool:
+        return self.slot.value_type == "number"
+
+    @property
+    def max_length(self) -> int:
+        return MAX_TEXT_LENGTH
+
+    @property
+    def shows_length_hint(self) -> bool:
+        return self.input_kind in ("text", "textarea") and not (self.is_date or self.is_number)
+
+    @property
+    def ask_again(self) -> bool:
+        """The escalation of a permission level must be typed a second time."""
+        return "value_confirmation" in self.errors
+
+    @property
+    def value_errors(self) -> list[str]:
+        return [plain_problem(p) for p in self.errors.get("value", [])]
+
+    # --- the world ---
+
+    @cached_property
+    def diff(self) -> list[dict[str, Any]]:
+        """The world diff, changed keys first (in their order), then the unchanged ones."""
+        entries = list(self.prompt.world_diff or [])
+        return [e for e in entries if e.get("change") != "unchanged"] + [
+            e for e in entries if e.get("change") == "unchanged"
+        ]
+
+    @cached_property
+    def changed_keys(self) -> list[str]:
+        return [e["key"] for e in self.diff if e.get("change") != "unchanged"]
+
+    @property
+    def world_then(self) -> list[tuple[Any, Any]]:
+        """The world the value referred to, as key/value pairs, where nothing is stated now."""
+        ref = self.prompt.world_ref
+        if isinstance(ref, dict):
+            return sorted(ref.items(), key=lambda kv: str(kv[0]))
+        return []
+
+    @cached_property
+    def hidden(self) -> list[str]:
+        """Hidden characters anywhere a person reads on this card."""
+        p = self.prompt
+        return hidden_characters(
+            [
+                p.slot.label,
+                p.prefill,
+                p.context_value,
+                p.response_value,
+                p.world_ref,
+                p.world_now,
+                [[e.get("key"), e.get("old"), e.get("new")] for e in self.diff],
+            ]
+        )
+
+
+def _vetoed_after_ready(veto: Prompt, shown: list[Prompt]) -> bool:
+    """Was the instance ready when this assumption was vetoed? It was if no blocking prompt
+    was still waiting at that moment."""
+    when = veto.responded_at
+    if when is None:
+        return False
+    for p in shown:
+        if not p.blocking or p.created_at >= when:
+            continue
+        if p.responded_at is None or p.responded_at > when:
+            return False
+    return True
+
+
+def cards_for(
+    prompts: list[Prompt],
+    facts: PageFacts,
+    overrides: dict[int, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Split an instance's prompts into assumption lines and cards, in slot order.
+
+    A question opened by a veto is shown under the vetoed assumption, where the veto was made,
+    both when the page is rendered and when the veto's answer is swapped in.
+    """
+    overrides = overrides or {}
+
+    def card(prompt: Prompt, **extra: Any) -> Card:
+        return Card(prompt, facts, **{**extra, **overrides.get(prompt.pk, {})})
+
+    shown = [p for p in prompts if p.state != PromptState.SUPERSEDED]
+    assumptions: list[Card] = []
+    followup_ids: set[int] = set()
+    for prompt in shown:
+        if prompt.route != Route.SURFACED:
+            continue
+        line = card(prompt)
+        if prompt.state == PromptState.VETOED:
+            line.vetoed_after_ready = _vetoed_after_ready(prompt, shown)
+            after = [
+                p
+                for p in shown
+                if p.slot_id == prompt.slot_id and p.pk > prompt.pk and p.route != Route.SURFACED
+            ]
+            if after:
+                line.followup = card(after[-1], after_veto=True)
+                followup_ids.add(after[-1].pk)
+        assumptions.append(line)
+    cards = [card(p) for p in shown if p.route != Route.SURFACED and p.pk not in followup_ids]
+    return {"assumptions": assumptions, "cards": cards}
+
+
+def all_cards(groups: dict[str, Any]) -> list[Card]:
+    flat = []
+    for line in groups["assumptions"]:
+        flat.append(line)
+        if line.followup is not None:
+            flat.append(line.followup)
+    return flat + groups["cards"]
+
+
+@dataclass(frozen=True)
+class Part:
+    """One value in the restatement; label and text are untrusted, shown with `|shown`."""
+
+    label: str
+    text: str
+    pending: bool
+    flagged: bool
+
+
+@dataclass(frozen=True)
+class Sentence:
+    action: str
+    parts: list[Part]
+
+
+def restatement(instance: TaskInstance, decisions: list[Decision]) -> list[Sentence]:
+    """The action in plain words, one sentence per decision: "Send transfer: amount 250, …".
+
+    Values come from the last plan (or the final bindings): what would bind if the person
+    agreed now. Values that feed no decision close with "Also: …".
+    """
+    items = {item["slot"]: item for item in instance.plan_items or []}
+    bindings = instance.bindings if instance.status == InstanceStatus.READY else None
+
+    def part(key: str) -> Part:
+        item = items[key]
+        value = bindings[key] if bindings and key in bindings else item.get("value")
+        pending = value is None and item.get("route") == Route.ASK
+        text = "" if pending else plain_text(value, compact=True)
+        if len(text) > RESTATEMENT_VALUE_LIMIT:
+            text = text[: RESTATEMENT_VALUE_LIMIT - 1] + "…"
+        flagged = bool(hidden_characters([item.get("label"), value]))
+        return Part(item.get("label") or key, text, pending, flagged)
+
+    sentences = []
+    fed: set[str] = set()
+    for decision in decisions:
+        feeds = {slot.key for slot in decision.slots.all()}
+        keys = [k for k in items if k in feeds]
+        fed.update(keys)
+        sentences.append(Sentence(decision.label, [part(k) for k in keys]))
+    rest = [k for k in items if k not in fed]
+    if rest:
+        action = "Also" if sentences else instance.task_class.name
+        sentences.append(Sentence(action, [part(k) for k in rest]))
+    return sentences
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The instance's state at the top of its page."""
+
+    status: str
+    blocking_count: int
+    focus: bool = False
+
+    @property
+    def waiting(self) -> bool:
+        return self.status == InstanceStatus.AWAITING_USER
+
+    @property
+    def ready(self) -> bool:
+        return self.status == InstanceStatus.READY
+
+    @property
+    def cancelled(self) -> bool:
+        return self.status == InstanceStatus.CANCELLED
+
+    @property
+    def expired(self) -> bool:
+        return self.status == InstanceStatus.EXPIRED
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED
+
+
+def banner_context(
+    instance: TaskInstance, cards: list[Card], *, focus: bool = False
+) -> dict[str, Any]:
+    open_blocking = [c for c in cards if c.is_open and c.prompt.blocking]
+    labels = {item["slot"]: item.get("label") or item["slot"] for item in instance.plan_items}
+    bindings = [
+        {"key": key, "label": labels.get(key, key), "value": value}
+        for key, value in (instance.bindings or {}).items()
+    ]
+    return {
+        "instance": instance,
+        "outcome": Outcome(instance.status, len(open_blocking), focus),
+        "blocking_count": len(open_blocking),
+        "bindings": bindings,
+        "bindings_flagged": bool(hidden_characters(instance.bindings or {})),
+    }
+
+
+def page_facts(instance: TaskInstance, decisions: list[Decision], principal: str) -> PageFacts:
+    return PageFacts(
+        status=instance.status,
+        principal=principal,
+        decision_labels={d.key: d.label for d in decisions},
+    )

@@ -1,0 +1,35 @@
+"""Signing in, and where a person lands afterwards: on their work, not on an empty inbox."""
+
+from __future__ import annotations
+
+from django.contrib.auth.views import LoginView
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+
+from beliefs import selectors
+from beliefs.roles import is_classifier, is_reviewer
+
+
+class SignInView(LoginView):
+    """The sign-in page. Coming from the inbox's own address ("/", where a signed-out visit
+    starts) counts as no wish of one's own: the person lands where their work is."""
+
+    redirect_authenticated_user = True
+
+    def get_redirect_url(self) -> str:
+        url = super().get_redirect_url()
+        return "" if url == reverse("inbox") else url
+
+
+@require_GET
+def home(request: HttpRequest) -> HttpResponse:
+    """The inbox when something waits there; else a classifier's queue or a reviewer's list."""
+    user = request.user
+    if not selectors.inbox_instances(user).exists():
+        if is_classifier(user):
+            return redirect("classify-index")
+        if is_reviewer(user):
+            return redirect("proposals")
+    return redirect("inbox")
