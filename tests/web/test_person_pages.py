@@ -167,5 +167,5 @@ def test_a_world_the_runtime_did_not_state_is_not_shown_as_json(
     assert instance.status == InstanceStatus.AWAITING_USER
     html = alice_client.get(f"/instances/{instance.pk}/").content.decode()
     assert "it reports nothing for now" in html
-    assert '<dl class="world-then">' in html and "<code>bank</code>" in html
+    assert '<dl class="world-then">' in html and '<dt class="world-key">bank</dt>' in html
     assert '{\n  "bank"' not in html and "&quot;bank&quot;" not in html
