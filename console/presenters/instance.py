@@ -27,14 +27,14 @@ RESTATEMENT_VALUE_LIMIT = 60
 MAX_RADIO_CHOICES = 6
 FINISHED = (InstanceStatus.READY, InstanceStatus.CANCELLED, InstanceStatus.EXPIRED)
 
-DONE_WORDS = {
+DONE_WORDS: dict[str, str] = {
     "confirm": "Confirmed",
     "edit": "Edited and confirmed",
     "answer": "Answered",
     "reject": "Rejected",
     "veto": "Vetoed",
 }
-STATE_WORDS = {
+STATE_WORDS: dict[str, str] = {
     PromptState.CANCELLED: "Not needed: the action was cancelled",
     PromptState.EXPIRED: "Not answered in time",
     PromptState.SUPERSEDED: "No longer needed",
@@ -244,7 +244,7 @@ class Card:
         if state == PromptState.OPEN:
             return "Not used" if self.is_assumption else "Not answered"
         if state in (PromptState.ANSWERED, PromptState.REJECTED, PromptState.VETOED):
-            return DONE_WORDS.get(self.prompt.action, str(state).capitalize())
+            return DONE_WORDS.get(str(self.prompt.action), str(state).capitalize())
         return STATE_WORDS.get(state, str(state).capitalize())
 
     @property
@@ -311,11 +311,11 @@ class Card:
 
     @property
     def is_date(self) -> bool:
-        return self.slot.value_type == "date"
+        return bool(self.slot.value_type == "date")
 
     @property
     def is_number(self) -> bool:
-        return self.slot.value_type == "number"
+        return bool(self.slot.value_type == "number")
 
     @property
     def max_length(self) -> int:
@@ -425,12 +425,13 @@ def cards_for(
 
 
 def all_cards(groups: dict[str, Any]) -> list[Card]:
-    flat = []
+    flat: list[Card] = []
     for line in groups["assumptions"]:
         flat.append(line)
         if line.followup is not None:
             flat.append(line.followup)
-    return flat + groups["cards"]
+    cards: list[Card] = groups["cards"]
+    return flat + cards
 
 
 @dataclass(frozen=True)

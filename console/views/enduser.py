@@ -12,7 +12,7 @@ from uuid import UUID
 
 from django.contrib import messages
 from django.db.models import Min, Prefetch, Q
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -22,6 +22,7 @@ from beliefs import selectors, services
 from beliefs.errors import Conflict, InvalidInput, NotFound
 from beliefs.models import Decision, InstanceStatus, Prompt, PromptState, TaskInstance
 from console.forms import parse_response, typed_values
+from console.http import AuthedHttpRequest
 from console.presenters.instance import (
     DONE_WORDS,
     Card,
@@ -41,7 +42,7 @@ FIELD_NAMES = {"reason": "Your reason: "}
 # --- fetching with the principal check -----------------------------------------------------
 
 
-def _instance_or_404(request: HttpRequest, instance_id: UUID) -> TaskInstance:
+def _instance_or_404(request: AuthedHttpRequest, instance_id: UUID) -> TaskInstance:
     try:
         return services.instance_for_principal(instance_id, request.user)
     except NotFound:
@@ -57,7 +58,7 @@ def _decisions(instance: TaskInstance) -> list[Decision]:
 
 
 def _instance_context(
-    request: HttpRequest,
+    request: AuthedHttpRequest,
     instance: TaskInstance,
     overrides: dict[int, dict[str, Any]] | None = None,
     *,
@@ -81,7 +82,7 @@ def _instance_context(
 # --- the inbox -----------------------------------------------------------------------------
 
 
-def _inbox_context(request: HttpRequest) -> dict[str, Any]:
+def _inbox_context(request: AuthedHttpRequest) -> dict[str, Any]:
     now = timezone.now()
     decisions = Prefetch("task_class__decisions", queryset=Decision.objects.order_by("id"))
     waiting = (
@@ -108,12 +109,12 @@ def _inbox_context(request: HttpRequest) -> dict[str, Any]:
 
 
 @require_GET
-def inbox(request: HttpRequest) -> HttpResponse:
+def inbox(request: AuthedHttpRequest) -> HttpResponse:
     return render(request, "console/inbox.html", _inbox_context(request))
 
 
 @require_GET
-def inbox_rows(request: HttpRequest) -> HttpResponse:
+def inbox_rows(request: AuthedHttpRequest) -> HttpResponse:
     """The inbox list alone: htmx polls it so the inbox stays current without a reload."""
     return render(request, "console/_inbox_rows.html", _inbox_context(request))
 
@@ -122,13 +123,13 @@ def inbox_rows(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-def instance_detail(request: HttpRequest, instance_id: UUID) -> HttpResponse:
+def instance_detail(request: AuthedHttpRequest, instance_id: UUID) -> HttpResponse:
     instance = _instance_or_404(request, instance_id)
     return render(request, "console/instance.html", _instance_context(request, instance))
 
 
 @require_POST
-def prompt_respond(request: HttpRequest, instance_id: UUID, prompt_id: int) -> HttpResponse:
+def prompt_respond(request: AuthedHttpRequest, instance_id: UUID, prompt_id: int) -> HttpResponse:
     """One card's answer. htmx gets the card back (plus the outcome and restatement out of
     band), or the whole instance view when the answer changed the instance's state; a plain
     form post is redirected back to the page, or re-shown with the message on a 4xx."""

@@ -4,11 +4,12 @@ reviewers."""
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 
 from beliefs.roles import is_classifier, is_reviewer
 from beliefs.selectors import insights
+from console.http import AuthedHttpRequest
 
 CHART_HEIGHT = 120
 BAR_WIDTH = 28
@@ -37,7 +38,7 @@ def _bars(points: list[insights.RunPoint], peak: float) -> list[dict[str, float 
     return bars
 
 
-def insights_page(request: HttpRequest) -> HttpResponse:
+def insights_page(request: AuthedHttpRequest) -> HttpResponse:
     if not (is_classifier(request.user) or is_reviewer(request.user)):
         raise PermissionDenied
     series = insights.convergence()

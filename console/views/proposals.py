@@ -23,7 +23,8 @@ from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -36,6 +37,7 @@ from beliefs.models import ProposalAnnotation, ProposalValidation
 from beliefs.roles import is_reviewer
 from beliefs.selectors import proposals as proposal_reads
 from beliefs.services import proposals as proposal_writes
+from console.http import AuthedHttpRequest
 from console.presenters.proposals import decided_by_text
 from console.templatetags.reveal import hidden_characters
 
@@ -44,9 +46,11 @@ STATS_DEFAULT_DAYS = 30
 STATS_MAX_DAYS = 366
 
 
-def reviewer_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+def reviewer_required(
+    view: Callable[..., HttpResponseBase],
+) -> Callable[..., HttpResponseBase]:
     @wraps(view)
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapped(request: AuthedHttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if not is_reviewer(request.user):
             raise PermissionDenied("Only reviewers may see proposal validations.")
         return view(request, *args, **kwargs)
@@ -59,11 +63,11 @@ def reviewer_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpRe
 
 @require_GET
 @reviewer_required
-def proposal_list(request: HttpRequest) -> HttpResponse:
+def proposal_list(request: AuthedHttpRequest) -> HttpResponse:
     form = proposal_reads.ProposalFilterForm(request.GET)
     if not form.is_valid():
-        context = {"form": form, "page": None, "counts": None}
-        return render(request, "proposals/list.html", context, status=400)
+        refused = {"form": form, "page": None, "counts": None}
+        return render(request, "proposals/list.html", refused, status=400)
     filters = form.cleaned_data
     counts = proposal_reads.verdict_counts(
         proposal_reads.validations_filtered(filters, ignore=["verdict"])
@@ -74,7 +78,7 @@ def proposal_list(request: HttpRequest) -> HttpResponse:
     page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
     for validation in page:
         validation.codes = proposal_reads.codes_of(validation)  # type: ignore[attr-defined]
-    context = {
+    context: dict[str, Any] = {
         "form": form,
         "page": page,
         "counts": counts,
@@ -161,7 +165,7 @@ def _csv_lines(rows: Iterable[ProposalValidation]) -> Iterator[str]:
 
 @require_GET
 @reviewer_required
-def proposal_export(request: HttpRequest) -> HttpResponse:
+def proposal_export(request: AuthedHttpRequest) -> HttpResponse | StreamingHttpResponse:
     form = proposal_reads.ProposalFilterForm(request.GET)
     if not form.is_valid():
         context = {"form": form, "page": None, "counts": None}
@@ -296,19 +300,18 @@ def graph_rows(
                 touched.append("updated")
             if node_id in resolved:
                 touched.append("resolved")
-            node_rows.append(
-                {
-                    "raw": None,
-                    "id": _text(node_id),
-                    "type": _text(node.get("type")),
-                    "label": _text(node.get("label")),
-                    "status": _text(node.get("status")),
-                    "value": _text(node.get("value")),
-                    "unknown": unknown,
-                    "resolved": unknown and node.get("status") == "resolved",
-                    "touched": touched,
-                }
-            )
+            row: dict[str, Any] = {
+                "raw": None,
+                "id": _text(node_id),
+                "type": _text(node.get("type")),
+                "label": _text(node.get("label")),
+                "status": _text(node.get("status")),
+                "value": _text(node.get("value")),
+                "unknown": unknown,
+                "resolved": unknown and node.get("status") == "resolved",
+                "touched": touched,
+            }
+            node_rows.append(row)
     edge_rows = None
     if isinstance(edges, list):
         edge_rows = [
@@ -336,7 +339,7 @@ def _rows(items: Any, keys: tuple[str, ...]) -> list[dict[str, Any]]:
     ]
 
 
-def proposed_changes(update: Any) -> dict[str, list[dict[str, Any]]]:
+def proposed_changes(update: Any) -> dict[str, list[Any]]:
     """What the update asks for, array by array, as table rows (unreadable arrays empty)."""
     update = update if isinstance(update, dict) else {}
     updated = []
@@ -369,7 +372,7 @@ def pretty_json(value: Any) -> str:
 
 
 def _annotation_context(
-    request: HttpRequest,
+    request: AuthedHttpRequest,
     validation: ProposalValidation,
     form: AnnotationForm | None = None,
     saved: bool = False,
@@ -389,7 +392,7 @@ def _annotation_context(
 
 
 def _detail_context(
-    request: HttpRequest, validation: ProposalValidation, form: AnnotationForm | None = None
+    request: AuthedHttpRequest, validation: ProposalValidation, form: AnnotationForm | None = None
 ) -> dict[str, Any]:
     node_rows, edge_rows = graph_rows(validation.graph, validation.update)
     findings = list(validation.findings.all())
@@ -411,14 +414,14 @@ def _detail_context(
 
 @require_GET
 @reviewer_required
-def proposal_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def proposal_detail(request: AuthedHttpRequest, pk: int) -> HttpResponse:
     validation = _validation_or_404(pk)
     return render(request, "proposals/detail.html", _detail_context(request, validation))
 
 
 @require_POST
 @reviewer_required
-def proposal_annotate(request: HttpRequest, pk: int) -> HttpResponse:
+def proposal_annotate(request: AuthedHttpRequest, pk: int) -> HttpResponse:
     validation = _validation_or_404(pk)
     form = AnnotationForm(request.POST)
     if form.is_valid():
@@ -454,7 +457,7 @@ def nice_ceiling(value: int) -> int:
     """The smallest 1, 2 or 5 times a power of ten that is >= value (at least 1)."""
     if value <= 1:
         return 1
-    power = 10 ** math.floor(math.log10(value))
+    power = int(10 ** math.floor(math.log10(value)))
     for step in (1, 2, 5, 10):
         if step * power >= value:
             return step * power
@@ -499,7 +502,7 @@ def day_chart(days: list[proposal_reads.DayVerdicts]) -> DayChart:
     bars = []
     for i, day in enumerate(days):
         x = left + i * slot + (slot - bar_w) / 2
-        base = top + plot_h
+        base: float = top + plot_h
         for verdict in VERDICTS:
             n = day.counts[verdict]
             if not n:
@@ -563,7 +566,7 @@ def code_chart(codes: list[proposal_reads.CodeFrequency]) -> CodeChart:
 
 @require_GET
 @reviewer_required
-def proposal_stats(request: HttpRequest) -> HttpResponse:
+def proposal_stats(request: AuthedHttpRequest) -> HttpResponse:
     form = proposal_reads.ProposalFilterForm(request.GET)
     if form.is_valid():
         filters = dict(form.cleaned_data)

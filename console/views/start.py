@@ -10,6 +10,7 @@ from django.views.decorators.http import require_GET
 
 from beliefs import selectors
 from beliefs.roles import is_classifier, is_reviewer
+from console.http import AuthedHttpRequest
 
 
 class SignInView(LoginView):
@@ -18,13 +19,14 @@ class SignInView(LoginView):
 
     redirect_authenticated_user = True
 
-    def get_redirect_url(self) -> str:
+    def get_redirect_url(self, request: HttpRequest | None = None) -> str:
+        # Django 5.2 takes no request here; newer releases (and their stubs) may pass one.
         url = super().get_redirect_url()
         return "" if url == reverse("inbox") else url
 
 
 @require_GET
-def home(request: HttpRequest) -> HttpResponse:
+def home(request: AuthedHttpRequest) -> HttpResponse:
     """The inbox when something waits there; else a classifier's queue or a reviewer's list."""
     user = request.user
     if not selectors.inbox_instances(user).exists():
