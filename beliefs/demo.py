@@ -14,13 +14,13 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from rest_framework_api_key.models import APIKey
 
 from beliefs import services
 from beliefs.demo_proposals import seed_demo_proposals
-from beliefs.models import PromptState, TaskClass, TaskInstance
+from beliefs.models import PromptState, RuntimeAPIKey, TaskClass, TaskInstance
 from beliefs.roles import CLASSIFIERS_GROUP, REVIEWERS_GROUP, ensure_role_groups, grant_role
-from beliefs.services import Actor, classification
+from beliefs.services import SYSTEM, Actor, classification
+from beliefs.services.runtimes import runtime_key_create
 
 DEMO_KEY_NAME = "demo-runtime"
 
@@ -304,8 +304,8 @@ def _seed_scenario(scenario: Scenario, alice: AbstractBaseUser, runtime: Actor) 
 
 def demo_runtime_key() -> str:
     """A fresh demo runtime key; earlier demo keys are revoked (a key is shown only once)."""
-    APIKey.objects.filter(name=DEMO_KEY_NAME, revoked=False).update(revoked=True)
-    _, key = APIKey.objects.create_key(name=DEMO_KEY_NAME)
+    RuntimeAPIKey.objects.filter(runtime__name=DEMO_KEY_NAME, revoked=False).update(revoked=True)
+    _, key = runtime_key_create(runtime_name=DEMO_KEY_NAME, actor=SYSTEM)
     return key
 
 
@@ -322,7 +322,7 @@ def seed_demo() -> dict[str, Any]:
             grant_role(user, group)
     alice = user_model.objects.get(username="alice")
     key = demo_runtime_key()
-    runtime = Actor(key=APIKey.objects.get_from_key(key))
+    runtime = Actor(key=RuntimeAPIKey.objects.get_from_key(key))
     for scenario in SCENARIOS:
         _seed_scenario(scenario, alice, runtime)
     proposals_added = seed_demo_proposals()

@@ -9,10 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from rest_framework_api_key.models import APIKey
 
 from beliefs.errors import NotFound
-from beliefs.models import TaskInstance
+from beliefs.models import RuntimeAPIKey, TaskInstance
 from beliefs.services.expiry import instance_expire_if_due
 
 
@@ -29,9 +28,9 @@ def instance_for_principal(instance_id: Any, user: AbstractBaseUser) -> TaskInst
     return instance
 
 
-def instance_for_runtime(instance_id: Any, key: APIKey) -> TaskInstance:
-    """The instance if this runtime key opened it; 404 otherwise."""
-    instance = _instances().filter(pk=instance_id, opened_by=key).first()
+def instance_for_runtime(instance_id: Any, key: RuntimeAPIKey) -> TaskInstance:
+    """The instance if the key's runtime opened it (through any of its keys); 404 otherwise."""
+    instance = _instances().filter(pk=instance_id, runtime_id=key.runtime_id).first()
     if instance is None:
         raise NotFound("No such instance.")
     instance_expire_if_due(instance=instance)

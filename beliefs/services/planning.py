@@ -87,7 +87,7 @@ def plan_locked(instance: TaskInstance, actor: Actor) -> list[dict[str, Any]]:
         ):
             # The same belief now routes to something weaker: only a classification change can
             # do that, and a downgrade never releases what was already asked of a person
-            #. The blocking prompt stands.
+            # . The blocking prompt stands.
             state = _held(state, prompt)
         if state.routing.route is Route.SILENT:
             if prompt is not None:
