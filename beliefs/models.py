@@ -582,6 +582,7 @@ class EmailNotification(models.Model):
         PENDING = "pending"
         SENDING = "sending"
         SENT = "sent"
+        SKIPPED = "skipped"  # no longer waiting, or email turned off, when its turn came
         FAILED = "failed"
 
     instance = models.ForeignKey(

@@ -86,7 +86,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('kind', models.CharField(choices=[('awaiting_user', 'Awaiting User'), ('expiring', 'Expiring')], max_length=20)),
-                ('state', models.CharField(choices=[('pending', 'Pending'), ('sending', 'Sending'), ('sent', 'Sent'), ('failed', 'Failed')], default='pending', max_length=20)),
+                ('state', models.CharField(choices=[('pending', 'Pending'), ('sending', 'Sending'), ('sent', 'Sent'), ('skipped', 'Skipped'), ('failed', 'Failed')], default='pending', max_length=20)),
                 ('attempts', models.PositiveIntegerField(default=0)),
                 ('last_error', models.TextField(blank=True)),
                 ('sent_at', models.DateTimeField(blank=True, null=True)),

@@ -24,6 +24,7 @@ from beliefs.selectors.beliefs import SlotState, belief_summary, slot_states
 from beliefs.services.audit import Actor, audit
 from beliefs.services.expiry import expire_locked_if_due
 from beliefs.services.lifecycle import lock_instance, require_open
+from beliefs.services.notify import instance_status_changed
 
 
 def _desired_prompt(state: SlotState) -> dict[str, Any]:
@@ -72,6 +73,7 @@ def plan_locked(instance: TaskInstance, actor: Actor) -> list[dict[str, Any]]:
     before is refused as stale.
     """
     now = timezone.now()
+    status_before = instance.status
     states = slot_states(instance)
     open_prompts = {p.slot_id: p for p in instance.prompts.filter(state=PromptState.OPEN)}
     items = []
@@ -146,6 +148,7 @@ def plan_locked(instance: TaskInstance, actor: Actor) -> list[dict[str, Any]]:
                 "bindings_digest": instance.bindings_digest,
             },
         )
+    instance_status_changed(instance, status_before)
     return items
 
 

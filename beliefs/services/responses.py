@@ -30,6 +30,7 @@ from beliefs.services.audit import Actor, audit
 from beliefs.services.expiry import instance_expire_if_due
 from beliefs.services.inputs import MAX_TEXT_LENGTH, optional_text
 from beliefs.services.lifecycle import close_instance, lock_instance, require_open
+from beliefs.services.notify import belief_vetoed
 from beliefs.services.planning import plan_locked
 
 ACTIONS_BY_ROUTE = {
@@ -344,6 +345,9 @@ def _prompt_respond(
             prompt=prompt,
             subject=prompt.slot.key,
             data=data,
+        )
+        belief_vetoed(
+            instance, prompt, vetoed, reason, was_ready=instance.status == InstanceStatus.READY
         )
         plan_locked(instance, actor)
     instance.refresh_from_db()
