@@ -17,7 +17,7 @@ MAX_BODY = 1024 * 1024
 
 @dataclass
 class Received:
-    headers: dict[str, str]
+    headers: dict[str, str]  # names in lower case
     body: bytes
     event: Any  # the verified JSON, or None when refused
     refused: str = ""  # why the signature check failed
@@ -43,7 +43,7 @@ class Receiver:
             def do_POST(self) -> None:  # noqa: N802 - the name http.server calls
                 length = min(int(self.headers.get("Content-Length") or 0), MAX_BODY)
                 body = self.rfile.read(length)
-                status = receiver.handle(dict(self.headers.items()), body)
+                status = receiver.handle({k.lower(): v for k, v in self.headers.items()}, body)
                 self.send_response(status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
