@@ -30,7 +30,11 @@ DEMO_USERS: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("carol", "carol-demo-pass", "classifier", (CLASSIFIERS_GROUP,)),
     ("cathy", "cathy-demo-pass", "second classifier (four-eyes approvals)", (CLASSIFIERS_GROUP,)),
     ("rita", "rita-demo-pass", "reviewer", (REVIEWERS_GROUP,)),
+    ("admin", "admin-demo-pass", "staff: /admin/ and /runtimes/", ()),
 ]
+STAFF_USERS = {"admin"}
+# Demo emails go to the console (or to SMTP when EMAIL_HOST is set): alice gets hers.
+DEMO_EMAILS = {"alice": "alice@example.org"}
 
 
 @dataclass
@@ -317,7 +321,10 @@ def seed_demo() -> dict[str, Any]:
         user, created = user_model.objects.get_or_create(username=username)
         if created or not user.check_password(password):
             user.set_password(password)
-            user.save()
+        user.email = DEMO_EMAILS.get(username, user.email)
+        if username in STAFF_USERS:
+            user.is_staff = user.is_superuser = True
+        user.save()
         for group in groups:
             grant_role(user, group)
     alice = user_model.objects.get(username="alice")
