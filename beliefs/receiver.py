@@ -81,7 +81,9 @@ class Receiver:
         return self
 
     def stop(self) -> None:
-        self.server.shutdown()
+        if self._thread is not None:  # shutdown() waits for a loop that was never started
+            self.server.shutdown()
+            self._thread = None
         self.server.server_close()
 
     def __enter__(self) -> Receiver:

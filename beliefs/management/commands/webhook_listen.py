@@ -25,7 +25,9 @@ class Command(BaseCommand):
             "its fresh secret (needs CONSOLE_WEBHOOK_ALLOW_PRIVATE, on with DEBUG)",
         )
 
-    def handle(self, *args: Any, port: int, secret: str | None, runtime: str | None, **_: Any):
+    def handle(
+        self, *args: Any, port: int, secret: str | None, runtime: str | None, **_: Any
+    ) -> None:
         placeholder = "whsec_" + "A" * 44
         try:
             receiver = Receiver(secret or placeholder, port=port, on_event=self._print)
@@ -36,6 +38,7 @@ class Command(BaseCommand):
         if runtime:
             receiver = self._register(receiver, runtime)
         self.stdout.write(f"Listening on {receiver.url} (Ctrl-C to stop)")
+        self.stdout.flush()
         receiver.start()
         try:
             while True:
