@@ -123,7 +123,7 @@ def check_destination(url: str, resolve: Resolver, *, allow_private: bool) -> De
     port = port or (443 if scheme == "https" else 80)
     try:
         addresses = tuple(resolve(host, port))
-    except OSError:
+    except (OSError, ValueError):  # ValueError: UnicodeError from a name IDNA cannot encode
         raise UnsafeDestination(f"host {host!r} does not resolve") from None
     if not addresses:
         raise UnsafeDestination(f"host {host!r} does not resolve")

@@ -117,3 +117,9 @@ def test_delivery_checks_the_address_again(runtime: JsonClient, rt: Actor) -> No
     assert receiver.received == []
     assert delivery.state == WebhookDelivery.State.PENDING  # retried: DNS may change back
     assert "non-public" in delivery.last_error
+
+
+def test_a_host_name_that_cannot_be_encoded_is_a_400_not_a_500(runtime: JsonClient) -> None:
+    response = runtime.post_json(f"{API}/webhook-endpoints/", {"url": "https://" + "ä" * 70 + "/"})
+    assert response.status_code == 400, response.content
+    assert list(response.json()["fields"]) == ["url"]
