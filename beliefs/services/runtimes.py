@@ -61,7 +61,7 @@ def runtime_key_revoke(*, key: RuntimeAPIKey, actor: Actor) -> RuntimeAPIKey:
 @transaction.atomic
 def task_class_transfer(*, task_class: TaskClass, owner: Runtime | None, actor: Actor) -> TaskClass:
     """Give a task class to another runtime (staff only, from the admin)."""
-    task_class = TaskClass.objects.select_for_update().select_related("owner").get(pk=task_class.pk)
+    task_class = TaskClass.objects.select_for_update().get(pk=task_class.pk)
     before = task_class.owner.name if task_class.owner is not None else None
     after = owner.name if owner is not None else None
     if before == after:

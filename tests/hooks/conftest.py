@@ -6,10 +6,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
+from unittest import mock
 
 import pytest
 from django.contrib.auth.models import User
 from django.test import override_settings
+from django_tasks_db.management.commands import db_worker
 from django_tasks_db.management.commands.db_worker import Worker
 
 from beliefs import services
@@ -33,8 +35,16 @@ def _fast_private_webhooks() -> Iterator[None]:
 
 
 def run_worker() -> None:
-    """Run every job that is due now, as `manage.py worker --batch` would."""
-    Worker(
+    """Run every job that is due now, as `manage.py worker --batch` would.
+
+    In a process of its own the worker closes stale connections between jobs; here it shares
+    the test's connection, inside the test's transaction, which must stay open."""
+    with mock.patch.object(db_worker, "close_old_connections", lambda: None):
+        _worker().run()
+
+
+def _worker() -> Worker:
+    return Worker(
         queue_names=["default"],
         interval=0,
         batch=True,
@@ -43,7 +53,7 @@ def run_worker() -> None:
         max_tasks=None,
         worker_id="test-worker",
         excluded_queue_names=[],
-    ).run()
+    )
 
 
 def work_until(done: Callable[[], bool], timeout: float = 10.0) -> None:
