@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+PORT ?= 8000
 
 .PHONY: run test install lint format bench clean
 
@@ -15,11 +16,15 @@ $(STAMP): pyproject.toml client/pyproject.toml
 
 install: $(STAMP)
 
-## Serve the demo on http://127.0.0.1:8000 (SQLite unless DATABASE_URL is set).
+## Serve the demo on http://127.0.0.1:8000 with one background worker beside it (SQLite unless
+## DATABASE_URL is set). Ctrl-C stops both; so does the server stopping on its own.
 run: $(STAMP)
 	$(PY) manage.py migrate --noinput
-	$(PY) manage.py demo
-	$(PY) manage.py runserver 127.0.0.1:8000
+	$(PY) manage.py demo --url http://127.0.0.1:$(PORT)/
+	@export CONSOLE_BASE_URL=http://127.0.0.1:$(PORT); \
+	$(PY) manage.py worker & worker=$$!; \
+	trap 'kill $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT INT TERM; \
+	$(PY) manage.py runserver 127.0.0.1:$(PORT)
 
 ## Lint, then the whole test suite (browser tests need /usr/bin/chromium), then the client's own.
 test: $(STAMP)

@@ -14,13 +14,13 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.db import transaction
-from rest_framework_api_key.models import APIKey
 
 from beliefs import services
 from beliefs.demo_proposals import seed_demo_proposals
-from beliefs.models import PromptState, TaskClass, TaskInstance
+from beliefs.models import PromptState, RuntimeAPIKey, TaskClass, TaskInstance
 from beliefs.roles import CLASSIFIERS_GROUP, REVIEWERS_GROUP, ensure_role_groups, grant_role
-from beliefs.services import Actor, classification
+from beliefs.services import SYSTEM, Actor, classification
+from beliefs.services.runtimes import runtime_key_create
 
 DEMO_KEY_NAME = "demo-runtime"
 
@@ -30,7 +30,11 @@ DEMO_USERS: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("carol", "carol-demo-pass", "classifier", (CLASSIFIERS_GROUP,)),
     ("cathy", "cathy-demo-pass", "second classifier (four-eyes approvals)", (CLASSIFIERS_GROUP,)),
     ("rita", "rita-demo-pass", "reviewer", (REVIEWERS_GROUP,)),
+    ("admin", "admin-demo-pass", "staff: /admin/ and /runtimes/", ()),
 ]
+STAFF_USERS = {"admin"}
+# Demo emails go to the console (or to SMTP when EMAIL_HOST is set): alice gets hers.
+DEMO_EMAILS = {"alice": "alice@example.org"}
 
 
 @dataclass
@@ -304,8 +308,8 @@ def _seed_scenario(scenario: Scenario, alice: User, runtime: Actor) -> None:
 
 def demo_runtime_key() -> str:
     """A fresh demo runtime key; earlier demo keys are revoked (a key is shown only once)."""
-    APIKey.objects.filter(name=DEMO_KEY_NAME, revoked=False).update(revoked=True)
-    _, key = APIKey.objects.create_key(name=DEMO_KEY_NAME)
+    RuntimeAPIKey.objects.filter(runtime__name=DEMO_KEY_NAME, revoked=False).update(revoked=True)
+    _, key = runtime_key_create(runtime_name=DEMO_KEY_NAME, actor=SYSTEM)
     return key
 
 
@@ -317,13 +321,16 @@ def seed_demo() -> dict[str, Any]:
         user, created = user_model.objects.get_or_create(username=username)
         if created or not user.check_password(password):
             user.set_password(password)
-            user.save()
+        user.email = DEMO_EMAILS.get(username, user.email)
+        if username in STAFF_USERS:
+            user.is_staff = user.is_superuser = True
+        user.save()
         for group in groups:
             grant_role(user, group)
     alice = user_model.objects.get(username="alice")
     key = demo_runtime_key()
-    api_key = APIKey.objects.get_from_key(key)
-    assert isinstance(api_key, APIKey)
+    api_key = RuntimeAPIKey.objects.get_from_key(key)
+    assert isinstance(api_key, RuntimeAPIKey)
     runtime = Actor(key=api_key)
     for scenario in SCENARIOS:
         _seed_scenario(scenario, alice, runtime)

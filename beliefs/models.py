@@ -11,6 +11,7 @@ from datetime import datetime
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from rest_framework_api_key.models import AbstractAPIKey, APIKeyManager
 
 from beliefs.domain.policy import RiskClass, Route, Rule, Source
 from beliefs.domain.vocabulary import OPEN_INSTANCE_STATUSES, VERDICTS
@@ -22,9 +23,47 @@ RULE_CHOICES = [(r.value, r.value) for r in Rule]
 VERDICT_CHOICES = [(v, v.title()) for v in VERDICTS]
 
 
+class Runtime(models.Model):
+    """An application that calls the API ("billing-agent"). It owns what its keys do, so a key
+    can be rotated without losing sight of the runtime's instances."""
+
+    name = models.CharField(max_length=50, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class RuntimeAPIKeyManager(APIKeyManager):
+    def get_usable_keys(self) -> models.QuerySet:
+        # Every request names its runtime: fetch it with the key.
+        return super().get_usable_keys().select_related("runtime")
+
+
+class RuntimeAPIKey(AbstractAPIKey):
+    """One of a runtime's keys; only its hash is stored."""
+
+    runtime = models.ForeignKey(Runtime, on_delete=models.PROTECT, related_name="keys")
+
+    objects = RuntimeAPIKeyManager()
+
+    class Meta(AbstractAPIKey.Meta):
+        verbose_name = "runtime API key"
+        verbose_name_plural = "runtime API keys"
+
+
 class TaskClass(models.Model):
     key = models.CharField(max_length=200, unique=True)
     name = models.CharField(max_length=200)
+    # The runtime that registered it: only that runtime may change it (staff may transfer it).
+    # NULL for a class registered before runtimes existed: the next runtime to register it
+    # adopts it.
+    owner = models.ForeignKey(
+        Runtime, on_delete=models.PROTECT, null=True, blank=True, related_name="task_classes"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -102,8 +141,12 @@ class TaskInstance(models.Model):
     principal = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="instances"
     )
+    # The instance belongs to the runtime; the key is kept to say which of its keys opened it.
+    runtime = models.ForeignKey(
+        Runtime, on_delete=models.PROTECT, null=True, blank=True, related_name="instances"
+    )
     opened_by = models.ForeignKey(
-        "rest_framework_api_key.APIKey",
+        RuntimeAPIKey,
         on_delete=models.SET_NULL,
         null=True,
         blank=True,
@@ -133,8 +176,9 @@ class TaskInstance(models.Model):
             models.UniqueConstraint(
                 fields=["principal", "task_class", "run_number"], name="instance_unique_run"
             ),
+            # Per runtime, not per key: a retry after a key rotation still finds its instance.
             models.UniqueConstraint(
-                fields=["opened_by", "idempotency_key"], name="instance_unique_idempotency_key"
+                fields=["runtime", "idempotency_key"], name="instance_unique_runtime_idempotency"
             ),
         ]
         indexes = [models.Index(fields=["principal", "status", "-created_at"])]
@@ -307,6 +351,9 @@ class AuditEvent(models.Model):
         related_name="+",
     )
     actor_key_name = models.CharField(max_length=200, blank=True)
+    # Nullable on purpose: adding a NOT NULL column makes SQLite rebuild the table, which would
+    # drop the append-only triggers with it.
+    actor_key_prefix = models.CharField(max_length=8, null=True, blank=True)  # noqa: DJ001
     actor = models.CharField(max_length=200)  # "alice", "runtime:demo-runtime", "system"
     task_class = models.ForeignKey(
         TaskClass,
@@ -390,7 +437,7 @@ class ProposalValidation(models.Model):
     model = models.CharField(max_length=200, blank=True, db_index=True)
     run = models.CharField(max_length=200, blank=True)
     submitted_by_key = models.ForeignKey(
-        "rest_framework_api_key.APIKey",
+        RuntimeAPIKey,
         on_delete=models.SET_NULL,
         null=True,
         blank=True,
@@ -450,3 +497,148 @@ class ProposalAnnotation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.agreement} by {self.reviewer_id} on {self.validation_id}"
+
+
+# --- Reaching out: webhooks to runtimes, email to people ----------------------------------------
+
+
+class WebhookEndpoint(models.Model):
+    """Where a runtime wants its events posted, signed with its secret (Standard Webhooks)."""
+
+    runtime = models.ForeignKey(Runtime, on_delete=models.CASCADE, related_name="webhook_endpoints")
+    url = models.CharField(max_length=2000)
+    # The signing secret must be readable to sign with, so it is stored as is (like a password
+    # for an outgoing connection), shown to the runtime once and never again.
+    secret = models.CharField(max_length=200)
+    # After a rotation the old secret also signs until previous_secret_until.
+    previous_secret = models.CharField(max_length=200, blank=True)
+    previous_secret_until = models.DateTimeField(null=True, blank=True)
+    event_types = models.JSONField(default=list, blank=True)  # empty: every event
+    active = models.BooleanField(default=True)
+    description = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["runtime_id", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.runtime_id}: {self.url}"
+
+
+class WebhookEvent(models.Model):
+    """The outbox: written in the transaction of the change that causes it."""
+
+    # The Standard Webhooks `webhook-id`: the same on every retry, so receivers drop duplicates.
+    webhook_id = models.CharField(max_length=40, unique=True)
+    type = models.CharField(max_length=60, db_index=True)
+    runtime = models.ForeignKey(
+        Runtime, on_delete=models.CASCADE, null=True, blank=True, related_name="webhook_events"
+    )
+    instance = models.ForeignKey(
+        TaskInstance,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="webhook_events",
+    )
+    # Per instance, 1-based, so that a receiver can order what it gets.
+    sequence = models.PositiveIntegerField(null=True, blank=True)
+    payload = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["instance", "sequence"], name="webhook_event_sequence_per_instance"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.type} {self.webhook_id}"
+
+
+class WebhookDelivery(models.Model):
+    class State(models.TextChoices):
+        PENDING = "pending"
+        SENDING = "sending"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+
+    event = models.ForeignKey(WebhookEvent, on_delete=models.CASCADE, related_name="deliveries")
+    endpoint = models.ForeignKey(
+        WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries"
+    )
+    state = models.CharField(max_length=20, choices=State, default=State.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField()
+    # A worker that claimed the delivery holds it until then; after, it is taken up again.
+    lease_until = models.DateTimeField(null=True, blank=True)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_status_code = models.PositiveIntegerField(null=True, blank=True)
+    last_response = models.TextField(blank=True)  # at most 1 KB of what the receiver said
+    last_error = models.TextField(blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "webhook deliveries"
+        constraints = [
+            models.UniqueConstraint(fields=["event", "endpoint"], name="webhook_delivery_once"),
+        ]
+        indexes = [models.Index(fields=["state", "next_attempt_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.event_id} to {self.endpoint_id}: {self.state}"
+
+
+class EmailNotification(models.Model):
+    """One email to a person about one instance in one state; the constraint keeps it one."""
+
+    class Kind(models.TextChoices):
+        AWAITING_USER = "awaiting_user"
+        EXPIRING = "expiring"
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        SENDING = "sending"
+        SENT = "sent"
+        SKIPPED = "skipped"  # no longer waiting, or email turned off, when its turn came
+        FAILED = "failed"
+
+    instance = models.ForeignKey(
+        TaskInstance, on_delete=models.CASCADE, related_name="email_notifications"
+    )
+    recipient = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    kind = models.CharField(max_length=20, choices=Kind)
+    state = models.CharField(max_length=20, choices=State, default=State.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["instance", "kind"], name="email_once_per_state"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} email for {self.instance_id}"
+
+
+class PersonSettings(models.Model):
+    """A person's own preferences (the account page)."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="console_settings"
+    )
+    email_notifications = models.BooleanField(default=True)
+
+    class Meta:
+        verbose_name_plural = "person settings"
+
+    def __str__(self) -> str:
+        return f"settings of {self.user_id}"

@@ -72,6 +72,8 @@ INSTALLED_APPS = [
     "django_htmx",
     "csp",
     "axes",
+    "django_tasks",
+    "django_tasks_db",
     "beliefs",
     "console",
 ]
@@ -245,3 +247,34 @@ API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 10 * 1024 * 1024)
 CONSOLE_TRANSITION_POLICY = os.environ.get("CONSOLE_TRANSITION_POLICY", "strict")
 if CONSOLE_TRANSITION_POLICY not in {"strict", "lenient"}:  # TransitionPolicy's values
     raise ImproperlyConfigured("CONSOLE_TRANSITION_POLICY must be 'strict' or 'lenient'")
+
+# --- Background work, webhooks and email ------------------------------------------------------
+# Jobs are rows in the application's own database: a job enqueued inside a transaction commits
+# or rolls back with it. Run workers with `python manage.py worker` (any number, anywhere).
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+# How often each worker sweeps for expiring prompts, due expiries and stalled deliveries.
+CONSOLE_SWEEP_SECONDS = env_int("CONSOLE_SWEEP_SECONDS", 60)
+# A blocking prompt with less than this left warns its runtime (instance.expiring) and person.
+CONSOLE_EXPIRY_WARNING = timedelta(seconds=env_int("CONSOLE_EXPIRY_WARNING_SECONDS", 3600))
+# Webhook endpoints on loopback, private or link-local addresses (and plain http for those):
+# for development only, so on by default only with DEBUG.
+CONSOLE_WEBHOOK_ALLOW_PRIVATE = env_bool("CONSOLE_WEBHOOK_ALLOW_PRIVATE", DEBUG)
+CONSOLE_WEBHOOK_TIMEOUT_SECONDS = env_int("CONSOLE_WEBHOOK_TIMEOUT_SECONDS", 5)
+# Seconds to wait before each retry; None: the default schedule (about three days).
+CONSOLE_WEBHOOK_RETRY_SECONDS: list[float] | None = None
+# Where people reach the console: the links in emails.
+CONSOLE_BASE_URL = os.environ.get("CONSOLE_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
+
+# Email: printed to the console unless EMAIL_HOST is set, then sent by SMTP.
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
+EMAIL_BACKEND = (
+    "django.core.mail.backends.smtp.EmailBackend"
+    if EMAIL_HOST
+    else "django.core.mail.backends.console.EmailBackend"
+)
+EMAIL_PORT = env_int("EMAIL_PORT", 587)
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "console@localhost")

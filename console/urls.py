@@ -1,12 +1,15 @@
 from __future__ import annotations
 
+from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
 
 from beliefs.api.views import healthz
+from console.views.account import account_page
 from console.views.help import glossary
 from console.views.insights import insights_page
+from console.views.runtimes import endpoint_send_test, runtimes_page
 from console.views.start import SignInView, home
 
 urlpatterns = [
@@ -14,6 +17,14 @@ urlpatterns = [
     path("accounts/login/", SignInView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/v1/", include("beliefs.api.urls")),
+    path("admin/", admin.site.urls),
+    path("account/", account_page, name="account"),
+    path("runtimes/", runtimes_page, name="runtimes"),
+    path(
+        "runtimes/endpoints/<int:endpoint_id>/test/",
+        endpoint_send_test,
+        name="runtime-endpoint-test",
+    ),
     path("", include("console.urls_enduser")),
     path("classify/", include("console.urls_classify")),
     path("proposals/", include("console.urls_proposals")),

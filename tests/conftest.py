@@ -12,8 +12,8 @@ from django.contrib.auth.models import User
 from django.db import connections
 from django.test import Client, TransactionTestCase, override_settings
 from rest_framework.test import APIClient
-from rest_framework_api_key.models import APIKey
 
+from beliefs.models import Runtime, RuntimeAPIKey
 from beliefs.roles import CLASSIFIERS_GROUP, REVIEWERS_GROUP, grant_role
 
 PASSWORD = "correct-horse-battery"
@@ -102,8 +102,16 @@ def rita(db: None) -> User:
 
 
 @pytest.fixture
-def runtime_key(db: None) -> tuple[APIKey, str]:
-    return APIKey.objects.create_key(name="test-runtime")
+def runtime_key(db: None) -> tuple[RuntimeAPIKey, str]:
+    """A key of the runtime "test-runtime": (the stored key, the key itself)."""
+    return runtime_key_of("test-runtime")
+
+
+def runtime_key_of(runtime_name: str) -> tuple[RuntimeAPIKey, str]:
+    """A new key of the named runtime (created if needed), made directly so that tests counting
+    audit events count only what they do."""
+    runtime, _ = Runtime.objects.get_or_create(name=runtime_name)
+    return RuntimeAPIKey.objects.create_key(name=runtime_name, runtime=runtime)
 
 
 class JsonClient(APIClient):
@@ -124,7 +132,7 @@ class JsonClient(APIClient):
 
 
 @pytest.fixture
-def runtime(runtime_key: tuple[APIKey, str]) -> JsonClient:
+def runtime(runtime_key: tuple[RuntimeAPIKey, str]) -> JsonClient:
     """The API as a runtime sees it (Authorization: Api-Key ...)."""
     client = JsonClient()
     client.credentials(HTTP_AUTHORIZATION=f"Api-Key {runtime_key[1]}")

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
-from rest_framework_api_key.models import APIKey
 
-from beliefs.models import AuditEvent
+from beliefs.models import AuditEvent, RuntimeAPIKey
 from tests.conftest import JsonClient
 
 pytestmark = pytest.mark.django_db
@@ -25,7 +24,7 @@ def test_it_prints_the_new_runtime_key_alone_and_the_key_works() -> None:
     key = out.getvalue()
     assert key.endswith("\n") and key.count("\n") == 1  # the key alone, for $(...) in a shell
     key = key.strip()
-    assert APIKey.objects.get_from_key(key).name == "agent-prod"
+    assert RuntimeAPIKey.objects.get_from_key(key).name == "agent-prod"
     client = JsonClient()
     client.credentials(HTTP_AUTHORIZATION=f"Api-Key {key}")
     assert client.get("/api/v1/task-classes/nope/").status_code == 404  # authenticated, no such

@@ -7,11 +7,17 @@ from io import StringIO
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
-from rest_framework_api_key.models import APIKey
 
 from beliefs.demo import DEMO_USERS, SCENARIOS
 from beliefs.domain.policy import Route, Rule
-from beliefs.models import Belief, InstanceStatus, Prompt, ProposalValidation, TaskInstance
+from beliefs.models import (
+    Belief,
+    InstanceStatus,
+    Prompt,
+    ProposalValidation,
+    RuntimeAPIKey,
+    TaskInstance,
+)
 from beliefs.roles import is_classifier, is_reviewer
 
 pytestmark = pytest.mark.django_db
@@ -29,7 +35,7 @@ def test_it_prints_every_login_and_a_working_runtime_key() -> None:
         assert username in output and password in output
         assert User.objects.get(username=username).check_password(password)
     key = output.split("Runtime API key (shown once): ")[1].split()[0]
-    assert APIKey.objects.is_valid(key)
+    assert RuntimeAPIKey.objects.is_valid(key)
     assert "http://127.0.0.1:8000/" in output
 
 
@@ -57,7 +63,7 @@ def test_it_is_idempotent() -> None:
     run_demo()
     assert _counts() == counts
     # Only the newest demo key works: earlier ones are revoked, never left lying around.
-    assert APIKey.objects.filter(name="demo-runtime", revoked=False).count() == 1
+    assert RuntimeAPIKey.objects.filter(name="demo-runtime", revoked=False).count() == 1
 
 
 def test_it_finishes_run_1_and_leaves_run_2_open_for_every_task_class() -> None:

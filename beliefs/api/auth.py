@@ -1,7 +1,8 @@
 """Runtime clients authenticate with `Authorization: Api-Key <key>`.
 
 A runtime is not a person: `request.user` is a `Runtime` that is authenticated but holds no
-permission and can never stand in for a principal; `request.auth` is the APIKey.
+permission and can never stand in for a principal; `request.auth` is the RuntimeAPIKey, whose
+`runtime` owns what the key does.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from typing import Any
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions, permissions
 from rest_framework.request import Request
-from rest_framework_api_key.models import APIKey
+
+from beliefs.domain.vocabulary import runtime_label
+from beliefs.models import RuntimeAPIKey
 
 KEYWORD = "Api-Key"
 
@@ -28,11 +31,12 @@ class Runtime:
     pk = None
     id = None
 
-    def __init__(self, key: APIKey) -> None:
+    def __init__(self, key: RuntimeAPIKey) -> None:
         self.key = key
+        self.runtime = key.runtime
 
     def get_username(self) -> str:
-        return f"runtime:{self.key.name}"
+        return runtime_label(self.runtime.name)
 
     def has_perm(self, perm: str, obj: Any = None) -> bool:
         return False
@@ -42,7 +46,7 @@ class Runtime:
 
 
 class RuntimeKeyAuthentication(authentication.BaseAuthentication):
-    def authenticate(self, request: Request) -> tuple[Runtime, APIKey] | None:
+    def authenticate(self, request: Request) -> tuple[Runtime, RuntimeAPIKey] | None:
         header = authentication.get_authorization_header(request).decode("latin-1")
         if not header:
             return None
@@ -53,8 +57,8 @@ class RuntimeKeyAuthentication(authentication.BaseAuthentication):
         if not key:
             raise exceptions.AuthenticationFailed("Api-Key header without a key.")
         try:
-            api_key = APIKey.objects.get_from_key(key)
-        except APIKey.DoesNotExist:
+            api_key = RuntimeAPIKey.objects.get_from_key(key)
+        except RuntimeAPIKey.DoesNotExist:
             raise exceptions.AuthenticationFailed("Unknown or revoked runtime key.") from None
         if api_key.has_expired or api_key.revoked:
             raise exceptions.AuthenticationFailed("Unknown or revoked runtime key.")
@@ -65,7 +69,7 @@ class RuntimeKeyAuthentication(authentication.BaseAuthentication):
 
 
 def is_runtime(request: Request) -> bool:
-    return isinstance(request.auth, APIKey)
+    return isinstance(request.auth, RuntimeAPIKey)
 
 
 class IsRuntime(permissions.BasePermission):

@@ -7,6 +7,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from beliefs.api import proposals as proposal_views
 from beliefs.api import views
+from beliefs.api import webhooks as webhook_views
 
 # The API authenticates by itself (runtime key or session) and answers JSON, so Django's
 # LoginRequiredMiddleware, which redirects to the sign-in page, must leave it alone.
@@ -44,6 +45,21 @@ urlpatterns = [
         "proposals/contract-schema/",
         api(proposal_views.ContractSchemaApi.as_view()),
         name="api-proposals-contract-schema",
+    ),
+    path(
+        "webhook-endpoints/",
+        api(webhook_views.EndpointListApi.as_view()),
+        name="api-webhook-endpoints",
+    ),
+    path(
+        "webhook-endpoints/<int:endpoint_id>/",
+        api(webhook_views.EndpointDetailApi.as_view()),
+        name="api-webhook-endpoint",
+    ),
+    path(
+        "webhook-endpoints/<int:endpoint_id>/rotate-secret/",
+        api(webhook_views.EndpointRotateApi.as_view()),
+        name="api-webhook-endpoint-rotate",
     ),
     path("schema/", api(SpectacularAPIView.as_view()), name="api-schema"),
     # Swagger UI sets inline styles from its own script: allowed on this page only, for styles

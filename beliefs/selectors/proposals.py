@@ -117,7 +117,7 @@ def validation_rows(
     """A list's rows, in one query: who submitted, agreement counts and (for a reviewer) their
     own agreement as ``my_agreement``. The graph and update stay in the database."""
     qs = (
-        qs.select_related("submitted_by_key", "submitted_by_user")
+        qs.select_related("submitted_by_key__runtime", "submitted_by_user")
         .defer("graph", "update")
         .annotate(
             agree_count=Count(
@@ -147,7 +147,7 @@ def verdict_counts(qs: QuerySet[ProposalValidation]) -> dict[str, int]:
 def validation_detail(pk: int) -> ProposalValidation:
     """One validation with its findings and annotations (three queries); 404 if absent."""
     validation = (
-        ProposalValidation.objects.select_related("submitted_by_key", "submitted_by_user")
+        ProposalValidation.objects.select_related("submitted_by_key__runtime", "submitted_by_user")
         .prefetch_related(
             "findings",
             Prefetch(
@@ -166,9 +166,10 @@ def validation_detail(pk: int) -> ProposalValidation:
 
 
 def submitter_label(validation: ProposalValidation) -> str:
-    """Who sent it: ``runtime:<key name>``, a username, or ``system`` (needs select_related)."""
+    """Who sent it: ``runtime:<runtime name>``, a username, or ``system`` (needs
+    select_related)."""
     if validation.submitted_by_key is not None:
-        return f"runtime:{validation.submitted_by_key.name}"
+        return f"runtime:{validation.submitted_by_key.runtime.name}"
     if validation.submitted_by_user is not None:
         return validation.submitted_by_user.get_username()
     return "system"

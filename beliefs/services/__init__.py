@@ -21,6 +21,7 @@ from beliefs.services.instances import (
 )
 from beliefs.services.planning import instance_plan, instances_replan_for_task_class
 from beliefs.services.responses import RespondResult, prompt_respond, prompts_mark_shown
+from beliefs.services.runtimes import runtime_key_create, runtime_key_revoke, task_class_transfer
 from beliefs.services.task_classes import task_class_register
 
 __all__ = [
@@ -40,5 +41,8 @@ __all__ = [
     "instances_replan_for_task_class",
     "prompt_respond",
     "prompts_mark_shown",
+    "runtime_key_create",
+    "runtime_key_revoke",
     "task_class_register",
+    "task_class_transfer",
 ]

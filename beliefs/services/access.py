@@ -10,10 +10,9 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db.models import QuerySet
-from rest_framework_api_key.models import APIKey
 
 from beliefs.errors import NotFound
-from beliefs.models import TaskInstance
+from beliefs.models import RuntimeAPIKey, TaskInstance
 from beliefs.services.expiry import instance_expire_if_due
 
 
@@ -34,6 +33,6 @@ def instance_for_principal(instance_id: Any, user: User) -> TaskInstance:
     return _fetch(pk=instance_id, principal=user)
 
 
-def instance_for_runtime(instance_id: Any, key: APIKey) -> TaskInstance:
-    """The instance if this runtime key opened it; 404 otherwise."""
-    return _fetch(pk=instance_id, opened_by=key)
+def instance_for_runtime(instance_id: Any, key: RuntimeAPIKey) -> TaskInstance:
+    """The instance if the key's runtime opened it (through any of its keys); 404 otherwise."""
+    return _fetch(pk=instance_id, runtime_id=key.runtime_id)

@@ -7,12 +7,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import User
-from rest_framework_api_key.models import APIKey
 
 from beliefs.domain.vocabulary import runtime_label
 from beliefs.models import (
     AuditEvent,
     Prompt,
+    Runtime,
+    RuntimeAPIKey,
     TaskClass,
     TaskInstance,
 )
@@ -20,17 +21,21 @@ from beliefs.models import (
 
 @dataclass(frozen=True)
 class Actor:
-    """Who is acting: a person, a runtime key, or the system (commands, expiry)."""
+    """Who is acting: a person, a runtime (through one of its keys), or the system."""
 
     user: User | None = None
-    key: APIKey | None = None
+    key: RuntimeAPIKey | None = None
+
+    @property
+    def runtime(self) -> Runtime | None:
+        return self.key.runtime if self.key is not None else None
 
     @property
     def label(self) -> str:
         if self.user is not None:
             return self.user.get_username()
         if self.key is not None:
-            return runtime_label(self.key.name)
+            return runtime_label(self.key.runtime.name)
         return "system"
 
 
@@ -52,6 +57,7 @@ def audit(
         actor=actor.label,
         actor_user=actor.user,
         actor_key_name=actor.key.name if actor.key is not None else "",
+        actor_key_prefix=actor.key.prefix if actor.key is not None else None,
         task_class=task_class or (instance.task_class if instance is not None else None),
         instance_id=instance.pk if instance is not None else None,
         prompt_id=prompt.pk if prompt is not None else None,

@@ -1,7 +1,7 @@
 """Opening an instance with an `Idempotency-Key`: a runtime's retried open finds its instance.
 
 The key is stored on the instance with the SHA-256 of the canonical request body; a unique
-constraint on (opened_by, idempotency_key) is the rule, so two racing repeats cannot both
+constraint on (runtime, idempotency_key) is the rule, so two racing repeats cannot both
 create. A repeat with the same body returns the first instance (a replay); the same key with a
 different body is refused, since it names a different open.
 """
@@ -50,7 +50,7 @@ def check_key(key: str | None) -> str | None:
 def _earlier(actor: Actor, key: str) -> TaskInstance | None:
     return (
         TaskInstance.objects.select_related("task_class", "principal")
-        .filter(opened_by=actor.key, idempotency_key=key)
+        .filter(runtime=actor.runtime, idempotency_key=key)
         .first()
     )
 
@@ -67,7 +67,8 @@ def _replay(instance: TaskInstance, digest: str, key: str) -> Opened:
 
 
 def instance_open_idempotent(*, data: Mapping[str, Any], key: str | None, actor: Actor) -> Opened:
-    """Open an instance from an API body; with a key, at most once per runtime key."""
+    """Open an instance from an API body; with a key, at most once per runtime (any of its
+    keys: a retry after a key rotation finds the same instance)."""
 
     def open_() -> TaskInstance:
         return instance_open(

@@ -73,6 +73,7 @@ def instance_open(
     instance = TaskInstance.objects.create(
         task_class=task_class,
         principal=user,
+        runtime=actor.runtime,
         opened_by=actor.key,
         run_number=(last or 0) + 1,
         world=world,

@@ -10,6 +10,7 @@ from beliefs.models import (
     PromptState,
     TaskInstance,
 )
+from beliefs.services.notify import instance_status_changed
 
 
 def lock_instance(instance: TaskInstance) -> TaskInstance:
@@ -38,6 +39,7 @@ def require_open(instance: TaskInstance, doing: str) -> None:
 def close_instance(
     instance: TaskInstance, status: InstanceStatus, prompt_state: PromptState, reason: str
 ) -> None:
+    status_before = instance.status
     instance.prompts.filter(state=PromptState.OPEN).update(
         state=prompt_state, updated_at=timezone.now()
     )
@@ -48,3 +50,4 @@ def close_instance(
     instance.save(
         update_fields=["status", "status_reason", "bindings", "bindings_digest", "updated_at"]
     )
+    instance_status_changed(instance, status_before)

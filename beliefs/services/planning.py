@@ -24,6 +24,7 @@ from beliefs.selectors.beliefs import SlotState, belief_summary, slot_states
 from beliefs.services.audit import Actor, audit
 from beliefs.services.expiry import expire_locked_if_due
 from beliefs.services.lifecycle import lock_instance, require_open
+from beliefs.services.notify import instance_status_changed
 
 
 def _desired_prompt(state: SlotState) -> dict[str, Any]:
@@ -72,6 +73,7 @@ def plan_locked(instance: TaskInstance, actor: Actor) -> list[dict[str, Any]]:
     before is refused as stale.
     """
     now = timezone.now()
+    status_before = instance.status
     states = slot_states(instance)
     open_prompts = {p.slot_id: p for p in instance.prompts.filter(state=PromptState.OPEN)}
     items = []
@@ -87,7 +89,7 @@ def plan_locked(instance: TaskInstance, actor: Actor) -> list[dict[str, Any]]:
         ):
             # The same belief now routes to something weaker: only a classification change can
             # do that, and a downgrade never releases what was already asked of a person
-            # . The blocking prompt stands.
+            # The blocking prompt stands.
             state = _held(state, prompt)
         if state.routing.route is Route.SILENT:
             if prompt is not None:
@@ -146,6 +148,7 @@ def plan_locked(instance: TaskInstance, actor: Actor) -> list[dict[str, Any]]:
                 "bindings_digest": instance.bindings_digest,
             },
         )
+    instance_status_changed(instance, status_before)
     return items
 
 

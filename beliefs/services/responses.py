@@ -31,6 +31,7 @@ from beliefs.services.audit import Actor, audit
 from beliefs.services.expiry import instance_expire_if_due
 from beliefs.services.inputs import optional_text
 from beliefs.services.lifecycle import close_instance, lock_instance, require_open
+from beliefs.services.notify import belief_vetoed
 from beliefs.services.planning import plan_locked
 
 
@@ -417,6 +418,9 @@ def _veto(d: Recorded) -> None:
     prompt.save()
     data["belief"] = vetoed.pk if vetoed is not None else None
     _audit_response(instance, prompt, user, data)
+    belief_vetoed(
+        instance, prompt, vetoed, answer.reason, was_ready=instance.status == InstanceStatus.READY
+    )
     plan_locked(instance, Actor(user=user))
 
 

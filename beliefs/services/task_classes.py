@@ -9,7 +9,7 @@ from django.db.models import Max
 
 from beliefs.domain.canonical import canonical_json
 from beliefs.domain.policy import RiskClass
-from beliefs.errors import field_error
+from beliefs.errors import PermissionDenied, field_error
 from beliefs.models import (
     Decision,
     Slot,
@@ -131,10 +131,12 @@ def task_class_register(
             raise field_error(label, f"duplicate key {dupes[0]!r}")
 
     task_class, created = TaskClass.objects.get_or_create(
-        key=key, defaults={"name": optional_text("name", name, limit=200) or key}
+        key=key,
+        defaults={"name": optional_text("name", name, limit=200) or key, "owner": actor.runtime},
     )
     # Concurrent registrations of one class queue here, so the second sees the first's slots.
     task_class = TaskClass.objects.select_for_update().get(pk=task_class.pk)
+    adopted = _claim(task_class, actor)
     if not created and name is not None:
         task_class.name = optional_text("name", name, limit=200) or key
         task_class.save(update_fields=["name", "updated_at"])
@@ -182,13 +184,40 @@ def task_class_register(
         actor=actor,
         task_class=task_class,
         subject=task_class.key,
-        data={"added_slots": added_slots, "added_decisions": added_decisions},
+        data={
+            "added_slots": added_slots,
+            "added_decisions": added_decisions,
+            **({"adopted_by": actor.runtime.name} if adopted and actor.runtime else {}),
+        },
     )
     return task_class
 
 
+def _claim(task_class: TaskClass, actor: Actor) -> bool:
+    """Refuse a runtime changing another runtime's class (its text is what people read on the
+    owner's prompts); a class nobody owns yet is adopted by the first runtime that changes it.
+    Returns True when this call adopted it."""
+    runtime = actor.runtime
+    if runtime is None:
+        return False
+    if task_class.owner_id is None:
+        task_class.owner = runtime
+        task_class.save(update_fields=["owner", "updated_at"])
+        return True
+    if task_class.owner_id != runtime.pk:
+        raise PermissionDenied(
+            f"Task class {task_class.key!r} belongs to another runtime: you may open instances "
+            "of it, not change it.",
+            code="not_owner",
+        )
+    return False
+
+
 def slot_register_unknown(task_class: TaskClass, key: str, actor: Actor) -> Slot:
-    """A belief for a slot nobody declared registers it, unclassified (so irreversible)."""
+    """A belief for a slot nobody declared registers it, unclassified (so irreversible).
+    Only the class's owner may add a slot this way: it changes the class."""
+    if not task_class.slots.filter(key=key).exists():
+        _claim(task_class, actor)
     position = (task_class.slots.aggregate(m=Max("position"))["m"] or 0) + 1
     slot, created = Slot.objects.get_or_create(
         task_class=task_class,

@@ -10,11 +10,10 @@ import pytest
 from django.contrib.auth.models import User
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rest_framework_api_key.models import APIKey
 
 from beliefs.models import AuditEvent, Belief, PromptResponse, Slot
 from tests.api.conftest import API, Driver
-from tests.conftest import JsonClient
+from tests.conftest import JsonClient, runtime_key_of
 
 pytestmark = pytest.mark.django_db
 
@@ -397,7 +396,7 @@ def test_it_hides_someone_elses_instance(
 def test_it_hides_an_instance_from_a_runtime_that_did_not_open_it(
     api: Driver, instance_id: str
 ) -> None:
-    _, other_key = APIKey.objects.create_key(name="other-runtime")
+    _, other_key = runtime_key_of("other-runtime")
     other = JsonClient()
     other.credentials(HTTP_AUTHORIZATION=f"Api-Key {other_key}")
     _error(other.get(f"{API}/instances/{instance_id}/"), 404)

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from rest_framework_api_key.models import APIKey
 
-from beliefs.models import AuditEvent, Slot
+from beliefs.models import AuditEvent, RuntimeAPIKey, Slot
 from tests.builders import shop
 from tests.conftest import JsonClient
 
@@ -47,7 +46,7 @@ def test_it_keeps_a_runtime_suggestion_a_suggestion(runtime: JsonClient) -> None
 
 
 def test_it_gives_a_runtime_key_no_way_into_the_classifier_pages(
-    runtime_key: tuple[APIKey, str],
+    runtime_key: tuple[RuntimeAPIKey, str],
 ) -> None:
     shop()
     slot = Slot.objects.get(key="shipping_address")

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import User
-from rest_framework_api_key.models import APIKey
 
 from beliefs.errors import Conflict, InvalidInput, PermissionDenied
-from beliefs.models import AuditEvent, Decision, Prompt, RiskChangeRequest, Slot, TaskInstance
+from beliefs.models import (
+    AuditEvent,
+    Decision,
+    Prompt,
+    RiskChangeRequest,
+    RuntimeAPIKey,
+    Slot,
+    TaskInstance,
+)
 from beliefs.services import SYSTEM, Actor
 from beliefs.services import classification as c
 from tests.builders import answered_run, classify, contract, open_prompt_or_none, run, shop
@@ -84,7 +91,7 @@ def test_it_refuses_an_unknown_class_and_a_return_to_unclassified(carol: User) -
 
 
 def test_it_lets_only_classifiers_change_anything(
-    alice: User, rita: User, runtime_key: tuple[APIKey, str]
+    alice: User, rita: User, runtime_key: tuple[RuntimeAPIKey, str]
 ) -> None:
     shop()
     for actor in (Actor(user=alice), Actor(user=rita), Actor(key=runtime_key[0]), SYSTEM):

@@ -9,10 +9,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
-from rest_framework_api_key.models import APIKey
 
 from beliefs import services
-from beliefs.models import AuditEvent
+from beliefs.models import AuditEvent, RuntimeAPIKey
 from beliefs.services import SYSTEM, Actor
 from tests.builders import open_prompt, transfer
 
@@ -78,7 +77,7 @@ def test_it_still_appends(event: AuditEvent) -> None:
     assert AuditEvent.objects.filter(kind="test.event").count() == 2
 
 
-def test_it_audits_every_service(runtime_key: tuple[APIKey, str], alice: User) -> None:
+def test_it_audits_every_service(runtime_key: tuple[RuntimeAPIKey, str], alice: User) -> None:
     rt = Actor(key=runtime_key[0])
     transfer(rt)
     services.task_class_register(key="payments.transfer", slots=[{"key": "memo"}], actor=rt)

@@ -13,11 +13,10 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.db import connection, connections
-from rest_framework_api_key.models import APIKey
 
 from beliefs import services
 from beliefs.errors import Conflict
-from beliefs.models import AuditEvent, Belief, Decision, PromptResponse, Slot
+from beliefs.models import AuditEvent, Belief, Decision, PromptResponse, RuntimeAPIKey, Slot
 from beliefs.services import Actor
 from tests.builders import open_prompt, transfer
 
@@ -55,7 +54,7 @@ def _race(calls: list[Callable[[], Any]]) -> list[Any]:
 
 
 @pytest.fixture
-def prompt_id(runtime_key: tuple[APIKey, str], alice: User) -> int:
+def prompt_id(runtime_key: tuple[RuntimeAPIKey, str], alice: User) -> int:
     rt = Actor(key=runtime_key[0])
     transfer(rt)
     instance = services.instance_open(
@@ -100,7 +99,7 @@ def test_it_records_two_identical_racing_answers_once(prompt_id: int, alice: Use
 
 
 def test_it_numbers_two_racing_opens_of_the_same_task_class_apart(
-    runtime_key: tuple[APIKey, str], alice: User
+    runtime_key: tuple[RuntimeAPIKey, str], alice: User
 ) -> None:
     rt = Actor(key=runtime_key[0])
     transfer(rt)
@@ -118,7 +117,7 @@ def test_it_numbers_two_racing_opens_of_the_same_task_class_apart(
 
 
 def test_it_registers_the_same_new_slot_from_two_racing_registrations_once(
-    runtime_key: tuple[APIKey, str],
+    runtime_key: tuple[RuntimeAPIKey, str],
 ) -> None:
     rt = Actor(key=runtime_key[0])
     services.task_class_register(key="payments.transfer", slots=[{"key": "memo"}], actor=rt)

@@ -13,7 +13,6 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.utils import timezone
-from rest_framework_api_key.models import APIKey
 
 from beliefs import selectors, services
 from beliefs.domain.canonical import bindings_digest
@@ -26,6 +25,7 @@ from beliefs.models import (
     Prompt,
     PromptResponse,
     PromptState,
+    RuntimeAPIKey,
     TaskClass,
     TaskInstance,
 )
@@ -44,7 +44,7 @@ WORLD_2 = {"recipient_account": {"iban": "DE02 1203", "holder": "Bob"}}
 
 
 @pytest.fixture
-def rt(runtime_key: tuple[APIKey, str]) -> Actor:
+def rt(runtime_key: tuple[RuntimeAPIKey, str]) -> Actor:
     return Actor(key=runtime_key[0])
 
 

@@ -12,8 +12,8 @@ import schemathesis
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
-from rest_framework_api_key.models import APIKey
 
+from beliefs.models import RuntimeAPIKey
 from console.wsgi import application
 
 schema = schemathesis.openapi.from_wsgi("/api/v1/schema/?format=json", application)
@@ -32,7 +32,7 @@ def keep_the_test_connection() -> Iterator[None]:
 
 
 @pytest.fixture
-def seeded_instance(runtime_key: tuple[APIKey, str], alice: object) -> None:
+def seeded_instance(runtime_key: tuple[RuntimeAPIKey, str], alice: object) -> None:
     """A registered task class and an open instance, so that some generated calls hit data."""
     from beliefs import services
 
@@ -55,7 +55,7 @@ def seeded_instance(runtime_key: tuple[APIKey, str], alice: object) -> None:
     derandomize=True,
 )
 def test_it_never_answers_a_server_error(
-    case: schemathesis.Case, runtime_key: tuple[APIKey, str], seeded_instance: None
+    case: schemathesis.Case, runtime_key: tuple[RuntimeAPIKey, str], seeded_instance: None
 ) -> None:
     case.headers = {**(case.headers or {}), "Authorization": f"Api-Key {runtime_key[1]}"}
     response = case.call()

@@ -8,10 +8,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
-from rest_framework_api_key.models import APIKey
 
 from beliefs import services
-from beliefs.models import Prompt, PromptState, Slot, TaskInstance
+from beliefs.models import Prompt, PromptState, RuntimeAPIKey, Slot, TaskInstance
 from beliefs.selectors import insights
 
 pytestmark = pytest.mark.django_db
@@ -54,7 +53,7 @@ def _run(actor: services.Actor, user: User, *, world: dict, keep: bool = True) -
 
 
 @pytest.fixture
-def history(alice: User, runtime_key: tuple[APIKey, str]) -> None:
+def history(alice: User, runtime_key: tuple[RuntimeAPIKey, str]) -> None:
     actor = services.Actor(key=runtime_key[0])
     _transfer(actor)
     _run(actor, alice, world={"iban": {"holder": "Bob"}})  # run 1: both slots asked
@@ -114,7 +113,7 @@ def test_it_runs_the_same_number_of_queries_for_more_history(
     carol: User,
     history: None,
     alice: User,
-    runtime_key: tuple[APIKey, str],
+    runtime_key: tuple[RuntimeAPIKey, str],
     django_assert_max_num_queries: object,
 ) -> None:
     client = Client()

@@ -3,18 +3,20 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
-from rest_framework_api_key.models import APIKey
 
-from beliefs.services import SYSTEM, audit
+from beliefs.services import SYSTEM
+from beliefs.services.runtimes import runtime_key_create
 
 
 class Command(BaseCommand):
-    help = "Create a runtime API key and print the key alone on stdout (it is shown only once)."
+    help = (
+        "Create an API key for a runtime (creating the runtime if needed) and print the key "
+        "alone on stdout (it is shown only once)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("name", help="a name for the runtime, e.g. agent-prod")
+        parser.add_argument("name", help="the runtime's name, e.g. billing-agent")
 
     def handle(self, *args: Any, name: str, **options: Any) -> None:
-        api_key, key = APIKey.objects.create_key(name=name)
-        audit("runtime_key.created", actor=SYSTEM, subject=name, data={"prefix": api_key.prefix})
+        _, key = runtime_key_create(runtime_name=name, actor=SYSTEM)
         self.stdout.write(key)

@@ -1,0 +1,78 @@
+"""Runtimes and their keys, and who owns a task class."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from beliefs.errors import field_error
+from beliefs.models import Runtime, RuntimeAPIKey, TaskClass
+from beliefs.services.audit import Actor, audit
+
+MAX_RUNTIME_NAME = 50
+
+
+def _runtime_name(name: object) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise field_error("name", "must be a non-empty name, e.g. billing-agent")
+    name = name.strip()
+    if len(name) > MAX_RUNTIME_NAME or not name.isprintable():
+        raise field_error("name", f"must be at most {MAX_RUNTIME_NAME} printable characters")
+    return name
+
+
+@transaction.atomic
+def runtime_key_create(
+    *, runtime_name: str, actor: Actor, key_name: str = ""
+) -> tuple[RuntimeAPIKey, str]:
+    """A new key for the named runtime (created if needed). The key is returned once, here;
+    only its hash is stored."""
+    name = _runtime_name(runtime_name)
+    runtime, created = Runtime.objects.get_or_create(name=name)
+    if created:
+        audit("runtime.created", actor=actor, subject=name)
+    api_key, key = RuntimeAPIKey.objects.create_key(name=key_name or name, runtime=runtime)
+    audit(
+        "runtime_key.created",
+        actor=actor,
+        subject=name,
+        data={"runtime": name, "prefix": api_key.prefix, "key_name": api_key.name},
+    )
+    return api_key, key
+
+
+@transaction.atomic
+def runtime_key_revoke(*, key: RuntimeAPIKey, actor: Actor) -> RuntimeAPIKey:
+    """Revoke a key for good; the runtime keeps everything the key did."""
+    key = RuntimeAPIKey.objects.select_for_update().get(pk=key.pk)
+    if key.revoked:
+        return key
+    key.revoked = True
+    key.save(update_fields=["revoked"])
+    audit(
+        "runtime_key.revoked",
+        actor=actor,
+        subject=key.runtime.name,
+        data={"runtime": key.runtime.name, "prefix": key.prefix, "at": timezone.now().isoformat()},
+    )
+    return key
+
+
+@transaction.atomic
+def task_class_transfer(*, task_class: TaskClass, owner: Runtime | None, actor: Actor) -> TaskClass:
+    """Give a task class to another runtime (staff only, from the admin)."""
+    task_class = TaskClass.objects.select_for_update().get(pk=task_class.pk)
+    before = task_class.owner.name if task_class.owner is not None else None
+    after = owner.name if owner is not None else None
+    if before == after:
+        return task_class
+    task_class.owner = owner
+    task_class.save(update_fields=["owner", "updated_at"])
+    audit(
+        "task_class.owner_changed",
+        actor=actor,
+        task_class=task_class,
+        subject=task_class.key,
+        data={"before": before, "after": after},
+    )
+    return task_class

@@ -1,0 +1,50 @@
+"""The periodic sweep each worker runs: expiry, expiry warnings, stalled deliveries."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from beliefs.domain.webhooks import INSTANCE_EXPIRING
+from beliefs.models import InstanceStatus, Prompt, PromptState, TaskInstance
+from beliefs.services.expiry import instances_expire
+from beliefs.services.lifecycle import lock_instance
+from beliefs.services.notify import instance_warn_expiring
+from beliefs.services.webhooks import deliveries_resume
+
+
+def instances_warn_expiring(*, now: datetime | None = None) -> int:
+    """Warn (once per instance) where a blocking prompt has less than
+    CONSOLE_EXPIRY_WARNING left; returns how many were warned."""
+    now = now or timezone.now()
+    ids = (
+        Prompt.objects.filter(
+            state=PromptState.OPEN,
+            blocking=True,
+            expires_at__gt=now,
+            expires_at__lte=now + settings.CONSOLE_EXPIRY_WARNING,
+            instance__status=InstanceStatus.AWAITING_USER,
+        )
+        .exclude(instance__webhook_events__type=INSTANCE_EXPIRING)
+        .values_list("instance_id", flat=True)
+        .distinct()
+    )
+    count = 0
+    for instance in TaskInstance.objects.filter(pk__in=list(ids)):
+        with transaction.atomic():
+            if instance_warn_expiring(lock_instance(instance)):
+                count += 1
+    return count
+
+
+def sweep(*, now: datetime | None = None) -> dict[str, int]:
+    """Safe to run from several workers at once: each step locks or claims what it changes."""
+    now = now or timezone.now()
+    return {
+        "expired": instances_expire(now=now),
+        "warned": instances_warn_expiring(now=now),
+        "deliveries_resumed": deliveries_resume(now=now),
+    }

@@ -1,0 +1,34 @@
+"""/runtimes/: for staff, each runtime's keys, webhook endpoints and recent deliveries, and a
+button that sends an endpoint a test event."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.admin.views.decorators import staff_member_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from beliefs.models import WebhookEndpoint
+from beliefs.selectors.runtimes import runtimes_overview
+from beliefs.services import Actor
+from beliefs.services.webhooks import send_test_event
+
+
+@staff_member_required
+def runtimes_page(request: HttpRequest) -> HttpResponse:
+    return render(request, "console/runtimes.html", {"overviews": runtimes_overview()})
+
+
+@staff_member_required
+@require_POST
+def endpoint_send_test(request: HttpRequest, endpoint_id: int) -> HttpResponse:
+    endpoint = WebhookEndpoint.objects.select_related("runtime").filter(pk=endpoint_id).first()
+    if endpoint is None:
+        raise Http404("No such endpoint.")
+    event = send_test_event(endpoint=endpoint, actor=Actor(user=request.user))
+    messages.success(
+        request,
+        f"Test event {event.webhook_id} queued for {endpoint.url}; a worker delivers it.",
+    )
+    return redirect("runtimes")

@@ -1,0 +1,116 @@
+"""Webhook fixtures: a real receiver on loopback, a runtime with an endpoint pointing at it,
+and a worker run in-process (the PostgreSQL test runs real worker processes)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+from unittest import mock
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import override_settings
+from django_tasks_db.management.commands import db_worker
+from django_tasks_db.management.commands.db_worker import Worker
+
+from beliefs import services
+from beliefs.models import RuntimeAPIKey, TaskClass, TaskInstance, WebhookDelivery
+from beliefs.receiver import Receiver
+from beliefs.services import Actor
+from tests.conftest import JsonClient
+from tests.domain.builders import transfer
+
+API = "/api/v1"
+FAST_RETRIES = [0.05] * 12
+
+
+@pytest.fixture(autouse=True)
+def _fast_private_webhooks() -> Iterator[None]:
+    """Loopback receivers are allowed here (as in development), and retries come fast."""
+    with override_settings(
+        CONSOLE_WEBHOOK_ALLOW_PRIVATE=True, CONSOLE_WEBHOOK_RETRY_SECONDS=FAST_RETRIES
+    ):
+        yield
+
+
+def run_worker() -> None:
+    """Run every job that is due now, as `manage.py worker --batch` would.
+
+    In a process of its own the worker closes stale connections between jobs; here it shares
+    the test's connection, inside the test's transaction, which must stay open."""
+    with mock.patch.object(db_worker, "close_old_connections", lambda: None):
+        _worker().run()
+
+
+def _worker() -> Worker:
+    return Worker(
+        queue_names=["default"],
+        interval=0,
+        batch=True,
+        backend_name="default",
+        startup_delay=False,
+        max_tasks=None,
+        worker_id="test-worker",
+        excluded_queue_names=[],
+    )
+
+
+def work_until(done: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Run the worker until `done()`; retries wait for their time, so poll."""
+    deadline = time.monotonic() + timeout
+    while True:
+        run_worker()
+        if done():
+            return
+        assert time.monotonic() < deadline, "the work was not done in time"
+        time.sleep(0.05)
+
+
+def all_delivered() -> bool:
+    return not WebhookDelivery.objects.exclude(state=WebhookDelivery.State.SUCCEEDED).exists()
+
+
+@pytest.fixture
+def rt(runtime_key: tuple[RuntimeAPIKey, str], alice: User) -> Actor:
+    """The runtime, acting for alice."""
+    return Actor(key=runtime_key[0])
+
+
+@pytest.fixture
+def endpoint(runtime: JsonClient) -> Iterator[tuple[dict[str, Any], Receiver]]:
+    """An endpoint registered through the API, and the receiver it points at (started)."""
+    with Receiver("whsec_" + "A" * 44) as placeholder:
+        port = placeholder.port
+    response = runtime.post_json(
+        f"{API}/webhook-endpoints/", {"url": f"http://127.0.0.1:{port}/hooks"}
+    )
+    assert response.status_code == 201, response.json()
+    created = response.json()
+    receiver = Receiver(created["secret"], port=port).start()
+    yield created, receiver
+    receiver.stop()
+
+
+def open_transfer(rt: Actor, principal: str = "alice") -> TaskInstance:
+    """Planned: recipient_account CONFIRM (blocking), reference SURFACED, memo SILENT."""
+    if not TaskClass.objects.filter(key="payments.transfer").exists():
+        transfer(rt)
+    instance = services.instance_open(
+        task_class_key="payments.transfer",
+        principal=principal,
+        beliefs=[
+            {"slot": "recipient_account", "value": "NL91ABNA0417164300", "source": "tool"},
+            {"slot": "reference", "value": "Invoice 7", "source": "tool"},
+            {"slot": "memo", "value": "thanks", "source": "tool"},
+        ],
+        actor=rt,
+    )
+    return services.instance_plan(instance=instance, actor=rt)
+
+
+@pytest.fixture
+def alice_with_email(alice: User) -> User:
+    alice.email = "alice@example.org"
+    alice.save()
+    return alice
