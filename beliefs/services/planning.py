@@ -88,8 +88,8 @@ def plan_locked(instance: TaskInstance, actor: Actor) -> list[dict[str, Any]]:
             and prompt.belief_id == state.belief.pk
         ):
             # The same belief now routes to something weaker: only a classification change can
-            # do that, and a downgrade never releases what was already asked of a person
-            # The blocking prompt stands.
+            # do that, and a downgrade never releases what was already asked of a person:
+            # the blocking prompt stands.
             state = _held(state, prompt)
         if state.routing.route is Route.SILENT:
             if prompt is not None:

@@ -7,13 +7,12 @@ from typing import Any
 
 import pytest
 from django.db import IntegrityError, connection, connections, transaction
-from rest_framework_api_key.models import APIKey
 
-from beliefs.models import AuditEvent, Belief, TaskInstance
+from beliefs.models import AuditEvent, Belief, RuntimeAPIKey, TaskInstance
 from beliefs.services import Actor, idempotency
 from tests.api.conftest import API, Driver
 from tests.builders import transfer as transfer_class
-from tests.conftest import JsonClient
+from tests.conftest import JsonClient, runtime_key_of
 
 pytestmark = pytest.mark.django_db
 
@@ -103,10 +102,21 @@ def test_different_keys_open_different_instances(api: Driver, transfer: str) -> 
     assert first["id"] != second["id"]
 
 
-def test_keys_are_per_runtime_key(api: Driver, transfer: str) -> None:
+def _client_for(key: str) -> JsonClient:
+    client = JsonClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Api-Key {key}")
+    return client
+
+
+def test_keys_are_per_runtime_not_per_key(api: Driver, transfer: str) -> None:
     first = _open(api.runtime, "shared", _body()).json()["id"]
-    other = JsonClient()
-    other.credentials(HTTP_AUTHORIZATION=f"Api-Key {APIKey.objects.create_key(name='b')[1]}")
+    # Another key of the same runtime (a rotation) finds the same instance...
+    same_runtime = _client_for(runtime_key_of("test-runtime")[1])
+    replayed = _open(same_runtime, "shared", _body())
+    assert replayed.status_code == 200
+    assert replayed.json()["id"] == first
+    # ...another runtime's key is another namespace.
+    other = _client_for(runtime_key_of("other-runtime")[1])
     response = _open(other, "shared", _body())
     assert response.status_code == 201
     assert response.json()["id"] != first
@@ -128,7 +138,7 @@ def test_it_refuses_an_empty_or_overlong_key(api: Driver, transfer: str, key: st
 
 
 def test_the_database_refuses_two_instances_with_one_key(
-    api: Driver, transfer: str, runtime_key: tuple[APIKey, str]
+    api: Driver, transfer: str, runtime_key: tuple[RuntimeAPIKey, str]
 ) -> None:
     """The rule that stops two racing repeats is the database's, not a check in Python."""
     instance = TaskInstance.objects.get(pk=_open(api.runtime, "k", _body()).json()["id"])
@@ -137,6 +147,7 @@ def test_the_database_refuses_two_instances_with_one_key(
             task_class=instance.task_class,
             principal=instance.principal,
             opened_by=runtime_key[0],
+            runtime=runtime_key[0].runtime,
             run_number=2,
             idempotency_key="k",
         )
@@ -146,6 +157,7 @@ def test_the_database_refuses_two_instances_with_one_key(
             task_class=instance.task_class,
             principal=instance.principal,
             opened_by=runtime_key[0],
+            runtime=runtime_key[0].runtime,
             run_number=run,
         )
 
@@ -155,7 +167,9 @@ def test_the_database_refuses_two_instances_with_one_key(
     connection.vendor != "postgresql", reason="needs PostgreSQL; SQLite serialises writers"
 )
 @pytest.mark.django_db(transaction=True)
-def test_two_racing_repeats_open_one_instance(runtime_key: tuple[APIKey, str], alice: Any) -> None:
+def test_two_racing_repeats_open_one_instance(
+    runtime_key: tuple[RuntimeAPIKey, str], alice: Any
+) -> None:
     actor = Actor(key=runtime_key[0])
     transfer_class(actor)
     body = _body(task_class="payments.transfer")

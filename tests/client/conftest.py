@@ -23,13 +23,12 @@ import httpx
 import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
-from rest_framework_api_key.models import APIKey
 
 from beliefs.models import Prompt, PromptState
 from beliefs.services import Actor
 from tests.builders import register
 from tests.client.transfer_tool import SANDBOX, TRANSFER
-from tests.conftest import PASSWORD
+from tests.conftest import PASSWORD, runtime_key_of
 
 
 @contextmanager
@@ -82,7 +81,7 @@ def console(live_server: Any, transactional_db: None) -> Iterator[LiveConsole]:
     try:
         with live.exclusive():
             User.objects.create_user(username="alice", password=PASSWORD)
-            api_key, live.key = APIKey.objects.create_key(name="agent-runtime")
+            api_key, live.key = runtime_key_of("agent-runtime")
             actor = Actor(key=api_key)
             for key, recipient_risk in ((TRANSFER, "reversible"), (SANDBOX, "reversible")):
                 register(

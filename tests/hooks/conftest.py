@@ -18,8 +18,8 @@ from beliefs import services
 from beliefs.models import RuntimeAPIKey, TaskClass, TaskInstance, WebhookDelivery
 from beliefs.receiver import Receiver
 from beliefs.services import Actor
+from tests.builders import transfer
 from tests.conftest import JsonClient
-from tests.domain.builders import transfer
 
 API = "/api/v1"
 FAST_RETRIES = [0.05] * 12
