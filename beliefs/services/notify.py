@@ -16,6 +16,7 @@ from django.db import transaction
 from django.db.models import F, Min
 from django.urls import reverse
 from django.utils import timezone
+from django_tasks import task
 
 from beliefs.domain import webhooks as events
 from beliefs.models import (
@@ -149,8 +150,6 @@ def _email_person(instance: TaskInstance, kind: str) -> None:
         instance=instance, kind=kind, defaults={"recipient": instance.principal}
     )
     if created:
-        from beliefs.tasks import send_email
-
         send_email.enqueue(note.pk)
 
 
@@ -192,6 +191,12 @@ def compose(note: EmailNotification, now: datetime) -> tuple[str, str]:
     return subject, body
 
 
+@task()
+def send_email(notification_id: int) -> str:
+    """The worker's job: it names a notification; sending and its rules are below."""
+    return email_send(notification_id)
+
+
 def email_send(notification_id: int) -> str:
     """Send one queued email (a worker's job). Claimed first, so it goes out at most once."""
     claimed = EmailNotification.objects.filter(
@@ -214,8 +219,6 @@ def email_send(notification_id: int) -> str:
             note.last_error = f"{type(exc).__name__}: {exc}"[:500]
             if note.attempts < EMAIL_ATTEMPTS:
                 note.state = EmailNotification.State.PENDING
-                from beliefs.tasks import send_email
-
                 send_email.using(
                     run_after=timezone.now() + timedelta(minutes=note.attempts)
                 ).enqueue(note.pk)

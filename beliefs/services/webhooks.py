@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Max
 from django.utils import timezone
+from django_tasks import task
 from standardwebhooks.webhooks import Webhook
 
 from beliefs.domain import webhooks as rules
@@ -167,11 +168,15 @@ def endpoint_payload(endpoint: WebhookEndpoint, secret: str | None = None) -> di
 # --- the outbox ---------------------------------------------------------------------------------
 
 
-def _enqueue(delivery: WebhookDelivery, run_after: datetime | None = None) -> None:
-    from beliefs.tasks import deliver_webhook
+@task()
+def deliver_webhook(delivery_id: int) -> str:
+    """The worker's job: it names a delivery; the attempt and its rules are below."""
+    return delivery_attempt(delivery_id)
 
-    task = deliver_webhook.using(run_after=run_after) if run_after else deliver_webhook
-    task.enqueue(delivery.pk)
+
+def _enqueue(delivery: WebhookDelivery, run_after: datetime | None = None) -> None:
+    job = deliver_webhook.using(run_after=run_after) if run_after else deliver_webhook
+    job.enqueue(delivery.pk)
 
 
 def emit_event(

@@ -91,7 +91,7 @@ def test_two_workers_deliver_each_of_500_events_exactly_once(
     assert all(r.event is not None for r in receiver.received)
     states = Counter(WebhookDelivery.objects.values_list("state", "attempts"))
     assert states == {("succeeded", 1): EVENTS}
-    jobs = DBTaskResult.objects.filter(task_path="beliefs.tasks.deliver_webhook")
+    jobs = DBTaskResult.objects.filter(task_path="beliefs.services.webhooks.deliver_webhook")
     assert jobs.count() == EVENTS
     assert all(len(job.worker_ids) == 1 for job in jobs)  # no job was taken twice
     by_worker = Counter(job.worker_ids[0] for job in jobs)
