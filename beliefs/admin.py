@@ -84,8 +84,8 @@ class RuntimeAPIKeyAdmin(APIKeyModelAdmin):
     """Create (the key is shown once, in a message) and revoke; nothing else."""
 
     list_display = ("prefix", "runtime", "name", "created", "expiry_date", "revoked")
-    list_filter = ("runtime", "revoked")
-    search_fields = ("name", "prefix", "runtime__name")
+    list_filter = ("runtime", "revoked")  # type: ignore[assignment]  # the stub pins a 1-tuple
+    search_fields = ("name", "prefix", "runtime__name")  # type: ignore[assignment]
     fields = ("runtime", "name", "expiry_date", "revoked", "prefix")
     actions = ["revoke"]
 
@@ -96,18 +96,20 @@ class RuntimeAPIKeyAdmin(APIKeyModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+    def save_model(  # type: ignore[override]  # the package's stub narrows obj
+        self, request: HttpRequest, obj: Any, form: Any, change: bool
+    ) -> None:
         revoking = change and obj.revoked and not obj._initial_revoked
         if revoking:
             obj.revoked = False
             super().save_model(request, obj, form, change)
-            runtime_key_revoke(key=obj, actor=Actor(user=request.user))
+            runtime_key_revoke(key=obj, actor=Actor.person(request.user))
             return
         super().save_model(request, obj, form, change)
         if not change:
             audit(
                 "runtime_key.created",
-                actor=Actor(user=request.user),
+                actor=Actor.person(request.user),
                 subject=obj.runtime.name,
                 data={"runtime": obj.runtime.name, "prefix": obj.prefix, "key_name": obj.name},
             )
@@ -115,7 +117,7 @@ class RuntimeAPIKeyAdmin(APIKeyModelAdmin):
     @admin.action(description="Revoke the selected keys (cannot be undone)")
     def revoke(self, request: HttpRequest, queryset: QuerySet[RuntimeAPIKey]) -> None:
         for key in queryset.select_related("runtime"):
-            runtime_key_revoke(key=key, actor=Actor(user=request.user))
+            runtime_key_revoke(key=key, actor=Actor.person(request.user))
         self.message_user(request, "Revoked.", messages.SUCCESS)
 
 
@@ -139,8 +141,10 @@ class WebhookEndpointAdmin(admin.ModelAdmin):
                 "shown again.",
             )
 
-    def get_form(self, request: HttpRequest, obj: Any = None, **kwargs: Any) -> Any:
-        form = super().get_form(request, obj, **kwargs)
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        form = super().get_form(request, obj, change=change, **kwargs)
 
         def clean_url(self: Any) -> str:
             from django.core.exceptions import ValidationError
@@ -154,7 +158,7 @@ class WebhookEndpointAdmin(admin.ModelAdmin):
                 raise ValidationError(exc.detail) from None
             return url
 
-        form.clean_url = clean_url
+        form.clean_url = clean_url  # type: ignore[attr-defined]
         return form
 
 
@@ -197,7 +201,7 @@ class WebhookDeliveryAdmin(ReadOnlyAdmin):
     @admin.action(description="Redeliver (same webhook-id)", permissions=["redeliver"])
     def redeliver(self, request: HttpRequest, queryset: QuerySet[WebhookDelivery]) -> None:
         done = sum(
-            delivery_redeliver(delivery=d, actor=Actor(user=request.user))
+            delivery_redeliver(delivery=d, actor=Actor.person(request.user))
             for d in queryset.select_related("event")
         )
         self.message_user(request, f"{done} queued for redelivery.", messages.SUCCESS)
@@ -245,4 +249,4 @@ class TaskClassAdmin(admin.ModelAdmin):
         return False
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
-        task_class_transfer(task_class=obj, owner=obj.owner, actor=Actor(user=request.user))
+        task_class_transfer(task_class=obj, owner=obj.owner, actor=Actor.person(request.user))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import ClassVar
 
 from django.conf import settings
 from django.db import models
@@ -38,7 +39,7 @@ class Runtime(models.Model):
 
 
 class RuntimeAPIKeyManager(APIKeyManager):
-    def get_usable_keys(self) -> models.QuerySet:
+    def get_usable_keys(self) -> models.QuerySet[RuntimeAPIKey]:
         # Every request names its runtime: fetch it with the key.
         return super().get_usable_keys().select_related("runtime")
 
@@ -48,7 +49,7 @@ class RuntimeAPIKey(AbstractAPIKey):
 
     runtime = models.ForeignKey(Runtime, on_delete=models.PROTECT, related_name="keys")
 
-    objects = RuntimeAPIKeyManager()
+    objects: ClassVar[RuntimeAPIKeyManager] = RuntimeAPIKeyManager()
 
     class Meta(AbstractAPIKey.Meta):
         verbose_name = "runtime API key"

@@ -14,6 +14,7 @@ from rest_framework import authentication, exceptions, permissions
 from rest_framework.request import Request
 
 from beliefs.domain.vocabulary import runtime_label
+from beliefs.models import Runtime as RuntimeModel
 from beliefs.models import RuntimeAPIKey
 
 KEYWORD = "Api-Key"
@@ -62,6 +63,7 @@ class RuntimeKeyAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("Unknown or revoked runtime key.") from None
         if api_key.has_expired or api_key.revoked:
             raise exceptions.AuthenticationFailed("Unknown or revoked runtime key.")
+        assert isinstance(api_key, RuntimeAPIKey)
         return Runtime(api_key), api_key
 
     def authenticate_header(self, request: Request) -> str:
@@ -97,3 +99,9 @@ class RuntimeKeyScheme(OpenApiAuthenticationExtension):
             "name": "Authorization",
             "description": "`Api-Key <key>`; create one with `python manage.py runtime_key NAME`.",
         }
+
+
+def runtime_of(request: Request) -> RuntimeModel:
+    """The runtime whose key authenticated the request (behind `IsRuntime`)."""
+    assert isinstance(request.auth, RuntimeAPIKey)
+    return request.auth.runtime

@@ -9,7 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from beliefs.api.auth import IsRuntime
+from beliefs.api.auth import IsRuntime, runtime_of
 from beliefs.api.views import ERRORS, actor, body
 from beliefs.domain.webhooks import EVENT_TYPES
 from beliefs.errors import InvalidInput
@@ -35,7 +35,7 @@ class EndpointListApi(APIView):
 
     @extend_schema(responses={200: dict, **ERRORS}, summary="Your runtime's webhook endpoints")
     def get(self, request: Request) -> Response:
-        endpoints = WebhookEndpoint.objects.filter(runtime=request.auth.runtime).order_by("id")
+        endpoints = WebhookEndpoint.objects.filter(runtime=runtime_of(request)).order_by("id")
         return Response({"results": [webhooks.endpoint_payload(e) for e in endpoints]})
 
     @extend_schema(
@@ -51,7 +51,7 @@ class EndpointListApi(APIView):
                 f"{unknown[0]}: unknown field", fields={unknown[0]: ["unknown field"]}
             )
         endpoint, secret = webhooks.endpoint_create(
-            runtime=request.auth.runtime,
+            runtime=runtime_of(request),
             url=data.get("url"),
             event_types=data.get("event_types"),
             description=data.get("description", ""),
@@ -66,7 +66,7 @@ class EndpointDetailApi(APIView):
 
     @extend_schema(responses={204: None, **ERRORS}, summary="Delete an endpoint")
     def delete(self, request: Request, endpoint_id: int) -> Response:
-        endpoint = webhooks.endpoint_for_runtime(endpoint_id, request.auth.runtime)
+        endpoint = webhooks.endpoint_for_runtime(endpoint_id, runtime_of(request))
         webhooks.endpoint_delete(endpoint=endpoint, actor=actor(request))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -80,6 +80,6 @@ class EndpointRotateApi(APIView):
         summary="A new secret (shown once); the old one also signs for 24 hours",
     )
     def post(self, request: Request, endpoint_id: int) -> Response:
-        endpoint = webhooks.endpoint_for_runtime(endpoint_id, request.auth.runtime)
+        endpoint = webhooks.endpoint_for_runtime(endpoint_id, runtime_of(request))
         endpoint, secret = webhooks.endpoint_rotate_secret(endpoint=endpoint, actor=actor(request))
         return Response(webhooks.endpoint_payload(endpoint, secret))

@@ -26,6 +26,12 @@ class Actor:
     user: User | None = None
     key: RuntimeAPIKey | None = None
 
+    @classmethod
+    def person(cls, user: object) -> Actor:
+        """The signed-in person behind a request (admin and pages are behind a login)."""
+        assert isinstance(user, User), "only a signed-in person acts as a person"
+        return cls(user=user)
+
     @property
     def runtime(self) -> Runtime | None:
         return self.key.runtime if self.key is not None else None

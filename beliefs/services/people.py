@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from beliefs.errors import field_error
@@ -11,7 +11,7 @@ from beliefs.services.audit import Actor, audit
 
 
 @transaction.atomic
-def person_email_notifications_set(*, user: AbstractBaseUser, enabled: object) -> PersonSettings:
+def person_email_notifications_set(*, user: User, enabled: object) -> PersonSettings:
     if not isinstance(enabled, bool):
         raise field_error("email_notifications", "must be true or false")
     settings, _ = PersonSettings.objects.select_for_update().get_or_create(user=user)

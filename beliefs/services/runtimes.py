@@ -32,6 +32,7 @@ def runtime_key_create(
     if created:
         audit("runtime.created", actor=actor, subject=name)
     api_key, key = RuntimeAPIKey.objects.create_key(name=key_name or name, runtime=runtime)
+    assert isinstance(api_key, RuntimeAPIKey)
     audit(
         "runtime_key.created",
         actor=actor,

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from beliefs.models import PersonSettings
 from beliefs.services.people import person_email_notifications_set
+from console.http import AuthedHttpRequest
 
 
 @require_http_methods(["GET", "POST"])
-def account_page(request: HttpRequest) -> HttpResponse:
+def account_page(request: AuthedHttpRequest) -> HttpResponse:
     if request.method == "POST":
         enabled = request.POST.get("email_notifications") == "on"
         person_email_notifications_set(user=request.user, enabled=enabled)

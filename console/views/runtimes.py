@@ -26,7 +26,7 @@ def endpoint_send_test(request: HttpRequest, endpoint_id: int) -> HttpResponse:
     endpoint = WebhookEndpoint.objects.select_related("runtime").filter(pk=endpoint_id).first()
     if endpoint is None:
         raise Http404("No such endpoint.")
-    event = send_test_event(endpoint=endpoint, actor=Actor(user=request.user))
+    event = send_test_event(endpoint=endpoint, actor=Actor.person(request.user))
     messages.success(
         request,
         f"Test event {event.webhook_id} queued for {endpoint.url}; a worker delivers it.",

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from argparse import ArgumentParser
 from typing import Any
 
-from django.core.management.base import CommandParser
 from django.db import close_old_connections, connection
 from django_tasks_db.management.commands.db_worker import Command as DbWorkerCommand
 
@@ -40,7 +40,7 @@ class Command(DbWorkerCommand):
         "seconds the sweep (expiry, expiry warnings, stalled deliveries)."
     )
 
-    def add_arguments(self, parser: CommandParser) -> None:
+    def add_arguments(self, parser: ArgumentParser) -> None:
         super().add_arguments(parser)
         from django.conf import settings
 
@@ -53,7 +53,8 @@ class Command(DbWorkerCommand):
         # Reloading restarts the process mid-job; opt in with --reload.
         parser.set_defaults(reload=False)
 
-    def handle(self, *args: Any, sweep_interval: float, **options: Any) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
+        sweep_interval: float = options.pop("sweep_interval")
         stop = threading.Event()
         if sweep_interval > 0 and not options.get("batch"):
             threading.Thread(
