@@ -31,7 +31,7 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) manage.py makemigrations --check --dry-run
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist loadfile
 	cd client && $(abspath $(PY)) -m pytest -p no:django
 
 lint: $(STAMP)

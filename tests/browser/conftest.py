@@ -40,7 +40,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 )
 
 
-@pytest.fixture(scope="session")
+# One browser per test module, not per session: Playwright's sync API keeps an event loop
+# running while it is started, and the client's end-to-end tests (asyncio.run) must not find
+# one when they run after a browser module in the same process.
+@pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 
