@@ -162,7 +162,14 @@ class Belief(models.Model):
 
     class Meta:
         ordering = ["-acquired_at", "-id"]
-        indexes = [models.Index(fields=["principal", "slot", "status"])]
+        indexes = [
+            # Serves "the newest active belief of a principal for a slot" (planning's choice)
+            # as one short index scan, however long the principal's history.
+            models.Index(
+                fields=["principal", "slot", "status", "-acquired_at", "-id"],
+                name="belief_newest_per_slot",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"belief {self.pk} for {self.slot_id}"

@@ -265,7 +265,7 @@ def _class_context(
     effective = classes.effective()
     slot_keys = [s.key for s in slots]
     pending = pending_requests(task_class)
-    snapshot = impact_snapshot(task_class, classes) if pending else None
+    snapshot = impact_snapshot(task_class, classes, slots) if pending else None
     open_instances = (
         snapshot.open_instances
         if snapshot is not None
