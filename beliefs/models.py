@@ -127,7 +127,11 @@ class TaskInstance(models.Model):
                 fields=["principal", "task_class", "run_number"], name="instance_unique_run"
             ),
         ]
-        indexes = [models.Index(fields=["principal", "status", "-created_at"])]
+        indexes = [
+            models.Index(fields=["principal", "status", "-created_at"]),
+            # /insights/ reads the latest planned instances, newest first.
+            models.Index(fields=["-planned_at"], name="instance_latest_planned"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.task_class_id} run {self.run_number} ({self.id})"
@@ -217,6 +221,8 @@ class Prompt(models.Model):
 
     class Meta:
         ordering = ["instance_id", "slot__position", "slot_id", "id"]
+        # /insights/ reads the latest answered prompts, newest first.
+        indexes = [models.Index(fields=["-responded_at"], name="prompt_latest_responded")]
         constraints = [
             # At most one live prompt per slot of an instance.
             models.UniqueConstraint(

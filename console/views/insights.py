@@ -59,5 +59,6 @@ def insights_page(request: HttpRequest) -> HttpResponse:
             "bar_width": BAR_WIDTH,
             "fatigue": insights.fatigue(),
             "fast_seconds": insights.FAST_SECONDS,
+            "window": insights.WINDOW,
         },
     )
