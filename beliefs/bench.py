@@ -430,7 +430,7 @@ class Bench:
 
     def other_principals_group(self, run: Any) -> None:
         group = "plan by others' beliefs"
-        figure = f"p50 plan, +{self.scale.other_beliefs:,} beliefs of other principals"
+        figure = f"p50 plan, before vs after +{self.scale.other_beliefs:,} others' beliefs"
         if not self.postgres:
             _emit(Row(group, figure, "PostgreSQL only", None, "≤ 1.3×", None))
             return
@@ -464,7 +464,7 @@ class Bench:
             )
         self.analyze()
         after = side_by_side({"after": call}, self.scale.samples)["after"]
-        _emit(_ratio_row(group, figure + " (before vs after)", before, after, 1.3))
+        _emit(_ratio_row(group, figure, before, after, 1.3))
 
     # -- pages -----------------------------------------------------------------------------
 

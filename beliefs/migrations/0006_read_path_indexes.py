@@ -1,6 +1,7 @@
 # Indexes for reads whose cost must not grow with history: a principal's newest active belief
 # per slot (it extends the earlier (principal, slot, status) index, which it replaces), and the
-# latest planned instances and answered prompts that /insights/ summarises.
+# latest planned instances and answered prompts that /insights/ summarises, and the audit log
+# newest first for /activity/.
 
 from django.db import migrations, models
 
@@ -29,5 +30,9 @@ class Migration(migrations.Migration):
         migrations.AddIndex(
             model_name="prompt",
             index=models.Index(fields=["-responded_at"], name="prompt_latest_responded"),
+        ),
+        migrations.AddIndex(
+            model_name="auditevent",
+            index=models.Index(fields=["-created_at", "-id"], name="audit_newest_first"),
         ),
     ]
