@@ -42,9 +42,13 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-## Print speed figures (never a timed test).
+## Print the benchmark table (never a timed test): SQLite, and PostgreSQL when DATABASE_URL
+## names one (in a database of its own, BENCH_DATABASE_URL or <name>_bench, dropped first).
+## Needs wrk for the requests-per-second rows (installed here with apt-get when missing).
+## `make bench BENCH_ARGS=--quick` takes a tenth of the data.
 bench: $(STAMP)
-	$(PY) -m beliefs.bench_contract
+	command -v wrk >/dev/null || apt-get install -y -qq wrk >/dev/null || echo "wrk missing: no requests/s rows"
+	$(PY) -m beliefs.bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) db.sqlite3 staticfiles artifacts

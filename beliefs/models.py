@@ -182,7 +182,11 @@ class TaskInstance(models.Model):
                 fields=["runtime", "idempotency_key"], name="instance_unique_runtime_idempotency"
             ),
         ]
-        indexes = [models.Index(fields=["principal", "status", "-created_at"])]
+        indexes = [
+            models.Index(fields=["principal", "status", "-created_at"]),
+            # /insights/ reads the latest planned instances, newest first.
+            models.Index(fields=["-planned_at"], name="instance_latest_planned"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.task_class_id} run {self.run_number} ({self.id})"
@@ -217,7 +221,14 @@ class Belief(models.Model):
 
     class Meta:
         ordering = ["-acquired_at", "-id"]
-        indexes = [models.Index(fields=["principal", "slot", "status"])]
+        indexes = [
+            # Serves "the newest active belief of a principal for a slot" (planning's choice)
+            # as one short index scan, however long the principal's history.
+            models.Index(
+                fields=["principal", "slot", "status", "-acquired_at", "-id"],
+                name="belief_newest_per_slot",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"belief {self.pk} for {self.slot_id}"
@@ -277,6 +288,8 @@ class Prompt(models.Model):
 
     class Meta:
         ordering = ["instance_id", "slot__position", "slot_id", "id"]
+        # /insights/ reads the latest answered prompts, newest first.
+        indexes = [models.Index(fields=["-responded_at"], name="prompt_latest_responded")]
         constraints = [
             # At most one live prompt per slot of an instance.
             models.UniqueConstraint(
@@ -372,6 +385,8 @@ class AuditEvent(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        # /activity/ pages the log newest first: the index gives that order without a sort.
+        indexes = [models.Index(fields=["-created_at", "-id"], name="audit_newest_first")]
 
     def __str__(self) -> str:
         return f"{self.kind} by {self.actor}"

@@ -118,7 +118,11 @@ TEMPLATES = [
 DATABASES = {
     "default": dj_database_url.config(
         default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
-        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0),
+        # Reuse a connection across requests: opening one costs more than most requests here.
+        # Off in development, where runserver starts a thread (so a connection) per request.
+        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0 if DEBUG else 60),
+        # A reused connection the database dropped is replaced before a request uses it.
+        conn_health_checks=env_bool("DATABASE_CONN_HEALTH_CHECKS", True),
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":

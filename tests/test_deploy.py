@@ -44,3 +44,17 @@ def test_it_refuses_to_start_in_production_without_allowed_hosts() -> None:
     result = manage("check", env=env)
     assert result.returncode != 0
     assert "DJANGO_ALLOWED_HOSTS must be set" in result.stderr
+
+
+def _connection_settings(env: dict[str, str]) -> str:
+    code = "from django.db import connection as c; print(c.settings_dict['CONN_MAX_AGE'], c.settings_dict['CONN_HEALTH_CHECKS'])"  # noqa: E501
+    result = manage("shell", "--no-imports", "-c", code, env=env)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_production_reuses_database_connections_with_health_checks() -> None:
+    assert _connection_settings(PRODUCTION) == "60 True"
+    assert _connection_settings({**PRODUCTION, "DATABASE_CONN_MAX_AGE": "0"}) == "0 True"
+    # runserver's thread per request would leave a connection behind per request.
+    assert _connection_settings({"DEBUG": "true"}) == "0 True"

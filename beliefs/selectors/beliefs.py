@@ -3,9 +3,14 @@ the pages and the impact preview share."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
+from uuid import UUID
+
+from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 
 from beliefs.domain import policy
 from beliefs.domain.policy import RiskClass, Source
@@ -31,30 +36,71 @@ class SlotState:
     diff: list[dict[str, Any]]
 
 
-def choose_beliefs(instance: TaskInstance, slots: Iterable[Slot]) -> dict[int, tuple[Belief, bool]]:
-    """slot id -> (belief, carried): current first, else the newest carried.
+# A belief's instance is loaded for its run number only: an earlier instance's world, plan and
+# bindings are the largest columns in the database, and nothing that shows a belief reads them.
+INSTANCE_HEAVY_FIELDS = ("world", "plan_items", "bindings")
 
-    One query: the principal's active beliefs for this class up to this run, newest first.
+
+def with_light_instance(queryset: QuerySet[Any], path: str = "instance") -> QuerySet[Any]:
+    """`select_related(path)` without that instance's large JSON columns."""
+    return queryset.select_related(path).defer(*(f"{path}__{f}" for f in INSTANCE_HEAVY_FIELDS))
+
+
+def _newest(beliefs: QuerySet[Belief]) -> Subquery:
+    return Subquery(beliefs.order_by("-acquired_at", "-id").values("pk")[:1])
+
+
+def choose_beliefs_for(
+    instances: Sequence[TaskInstance], slots: Iterable[Slot]
+) -> dict[UUID, dict[int, tuple[Belief, bool]]]:
+    """instance id -> slot id -> (belief, carried), for instances of the slots' task class.
+
+    The rule: the newest active belief of the instance for the slot (current); else the newest
+    active belief of the same principal for the slot from an earlier run (carried); newest is
+    (acquired_at, id) descending. The instances need only pk, principal_id and run_number.
+
+    One query, whose cost follows instances x slots and not the principal's history: for each
+    (instance, slot) the database picks one belief id with at most two `LIMIT 1` probes of the
+    index (principal, slot, status, acquired_at, id), and only the picked beliefs are loaded.
+    A window function would rank, so read, every earlier belief; a stored pointer to the newest
+    belief would have to be kept right by every write that changes a belief's status.
     """
     slot_ids = [s.pk for s in slots]
-    rows = (
-        Belief.objects.filter(
-            principal_id=instance.principal_id,
-            slot_id__in=slot_ids,
-            status=BeliefStatus.ACTIVE,
-            instance__run_number__lte=instance.run_number,
-        )
-        .select_related("instance")
-        .order_by("-acquired_at", "-id")
+    chosen: dict[UUID, dict[int, tuple[Belief, bool]]] = {i.pk: {} for i in instances}
+    if not slot_ids or not chosen:
+        return chosen
+    # One row per (slot, instance): the slots joined to these instances of their task class.
+    run = "task_class__instances"
+    active = Belief.objects.filter(slot_id=OuterRef("pk"), status=BeliefStatus.ACTIVE)
+    current = active.filter(instance_id=OuterRef(f"{run}__id"))
+    carried = active.filter(
+        principal_id=OuterRef(f"{run}__principal_id"),
+        instance__run_number__lt=OuterRef(f"{run}__run_number"),
     )
-    current: dict[int, Belief] = {}
-    carried: dict[int, Belief] = {}
+    picks = (
+        Slot.objects.filter(pk__in=slot_ids, **{f"{run}__in": list(chosen)})
+        .annotate(pick=Coalesce(_newest(current), _newest(carried)))
+        .values("pick")
+    )
+    rows = with_light_instance(Belief.objects.filter(pk__in=picks)).order_by("-acquired_at", "-id")
+    runs_of: dict[int, list[TaskInstance]] = defaultdict(list)
+    for instance in instances:
+        runs_of[instance.principal_id].append(instance)
+    # Each pair's pick is among the rows, and any other row that fits a pair is another
+    # candidate of the same rule, so older: newest first, the first fit is the pair's pick.
     for belief in rows:
-        bucket = carried if belief.carried_into(instance.pk) else current
-        bucket.setdefault(belief.slot_id, belief)
-    chosen: dict[int, tuple[Belief, bool]] = {sid: (b, True) for sid, b in carried.items()}
-    chosen.update({sid: (b, False) for sid, b in current.items()})
+        mine = chosen.get(belief.instance_id)
+        if mine is not None and (belief.slot_id not in mine or mine[belief.slot_id][1]):
+            mine[belief.slot_id] = (belief, False)
+        for later in runs_of[belief.principal_id]:
+            if belief.instance.run_number < later.run_number:
+                chosen[later.pk].setdefault(belief.slot_id, (belief, True))
     return chosen
+
+
+def choose_beliefs(instance: TaskInstance, slots: Iterable[Slot]) -> dict[int, tuple[Belief, bool]]:
+    """slot id -> (belief, carried) for one instance: see `choose_beliefs_for`."""
+    return choose_beliefs_for([instance], slots)[instance.pk]
 
 
 def slot_effective_risk(slot: Slot) -> policy.EffectiveRisk:

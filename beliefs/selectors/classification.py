@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable
-from typing import Any
 
 from beliefs.domain import policy
 from beliefs.domain.classes import (
@@ -20,8 +18,6 @@ from beliefs.domain.classes import (
 from beliefs.domain.policy import RiskClass, Source
 from beliefs.domain.vocabulary import OPEN_INSTANCE_STATUSES
 from beliefs.models import (
-    Belief,
-    BeliefStatus,
     Decision,
     InstanceStatus,
     RiskChangeRequest,
@@ -29,6 +25,7 @@ from beliefs.models import (
     TaskClass,
     TaskInstance,
 )
+from beliefs.selectors.beliefs import choose_beliefs_for
 
 # --- reading classes and open instances -----------------------------------------------------
 
@@ -58,56 +55,43 @@ def classes_of(task_class: TaskClass) -> Classes:
     )
 
 
-def impact_snapshot(task_class: TaskClass, classes: Classes | None = None) -> Snapshot:
-    """Read what an impact preview needs: two queries, plus three without `classes`.
+def impact_snapshot(
+    task_class: TaskClass, classes: Classes | None = None, slots: list[Slot] | None = None
+) -> Snapshot:
+    """Read what an impact preview needs: two queries, plus one without `slots` and two more
+    without `classes`.
 
-    Beliefs are chosen as `services.choose_beliefs` chooses them (current first, else the newest
-    carried from an earlier run of the same principal), for every open instance at once.
+    Beliefs are chosen by `choose_beliefs_for`, the very choice planning makes, for every open
+    instance at once.
     """
-    classes = classes if classes is not None else classes_of(task_class)
+    if slots is None:
+        slots = list(task_class.slots.order_by("position", "id"))
+    if classes is None:
+        classes = classes_from(slots, task_class.decisions.order_by("id").prefetch_related("slots"))
     instances = list(
-        TaskInstance.objects.filter(
-            task_class=task_class, status__in=OPEN_INSTANCE_STATUSES
-        ).values_list("pk", "principal_id", "run_number", "status")
+        TaskInstance.objects.filter(task_class=task_class, status__in=OPEN_INSTANCE_STATUSES)
+        .only("id", "principal_id", "run_number", "status")
+        .order_by("created_at", "id")
     )
     if not instances:
         return Snapshot(classes, 0, 0, ())
-    rows = (
-        Belief.objects.filter(
-            slot__task_class=task_class,
-            status=BeliefStatus.ACTIVE,
-            principal_id__in={principal for _, principal, _, _ in instances},
-        )
-        .order_by("-acquired_at", "-id")
-        .values_list(
-            "slot__key", "principal_id", "instance_id", "instance__run_number", "source",
-            "world_ref",
-        )
-    )  # fmt: skip
-    by_principal_slot: dict[tuple[Any, str], list[tuple[Any, int, str, bool]]] = defaultdict(list)
-    for slot_key, principal, instance_id, run_number, source, world_ref in rows:
-        # As `services.slot_states` reads it: an empty reference anchors nothing (R5).
-        by_principal_slot[(principal, slot_key)].append(
-            (instance_id, run_number, source, bool(world_ref))
-        )
+    chosen = choose_beliefs_for(instances, slots)
     runs = []
-    for instance_id, principal, run_number, _ in instances:
-        for slot in classes.slots:
-            candidates = by_principal_slot.get((principal, slot.key), [])
-            current = next((c for c in candidates if c[0] == instance_id), None)
-            carried = next(
-                (c for c in candidates if c[0] != instance_id and c[1] <= run_number), None
-            )
-            chosen, is_carried = (current, False) if current is not None else (carried, True)
+    for instance in instances:
+        for slot in slots:
+            belief, carried = chosen[instance.pk].get(slot.pk, (None, False))
             facts = (
                 None
-                if chosen is None
+                if belief is None
+                # As `slot_states` reads it: an empty reference anchors nothing (R5).
                 else policy.BeliefFacts(
-                    source=Source(chosen[2]), carried=is_carried, has_world_ref=chosen[3]
+                    source=Source(belief.source),
+                    carried=carried,
+                    has_world_ref=bool(belief.world_ref),
                 )
             )
-            runs.append(SlotRun(instance_id, slot.key, facts))
-    planned = sum(1 for *_, status in instances if status == InstanceStatus.AWAITING_USER)
+            runs.append(SlotRun(instance.pk, slot.key, facts))
+    planned = sum(1 for i in instances if i.status == InstanceStatus.AWAITING_USER)
     return Snapshot(classes, len(instances), planned, tuple(runs))
 
 

@@ -10,7 +10,7 @@ from django.db.models import Count, Q, QuerySet
 
 from beliefs.errors import NotFound
 from beliefs.models import InstanceStatus, Prompt, PromptState, TaskClass, TaskInstance
-from beliefs.selectors.beliefs import belief_summary, slot_effective_risk
+from beliefs.selectors.beliefs import belief_summary, slot_effective_risk, with_light_instance
 
 
 def _instances() -> QuerySet[TaskInstance]:
@@ -18,10 +18,10 @@ def _instances() -> QuerySet[TaskInstance]:
 
 
 def instance_prompts(instance: TaskInstance) -> list[Prompt]:
+    """With slot and belief; of the belief's instance, only what `belief_summary` shows."""
+    prompts = instance.prompts.select_related("slot", "belief")
     return list(
-        instance.prompts.select_related("slot", "belief", "belief__instance").order_by(
-            "slot__position", "slot_id", "id"
-        )
+        with_light_instance(prompts, "belief__instance").order_by("slot__position", "slot_id", "id")
     )
 
 
@@ -31,8 +31,9 @@ def open_prompts(instance: TaskInstance) -> list[Prompt]:
 
 def prompts_for_user(user: User, state: str | None = None) -> QuerySet[Prompt]:
     qs = Prompt.objects.filter(instance__principal=user).select_related(
-        "slot", "instance", "instance__task_class", "belief", "belief__instance"
+        "slot", "instance__task_class", "belief"
     )
+    qs = with_light_instance(with_light_instance(qs, "instance"), "belief__instance")
     if state:
         qs = qs.filter(state=state)
     return qs.order_by("-created_at", "-id")

@@ -26,6 +26,21 @@ from beliefs.services.expiry import expire_locked_if_due
 from beliefs.services.lifecycle import lock_instance, require_open
 from beliefs.services.notify import instance_status_changed
 
+DESIRED_FIELDS = [
+    "route",
+    "rule",
+    "reason",
+    "effective_risk",
+    "risk_reason",
+    "blocking",
+    "belief_id",
+    "prefill",
+    "context_value",
+    "world_ref",
+    "world_now",
+    "world_diff",
+]
+
 
 def _desired_prompt(state: SlotState) -> dict[str, Any]:
     routing, belief = state.routing, state.belief
@@ -52,6 +67,10 @@ def _desired_prompt(state: SlotState) -> dict[str, Any]:
     }
 
 
+# What a re-versioned prompt changes: the desired content, its version, maybe its expiry.
+REVISED_FIELDS = [*DESIRED_FIELDS, "version", "expires_at", "updated_at"]
+
+
 def _prompt_matches(prompt: Prompt, desired: Mapping[str, Any]) -> bool:
     return all(canonical_json(getattr(prompt, f)) == canonical_json(v) for f, v in desired.items())
 
@@ -76,8 +95,12 @@ def plan_locked(instance: TaskInstance, actor: Actor) -> list[dict[str, Any]]:
     status_before = instance.status
     states = slot_states(instance)
     open_prompts = {p.slot_id: p for p in instance.prompts.filter(state=PromptState.OPEN)}
-    items = []
-    changes = []
+    # Each slot's state and the prompt it keeps, and what changed; the writes are then made in
+    # one statement per kind (supersede, create, re-version), whatever the number of slots.
+    planned: list[tuple[SlotState, Prompt | None, str]] = []
+    superseded: list[Prompt] = []
+    created: list[Prompt] = []
+    revised: list[Prompt] = []
     for state in states:
         prompt = open_prompts.get(state.slot.pk)
         if (
@@ -91,24 +114,24 @@ def plan_locked(instance: TaskInstance, actor: Actor) -> list[dict[str, Any]]:
             # do that, and a downgrade never releases what was already asked of a person:
             # the blocking prompt stands.
             state = _held(state, prompt)
+        change = ""
         if state.routing.route is Route.SILENT:
             if prompt is not None:
                 prompt.state = PromptState.SUPERSEDED
-                prompt.save(update_fields=["state", "updated_at"])
-                changes.append(
-                    {"slot": state.slot.key, "prompt": prompt.pk, "change": "superseded"}
-                )
-                prompt = None
+                superseded.append(prompt)
+                planned.append((state, prompt, "superseded"))
+                continue
         else:
             desired = _desired_prompt(state)
             if prompt is None:
-                prompt = Prompt.objects.create(
+                prompt = Prompt(
                     instance=instance,
                     slot=state.slot,
                     expires_at=now + settings.CONSOLE_PROMPT_TTL if desired["blocking"] else None,
                     **desired,
                 )
-                changes.append({"slot": state.slot.key, "prompt": prompt.pk, "change": "created"})
+                created.append(prompt)
+                change = "created"
             elif not _prompt_matches(prompt, desired):
                 became_blocking = desired["blocking"] and not prompt.blocking
                 for field, value in desired.items():
@@ -116,11 +139,25 @@ def plan_locked(instance: TaskInstance, actor: Actor) -> list[dict[str, Any]]:
                 prompt.version += 1
                 if became_blocking:
                     prompt.expires_at = now + settings.CONSOLE_PROMPT_TTL
-                prompt.save()
-                changes.append(
-                    {"slot": state.slot.key, "prompt": prompt.pk, "change": f"v{prompt.version}"}
-                )
-        items.append(plan_item(state, prompt))
+                prompt.updated_at = now
+                revised.append(prompt)
+                change = f"v{prompt.version}"
+        planned.append((state, prompt, change))
+
+    if superseded:
+        Prompt.objects.filter(pk__in=[p.pk for p in superseded]).update(
+            state=PromptState.SUPERSEDED, updated_at=now
+        )
+    if created:
+        Prompt.objects.bulk_create(created)  # sets each prompt's pk (RETURNING on both)
+    if revised:
+        Prompt.objects.bulk_update(revised, REVISED_FIELDS)
+    items = []
+    changes = []
+    for state, prompt, change in planned:
+        if change:
+            changes.append({"slot": state.slot.key, "prompt": prompt.pk, "change": change})
+        items.append(plan_item(state, None if change == "superseded" else prompt))
 
     blocking = sum(1 for item in items if item["prompt"] and item["prompt"]["blocking"])
     fields = ["plan_items", "planned_at", "status", "bindings", "bindings_digest", "updated_at"]

@@ -60,5 +60,6 @@ def insights_page(request: AuthedHttpRequest) -> HttpResponse:
             "bar_width": BAR_WIDTH,
             "fatigue": insights.fatigue(),
             "fast_seconds": insights.FAST_SECONDS,
+            "window": insights.WINDOW,
         },
     )

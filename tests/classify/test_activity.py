@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from beliefs.models import TaskClass
+from beliefs.models import AuditEvent, TaskClass
 from beliefs.services import SYSTEM, Actor, audit
 from tests.builders import shop
 
@@ -102,3 +102,35 @@ def test_it_shows_a_classification_made_on_the_pages(carol_client: Client) -> No
     assert "classification.slot_risk" in html
     assert "A3: stale addresses ship" in html
     assert '<span class="before">unclassified</span>' in html
+
+
+def test_it_counts_a_long_log_up_to_a_cap_and_says_so(
+    signed_in: Client, carol: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from console.views import classify
+
+    task_class = shop()
+    monkeypatch.setattr(classify, "ACTIVITY_COUNT_CAP", 60)
+    fill(task_class, carol, 40)
+    html = signed_in.get("/activity/").content.decode()
+    assert f"{AuditEvent.objects.count()} events." in html  # under the cap: the exact count
+    fill(task_class, carol, 40)
+    html = signed_in.get("/activity/").content.decode()
+    assert "60+ events, page 1 of 2+." in html
+
+
+def test_it_offers_every_kind_and_the_latest_actors(
+    signed_in: Client, carol: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from console.views import classify
+
+    task_class = shop()
+    fill(task_class, carol, 3)  # system, carol, carol
+    audit("instance.cancelled", actor=SYSTEM, task_class=task_class)
+    # The loose index scan finds exactly the distinct kinds, in order.
+    every = set(AuditEvent.objects.values_list("kind", flat=True))
+    assert "instance.cancelled" in every
+    assert classify.audit_kinds() == sorted(every)
+    monkeypatch.setattr(classify, "ACTIVITY_ACTORS_FROM", 1)  # the latest event: system's
+    assert classify.recent_actors("") == ["system"]
+    assert classify.recent_actors("carol") == ["carol", "system"]  # the selected one stays

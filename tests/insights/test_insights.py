@@ -80,6 +80,19 @@ def test_it_counts_confirmations_kept_although_the_world_changed(history: None) 
     assert fatigue.unchanged_confirm_rate == 1.0
 
 
+def test_it_summarises_only_the_latest_window(
+    history: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Runs 2 and 3 are the two latest planned instances; run 3's iban and run 2's iban the two
+    # latest answered blocking prompts (both kept by "confirm").
+    monkeypatch.setattr(insights, "WINDOW", 2)
+    (series,) = insights.convergence()
+    assert [(p.run_number, p.blocking_per_instance) for p in series.points] == [(2, 1.0), (3, 1.0)]
+    fatigue = insights.fatigue()
+    assert fatigue.answered_blocking == 2
+    assert fatigue.confirms == 2 and fatigue.confirms_world_changed == 1
+
+
 def test_it_reports_nothing_rather_than_dividing_by_zero(db: None) -> None:
     fatigue = insights.fatigue()
     assert fatigue.dwell_median_s is None

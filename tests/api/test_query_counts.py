@@ -1,0 +1,132 @@
+"""Every operation and page runs the same queries at 5 and at 200 slots (DESIGN §10), the first
+plan included: planning writes its prompts in one statement, whatever their number."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from beliefs.models import Prompt
+from beliefs.roles import CLASSIFIERS_GROUP, REVIEWERS_GROUP, grant_role
+from tests.api.conftest import API, Driver
+
+pytestmark = pytest.mark.django_db
+
+SLOT_COUNTS = [5, 200]
+
+
+def _history(api: Driver, slots: int) -> str:
+    """Run 1 with the person's values for every slot, then run 2 opened with a tool's belief
+    for every slot (its first plan confirms each: one prompt per slot); returns run 2's id."""
+    keys = [f"s{i}" for i in range(slots)]
+    api.register(
+        "many",
+        slots=[{"key": k} for k in keys],
+        decisions=[{"key": "act", "slots": keys}],
+        risks=dict.fromkeys(keys, "irreversible"),
+        decision_risks={"act": "irreversible"},
+    )
+
+    def beliefs(value: str, source: str) -> list[dict[str, Any]]:
+        return [{"slot": k, "value": value, "source": source, "world_ref": {"v": 1}} for k in keys]
+
+    api.open("many", beliefs=beliefs("old", "user"))
+    return api.open("many", world={k: {"v": 2} for k in keys}, beliefs=beliefs("new", "tool"))
+
+
+@pytest.fixture
+def staff(carol: User, rita: User) -> Client:
+    """A classifier who is also a reviewer: every staff page opens for them."""
+    grant_role(carol, REVIEWERS_GROUP)
+    grant_role(carol, CLASSIFIERS_GROUP)
+    client = Client()
+    client.force_login(carol)
+    return client
+
+
+@pytest.mark.parametrize("slots", SLOT_COUNTS)
+def test_planning_runs_the_same_queries_at_5_and_200_slots(
+    api: Driver, slots: int, django_assert_num_queries: Callable[[int], Any]
+) -> None:
+    run2 = _history(api, slots)
+    plan = f"{API}/instances/{run2}/plan/"
+    # 1 the API key, 2 the instance (open: no expiry to check); the service: 3 savepoint, 4 the
+    # instance locked, 5 slots, 6 their decisions, 7 the chosen beliefs, 8 open prompts, 9 the
+    # new prompts in one INSERT, 10 the instance, 11 the audit event, 12 release.
+    with django_assert_num_queries(12):
+        first = api.runtime.post_json(plan)
+    assert first.status_code == 200
+    assert Prompt.objects.filter(instance_id=run2).count() == slots
+    # A re-plan with nothing changed: no prompt and no audit event written.
+    # 1 key, 2 instance, 3 lazy expiry check; 4 savepoint, 5 lock, 6 expiry check, 7 slots,
+    # 8 decisions, 9 beliefs, 10 open prompts, 11 the instance, 12 release.
+    with django_assert_num_queries(12):
+        again = api.runtime.post_json(plan)
+    assert again.json() == first.json()
+
+
+@pytest.mark.parametrize("slots", SLOT_COUNTS)
+def test_reads_and_a_response_run_the_same_queries_at_5_and_200_slots(
+    api: Driver, slots: int, django_assert_num_queries: Callable[[int], Any]
+) -> None:
+    run2 = _history(api, slots)
+    api.plan(run2)
+    # 1 the API key, 2 the instance, 3 lazy expiry check, 4 its prompts with slots and beliefs.
+    with django_assert_num_queries(4):
+        read = api.runtime.get(f"{API}/instances/{run2}/")
+    assert len(read.json()["prompts"]) == slots
+    prompt = api.prompt(run2, "s0")
+    # 1 session, 2 user, 3 the prompt, 4 lazy expiry check; the service: 5 savepoint, 6 the
+    # instance locked, 7 the prompt with slot and belief, 8 an earlier response for this
+    # version, 9 savepoint, 10 the response, 11 release, 12 older beliefs superseded, 13 the
+    # next turn, 14 the new belief, 15 the response's belief, 16 the prompt, 17 the audit
+    # event; the re-plan: 18 slots, 19 decisions, 20 beliefs, 21 open prompts, 22 the instance;
+    # 23 the instance re-read, 24 release; the answer: 25 the prompt, 26 the instance's prompts,
+    # 27 its task class, 28 its principal.
+    with django_assert_num_queries(28):
+        response = api.respond(prompt, "confirm")
+    assert response.status_code == 200, response.json()
+
+
+@pytest.mark.parametrize("slots", SLOT_COUNTS)
+def test_pages_run_the_same_queries_at_5_and_200_slots(
+    api: Driver,
+    alice: User,
+    staff: Client,
+    slots: int,
+    django_assert_num_queries: Callable[[int], Any],
+) -> None:
+    run2 = _history(api, slots)
+    api.plan(run2)
+    person = Client()
+    person.force_login(alice)
+    person.get(f"/instances/{run2}/")  # shown once: no shown_at UPDATE below
+    pages: list[tuple[Client, str, int]] = [
+        # 1 session, 2 user, 3 waiting instances with counts, 4 their decisions, 5 recent
+        # instances, 6 and 7 permissions for the header.
+        (person, "/", 7),
+        # 1 session, 2 user, 3 the instance, 4 expiry check, 5 prompts with slots and beliefs,
+        # 6 decisions, 7 their slots, 8 and 9 permissions.
+        (person, f"/instances/{run2}/", 9),
+        # 1 session, 2 user, 3 and 4 permissions (role check), 5 pending counts, 6 task
+        # classes with counts, 7 unclassified slots, 8 unclassified decisions.
+        (staff, "/classify/", 8),
+        # 1 session, 2 user, 3 and 4 permissions, 5 task class, 6 slots, 7 decisions, 8 their
+        # slots, 9 pending requests, 10 open instances.
+        (staff, "/classify/many/", 10),
+        # 1 session, 2 user, 3 and 4 permissions, 5 count, 6 kinds, 7 a page of events,
+        # 8 task classes, 9 actors.
+        (staff, "/activity/", 9),
+        # 1 session, 2 user, 3 and 4 permissions, 5 the latest planned instances, 6 their
+        # blocking prompts counted, 7 their task classes, 8 the latest answered prompts.
+        (staff, "/insights/", 8),
+    ]
+    for client, url, count in pages:
+        client.get(url)
+        with django_assert_num_queries(count):
+            response = client.get(url)
+        assert response.status_code == 200, url
