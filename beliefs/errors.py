@@ -54,3 +54,8 @@ class StaleVersion(Conflict):
 
 def field_error(field: str, message: str) -> InvalidInput:
     return InvalidInput(f"{field}: {message}", fields={field: [message]})
+
+
+class ServiceUnavailable(ServiceError):
+    status = 503
+    code = "busy"

@@ -24,6 +24,7 @@ from beliefs.selectors.beliefs import SlotState, belief_summary, slot_states
 from beliefs.services.audit import Actor, audit
 from beliefs.services.expiry import expire_locked_if_due
 from beliefs.services.lifecycle import lock_instance, require_open
+from beliefs.services.retry import retry_on_race
 
 
 def _desired_prompt(state: SlotState) -> dict[str, Any]:
@@ -87,7 +88,7 @@ def plan_locked(instance: TaskInstance, actor: Actor) -> list[dict[str, Any]]:
         ):
             # The same belief now routes to something weaker: only a classification change can
             # do that, and a downgrade never releases what was already asked of a person
-            #. The blocking prompt stands.
+            # . The blocking prompt stands.
             state = _held(state, prompt)
         if state.routing.route is Route.SILENT:
             if prompt is not None:
@@ -176,6 +177,7 @@ def plan_item(state: SlotState, prompt: Prompt | None) -> dict[str, Any]:
     }
 
 
+@retry_on_race
 @transaction.atomic
 def instance_plan(*, instance: TaskInstance, actor: Actor) -> TaskInstance:
     """Plan an instance (idempotent). A ready instance keeps its final plan and bindings."""
@@ -195,10 +197,12 @@ def instances_replan_for_task_class(*, task_class: TaskClass, actor: Actor) -> i
     Ready instances keep their final bindings: a classification never binds retroactively.
     """
     count = 0
+    # Only the instances' own rows, in one order (by id), so two re-plans cannot deadlock.
     for instance in (
-        TaskInstance.objects.select_for_update()
+        TaskInstance.objects.select_for_update(of=("self",), no_key=True)
         .filter(task_class=task_class, status=InstanceStatus.AWAITING_USER)
         .select_related("task_class", "principal")
+        .order_by("pk")
     ):
         plan_locked(instance, actor)
         count += 1
