@@ -29,15 +29,8 @@ from beliefs.models import (
     ProposalValidation,
 )
 
-ENVELOPE_FIELDS = ("graph", "update", "source")
-SOURCE_FIELDS = ("provider", "model", "run")
 MAX_SOURCE_LENGTH = 200  # the model's column width
-MAX_PATH_LENGTH = 500  # ProposalFinding.path
-# A proposal is at most four levels deep (update.addedNodes[i].value); 32 leaves room for
-# whatever a model invents while keeping storage and display away from recursion limits.
-MAX_DEPTH = 32
 VERDICTS = tuple(ProposalValidation.Verdict.values)
-AGREEMENTS = tuple(ProposalAnnotation.Agreement.values)
 
 
 # --- filters -------------------------------------------------------------------------------

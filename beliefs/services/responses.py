@@ -14,8 +14,16 @@ from django.db.models import Max, Q
 from django.utils import timezone
 
 from beliefs.domain.canonical import canonical_json
-from beliefs.domain.policy import Route, Source
-from beliefs.errors import Conflict, InvalidInput, NotFound, StaleVersion, field_error
+from beliefs.domain.policy import Source
+from beliefs.domain.vocabulary import ACTIONS_BY_ROUTE, MAX_TEXT_LENGTH, TYPED_ACTIONS, Action
+from beliefs.errors import (
+    Conflict,
+    IdempotencyKeyMismatch,
+    InvalidInput,
+    NotFound,
+    StaleVersion,
+    field_error,
+)
 from beliefs.models import (
     Belief,
     BeliefStatus,
@@ -28,15 +36,9 @@ from beliefs.models import (
 )
 from beliefs.services.audit import Actor, audit
 from beliefs.services.expiry import instance_expire_if_due
-from beliefs.services.inputs import MAX_TEXT_LENGTH, optional_text
 from beliefs.services.lifecycle import close_instance, lock_instance, require_open
 from beliefs.services.planning import plan_locked
-
-ACTIONS_BY_ROUTE = {
-    Route.CONFIRM.value: ("confirm", "edit", "reject"),
-    Route.ASK.value: ("answer", "reject"),
-    Route.SURFACED.value: ("veto",),
-}
+from beliefs.services.retry import retry_on_race
 
 
 @dataclass(frozen=True)
@@ -107,27 +109,51 @@ def escalates(slot: Slot, earlier: Any, value: Any) -> bool:
 def _same_response(response: PromptResponse, action: str, value: Any) -> bool:
     if response.action != action:
         return False
-    if action in ("edit", "answer"):
+    if action in TYPED_ACTIONS:
         return canonical_json(response.value) == canonical_json(value)
     return True
+
+
+def _checked_or_raw(slot: Slot, action: str, value: Any) -> Any:
+    """A repeated typed value as it would have been stored, or as sent when it is not valid
+    (then it cannot equal what was stored)."""
+    if action not in TYPED_ACTIONS:
+        return value
+    try:
+        return _check_value(slot, value)
+    except InvalidInput:
+        return value
+
+
+def _same_request(
+    response: PromptResponse, prompt: Prompt, action: str, version: int, value: Any, reason: str
+) -> bool:
+    """Is this the request that was answered with `response`: the same action, version, typed
+    value and reason? An Idempotency-Key stands for one request, not for any request."""
+    return (
+        response.version == version
+        and response.reason == reason
+        and _same_response(response, action, _checked_or_raw(prompt.slot, action, value))
+    )
 
 
 def _next_turn(instance: TaskInstance) -> int:
     return (instance.beliefs.aggregate(m=Max("turn"))["m"] or 0) + 1
 
 
+@retry_on_race
 def prompt_respond(
     *,
     prompt_id: int,
     user: AbstractBaseUser,
-    action: Any,
-    version: Any,
+    action: Action | str,
+    version: int,
     value: Any = None,
     value_confirmation: Any = None,
-    reason: Any = "",
+    reason: str = "",
     idempotency_key: str | None = None,
 ) -> RespondResult:
-    """A person's answer to one prompt of their own instance."""
+    """A person's answer to one prompt of their own instance (input validated at the edge)."""
     found = (
         Prompt.objects.filter(pk=prompt_id, instance__principal=user)
         .select_related("instance")
@@ -141,7 +167,7 @@ def prompt_respond(
     return _prompt_respond(
         found=found,
         user=user,
-        action=action,
+        action=Action(action),
         version=version,
         value=value,
         value_confirmation=value_confirmation,
@@ -155,17 +181,16 @@ def _prompt_respond(
     *,
     found: Prompt,
     user: AbstractBaseUser,
-    action: Any,
-    version: Any,
+    action: Action,
+    version: int,
     value: Any,
     value_confirmation: Any,
-    reason: Any,
+    reason: str,
     idempotency_key: str | None,
 ) -> RespondResult:
     instance = lock_instance(found.instance)
     prompt = Prompt.objects.select_related("slot", "belief").get(pk=found.pk)
     actor = Actor(user=user)
-    reason = optional_text("reason", reason)
 
     if idempotency_key:
         earlier = PromptResponse.objects.filter(
@@ -177,25 +202,19 @@ def _prompt_respond(
                     "This Idempotency-Key was already used for another prompt.",
                     code="idempotency_key_reused",
                 )
+            if not _same_request(earlier, prompt, action, version, value, reason):
+                raise IdempotencyKeyMismatch(
+                    "This Idempotency-Key was already used for a different answer to this "
+                    "prompt (action, value, reason or version). The first answer stands; "
+                    "send a new key for a new answer.",
+                    extra={"prompt": prompt_payload(prompt)},
+                )
             return RespondResult(prompt, instance, replayed=True)
-
-    if isinstance(version, str) and version.isascii() and version.isdigit() and len(version) < 10:
-        version = int(version)
-    if isinstance(version, bool) or not isinstance(version, int) or not 0 < version < 2**31:
-        raise field_error("version", "must be the prompt version you saw (a whole number)")
-    if action not in ("confirm", "edit", "answer", "reject", "veto"):
-        raise field_error("action", "must be one of confirm, edit, answer, reject, veto")
 
     # An identical repeat of a response already taken returns it again and writes nothing.
     earlier = PromptResponse.objects.filter(prompt=prompt, version=version).first()
     if earlier is not None:
-        checked = value
-        if action in ("edit", "answer"):
-            try:
-                checked = _check_value(prompt.slot, value)
-            except InvalidInput:
-                checked = value
-        if _same_response(earlier, action, checked):
+        if _same_response(earlier, action, _checked_or_raw(prompt.slot, action, value)):
             return RespondResult(prompt, instance, replayed=True)
         raise Conflict(
             "This prompt was already answered; your answer was not recorded.",
@@ -218,12 +237,12 @@ def _prompt_respond(
     allowed = ACTIONS_BY_ROUTE[prompt.route]
     if action not in allowed:
         raise field_error("action", f"a {prompt.route} prompt takes {', '.join(allowed)}")
-    if action == "veto" and instance.status not in (
+    if action == Action.VETO and instance.status not in (
         InstanceStatus.AWAITING_USER,
         InstanceStatus.READY,
     ):
         raise Conflict(f"The instance is {instance.status}.", code=f"instance_{instance.status}")
-    if action != "veto":
+    if action != Action.VETO:
         require_open(instance, "answer")
 
     new_value = None

@@ -11,12 +11,13 @@ from beliefs import services
 from beliefs.models import Prompt, PromptState, TaskClass, TaskInstance
 from beliefs.services import SYSTEM
 from tests.builders import classify as set_classes
+from tests.builders import open_instance, register_task_class
 
 
 def shop() -> TaskClass:
     """A3: the shipping address is unclassified (the runtime suggests policy); the decision
     `ship` is reversible and fed by the item and the delivery speed."""
-    task_class = services.task_class_register(
+    task_class = register_task_class(
         key="commerce.ship_order",
         name="Ship an order",
         slots=[
@@ -39,7 +40,7 @@ def shop() -> TaskClass:
 def contract() -> TaskClass:
     """A4: the counterparty's parts are policy, the decisions they feed irreversible; the
     entity id feeds two decisions."""
-    task_class = services.task_class_register(
+    task_class = register_task_class(
         key="legal.sign_contract",
         name="Sign a contract",
         slots=[
@@ -71,7 +72,7 @@ def contract() -> TaskClass:
 def many_slots(count: int, key: str = "bulk.task") -> TaskClass:
     """`count` slots, half of them unclassified, two decisions each fed by every other slot."""
     slots = [{"key": f"s{i:03d}", "label": f"Slot {i}"} for i in range(count)]
-    task_class = services.task_class_register(
+    task_class = register_task_class(
         key=key,
         name=key,
         slots=slots,
@@ -96,7 +97,7 @@ def run(
     world: dict[str, Any] | None = None,
 ) -> TaskInstance:
     """Open and plan an instance."""
-    instance = services.instance_open(
+    instance = open_instance(
         task_class_key=task_class.key,
         principal=principal.username,
         world=world,

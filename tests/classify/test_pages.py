@@ -9,8 +9,9 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from beliefs.models import AuditEvent, Decision, Prompt, RiskChangeRequest, Slot, TaskClass
-from beliefs.services import SYSTEM, Actor, task_class_register
+from beliefs.services import SYSTEM, Actor
 from beliefs.services import classification as c
+from tests.builders import register_task_class
 from tests.classify.builders import answered_run, contract, many_slots, run, set_classes, shop
 
 pytestmark = pytest.mark.django_db
@@ -440,7 +441,7 @@ def test_it_previews_without_javascript_next_to_the_row(
 
 
 def test_it_escapes_labels_from_runtimes(as_user: Callable[[User], Client], carol: User) -> None:
-    task_class_register(
+    register_task_class(
         key="hostile",
         name="<b>bold</b>",
         slots=[{"key": "k", "label": "<script>alert(1)</script>\u202e"}],

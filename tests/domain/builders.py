@@ -12,7 +12,7 @@ from typing import Any
 from beliefs import services
 from beliefs.models import Prompt, PromptState, TaskClass, TaskInstance
 from beliefs.services import Actor
-from tests.builders import classify, open_prompt  # noqa: F401 - re-exported
+from tests.builders import classify, open_prompt, register_task_class  # noqa: F401 - re-exported
 
 
 def register(
@@ -25,7 +25,7 @@ def register(
     decision_risks: Mapping[str, str] | None = None,
     monotonic: tuple[str, ...] = (),
 ) -> TaskClass:
-    task_class = services.task_class_register(
+    task_class = register_task_class(
         key=key, name=key, slots=slots, decisions=decisions or [], actor=actor
     )
     classify(task_class, slots=risks, decisions=decision_risks, monotonic=monotonic)

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, settings
 from rest_framework_api_key.models import APIKey
 
 from console.wsgi import application
+from tests.builders import open_instance, register_task_class
 
 schema = schemathesis.openapi.from_wsgi("/api/v1/schema/?format=json", application)
 
@@ -37,13 +38,13 @@ def seeded_instance(runtime_key: tuple[APIKey, str], alice: object) -> None:
     from beliefs import services
 
     actor = services.Actor(key=runtime_key[0])
-    services.task_class_register(
+    register_task_class(
         key="fuzz.transfer",
         slots=[{"key": "amount", "value_type": "number"}, {"key": "iban"}],
         decisions=[{"key": "send", "slots": ["amount", "iban"]}],
         actor=actor,
     )
-    services.instance_open(task_class_key="fuzz.transfer", principal="alice", actor=actor)
+    open_instance(task_class_key="fuzz.transfer", principal="alice", actor=actor)
 
 
 @pytest.mark.django_db
