@@ -140,8 +140,13 @@ LOGOUT_REDIRECT_URL = "login"
 
 AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("AXES_COOLOFF_MINUTES", 15))
-# Lock an account after repeated failures, and an address that tries many accounts.
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# Lock one account from one address: failures for alice from an address never lock out bob,
+# nor alice from elsewhere (behind a proxy, locking an address would lock out everyone).
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# The client address, through this many trusted reverse proxies (each appending to
+# X-Forwarded-For); 0 trusts no header and uses the socket's address.
+CONSOLE_TRUSTED_PROXIES = env_int("CONSOLE_TRUSTED_PROXIES", 0)
+AXES_CLIENT_IP_CALLABLE = "console.client_ip.client_ip"
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 
