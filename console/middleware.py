@@ -73,7 +73,7 @@ class InputGuardMiddleware:
         view_kwargs: dict[str, Any],
     ) -> HttpResponse | None:
         problem = jsonguard.find_text_problem(
-            [("path", request.path)] + [(name, str(value)) for name, value in view_kwargs.items()]
+            [(name, str(value)) for name, value in view_kwargs.items()] + [("path", request.path)]
         )
         if problem is None:
             problem = jsonguard.find_text_problem(
