@@ -33,9 +33,8 @@ def test_it_describes_the_body_of_every_success_response(schema: dict[str, Any])
         (method, path, code)
         for method, path, operation in _operations(schema)
         for code, response in operation["responses"].items()
-        if code.startswith("2") and "schema" not in response.get("content", {}).get(
-            "application/json", {}
-        )
+        if code.startswith("2")
+        and "schema" not in response.get("content", {}).get("application/json", {})
         and path not in ("/api/v1/schema/",)  # the document itself
     ]
     assert bare == []
