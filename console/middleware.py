@@ -8,12 +8,15 @@ from typing import Any
 
 from django.conf import settings
 from django.core.handlers.wsgi import LimitedStream
+from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from beliefs.api.parsers import PARSED_JSON
 from beliefs.domain import jsonguard
 from beliefs.domain.jsonguard import Problem
+from beliefs.errors import ServiceUnavailable
+from beliefs.services.retry import is_retryable
 from console.templatetags.reveal import reveal
 
 
@@ -184,3 +187,29 @@ def _error(request: HttpRequest, status: int, code: str, detail: str) -> HttpRes
     if request.path.startswith("/api/"):
         return JsonResponse({"error": code, "detail": detail, "fields": {}}, status=status)
     return render(request, "error.html", {"status": status, "detail": detail}, status=status)
+
+
+class DatabaseBusyMiddleware:
+    """A page whose write lost every retry to competing changes answers 503 with a message
+    (and Retry-After), not a 500: nothing was recorded, and trying again will work."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        busy = isinstance(exception, ServiceUnavailable) or (
+            isinstance(exception, DatabaseError) and is_retryable(exception)
+        )
+        if not busy:
+            return None
+        response = _error(
+            request,
+            503,
+            "busy",
+            "The database was busy with competing changes; nothing was recorded. Try again.",
+        )
+        response["Retry-After"] = "1"
+        return response

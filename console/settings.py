@@ -92,6 +92,7 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "axes.middleware.AxesMiddleware",
+    "console.middleware.DatabaseBusyMiddleware",
 ]
 
 ROOT_URLCONF = "console.urls"

@@ -262,3 +262,34 @@ def test_it_reads_a_chunked_body_where_the_server_terminates_its_input(
     read = api.runtime.generic("POST", url, body, "application/json", **chunked, **server)
     assert read.status_code == 200, read.content
     assert read.json()["status_reason"] == "sent in chunks"
+
+
+# --- a write that lost every retry -----------------------------------------------------------
+
+
+def test_it_answers_503_with_a_message_when_the_database_stays_busy(
+    api: Driver, instance_id: str, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from beliefs.errors import ServiceUnavailable
+    from beliefs.services import responses
+
+    def busy(**kwargs: Any) -> None:
+        raise ServiceUnavailable("busy", code="busy")
+
+    monkeypatch.setattr(responses, "_prompt_respond", busy)
+    prompt = Prompt.objects.get(instance_id=instance_id, slot__key="memo")
+
+    answered = api.person.post_json(
+        f"{API}/prompts/{prompt.pk}/respond/", {"action": "answer", "version": 1, "value": "x"}
+    )
+    assert (answered.status_code, answered.json()["error"]) == (503, "busy")
+    assert answered["Retry-After"] == "1"
+
+    page = Client()
+    page.force_login(alice)
+    posted = page.post(
+        f"/instances/{instance_id}/prompts/{prompt.pk}/respond/",
+        {"action": "answer", "version": 1, "value": "x"},
+    )
+    assert posted.status_code == 503
+    assert "nothing was recorded" in posted.content.decode()
