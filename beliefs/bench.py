@@ -260,17 +260,17 @@ class Bench:
     # -- data ------------------------------------------------------------------------------
 
     def task_class(self, key: str, slots: int) -> Any:
+        from beliefs.api.serializers import TaskClassIn, parse
         from beliefs.models import Decision, TaskClass
         from beliefs.services import task_class_register
 
         keys = [f"s{i:03d}" for i in range(slots)]
-        task_class_register(
-            key=key,
-            name=key,
-            slots=[{"key": k, "label": f"Slot {k}"} for k in keys],
-            decisions=[{"key": "act", "label": "Act", "slots": keys}],
-            actor=self.actor,
-        )
+        body = {
+            "name": key,
+            "slots": [{"key": k, "label": f"Slot {k}"} for k in keys],
+            "decisions": [{"key": "act", "label": "Act", "slots": keys}],
+        }
+        task_class_register(key=key, **parse(TaskClassIn, body, key=key), actor=self.actor)
         task_class = TaskClass.objects.get(key=key)
         # As a classifier would leave it: reversible slots feeding an irreversible decision.
         task_class.slots.update(risk_class="reversible")
@@ -280,10 +280,19 @@ class Bench:
     def open_and_plan(
         self, key: str, principal: str, beliefs: list[dict[str, Any]], world: dict[str, Any]
     ) -> Any:
+        from beliefs.api.serializers import InstanceIn, parse
         from beliefs.services import instance_open, instance_plan
 
+        data = parse(
+            InstanceIn,
+            {"task_class": key, "principal": principal, "world": world, "beliefs": beliefs},
+        )
         instance = instance_open(
-            task_class_key=key, principal=principal, world=world, beliefs=beliefs, actor=self.actor
+            task_class_key=key,
+            principal=principal,
+            world=data.get("world"),
+            beliefs=data.get("beliefs", []),
+            actor=self.actor,
         )
         return instance_plan(instance=instance, actor=self.actor)
 

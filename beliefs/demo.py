@@ -16,6 +16,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from beliefs import services
+from beliefs.api.serializers import BeliefIn, TaskClassIn, WorldIn, parse
 from beliefs.demo_proposals import seed_demo_proposals
 from beliefs.models import PromptState, RuntimeAPIKey, TaskClass, TaskInstance
 from beliefs.roles import CLASSIFIERS_GROUP, REVIEWERS_GROUP, ensure_role_groups, grant_role
@@ -275,32 +276,36 @@ def _answer_everything(instance: TaskInstance, user: User, scenario: Scenario) -
 def _seed_scenario(scenario: Scenario, alice: User, runtime: Actor) -> None:
     if TaskInstance.objects.filter(task_class__key=scenario.key, principal=alice).exists():
         return  # already seeded: the demo is idempotent
-    task_class = services.task_class_register(
+    # The seed registers and opens what a runtime would send, through the API's own checks.
+    registration = parse(
+        TaskClassIn,
+        {"name": scenario.name, "slots": scenario.slots, "decisions": scenario.decisions},
         key=scenario.key,
-        name=scenario.name,
-        slots=scenario.slots,
-        decisions=scenario.decisions,
-        actor=runtime,
     )
+    task_class = services.task_class_register(key=scenario.key, **registration, actor=runtime)
     users = get_user_model().objects
     carol = Actor(user=users.get(username="carol"))
     cathy = Actor(user=users.get(username="cathy"))
     _classify(scenario, task_class, carol, cathy)
 
     run_1 = services.instance_open(
-        task_class_key=scenario.key, principal="alice", world=scenario.world_1, actor=runtime
+        task_class_key=scenario.key,
+        principal="alice",
+        world=parse(WorldIn, {"world": scenario.world_1})["world"],
+        actor=runtime,
     )
     services.instance_plan(instance=run_1, actor=runtime)
     _answer_everything(run_1, alice, scenario)
     if scenario.slots_added_2:
         # The runtime's next version of the task asks for more than run 1 did.
-        services.task_class_register(key=scenario.key, slots=scenario.slots_added_2, actor=runtime)
+        added = parse(TaskClassIn, {"slots": scenario.slots_added_2}, key=scenario.key)
+        services.task_class_register(key=scenario.key, **added, actor=runtime)
         _classify(scenario, task_class, carol, cathy)
     run_2 = services.instance_open(
         task_class_key=scenario.key,
         principal="alice",
-        world=scenario.world_2,
-        beliefs=scenario.beliefs_2,
+        world=parse(WorldIn, {"world": scenario.world_2})["world"],
+        beliefs=[parse(BeliefIn, belief) for belief in scenario.beliefs_2],
         actor=runtime,
     )
     services.instance_plan(instance=run_2, actor=runtime)

@@ -54,3 +54,15 @@ class StaleVersion(Conflict):
 
 def field_error(field: str, message: str) -> InvalidInput:
     return InvalidInput(f"{field}: {message}", fields={field: [message]})
+
+
+class IdempotencyKeyMismatch(ServiceError):
+    """An Idempotency-Key sent again with a different request: the first answer stands."""
+
+    status = 422
+    code = "idempotency_key_mismatch"
+
+
+class ServiceUnavailable(ServiceError):
+    status = 503
+    code = "busy"

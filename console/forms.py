@@ -12,10 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from beliefs.api.serializers import RespondFormIn, parse
 from beliefs.errors import InvalidInput, field_error
 from beliefs.models import Prompt, Slot
-
-ACTIONS = ("confirm", "edit", "answer", "reject", "veto")
 
 
 def form_value(value: Any, value_type: str = Slot.ValueType.STRING) -> str:
@@ -61,7 +60,7 @@ def parse_value(text: str, value_type: str) -> Any:
 @dataclass(frozen=True)
 class Response:
     action: str
-    version: str
+    version: int
     value: Any
     value_confirmation: Any
     reason: str
@@ -77,10 +76,15 @@ def typed_values(post: Mapping[str, Any]) -> dict[str, str]:
 
 
 def parse_response(post: Mapping[str, Any], prompt: Prompt) -> Response:
-    """Read a card's form. Raises InvalidInput with a field message when it cannot be read."""
-    action = str(post.get("action", ""))
-    if action not in ACTIONS:
-        raise field_error("action", f"must be one of {', '.join(ACTIONS)}")
+    """Read a card's form. Raises InvalidInput with a field message when it cannot be read.
+
+    Action, version and reason are checked as the API checks them (`RespondFormIn`); the value
+    is read here, since only the page knows how a slot's value is typed into a text box."""
+    fields = parse(
+        RespondFormIn,
+        {name: post[name] for name in ("action", "version", "reason") if name in post},
+    )
+    action = fields["action"]
     typed = typed_values(post)
     value_type = prompt.slot.value_type
     value: Any = None
@@ -103,8 +107,8 @@ def parse_response(post: Mapping[str, Any], prompt: Prompt) -> Response:
             )
     return Response(
         action=action,
-        version=str(post.get("version", "")),
+        version=fields["version"],
         value=value,
         value_confirmation=confirmation,
-        reason=typed.get("reason", ""),
+        reason=fields.get("reason", ""),
     )

@@ -85,6 +85,8 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # Before CSRF, whose check reads a form body: nothing reads a body the guard has not seen.
+    "console.middleware.InputGuardMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
@@ -93,6 +95,7 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "axes.middleware.AxesMiddleware",
+    "console.middleware.DatabaseBusyMiddleware",
 ]
 
 ROOT_URLCONF = "console.urls"
@@ -146,8 +149,13 @@ LOGOUT_REDIRECT_URL = "login"
 
 AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("AXES_COOLOFF_MINUTES", 15))
-# Lock an account after repeated failures, and an address that tries many accounts.
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# Lock one account from one address: failures for alice from an address never lock out bob,
+# nor alice from elsewhere (behind a proxy, locking an address would lock out everyone).
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# The client address, through this many trusted reverse proxies (each appending to
+# X-Forwarded-For); 0 trusts no header and uses the socket's address.
+CONSOLE_TRUSTED_PROXIES = env_int("CONSOLE_TRUSTED_PROXIES", 0)
+AXES_CLIENT_IP_CALLABLE = "console.client_ip.client_ip"
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 # No "AXES: BEGIN" banner from every process that loads the app (make run starts four).
@@ -181,6 +189,7 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "beliefs.api.errors.exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["beliefs.api.parsers.GuardedJSONParser"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
@@ -200,6 +209,15 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "InstanceStatusEnum": "beliefs.api.serializers.INSTANCE_STATUSES",
+        "BeliefStatusEnum": "beliefs.api.serializers.BELIEF_STATUSES",
+        "RiskClassEnum": "beliefs.api.serializers.RISKS",
+    },
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "beliefs.api.schema.refuse_unknown_fields",
+    ],
 }
 
 # Content-Security-Policy: no inline scripts or styles, nothing from elsewhere.

@@ -5,13 +5,15 @@ services have tests of their own in tests/classify).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.contrib.auth.models import User
 
 from beliefs import services
-from beliefs.models import Decision, Prompt, PromptState, Slot, TaskClass, TaskInstance
+from beliefs.api import serializers
+from beliefs.api.serializers import parse
+from beliefs.models import Belief, Decision, Prompt, PromptState, Slot, TaskClass, TaskInstance
 from beliefs.services import SYSTEM, Actor
 
 
@@ -38,6 +40,62 @@ def open_prompt(instance: TaskInstance, slot: str) -> Prompt:
     )
 
 
+# --- the services, called with what a runtime would send -----------------------------------
+# The services take typed, validated arguments; these helpers validate a runtime's JSON with
+# the API's own serializers first, so a refused input raises the API's InvalidInput.
+
+
+def register_task_class(
+    *,
+    key: str,
+    actor: Actor,
+    name: str | None = None,
+    slots: Sequence[Mapping[str, Any]] = (),
+    decisions: Sequence[Mapping[str, Any]] = (),
+) -> TaskClass:
+    body: dict[str, Any] = {"slots": list(slots), "decisions": list(decisions)}
+    if name is not None:
+        body["name"] = name
+    return services.task_class_register(
+        key=key, **parse(serializers.TaskClassIn, body, key=key), actor=actor
+    )
+
+
+def open_instance(
+    *,
+    task_class_key: str,
+    principal: str,
+    actor: Actor,
+    world: Any = None,
+    beliefs: Any = None,
+) -> TaskInstance:
+    body: dict[str, Any] = {"task_class": task_class_key, "principal": principal}
+    if world is not None:
+        body["world"] = world
+    if beliefs is not None:
+        body["beliefs"] = beliefs
+    data = parse(serializers.InstanceIn, body)
+    return services.instance_open(
+        task_class_key=data["task_class"],
+        principal=data["principal"],
+        world=data.get("world"),
+        beliefs=data.get("beliefs", []),
+        actor=actor,
+    )
+
+
+def record_belief(*, instance: TaskInstance, data: Mapping[str, Any], actor: Actor) -> Belief:
+    return services.belief_record(
+        instance=instance, belief=parse(serializers.BeliefIn, dict(data)), actor=actor
+    )
+
+
+def set_world(*, instance: TaskInstance, world: Any, actor: Actor) -> TaskInstance:
+    return services.instance_set_world(
+        instance=instance, world=parse(serializers.WorldIn, {"world": world})["world"], actor=actor
+    )
+
+
 def register(
     key: str,
     *,
@@ -48,7 +106,7 @@ def register(
     decision_risks: Mapping[str, str] | None = None,
     monotonic: tuple[str, ...] = (),
 ) -> TaskClass:
-    task_class = services.task_class_register(
+    task_class = register_task_class(
         key=key, name=key, slots=slots, decisions=decisions or [], actor=actor
     )
     classify(task_class, slots=risks, decisions=decision_risks, monotonic=monotonic)
@@ -112,7 +170,7 @@ def answer_all(instance: TaskInstance, user: Any, values: Mapping[str, Any]) -> 
 def shop() -> TaskClass:
     """A3: the shipping address is unclassified (the runtime suggests policy); the decision
     `ship` is reversible and fed by the item and the delivery speed."""
-    task_class = services.task_class_register(
+    task_class = register_task_class(
         key="commerce.ship_order",
         name="Ship an order",
         slots=[
@@ -135,7 +193,7 @@ def shop() -> TaskClass:
 def contract() -> TaskClass:
     """A4: the counterparty's parts are policy, the decisions they feed irreversible; the
     entity id feeds two decisions."""
-    task_class = services.task_class_register(
+    task_class = register_task_class(
         key="legal.sign_contract",
         name="Sign a contract",
         slots=[
@@ -167,7 +225,7 @@ def contract() -> TaskClass:
 def many_slots(count: int, key: str = "bulk.task") -> TaskClass:
     """`count` slots, half of them unclassified, two decisions each fed by every other slot."""
     slots = [{"key": f"s{i:03d}", "label": f"Slot {i}"} for i in range(count)]
-    task_class = services.task_class_register(
+    task_class = register_task_class(
         key=key,
         name=key,
         slots=slots,
@@ -192,7 +250,7 @@ def run(
     world: dict[str, Any] | None = None,
 ) -> TaskInstance:
     """Open and plan an instance."""
-    instance = services.instance_open(
+    instance = open_instance(
         task_class_key=task_class.key,
         principal=principal.username,
         world=world,

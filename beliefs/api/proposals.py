@@ -13,31 +13,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import exceptions, permissions, serializers, status
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import permissions, status
 from rest_framework.pagination import LimitOffsetPagination
-from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from beliefs.api import serializers as s
 from beliefs.api.auth import is_runtime
-from beliefs.api.views import ERRORS, actor
+from beliefs.api.views import READS, WRITES, actor, query, validated
 from beliefs.domain.contract import FINDING_CODES, update_json_schema
-from beliefs.domain.vocabulary import TRANSITION_POLICIES, VERDICTS
+from beliefs.domain.vocabulary import VERDICTS
 from beliefs.roles import is_reviewer
 from beliefs.selectors import proposals as proposal_reads
 from beliefs.services import proposals as proposal_writes
-
-
-class StrictJSONParser(JSONParser):
-    """JSON only, and a body nested deeper than Python's recursion limit is a 400, not a 500."""
-
-    def parse(self, stream: Any, media_type: Any = None, parser_context: Any = None) -> Any:
-        try:
-            return super().parse(stream, media_type, parser_context)
-        except RecursionError:
-            raise exceptions.ParseError("JSON parse error - nested too deeply.") from None
 
 
 class IsReviewer(permissions.BasePermission):
@@ -47,52 +38,26 @@ class IsReviewer(permissions.BasePermission):
         return not is_runtime(request) and is_reviewer(request.user)
 
 
-class SourceIn(serializers.Serializer):
-    provider = serializers.CharField(required=False, max_length=200)
-    model = serializers.CharField(required=False, max_length=200)
-    run = serializers.CharField(required=False, max_length=200)
-
-
-class ValidateIn(serializers.Serializer):
-    graph = serializers.JSONField(help_text="{nodes: [...], edges: [...]}: the graph before")
-    update = serializers.JSONField(
-        help_text="the model's proposal; its schema is GET proposals/contract-schema/"
-    )
-    source = SourceIn(required=False)
-
-
-class FindingOut(serializers.Serializer):
-    code = serializers.ChoiceField(choices=list(FINDING_CODES))
-    message = serializers.CharField()
-    path = serializers.CharField(help_text="JSON pointer into the proposal")
-
-
-class ValidateOut(serializers.Serializer):
-    id = serializers.IntegerField()
-    verdict = serializers.ChoiceField(choices=list(VERDICTS))
-    decided_by = serializers.CharField(allow_null=True)
-    policy = serializers.ChoiceField(choices=list(TRANSITION_POLICIES))
-    declared = serializers.BooleanField(allow_null=True)
-    meaningful_change = serializers.BooleanField(allow_null=True)
-    counts = serializers.DictField(child=serializers.IntegerField(allow_null=True))
-    errors = FindingOut(many=True)
-    warnings = FindingOut(many=True)
-
-
 class ProposalValidateApi(APIView):
-    parser_classes = [StrictJSONParser]
+    # Inside `graph` and `update` the edge guard names places by JSON pointer, as findings do.
+    json_documents = ("graph", "update")
 
     @extend_schema(
-        request=ValidateIn,
-        responses={201: ValidateOut, 401: ERRORS[403], **ERRORS},
+        request=s.ValidateIn,
+        responses={201: s.ValidateOut, **WRITES},
         summary="Validate a proposal against the contract and store the result",
+        description=(
+            "Whatever `graph` and `update` hold is judged and stored: a malformed update is a "
+            "REJECT with schema findings. Only the envelope `{graph, update, source?}` and text "
+            "that cannot be stored are refused (400)."
+        ),
     )
     def post(self, request: Request) -> Response:
-        envelope = proposal_writes.proposal_envelope(request.data)
+        data = validated(s.ValidateIn, request.data)
         validation = proposal_writes.proposal_validate_and_store(
-            graph=envelope.graph,
-            update=envelope.update,
-            source=envelope.source,
+            graph=data["graph"],
+            update=data["update"],
+            source=data.get("source") or {},
             actor=actor(request),
         )
         return Response(
@@ -101,7 +66,14 @@ class ProposalValidateApi(APIView):
 
 
 class ContractSchemaApi(APIView):
-    @extend_schema(responses={200: dict}, summary="The JSON Schema of a proposal's update")
+    @extend_schema(
+        responses={
+            200: OpenApiResponse(OpenApiTypes.OBJECT, "A JSON Schema (draft 2020-12) document"),
+            **READS,
+        },
+        summary="The JSON Schema of a proposal's update",
+        description="Hand it to a model as its structured-output schema.",
+    )
     def get(self, request: Request) -> Response:
         return Response(update_json_schema())
 
@@ -113,17 +85,17 @@ class ProposalListApi(APIView):
         parameters=[
             OpenApiParameter("verdict", str, enum=list(VERDICTS)),
             OpenApiParameter("code", str, enum=list(FINDING_CODES), description="finding code"),
-            OpenApiParameter("provider", str),
-            OpenApiParameter("model", str),
-            OpenApiParameter("from", str, description="first day, YYYY-MM-DD (inclusive)"),
-            OpenApiParameter("to", str, description="last day, YYYY-MM-DD (inclusive)"),
-            OpenApiParameter("limit", int),
-            OpenApiParameter("offset", int),
+            OpenApiParameter("provider", {"type": "string", "maxLength": 200}),
+            OpenApiParameter("model", {"type": "string", "maxLength": 200}),
+            OpenApiParameter("from", OpenApiTypes.DATE, description="first day (inclusive)"),
+            OpenApiParameter("to", OpenApiTypes.DATE, description="last day (inclusive)"),
+            s.PageQuery,
         ],
-        responses={200: dict, 401: ERRORS[403], **ERRORS},
+        responses={200: s.ValidationPageOut, **READS},
         summary="Stored validations, newest first (reviewers)",
     )
     def get(self, request: Request) -> Response:
+        query(s.PageQuery, request, only=("limit", "offset"))  # the form checks the filters
         form = proposal_reads.ProposalFilterForm(request.query_params)
         if not form.is_valid():
             raise proposal_reads.filter_errors(form)

@@ -1,65 +1,53 @@
-"""The runtime and person API. Views parse, check who is asking, call one service
-and answer; every rule lives in `beliefs.services`."""
+"""The runtime and person API. Each view validates its input with a serializer, checks who is
+asking, calls one service and answers with a documented body; every rule lives in the services.
+"""
 
 from __future__ import annotations
 
-import math
+from collections.abc import Iterable
 from typing import Any
 
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
+from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from beliefs import selectors, services
+from beliefs.api import serializers as s
 from beliefs.api.auth import IsPerson, IsRuntime, is_runtime
 from beliefs.api.conditional import conditional_response
 from beliefs.errors import InvalidInput
-from beliefs.models import PromptState, TaskInstance
+from beliefs.models import TaskInstance
 from beliefs.services import Actor, idempotency
 
-# Deep enough for any world or value a runtime means; shallow enough that nothing downstream
-# (flattening, canonical JSON, the database's JSON functions) can run out of stack.
-MAX_JSON_DEPTH = 32
+MAX_IDEMPOTENCY_KEY_LENGTH = 200
+
+# --- helpers -------------------------------------------------------------------------------
 
 
-def _check_json(data: dict[str, Any]) -> None:
-    """Refuse what JSON cannot carry back out: numbers out of range (1e400 parses as inf) and
-    nesting deeper than MAX_JSON_DEPTH. Iterative, so a hostile body cannot recurse us."""
-    stack: list[tuple[str, Any, int]] = [(str(k), v, 1) for k, v in data.items()]
-    while stack:
-        path, value, depth = stack.pop()
-        if isinstance(value, float) and not math.isfinite(value):
-            raise InvalidInput(
-                f"{path}: number out of range", fields={path: ["number out of range"]}
-            )
-        if isinstance(value, dict | list):
-            if depth >= MAX_JSON_DEPTH:
-                field = path.split(".", 1)[0].split("[", 1)[0]
-                message = f"nested more than {MAX_JSON_DEPTH} levels deep"
-                raise InvalidInput(f"{field}: {message}", fields={field: [message]})
-            items = value.items() if isinstance(value, dict) else enumerate(value)
-            for key, child in items:
-                child_path = f"{path}.{key}" if isinstance(value, dict) else f"{path}[{key}]"
-                stack.append((child_path, child, depth + 1))
-
-
-def body(request: Request) -> dict[str, Any]:
-    try:
-        data = request.data  # a malformed body raises ParseError here: 400 malformed_json
-    except RecursionError:
-        raise InvalidInput(
-            f"The request body is nested more than {MAX_JSON_DEPTH} levels deep.",
-            code="malformed_json",
-        ) from None
+def validated(serializer: type[serializers.Serializer], data: Any, **context: Any) -> Any:
+    """The serializer's validated data; raises ValidationError (a 400 naming the field)."""
     if not isinstance(data, dict):
         raise InvalidInput("The request body must be a JSON object.", code="invalid_body")
-    _check_json(data)
-    return data
+    checked = serializer(data=data, context=context)
+    checked.is_valid(raise_exception=True)
+    return checked.validated_data
+
+
+def query(
+    serializer: type[serializers.Serializer],
+    request: Request,
+    only: Iterable[str] | None = None,
+) -> Any:
+    """Validated query parameters (all of them, or `only` these): the last value of each."""
+    params = request.query_params
+    names = params.keys() if only is None else [name for name in only if name in params]
+    return validated(serializer, {name: params.get(name) for name in names})
 
 
 def actor(request: Request) -> Actor:
@@ -74,100 +62,55 @@ def instance_for(request: Request, instance_id: Any) -> TaskInstance:
     return services.instance_for_principal(instance_id, request.user)
 
 
-# --- documentation-only shapes (validation itself happens in the services) -----------------
+def errors(*codes: int) -> dict[int, Any]:
+    """The error responses an operation documents, each with the JSON error body."""
+    described = {
+        400: "Bad input: `fields` names each field and what is wrong with it",
+        401: "No credentials, or unknown ones",
+        403: "Not allowed for this caller",
+        404: "No such resource, or not yours",
+        409: "Conflicts with the current state (`prompt` holds the fresh prompt, if any)",
+        413: "The body is too large",
+        415: "The body is not JSON",
+        422: "An Idempotency-Key sent again with a different request",
+        503: "The database was busy with competing changes; nothing was recorded; try again",
+    }
+    return {
+        code: OpenApiResponse(s.ConflictOut if code in (409, 422) else s.ErrorOut, described[code])
+        for code in (400, 401, 403, 404, *codes)
+    }
 
 
-class SlotIn(serializers.Serializer):
-    key = serializers.CharField()
-    label = serializers.CharField(required=False)
-    value_type = serializers.ChoiceField(
-        choices=["string", "number", "boolean", "date", "json"], required=False
-    )
-    choices = serializers.ListField(child=serializers.JSONField(), required=False)
-    scope_order = serializers.ListField(child=serializers.CharField(), required=False)
-    suggested_risk = serializers.ChoiceField(
-        choices=["unclassified", "cosmetic", "reversible", "policy", "irreversible"],
-        required=False,
-    )
+READS = errors()
+WRITES = errors(409, 413, 415, 503)
 
 
-class DecisionIn(serializers.Serializer):
-    key = serializers.CharField()
-    label = serializers.CharField(required=False)
-    slots = serializers.ListField(child=serializers.CharField())
-
-
-class TaskClassIn(serializers.Serializer):
-    name = serializers.CharField(required=False)
-    slots = SlotIn(many=True, required=False)
-    decisions = DecisionIn(many=True, required=False)
-
-
-class BeliefIn(serializers.Serializer):
-    slot = serializers.CharField()
-    value = serializers.JSONField()
-    source = serializers.ChoiceField(choices=["user", "tool", "inference", "default"])
-    turn = serializers.IntegerField(min_value=0, required=False)
-    world_ref = serializers.DictField(required=False, allow_null=True)
-
-
-class InstanceIn(serializers.Serializer):
-    task_class = serializers.CharField()
-    principal = serializers.CharField(help_text="the username of the end user")
-    world = serializers.DictField(required=False)
-    beliefs = BeliefIn(many=True, required=False)
-
-
-class WorldIn(serializers.Serializer):
-    world = serializers.DictField(help_text="{slot_key: {...}} the world now, per slot")
-
-
-class CancelIn(serializers.Serializer):
-    reason = serializers.CharField(required=False)
-
-
-class RespondIn(serializers.Serializer):
-    action = serializers.ChoiceField(choices=["confirm", "edit", "answer", "reject", "veto"])
-    version = serializers.IntegerField(help_text="the prompt version you saw")
-    value = serializers.JSONField(required=False, help_text="for edit and answer")
-    value_confirmation = serializers.JSONField(
-        required=False, help_text="the value typed a second time, for a scope escalation"
-    )
-    reason = serializers.CharField(required=False, help_text="for reject and veto")
-
-
-class ErrorOut(serializers.Serializer):
-    error = serializers.CharField()
-    detail = serializers.CharField()
-    fields = serializers.DictField()
-
-
-ERRORS = {400: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut}
-
-
-# --- views ---------------------------------------------------------------------------------
+# --- task classes --------------------------------------------------------------------------
 
 
 class TaskClassApi(APIView):
     def get_permissions(self) -> list[Any]:
         return [IsRuntime()] if self.request.method == "PUT" else super().get_permissions()
 
-    @extend_schema(responses={200: dict, **ERRORS}, summary="A task class with effective risks")
+    @extend_schema(
+        responses={200: s.TaskClassOut, **READS},
+        summary="A task class with its slots' effective risks (runtimes and people)",
+    )
     def get(self, request: Request, key: str) -> Response:
         return Response(selectors.task_class_payload(selectors.task_class_with_slots(key)))
 
     @extend_schema(
-        request=TaskClassIn, responses={200: dict, **ERRORS}, summary="Register or update"
+        request=s.TaskClassIn,
+        responses={200: s.TaskClassOut, **WRITES},
+        summary="Register or update a task class (runtimes)",
+        description=(
+            "Adds slots and decisions and links slots to decisions. Fields left out of a later "
+            "registration keep their values; decision links are never dropped. Risk classes "
+            "are refused: classifiers set them (`suggested_risk` is a hint)."
+        ),
     )
     def put(self, request: Request, key: str) -> Response:
-        data = body(request)
-        unknown = sorted(set(data) - {"name", "slots", "decisions", "key"})
-        if unknown:
-            raise InvalidInput(
-                f"{unknown[0]}: unknown field", fields={unknown[0]: ["unknown field"]}
-            )
-        if "key" in data and data["key"] != key:
-            raise InvalidInput("key: differs from the key in the URL", fields={"key": ["differs"]})
+        data = validated(s.TaskClassIn, request.data, key=key)
         services.task_class_register(
             key=key,
             name=data.get("name"),
@@ -178,26 +121,41 @@ class TaskClassApi(APIView):
         return Response(selectors.task_class_payload(selectors.task_class_with_slots(key)))
 
 
+# --- instances -----------------------------------------------------------------------------
+
+
 class InstanceCreateApi(APIView):
     permission_classes = [IsRuntime]
 
     @extend_schema(
-        request=InstanceIn,
-        responses={201: dict, 200: dict, **ERRORS},
-        summary="Open an instance",
-        description="With an `Idempotency-Key`, a repeat with the same body returns the first "
-        "instance (200); the same key with another body is refused (409).",
+        request=s.InstanceIn,
+        responses={201: s.InstanceOut, 200: s.InstanceOut, **WRITES},
+        summary="Open an instance for a person (runtimes)",
+        description=(
+            "A new run of the task class for `principal`, with the world as the runtime sees it "
+            "and any beliefs it already holds. 404 names an unknown task class or principal. "
+            "With an `Idempotency-Key`, a repeat with the same body returns the first instance "
+            "(200, `Idempotent-Replayed: true`); the same key with another body is refused (409)."
+        ),
         parameters=[OpenApiParameter(idempotency.HEADER, str, OpenApiParameter.HEADER)],
     )
     def post(self, request: Request) -> Response:
-        data = body(request)
-        unknown = sorted(set(data) - {"task_class", "principal", "world", "beliefs"})
-        if unknown:
-            raise InvalidInput(
-                f"{unknown[0]}: unknown field", fields={unknown[0]: ["unknown field"]}
+        data = validated(s.InstanceIn, request.data)
+
+        def open_() -> TaskInstance:
+            return services.instance_open(
+                task_class_key=data["task_class"],
+                principal=data["principal"],
+                world=data.get("world"),
+                beliefs=data.get("beliefs", []),
+                actor=actor(request),
             )
+
         opened = idempotency.instance_open_idempotent(
-            data=data, key=request.headers.get(idempotency.HEADER), actor=actor(request)
+            body=request.data,
+            open_=open_,
+            key=request.headers.get(idempotency.HEADER),
+            actor=actor(request),
         )
         return Response(
             selectors.instance_payload(opened.instance),
@@ -208,9 +166,12 @@ class InstanceCreateApi(APIView):
 
 class InstanceDetailApi(APIView):
     @extend_schema(
-        responses={200: dict, 304: None, **ERRORS},
-        summary="An instance, its plan and prompts",
-        description="Sends an `ETag`; with `If-None-Match` naming it, 304 and no body.",
+        responses={200: s.InstanceOut, 304: None, **READS},
+        summary="An instance, its plan, prompts and (once ready) final bindings",
+        description=(
+            "For the runtime that opened it and for its principal; 404 for anyone else. Sends "
+            "an `ETag`; with `If-None-Match` naming it, 304 and no body."
+        ),
         parameters=[OpenApiParameter("If-None-Match", str, OpenApiParameter.HEADER)],
     )
     def get(self, request: Request, instance_id: str) -> Response:
@@ -222,10 +183,20 @@ class InstanceDetailApi(APIView):
 class BeliefCreateApi(APIView):
     permission_classes = [IsRuntime]
 
-    @extend_schema(request=BeliefIn, responses={201: dict, **ERRORS}, summary="Record a belief")
+    @extend_schema(
+        request=s.BeliefIn,
+        responses={201: s.BeliefOut, **WRITES},
+        summary="Record a belief for a slot (runtimes)",
+        description=(
+            "Supersedes the slot's active belief of this instance and re-plans a planned "
+            "instance. A slot nobody declared is registered, unclassified (so irreversible)."
+        ),
+    )
     def post(self, request: Request, instance_id: str) -> Response:
         instance = instance_for(request, instance_id)
-        belief = services.belief_record(instance=instance, data=body(request), actor=actor(request))
+        belief = services.belief_record(
+            instance=instance, belief=validated(s.BeliefIn, request.data), actor=actor(request)
+        )
         return Response(
             {
                 "id": belief.pk,
@@ -245,19 +216,33 @@ class BeliefCreateApi(APIView):
 class WorldApi(APIView):
     permission_classes = [IsRuntime]
 
-    @extend_schema(request=WorldIn, responses={200: dict, **ERRORS}, summary="Replace the world")
+    @extend_schema(
+        request=s.WorldIn,
+        responses={200: s.InstanceOut, **WRITES},
+        summary="Replace the world of an open instance (runtimes)",
+        description="Prompts whose world diff changed get a new version.",
+    )
     def put(self, request: Request, instance_id: str) -> Response:
         instance = instance_for(request, instance_id)
-        data = body(request)
-        world = data["world"] if set(data) == {"world"} else data
-        instance = services.instance_set_world(instance=instance, world=world, actor=actor(request))
+        data = validated(s.WorldIn, request.data)
+        instance = services.instance_set_world(
+            instance=instance, world=data["world"], actor=actor(request)
+        )
         return Response(selectors.instance_payload(instance))
 
 
 class PlanApi(APIView):
     permission_classes = [IsRuntime]
 
-    @extend_schema(request=None, responses={200: dict, **ERRORS}, summary="Plan (idempotent)")
+    @extend_schema(
+        request=None,
+        responses={200: s.PlanOut, **errors(409, 503)},
+        summary="Plan an instance (runtimes; idempotent)",
+        description=(
+            "Routes every slot and opens a prompt for each SURFACED, CONFIRM and ASK slot. "
+            "A ready instance keeps its final plan. No body."
+        ),
+    )
     def post(self, request: Request, instance_id: str) -> Response:
         instance = instance_for(request, instance_id)
         instance = services.instance_plan(instance=instance, actor=actor(request))
@@ -267,69 +252,79 @@ class PlanApi(APIView):
 class CancelApi(APIView):
     permission_classes = [IsRuntime]
 
-    @extend_schema(request=CancelIn, responses={200: dict, **ERRORS}, summary="Cancel")
+    @extend_schema(
+        request=s.CancelIn,
+        responses={200: s.InstanceOut, **WRITES},
+        summary="Cancel an instance (runtimes)",
+        description="The body is optional; an instance already cancelled stays so.",
+    )
     def post(self, request: Request, instance_id: str) -> Response:
         instance = instance_for(request, instance_id)
-        data = body(request) if request.body else {}
+        data = validated(s.CancelIn, request.data)
         instance = services.instance_cancel(
-            instance=instance, actor=actor(request), reason=data.get("reason", "")
+            instance=instance, actor=actor(request), reason=data.get("reason") or ""
         )
         return Response(selectors.instance_payload(instance))
+
+
+# --- prompts -------------------------------------------------------------------------------
 
 
 class PromptListApi(APIView):
     permission_classes = [IsPerson]
 
     @extend_schema(
-        parameters=[OpenApiParameter("state", str, enum=list(PromptState.values))],
-        responses={200: dict, **ERRORS},
-        summary="Your own prompts",
+        parameters=[s.PromptQuery],
+        responses={200: s.PromptPageOut, **READS},
+        summary="Your own prompts, newest first (people)",
     )
     def get(self, request: Request) -> Response:
-        state = request.query_params.get("state")
-        if state and state not in PromptState.values:
-            raise InvalidInput(
-                f"state: must be one of {', '.join(PromptState.values)}",
-                fields={"state": ["unknown state"]},
-            )
-        prompts = selectors.prompts_for_user(request.user, state)
-        page = self.paginator.paginate_queryset(prompts, request, view=self)
-        return self.paginator.get_paginated_response([selectors.prompt_detail(p) for p in page])
-
-    @property
-    def paginator(self) -> Any:
-        if not hasattr(self, "_paginator"):
-            from rest_framework.pagination import LimitOffsetPagination
-
-            self._paginator = LimitOffsetPagination()
-        return self._paginator
+        filters = query(s.PromptQuery, request)
+        prompts = selectors.prompts_for_user(request.user, filters.get("state"))
+        paginator = LimitOffsetPagination()
+        page = paginator.paginate_queryset(prompts, request, view=self) or []
+        return paginator.get_paginated_response([selectors.prompt_detail(p) for p in page])
 
 
 class RespondApi(APIView):
     permission_classes = [IsPerson]
 
     @extend_schema(
-        request=RespondIn,
-        responses={200: dict, **ERRORS},
-        summary="Answer one of your prompts",
-        parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER)],
+        request=s.RespondIn,
+        responses={200: s.RespondOut, **WRITES, **errors(422)},
+        summary="Answer one of your prompts (the principal only)",
+        description=(
+            "CONFIRM prompts take confirm, edit or reject; ASK prompts answer or reject; "
+            "SURFACED prompts veto. A response to an older version is refused with 409 and the "
+            "fresh prompt; an identical repeat is answered again (`replayed`) and writes "
+            "nothing. An `Idempotency-Key` sent again returns the first answer, and is refused "
+            "(422) with a different action, value, reason or version."
+        ),
+        parameters=[
+            OpenApiParameter(
+                "Idempotency-Key",
+                str,
+                OpenApiParameter.HEADER,
+                description=f"at most {MAX_IDEMPOTENCY_KEY_LENGTH} characters",
+            )
+        ],
     )
     def post(self, request: Request, prompt_id: int) -> Response:
-        data = body(request)
+        data = validated(s.RespondIn, request.data)
         key = request.headers.get("Idempotency-Key") or None
-        if key is not None and len(key) > 200:
+        if key is not None and len(key) > MAX_IDEMPOTENCY_KEY_LENGTH:
             raise InvalidInput(
-                "Idempotency-Key: at most 200 characters",
-                fields={"Idempotency-Key": ["at most 200 characters"]},
+                f"Idempotency-Key: at most {MAX_IDEMPOTENCY_KEY_LENGTH} characters",
+                fields={"Idempotency-Key": [f"at most {MAX_IDEMPOTENCY_KEY_LENGTH} characters"]},
             )
         result = services.prompt_respond(
             prompt_id=prompt_id,
             user=request.user,
-            action=data.get("action"),
-            version=data.get("version"),
+            action=data["action"],
+            version=data["version"],
             value=data.get("value"),
             value_confirmation=data.get("value_confirmation"),
-            reason=data.get("reason", ""),
+            reason=data["reason"],
             idempotency_key=key,
         )
         prompt = selectors.prompts_for_user(request.user).get(pk=result.prompt.pk)

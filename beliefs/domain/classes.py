@@ -23,6 +23,38 @@ Target = Literal["slot", "decision"]
 ChangeField = Literal["risk_class", "monotonic", "slots"]
 
 
+# --- a monotonic slot's scope order -------------------------------------------------------------
+
+MAX_SCOPE_LENGTH = 200
+SCOPE_ORDER_MESSAGE = (
+    "write at least two distinct scopes separated by commas, lowest first "
+    "(e.g. read, write, admin), or leave it empty"
+)
+
+
+def parse_scope_order(value: Any) -> list[str] | None:
+    """The ranking of a monotonic slot's values, lowest first, from a runtime's list or a
+    classifier's "read, write, admin"; None for none ("" or null). Raises ValueError with the
+    one message both callers show: the API and the classifier form take the same orders."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = [part.strip() for part in value.split(",")]
+        if value == [""]:
+            return None
+    if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
+        raise ValueError(SCOPE_ORDER_MESSAGE)
+    order = [s.strip() for s in value]
+    if (
+        len(order) < 2
+        or not all(order)
+        or len(set(order)) != len(order)
+        or any(len(s) > MAX_SCOPE_LENGTH for s in order)
+    ):
+        raise ValueError(SCOPE_ORDER_MESSAGE)
+    return order
+
+
 # --- the pure part: a task class's classification as plain data ------------------------------
 
 

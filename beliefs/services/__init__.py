@@ -14,6 +14,8 @@ from beliefs.services.access import instance_for_principal, instance_for_runtime
 from beliefs.services.audit import SYSTEM, Actor, audit
 from beliefs.services.expiry import instance_expire_if_due, instances_expire
 from beliefs.services.instances import (
+    BeliefSpec,
+    World,
     belief_record,
     instance_cancel,
     instance_open,
@@ -22,11 +24,15 @@ from beliefs.services.instances import (
 from beliefs.services.planning import instance_plan, instances_replan_for_task_class
 from beliefs.services.responses import RespondResult, prompt_respond, prompts_mark_shown
 from beliefs.services.runtimes import runtime_key_create, runtime_key_revoke, task_class_transfer
-from beliefs.services.task_classes import task_class_register
+from beliefs.services.task_classes import DecisionSpec, SlotSpec, task_class_register
 
 __all__ = [
     "SYSTEM",
     "Actor",
+    "BeliefSpec",
+    "DecisionSpec",
+    "SlotSpec",
+    "World",
     "RespondResult",
     "audit",
     "belief_record",

@@ -34,6 +34,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from beliefs.domain import classes
 from beliefs.domain.classes import (
     CHOOSABLE_RISKS,
     Change,
@@ -113,7 +114,7 @@ def _bool(name: str, value: Any) -> bool:
 
 def _lock_task_class(task_class: TaskClass) -> TaskClass:
     """Classification changes of one task class queue behind each other."""
-    return TaskClass.objects.select_for_update().get(pk=task_class.pk)
+    return TaskClass.objects.select_for_update(no_key=True).get(pk=task_class.pk)
 
 
 def _json(value: RiskClass | bool | frozenset[str]) -> Any:
@@ -315,25 +316,10 @@ def slot_set_monotonic(*, slot: Slot, monotonic: Any, reason: Any, actor: Actor)
 
 def parse_scope_order(value: Any) -> list[str] | None:
     """ "read, write, admin" or ["read", "write", "admin"] -> a list, lowest first; "" -> None."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        value = [part.strip() for part in value.split(",")]
-        if value == [""]:
-            return None
-    if (
-        not isinstance(value, list)
-        or len(value) < 2
-        or not all(isinstance(s, str) and s.strip() for s in value)
-        or len({s.strip() for s in value}) != len(value)
-        or any(len(s) > 200 for s in value)
-    ):
-        raise field_error(
-            "scope_order",
-            "write at least two distinct scopes separated by commas, lowest first "
-            "(e.g. read, write, admin), or leave it empty",
-        )
-    return [s.strip() for s in value]
+    try:
+        return classes.parse_scope_order(value)
+    except ValueError as exc:
+        raise field_error("scope_order", str(exc)) from None
 
 
 @transaction.atomic

@@ -9,7 +9,7 @@ different body is refused, since it names a different open.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +19,6 @@ from beliefs.domain.canonical import canonical_json
 from beliefs.errors import Conflict, InvalidInput
 from beliefs.models import TaskInstance
 from beliefs.services.audit import Actor
-from beliefs.services.instances import instance_open
 
 MAX_IDEMPOTENCY_KEY_LENGTH = 200
 HEADER = "Idempotency-Key"
@@ -66,23 +65,16 @@ def _replay(instance: TaskInstance, digest: str, key: str) -> Opened:
     return Opened(instance, replayed=True)
 
 
-def instance_open_idempotent(*, data: Mapping[str, Any], key: str | None, actor: Actor) -> Opened:
-    """Open an instance from an API body; with a key, at most once per runtime (any of its
-    keys: a retry after a key rotation finds the same instance)."""
-
-    def open_() -> TaskInstance:
-        return instance_open(
-            task_class_key=data.get("task_class"),
-            principal=data.get("principal"),
-            world=data.get("world"),
-            beliefs=data.get("beliefs"),
-            actor=actor,
-        )
-
+def instance_open_idempotent(
+    *, body: Mapping[str, Any], open_: Callable[[], TaskInstance], key: str | None, actor: Actor
+) -> Opened:
+    """Open an instance (`open_`, from the validated body); with a key, at most once per runtime
+    (any of its keys: a retry after a key rotation finds the same instance). `body` is the
+    request as sent: its hash tells a retry from another open under the same key."""
     key = check_key(key)
-    if key is None or actor.key is None:
+    if key is None or actor.runtime is None:
         return Opened(open_(), replayed=False)
-    digest = body_hash(data)
+    digest = body_hash(body)
     earlier = _earlier(actor, key)
     if earlier is not None:
         return _replay(earlier, digest, key)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -10,7 +11,8 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from beliefs.errors import Conflict, NotFound, field_error
+from beliefs.domain.policy import Source
+from beliefs.errors import Conflict, NotFound
 from beliefs.models import (
     Belief,
     BeliefStatus,
@@ -20,53 +22,61 @@ from beliefs.models import (
     TaskInstance,
 )
 from beliefs.services.audit import Actor, audit
-from beliefs.services.inputs import (
-    optional_text,
-    parse_source,
-    parse_turn,
-    require_key,
-    world_object,
-    world_per_slot,
-)
 from beliefs.services.lifecycle import close_instance, lock_instance, require_open
 from beliefs.services.planning import plan_locked
+from beliefs.services.retry import retry_on_race
 from beliefs.services.task_classes import slot_register_unknown
 
+# The world as a runtime states it: {slot_key: {...}}, each slot's statement an object that is
+# diffed key by key.
+World = dict[str, dict[str, Any]]
 
+
+@dataclass(frozen=True)
+class BeliefSpec:
+    """A runtime's belief for one slot. `acquired_at` is the server's clock, never the
+    runtime's word, so it is not part of the spec."""
+
+    slot: str
+    value: Any
+    source: Source
+    turn: int = 0
+    world_ref: dict[str, Any] | None = None
+
+
+@retry_on_race
 @transaction.atomic
 def instance_open(
     *,
-    task_class_key: Any,
-    principal: Any,
-    world: Any = None,
-    beliefs: Any = None,
+    task_class_key: str,
+    principal: str,
+    world: World | None = None,
+    beliefs: Sequence[BeliefSpec] = (),
     actor: Actor,
 ) -> TaskInstance:
-    key = require_key("task_class", task_class_key)
-    task_class = TaskClass.objects.filter(key=key).first()
+    task_class = TaskClass.objects.filter(key=task_class_key).first()
     if task_class is None:
         raise NotFound(
-            f"task_class: no task class {key!r}; register it first "
+            f"task_class: no task class {task_class_key!r}; register it first "
             "(PUT /api/v1/task-classes/{key}/)",
             code="unknown_task_class",
             fields={"task_class": ["unknown task class"]},
         )
-    username = require_key("principal", principal)
-    user = get_user_model().objects.filter(username=username, is_active=True).first()
+    user = get_user_model().objects.filter(username=principal, is_active=True).first()
     if user is None:
         raise NotFound(
-            f"principal: no active user {username!r}",
+            f"principal: no active user {principal!r}",
             code="unknown_principal",
             fields={"principal": ["unknown user"]},
         )
-    world = world_per_slot("world", world_object("world", world) or {})
-    if beliefs is not None and not isinstance(beliefs, list):
-        raise field_error("beliefs", "must be a list")
+    world = world or {}
 
     # Two opens must not take the same run number. Locking the earlier runs is not enough (the
     # first run has none to lock, and Django drops FOR UPDATE from an aggregate query), so lock
     # the principal's row: opens for one person queue, and MAX() then sees the other's commit.
-    get_user_model().objects.select_for_update().filter(pk=user.pk).exists()
+    # This is the first lock an open takes, and nothing else locks a user row, so there is one
+    # order. No key update: other writers' foreign keys to the user need only a key share.
+    get_user_model().objects.select_for_update(no_key=True).filter(pk=user.pk).exists()
     last = TaskInstance.objects.filter(principal=user, task_class=task_class).aggregate(
         m=Max("run_number")
     )["m"]
@@ -82,31 +92,15 @@ def instance_open(
         "instance.opened",
         actor=actor,
         instance=instance,
-        data={"principal": username, "run_number": instance.run_number, "world": world},
+        data={"principal": principal, "run_number": instance.run_number, "world": world},
     )
-    for index, spec in enumerate(beliefs or []):
-        if not isinstance(spec, dict):
-            raise field_error(f"beliefs[{index}]", "must be an object")
-        _belief_record(instance=instance, spec=spec, actor=actor, where=f"beliefs[{index}].")
+    for spec in beliefs:
+        _belief_record(instance=instance, spec=spec, actor=actor)
     return instance
 
 
-# acquired_at is the server's clock, never the runtime's word.
-BELIEF_FIELDS = {"slot", "value", "source", "turn", "world_ref"}
-
-
-def _belief_record(
-    *, instance: TaskInstance, spec: Mapping[str, Any], actor: Actor, where: str = ""
-) -> Belief:
-    unknown = sorted(set(spec) - BELIEF_FIELDS)
-    if unknown:
-        raise field_error(f"{where}{unknown[0]}", "unknown field")
-    slot_key = require_key(f"{where}slot", spec.get("slot"))
-    if "value" not in spec:
-        raise field_error(f"{where}value", "is required (any JSON value)")
-    source = parse_source(f"{where}source", spec.get("source"))
-    turn = parse_turn(f"{where}turn", spec.get("turn"))
-    world_ref = world_object(f"{where}world_ref", spec.get("world_ref"))
+def _belief_record(*, instance: TaskInstance, spec: BeliefSpec, actor: Actor) -> Belief:
+    slot_key, source, turn, world_ref = spec.slot, spec.source, spec.turn, spec.world_ref
     acquired_at = timezone.now()
 
     slot = instance.task_class.slots.filter(key=slot_key).first()
@@ -119,7 +113,7 @@ def _belief_record(
         instance=instance,
         principal_id=instance.principal_id,
         slot=slot,
-        value=spec["value"],
+        value=spec.value,
         source=source.value,
         turn=turn,
         acquired_at=acquired_at,
@@ -142,27 +136,23 @@ def _belief_record(
     return belief
 
 
+@retry_on_race
 @transaction.atomic
-def belief_record(*, instance: TaskInstance, data: Mapping[str, Any], actor: Actor) -> Belief:
+def belief_record(*, instance: TaskInstance, belief: BeliefSpec, actor: Actor) -> Belief:
     """Record a runtime's belief for a slot of an open instance; re-plans a planned one."""
     instance = lock_instance(instance)
     require_open(instance, "record a belief")
-    belief = _belief_record(instance=instance, spec=data, actor=actor)
+    recorded = _belief_record(instance=instance, spec=belief, actor=actor)
     if instance.status == InstanceStatus.AWAITING_USER:
         plan_locked(instance, actor)
-    return belief
+    return recorded
 
 
+@retry_on_race
 @transaction.atomic
-def instance_set_world(*, instance: TaskInstance, world: Any, actor: Actor) -> TaskInstance:
+def instance_set_world(*, instance: TaskInstance, world: World, actor: Actor) -> TaskInstance:
     """Replace the instance's statement of the world now; prompts whose diff changed re-version."""
     instance = lock_instance(instance)
-    world = world_object("world", world)
-    if world is None:
-        raise field_error("world", "must be a JSON object")
-    for slot_key, slot_world in world.items():
-        if not isinstance(slot_world, dict):
-            raise field_error(f"world.{slot_key}", "must be a JSON object")
     require_open(instance, "change the world")
     before = instance.world
     instance.world = world
@@ -178,10 +168,10 @@ def instance_set_world(*, instance: TaskInstance, world: Any, actor: Actor) -> T
     return instance
 
 
+@retry_on_race
 @transaction.atomic
-def instance_cancel(*, instance: TaskInstance, actor: Actor, reason: Any = "") -> TaskInstance:
+def instance_cancel(*, instance: TaskInstance, actor: Actor, reason: str = "") -> TaskInstance:
     instance = lock_instance(instance)
-    reason = optional_text("reason", reason)
     if instance.status == InstanceStatus.CANCELLED:
         return instance
     if instance.status == InstanceStatus.EXPIRED:

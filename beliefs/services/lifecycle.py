@@ -14,9 +14,14 @@ from beliefs.services.notify import instance_status_changed
 
 
 def lock_instance(instance: TaskInstance) -> TaskInstance:
-    """Re-read the instance under a row lock so concurrent writers queue."""
+    """Re-read the instance under a row lock so concurrent writers queue.
+
+    Only the instance's own row is locked (`of`): the joined task class and principal are read,
+    not locked, so a writer never holds a user or task-class row that an open waits for. No key
+    update: inserts that refer to the instance (prompts, beliefs) need only a key share.
+    """
     return (
-        TaskInstance.objects.select_for_update()
+        TaskInstance.objects.select_for_update(of=("self",), no_key=True)
         .select_related("task_class", "principal")
         .get(pk=instance.pk)
     )

@@ -25,6 +25,7 @@ from beliefs.services.audit import Actor, audit
 from beliefs.services.expiry import expire_locked_if_due
 from beliefs.services.lifecycle import lock_instance, require_open
 from beliefs.services.notify import instance_status_changed
+from beliefs.services.retry import retry_on_race
 
 DESIRED_FIELDS = [
     "route",
@@ -216,6 +217,7 @@ def plan_item(state: SlotState, prompt: Prompt | None) -> dict[str, Any]:
     }
 
 
+@retry_on_race
 @transaction.atomic
 def instance_plan(*, instance: TaskInstance, actor: Actor) -> TaskInstance:
     """Plan an instance (idempotent). A ready instance keeps its final plan and bindings."""
@@ -235,10 +237,12 @@ def instances_replan_for_task_class(*, task_class: TaskClass, actor: Actor) -> i
     Ready instances keep their final bindings: a classification never binds retroactively.
     """
     count = 0
+    # Only the instances' own rows, in one order (by id), so two re-plans cannot deadlock.
     for instance in (
-        TaskInstance.objects.select_for_update()
+        TaskInstance.objects.select_for_update(of=("self",), no_key=True)
         .filter(task_class=task_class, status=InstanceStatus.AWAITING_USER)
         .select_related("task_class", "principal")
+        .order_by("pk")
     ):
         plan_locked(instance, actor)
         count += 1

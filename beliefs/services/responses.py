@@ -16,7 +16,14 @@ from django.utils import timezone
 from beliefs.domain.canonical import canonical_json
 from beliefs.domain.policy import Source
 from beliefs.domain.vocabulary import ACTIONS_BY_ROUTE, MAX_TEXT_LENGTH, TYPED_ACTIONS, Action
-from beliefs.errors import Conflict, InvalidInput, NotFound, StaleVersion, field_error
+from beliefs.errors import (
+    Conflict,
+    IdempotencyKeyMismatch,
+    InvalidInput,
+    NotFound,
+    StaleVersion,
+    field_error,
+)
 from beliefs.models import (
     Belief,
     BeliefStatus,
@@ -29,10 +36,10 @@ from beliefs.models import (
 )
 from beliefs.services.audit import Actor, audit
 from beliefs.services.expiry import instance_expire_if_due
-from beliefs.services.inputs import optional_text
 from beliefs.services.lifecycle import close_instance, lock_instance, require_open
 from beliefs.services.notify import belief_vetoed
 from beliefs.services.planning import plan_locked
+from beliefs.services.retry import retry_on_race
 
 
 @dataclass(frozen=True)
@@ -119,6 +126,29 @@ def _same_response(response: PromptResponse, action: str, value: Any) -> bool:
     return True
 
 
+def _checked_or_raw(slot: Slot, action: str, value: Any) -> Any:
+    """A repeated typed value as it would have been stored, or as sent when it is not valid
+    (then it cannot equal what was stored)."""
+    if action not in TYPED_ACTIONS:
+        return value
+    try:
+        return _check_value(slot, value)
+    except InvalidInput:
+        return value
+
+
+def _same_request(
+    response: PromptResponse, prompt: Prompt, action: str, version: int, value: Any, reason: str
+) -> bool:
+    """Is this the request that was answered with `response`: the same action, version, typed
+    value and reason? An Idempotency-Key stands for one request, not for any request."""
+    return (
+        response.version == version
+        and response.reason == reason
+        and _same_response(response, action, _checked_or_raw(prompt.slot, action, value))
+    )
+
+
 def _next_turn(instance: TaskInstance) -> int:
     return (instance.beliefs.aggregate(m=Max("turn"))["m"] or 0) + 1
 
@@ -135,34 +165,19 @@ class Answer:
     idempotency_key: str | None = None
 
 
-def parse_version(version: Any) -> int:
-    if isinstance(version, str) and version.isascii() and version.isdigit() and len(version) < 10:
-        version = int(version)
-    if isinstance(version, bool) or not isinstance(version, int) or not 0 < version < 2**31:
-        raise field_error("version", "must be the prompt version you saw (a whole number)")
-    return version
-
-
-def parse_action(action: Any) -> Action:
-    try:
-        return Action(action)
-    except ValueError:
-        allowed = ", ".join(a.value for a in Action)
-        raise field_error("action", f"must be one of {allowed}") from None
-
-
+@retry_on_race
 def prompt_respond(
     *,
     prompt_id: int,
     user: User,
-    action: Any,
-    version: Any,
+    action: Action | str,
+    version: int,
     value: Any = None,
     value_confirmation: Any = None,
-    reason: Any = "",
+    reason: str = "",
     idempotency_key: str | None = None,
 ) -> RespondResult:
-    """A person's answer to one prompt of their own instance."""
+    """A person's answer to one prompt of their own instance (input validated at the edge)."""
     found = (
         Prompt.objects.filter(pk=prompt_id, instance__principal=user)
         .select_related("instance")
@@ -173,37 +188,23 @@ def prompt_respond(
     # Expiry is settled first, in a transaction of its own, so that the refusal of a late
     # answer does not roll the instance's expiry back with it.
     instance_expire_if_due(instance=found.instance)
-    return _respond(
-        found,
-        user,
-        raw={
-            "action": action,
-            "version": version,
-            "value": value,
-            "value_confirmation": value_confirmation,
-            "reason": reason,
-            "idempotency_key": idempotency_key,
-        },
+    answer = Answer(
+        action=Action(action),
+        version=version,
+        value=value,
+        value_confirmation=value_confirmation,
+        reason=reason or "",
+        idempotency_key=idempotency_key or None,
     )
+    return _respond(found, user, answer)
 
 
 @transaction.atomic
-def _respond(found: Prompt, user: User, raw: dict[str, Any]) -> RespondResult:
+def _respond(found: Prompt, user: User, answer: Answer) -> RespondResult:
     instance = lock_instance(found.instance)
     prompt = Prompt.objects.select_related("slot", "belief").get(pk=found.pk)
-    reason = optional_text("reason", raw["reason"])
-    idempotency_key = raw["idempotency_key"] or None
-    if _replays_idempotency_key(prompt, user, idempotency_key):
+    if _replays_idempotency_key(prompt, user, answer):
         return RespondResult(prompt, instance, replayed=True)
-    version = parse_version(raw["version"])
-    answer = Answer(
-        action=parse_action(raw["action"]),
-        version=version,
-        value=raw["value"],
-        value_confirmation=raw["value_confirmation"],
-        reason=reason,
-        idempotency_key=idempotency_key,
-    )
     if _repeats_a_taken_response(prompt, answer):
         return RespondResult(prompt, instance, replayed=True)
     _require_answerable(instance, prompt, answer)
@@ -214,12 +215,13 @@ def _respond(found: Prompt, user: User, raw: dict[str, Any]) -> RespondResult:
     return RespondResult(prompt, instance, replayed=False)
 
 
-def _replays_idempotency_key(prompt: Prompt, user: User, idempotency_key: str | None) -> bool:
-    """A retry that carries the key of a response already taken gets that response again."""
-    if not idempotency_key:
+def _replays_idempotency_key(prompt: Prompt, user: User, answer: Answer) -> bool:
+    """A retry that carries the key of a response already taken gets that response again; the
+    key stands for one request, so the same key with another answer is refused."""
+    if not answer.idempotency_key:
         return False
     earlier = PromptResponse.objects.filter(
-        responded_by=user, idempotency_key=idempotency_key
+        responded_by=user, idempotency_key=answer.idempotency_key
     ).first()
     if earlier is None:
         return False
@@ -228,7 +230,30 @@ def _replays_idempotency_key(prompt: Prompt, user: User, idempotency_key: str | 
             "This Idempotency-Key was already used for another prompt.",
             code="idempotency_key_reused",
         )
+    same = (
+        earlier.version == answer.version
+        and earlier.reason == answer.reason
+        and _same_response(earlier, answer.action, _checked_or_raw(prompt.slot, answer))
+    )
+    if not same:
+        raise IdempotencyKeyMismatch(
+            "This Idempotency-Key was already used for a different answer to this prompt "
+            "(action, value, reason or version). The first answer stands; send a new key for "
+            "a new answer.",
+            extra={"prompt": prompt_payload(prompt)},
+        )
     return True
+
+
+def _checked_or_raw(slot: Slot, answer: Answer) -> Any:
+    """A repeated typed value as it would have been stored, or as sent when it is not valid
+    (then it cannot equal what was stored)."""
+    if answer.action not in TYPED_ACTIONS:
+        return answer.value
+    try:
+        return _check_value(slot, answer.value)
+    except InvalidInput:
+        return answer.value
 
 
 def _repeats_a_taken_response(prompt: Prompt, answer: Answer) -> bool:
@@ -237,13 +262,7 @@ def _repeats_a_taken_response(prompt: Prompt, answer: Answer) -> bool:
     earlier = PromptResponse.objects.filter(prompt=prompt, version=answer.version).first()
     if earlier is None:
         return False
-    checked = answer.value
-    if answer.action in TYPED_ACTIONS:
-        try:
-            checked = _check_value(prompt.slot, answer.value)
-        except InvalidInput:
-            checked = answer.value
-    if _same_response(earlier, answer.action, checked):
+    if _same_response(earlier, answer.action, _checked_or_raw(prompt.slot, answer)):
         return True
     raise Conflict(
         "This prompt was already answered; your answer was not recorded.",

@@ -308,12 +308,37 @@ def test_it_returns_the_first_answer_for_a_retried_idempotency_key(
         url, {"action": "answer", "version": 1, "value": "a"}, HTTP_IDEMPOTENCY_KEY="retry-1"
     )
     retry = api.person.post_json(
-        url, {"action": "answer", "version": 1, "value": "b"}, HTTP_IDEMPOTENCY_KEY="retry-1"
+        url, {"action": "answer", "version": 1, "value": "a"}, HTTP_IDEMPOTENCY_KEY="retry-1"
     )
     assert (first.status_code, retry.status_code) == (200, 200)
     assert retry.json()["replayed"] is True
     assert retry.json()["prompt"]["response_value"] == "a"
     assert list(Belief.objects.filter(slot__key="memo").values_list("value", flat=True)) == ["a"]
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        {"value": "b"},
+        {"action": "reject"},
+        {"reason": "changed my mind"},
+        {"version": 2},
+    ],
+)
+def test_it_refuses_an_idempotency_key_sent_again_with_a_different_answer(
+    api: Driver, instance_id: str, changed: dict[str, Any]
+) -> None:
+    prompt = api.prompt(instance_id, "memo")
+    url = f"{API}/prompts/{prompt['id']}/respond/"
+    answer = {"action": "answer", "version": 1, "value": "a"}
+    first = api.person.post_json(url, answer, HTTP_IDEMPOTENCY_KEY="retry-1")
+    assert first.status_code == 200
+    other = api.person.post_json(url, {**answer, **changed}, HTTP_IDEMPOTENCY_KEY="retry-1")
+    body = _error(other, 422, code="idempotency_key_mismatch")
+    assert "first answer stands" in body["detail"]
+    assert list(Belief.objects.filter(slot__key="memo").values_list("value", flat=True)) == ["a"]
+    assert PromptResponse.objects.get().action == "answer"
+    assert AuditEvent.objects.filter(kind__startswith="prompt.").count() == 1
 
 
 def test_it_names_an_overlong_idempotency_key(api: Driver, instance_id: str) -> None:

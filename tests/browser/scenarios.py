@@ -12,7 +12,12 @@ from django.contrib.auth.models import User
 
 from beliefs import services
 from beliefs.models import Slot, TaskClass, TaskInstance
-from tests.builders import classify, open_prompt  # noqa: F401 - open_prompt for the page tests
+from tests.builders import (  # noqa: F401 - open_prompt and the helpers for the page tests
+    classify,
+    open_instance,
+    open_prompt,
+    register_task_class,
+)
 
 RUNTIME = services.Actor()  # the system stands in for a runtime key
 
@@ -29,7 +34,7 @@ VENDOR_WORLD_RUN_2 = {
 def vendor_payment() -> TaskClass:
     """Pay a vendor: money and the account are irreversible, the schedule is policy, the
     approval scope is monotonic (single < recurring < unlimited), the memo is cosmetic."""
-    task_class = services.task_class_register(
+    task_class = register_task_class(
         key="payments.vendor",
         name="Vendor payment",
         slots=[
@@ -73,7 +78,7 @@ def vendor_payment() -> TaskClass:
 
 def vendor_run_1(user: User) -> TaskInstance:
     """Run 1, everything said by the user: it binds silently and is ready at once."""
-    instance = services.instance_open(
+    instance = open_instance(
         task_class_key="payments.vendor",
         principal=user.username,
         world=VENDOR_WORLD_RUN_1,
@@ -107,7 +112,7 @@ def vendor_run_2(user: User) -> TaskInstance:
     amount CONFIRM (R4, from a tool), recipient account CONFIRM (R6, the bank changed),
     reference SURFACED with a change, due date SURFACED, approval scope ASK (R3, monotonic),
     memo SILENT."""
-    instance = services.instance_open(
+    instance = open_instance(
         task_class_key="payments.vendor",
         principal=user.username,
         world=VENDOR_WORLD_RUN_2,
@@ -132,7 +137,7 @@ HOSTILE_BIDI = "invoice\u202efdp.exe"
 
 def hostile(user: User) -> TaskInstance:
     """Labels, values and world references that would run or deceive if not escaped."""
-    task_class = services.task_class_register(
+    task_class = register_task_class(
         key="hostile.<b>demo</b>",
         name=f"Hostile {HOSTILE_SCRIPT}",
         slots=[
@@ -152,7 +157,7 @@ def hostile(user: User) -> TaskInstance:
         decisions={"send": "irreversible"},
     )
     Slot.objects.filter(task_class=task_class, key="note").update(risk_class="reversible")
-    instance = services.instance_open(
+    instance = open_instance(
         task_class_key=task_class.key,
         principal=user.username,
         world={"payee": {"name": HOSTILE_IMG, "iban\u200b": "NL00"}},
@@ -182,7 +187,7 @@ def many(user: User, count: int) -> TaskInstance:
     for query budgets that must not grow with the number of prompts."""
     slots = [{"key": f"slot_{i:03}", "label": f"Slot {i}"} for i in range(count)]
     confirm_keys = [s["key"] for s in slots[: count // 2]]
-    task_class = services.task_class_register(
+    task_class = register_task_class(
         key=f"bulk.{count}",
         name=f"Bulk {count}",
         slots=slots,
@@ -199,7 +204,7 @@ def many(user: User, count: int) -> TaskInstance:
         {"slot": s["key"], "value": f"value {i}", "source": "tool", "world_ref": {"v": 1}}
         for i, s in enumerate(slots)
     ]
-    instance = services.instance_open(
+    instance = open_instance(
         task_class_key=task_class.key,
         principal=user.username,
         world=world,

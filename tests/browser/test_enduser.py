@@ -15,10 +15,10 @@ from axe_playwright_python.sync_playwright import Axe
 from django.contrib.auth.models import User
 from playwright.sync_api import Page, expect
 
-from beliefs import services
 from beliefs.demo import SCENARIOS, seed_demo
 from beliefs.models import Prompt, TaskInstance
 from tests.browser import scenarios
+from tests.builders import set_world
 from tests.conftest import PASSWORD
 
 SignIn = Callable[[str, str], None]
@@ -164,7 +164,7 @@ def test_it_shows_the_409_message_with_the_fresh_card_after_a_world_change(
     # The runtime changes the world while the page is open.
     world = {**scenarios.VENDOR_WORLD_RUN_2}
     world["recipient_account"] = {**world["recipient_account"], "holder": "Evil Ltd"}
-    services.instance_set_world(instance=instance, world=world, actor=scenarios.RUNTIME)
+    set_world(instance=instance, world=world, actor=scenarios.RUNTIME)
 
     confirm.click()
     expect(recipient.get_by_role("alert")).to_contain_text(

@@ -24,6 +24,7 @@ from beliefs.models import Prompt, ProposalValidation, TaskInstance
 from tests.browser import scenarios
 from tests.browser.conftest import SCREENSHOTS
 from tests.browser.test_enduser import assert_accessible, assumption, card
+from tests.builders import open_instance
 from tests.conftest import PASSWORD
 
 SignIn = Callable[[str, str], None]
@@ -279,7 +280,7 @@ def test_a_long_value_is_clamped_and_can_be_read_in_full(
     scenarios.vendor_payment()
     long_reference = ("INV " + " ".join(["reference"] * 180))[:1742]
     assert len(long_reference) == 1742
-    instance = services.instance_open(
+    instance = open_instance(
         task_class_key="payments.vendor",
         principal="alice",
         beliefs=[{"slot": "reference", "value": long_reference, "source": "tool", "turn": 1}],

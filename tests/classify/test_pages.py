@@ -9,9 +9,17 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from beliefs.models import AuditEvent, Decision, Prompt, RiskChangeRequest, Slot, TaskClass
-from beliefs.services import SYSTEM, Actor, task_class_register
+from beliefs.services import SYSTEM, Actor
 from beliefs.services import classification as c
-from tests.builders import answered_run, classify, contract, many_slots, run, shop
+from tests.builders import (
+    answered_run,
+    classify,
+    contract,
+    many_slots,
+    register_task_class,
+    run,
+    shop,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -432,7 +440,7 @@ def test_it_previews_without_javascript_next_to_the_row(
 
 
 def test_it_escapes_labels_from_runtimes(signed_in: Callable[[User], Client], carol: User) -> None:
-    task_class_register(
+    register_task_class(
         key="hostile",
         name="<b>bold</b>",
         slots=[{"key": "k", "label": "<script>alert(1)</script>\u202e"}],

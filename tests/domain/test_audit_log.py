@@ -13,7 +13,14 @@ from django.utils import timezone
 from beliefs import services
 from beliefs.models import AuditEvent, RuntimeAPIKey
 from beliefs.services import SYSTEM, Actor
-from tests.builders import open_prompt, transfer
+from tests.builders import (
+    open_instance,
+    open_prompt,
+    record_belief,
+    register_task_class,
+    set_world,
+    transfer,
+)
 
 TABLE = AuditEvent._meta.db_table
 
@@ -80,22 +87,22 @@ def test_it_still_appends(event: AuditEvent) -> None:
 def test_it_audits_every_service(runtime_key: tuple[RuntimeAPIKey, str], alice: User) -> None:
     rt = Actor(key=runtime_key[0])
     transfer(rt)
-    services.task_class_register(key="payments.transfer", slots=[{"key": "memo"}], actor=rt)
-    instance = services.instance_open(
+    register_task_class(key="payments.transfer", slots=[{"key": "memo"}], actor=rt)
+    instance = open_instance(
         task_class_key="payments.transfer",
         principal="alice",
         beliefs=[{"slot": "reference", "value": "rent", "source": "tool"}],
         actor=rt,
     )
-    services.belief_record(
+    record_belief(
         instance=instance,
         data={"slot": "recipient_account", "value": "DE89", "source": "tool"},
         actor=rt,
     )
-    services.belief_record(
+    record_belief(
         instance=instance, data={"slot": "undeclared", "value": 1, "source": "tool"}, actor=rt
     )
-    services.instance_set_world(instance=instance, world={"memo": {"k": 1}}, actor=rt)
+    set_world(instance=instance, world={"memo": {"k": 1}}, actor=rt)
     services.instance_plan(instance=instance, actor=rt)
     services.instance_plan(instance=instance, actor=rt)  # idempotent: no second event
     respond = {"user": alice, "version": 1}
@@ -114,10 +121,10 @@ def test_it_audits_every_service(runtime_key: tuple[RuntimeAPIKey, str], alice: 
     services.prompt_respond(
         prompt_id=open_prompt(instance, "reference").pk, action="reject", reason="stop", **respond
     )
-    second = services.instance_open(task_class_key="payments.transfer", principal="alice", actor=rt)
+    second = open_instance(task_class_key="payments.transfer", principal="alice", actor=rt)
     services.instance_plan(instance=second, actor=rt)
     services.instance_cancel(instance=second, actor=rt, reason="bye")
-    third = services.instance_open(task_class_key="payments.transfer", principal="alice", actor=rt)
+    third = open_instance(task_class_key="payments.transfer", principal="alice", actor=rt)
     services.instance_plan(instance=third, actor=rt)
     services.instances_expire(now=timezone.now() + timedelta(days=30))
 

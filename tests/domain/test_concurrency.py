@@ -18,7 +18,12 @@ from beliefs import services
 from beliefs.errors import Conflict
 from beliefs.models import AuditEvent, Belief, Decision, PromptResponse, RuntimeAPIKey, Slot
 from beliefs.services import Actor
-from tests.builders import open_prompt, transfer
+from tests.builders import (
+    open_instance,
+    open_prompt,
+    register_task_class,
+    transfer,
+)
 
 pytestmark = [
     pytest.mark.postgres,
@@ -57,7 +62,7 @@ def _race(calls: list[Callable[[], Any]]) -> list[Any]:
 def prompt_id(runtime_key: tuple[RuntimeAPIKey, str], alice: User) -> int:
     rt = Actor(key=runtime_key[0])
     transfer(rt)
-    instance = services.instance_open(
+    instance = open_instance(
         task_class_key="payments.transfer",
         principal="alice",
         beliefs=[{"slot": "recipient_account", "value": "DE89", "source": "tool"}],
@@ -103,12 +108,10 @@ def test_it_numbers_two_racing_opens_of_the_same_task_class_apart(
 ) -> None:
     rt = Actor(key=runtime_key[0])
     transfer(rt)
-    services.instance_open(task_class_key="payments.transfer", principal="alice", actor=rt)
+    open_instance(task_class_key="payments.transfer", principal="alice", actor=rt)
 
     def open_one() -> Any:
-        return services.instance_open(
-            task_class_key="payments.transfer", principal="alice", actor=rt
-        )
+        return open_instance(task_class_key="payments.transfer", principal="alice", actor=rt)
 
     results = _race([open_one, open_one, open_one])
 
@@ -120,10 +123,10 @@ def test_it_registers_the_same_new_slot_from_two_racing_registrations_once(
     runtime_key: tuple[RuntimeAPIKey, str],
 ) -> None:
     rt = Actor(key=runtime_key[0])
-    services.task_class_register(key="payments.transfer", slots=[{"key": "memo"}], actor=rt)
+    register_task_class(key="payments.transfer", slots=[{"key": "memo"}], actor=rt)
 
     def register() -> Any:
-        return services.task_class_register(
+        return register_task_class(
             key="payments.transfer",
             slots=[{"key": "memo"}, {"key": "iban"}],
             decisions=[{"key": "send", "slots": ["iban"]}],

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from beliefs import selectors, services
 from beliefs.domain.canonical import bindings_digest
-from beliefs.errors import Conflict, InvalidInput, StaleVersion
+from beliefs.errors import Conflict, IdempotencyKeyMismatch, InvalidInput, StaleVersion
 from beliefs.models import (
     AuditEvent,
     Belief,
@@ -34,8 +34,12 @@ from tests.builders import (
     access,
     answer_all,
     classify,
+    open_instance,
     open_prompt,
+    record_belief,
     register,
+    register_task_class,
+    set_world,
     transfer,
 )
 
@@ -60,7 +64,7 @@ def _open(
     world: dict | None = None,
     key: str = "payments.transfer",
 ) -> TaskInstance:
-    return services.instance_open(
+    return open_instance(
         task_class_key=key, principal=user.username, world=world, beliefs=beliefs, actor=rt
     )
 
@@ -137,7 +141,7 @@ def test_it_bumps_the_version_when_the_belief_changes(
     prompt = open_prompt(instance, "recipient_account")
     assert (prompt.version, prompt.prefill) == (1, "DE89")
 
-    services.belief_record(
+    record_belief(
         instance=instance,
         data={"slot": "recipient_account", "value": "DE02", "source": "tool", "turn": 2},
         actor=rt,
@@ -161,11 +165,11 @@ def test_it_bumps_the_version_when_the_world_changes_and_not_when_it_is_restated
     prompt = open_prompt(run2, "recipient_account")
     assert (prompt.rule, prompt.version) == ("R6", 1)
 
-    services.instance_set_world(instance=run2, world=dict(WORLD_1), actor=rt)
+    set_world(instance=run2, world=dict(WORLD_1), actor=rt)
     prompt.refresh_from_db()
     assert prompt.version == 1
 
-    services.instance_set_world(instance=run2, world=WORLD_2, actor=rt)
+    set_world(instance=run2, world=WORLD_2, actor=rt)
     prompt.refresh_from_db()
     assert prompt.version == 2
     assert {e["key"]: e["change"] for e in prompt.world_diff} == {
@@ -183,14 +187,14 @@ def test_it_freezes_the_plan_of_a_ready_instance(
 
     assert _plan(run1, rt).bindings == bindings
     with pytest.raises(Conflict) as excinfo:
-        services.belief_record(
+        record_belief(
             instance=run1,
             data={"slot": "recipient_account", "value": "EVIL", "source": "user"},
             actor=rt,
         )
     assert excinfo.value.code == "instance_ready"
     with pytest.raises(Conflict):
-        services.instance_set_world(instance=run1, world=WORLD_2, actor=rt)
+        set_world(instance=run1, world=WORLD_2, actor=rt)
 
     run1.refresh_from_db()
     assert (run1.status, run1.bindings, run1.bindings_digest) == ("ready", bindings, digest)
@@ -344,10 +348,20 @@ def test_it_returns_the_first_answer_for_a_retried_idempotency_key(
         user=alice,
         action="answer",
         version=1,
-        value="second",
+        value="first",
         idempotency_key="k-1",
     )
     assert retry.replayed
+    # The same key with a different answer is refused: the key names one request.
+    with pytest.raises(IdempotencyKeyMismatch):
+        services.prompt_respond(
+            prompt_id=prompt.pk,
+            user=alice,
+            action="answer",
+            version=1,
+            value="second",
+            idempotency_key="k-1",
+        )
     assert list(Belief.objects.filter(slot__key="memo").values_list("value", flat=True)) == [
         "first"
     ]
@@ -633,9 +647,7 @@ def test_it_does_not_expire_an_instance_with_only_assumptions_open(
 
 def test_it_refuses_a_risk_class_from_a_runtime_and_stores_a_suggestion(rt: Actor) -> None:
     with pytest.raises(InvalidInput) as excinfo:
-        services.task_class_register(
-            key="x", slots=[{"key": "a", "risk_class": "cosmetic"}], actor=rt
-        )
+        register_task_class(key="x", slots=[{"key": "a", "risk_class": "cosmetic"}], actor=rt)
     assert "slots[0].risk_class" in excinfo.value.fields
     assert not TaskClass.objects.filter(key="x").exists()
     task_class = register("x", actor=rt, slots=[{"key": "a", "suggested_risk": "cosmetic"}])
@@ -647,7 +659,7 @@ def test_it_registers_an_unknown_slot_unclassified(
     rt: Actor, alice: User, transfer_class: TaskClass
 ) -> None:
     instance = _open(rt, alice)
-    services.belief_record(
+    record_belief(
         instance=instance,
         data={"slot": "ship_to", "value": "1 Main St", "source": "tool"},
         actor=rt,
@@ -664,7 +676,7 @@ def test_it_registers_an_unknown_slot_unclassified(
 def test_it_keeps_decision_links_a_later_registration_leaves_out(
     rt: Actor, transfer_class: TaskClass
 ) -> None:
-    services.task_class_register(
+    register_task_class(
         key="payments.transfer",
         slots=[{"key": "recipient_account"}],
         decisions=[{"key": "send_transfer", "slots": []}],
@@ -759,7 +771,7 @@ def test_it_keeps_a_blocking_prompt_blocking_after_a_downgrade(
 
     # A classifier lowers the decision the account feeds; the slot itself is only reversible.
     classify(transfer_class, decisions={"send_transfer": "reversible"})
-    services.instance_set_world(instance=run2, world={**WORLD_2, "memo": {"x": 1}}, actor=rt)
+    set_world(instance=run2, world={**WORLD_2, "memo": {"x": 1}}, actor=rt)
     run2 = _plan(run2, rt)
 
     held.refresh_from_db()
@@ -778,7 +790,7 @@ def test_it_lets_a_user_answer_release_a_blocking_prompt(
     _finished_run_1(rt, alice)
     run2 = _plan(_open(rt, alice, world=WORLD_2), rt)
     prompt = open_prompt(run2, "recipient_account")
-    services.belief_record(
+    record_belief(
         instance=run2,
         data={"slot": "recipient_account", "value": "DE02 1203", "source": "user", "turn": 2},
         actor=rt,
@@ -796,7 +808,7 @@ def test_it_keeps_what_a_later_registration_leaves_out(rt: Actor, alice: User) -
         actor=rt,
         slots=[{"key": "scope", "label": "Access scope", "scope_order": ["read", "admin"]}],
     )
-    services.task_class_register(key="iam.grant", slots=[{"key": "scope"}], actor=rt)
+    register_task_class(key="iam.grant", slots=[{"key": "scope"}], actor=rt)
     slot = TaskClass.objects.get(key="iam.grant").slots.get(key="scope")
     assert slot.scope_order == ["read", "admin"]
     assert slot.label == "Access scope"
@@ -805,12 +817,12 @@ def test_it_keeps_what_a_later_registration_leaves_out(rt: Actor, alice: User) -
 def test_it_refuses_a_runtime_changing_a_scope_order(rt: Actor) -> None:
     register("iam.grant", actor=rt, slots=[{"key": "scope", "scope_order": ["read", "admin"]}])
     with pytest.raises(InvalidInput) as excinfo:
-        services.task_class_register(
+        register_task_class(
             key="iam.grant", slots=[{"key": "scope", "scope_order": ["admin", "read"]}], actor=rt
         )
     assert "slots[0].scope_order" in excinfo.value.fields
     # Restating the same order is fine (registrations are idempotent).
-    services.task_class_register(
+    register_task_class(
         key="iam.grant", slots=[{"key": "scope", "scope_order": ["read", "admin"]}], actor=rt
     )
 
@@ -820,7 +832,7 @@ def test_it_refuses_an_acquisition_time_from_a_runtime(
 ) -> None:
     instance = _open(rt, alice)
     with pytest.raises(InvalidInput) as excinfo:
-        services.belief_record(
+        record_belief(
             instance=instance,
             data={"slot": "memo", "value": "x", "source": "tool", "acquired_at": "2020-01-01"},
             actor=rt,

@@ -8,11 +8,14 @@ import itertools
 import pytest
 from django.contrib.auth.models import User
 
-from beliefs import selectors, services
+from beliefs import selectors
 from beliefs.domain.policy import RiskClass, Source
 from beliefs.selectors.beliefs import SlotState
 from beliefs.services import SYSTEM
-from tests.builders import register
+from tests.builders import (
+    open_instance,
+    register,
+)
 
 WORLD_REF = {"account": "DE89 3704", "bank": {"bic": "COBADEFF"}}
 WORLD_NOW_CHANGED = {"account": "DE02 1203", "bank": {"bic": "COBADEFF"}}
@@ -34,14 +37,12 @@ def _state(
     )
     belief = {"slot": "s", "value": "v", "source": source.value, "turn": 1, "world_ref": WORLD_REF}
     if carried:
-        services.instance_open(
-            task_class_key=key, principal="alice", beliefs=[belief], actor=SYSTEM
-        )
-        instance = services.instance_open(
+        open_instance(task_class_key=key, principal="alice", beliefs=[belief], actor=SYSTEM)
+        instance = open_instance(
             task_class_key=key, principal="alice", world={"s": world}, actor=SYSTEM
         )
     else:
-        instance = services.instance_open(
+        instance = open_instance(
             task_class_key=key,
             principal="alice",
             world={"s": world},

@@ -18,7 +18,10 @@ from beliefs import services
 from beliefs.models import RuntimeAPIKey, TaskClass, TaskInstance, WebhookDelivery
 from beliefs.receiver import Receiver
 from beliefs.services import Actor
-from tests.builders import transfer
+from tests.builders import (
+    open_instance,
+    transfer,
+)
 from tests.conftest import JsonClient
 
 API = "/api/v1"
@@ -96,7 +99,7 @@ def open_transfer(rt: Actor, principal: str = "alice") -> TaskInstance:
     """Planned: recipient_account CONFIRM (blocking), reference SURFACED, memo SILENT."""
     if not TaskClass.objects.filter(key="payments.transfer").exists():
         transfer(rt)
-    instance = services.instance_open(
+    instance = open_instance(
         task_class_key="payments.transfer",
         principal=principal,
         beliefs=[

@@ -13,6 +13,7 @@ from beliefs.models import EmailNotification, Prompt, PromptState
 from beliefs.services import Actor
 from beliefs.services.people import person_email_notifications_set
 from beliefs.services.sweep import sweep
+from tests.builders import register_task_class
 from tests.hooks.conftest import open_transfer, run_worker
 
 SECRET_VALUES = ("NL91ABNA0417164300", "Invoice 7", "thanks")
@@ -88,7 +89,7 @@ def test_hidden_characters_in_a_task_name_are_shown_in_the_subject(
     rt: Actor, alice_with_email: User
 ) -> None:
     open_transfer(rt)
-    services.task_class_register(key="payments.transfer", name="Pay\u202eevil\nBcc: x", actor=rt)
+    register_task_class(key="payments.transfer", name="Pay\u202eevil\nBcc: x", actor=rt)
     run_worker()
     (message,) = mail.outbox
     assert "\u202e" not in message.subject and "\n" not in message.subject

@@ -12,12 +12,13 @@ from django.utils import timezone
 from beliefs import services
 from beliefs.models import Prompt, PromptState, RuntimeAPIKey, Slot, TaskInstance
 from beliefs.selectors import insights
+from tests.builders import open_instance, register_task_class
 
 pytestmark = pytest.mark.django_db
 
 
 def _transfer(actor: services.Actor) -> None:
-    services.task_class_register(
+    register_task_class(
         key="t.transfer",
         name="Transfer",
         slots=[{"key": "iban"}, {"key": "note"}],
@@ -30,7 +31,7 @@ def _transfer(actor: services.Actor) -> None:
 
 def _run(actor: services.Actor, user: User, *, world: dict, keep: bool = True) -> TaskInstance:
     """Open, plan, and answer every blocking prompt (confirm when pre-filled, else answer)."""
-    instance = services.instance_open(
+    instance = open_instance(
         task_class_key="t.transfer", principal=user.username, world=world, actor=actor
     )
     services.instance_plan(instance=instance, actor=actor)

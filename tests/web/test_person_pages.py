@@ -10,6 +10,7 @@ from django.test import Client
 from beliefs import services
 from beliefs.models import Belief, InstanceStatus, Slot, TaskInstance
 from tests.browser import scenarios
+from tests.builders import open_instance, register_task_class
 from tests.conftest import PASSWORD
 from tests.web.conftest import HTMX
 
@@ -89,7 +90,7 @@ def test_a_stale_csrf_token_gets_a_message_not_djangos_page(vendor: TaskInstance
 
 
 def test_choices_are_offered_as_radio_buttons(alice: User, alice_client: Client) -> None:
-    services.task_class_register(
+    register_task_class(
         key="commerce.ship",
         name="Ship",
         slots=[
@@ -99,7 +100,7 @@ def test_choices_are_offered_as_radio_buttons(alice: User, alice_client: Client)
         decisions=[],
         actor=scenarios.RUNTIME,
     )
-    instance = services.instance_open(
+    instance = open_instance(
         task_class_key="commerce.ship", principal="alice", actor=scenarios.RUNTIME
     )
     instance = services.instance_plan(instance=instance, actor=scenarios.RUNTIME)
@@ -141,7 +142,7 @@ def test_a_long_value_is_clamped_with_a_way_to_read_it_all(
 ) -> None:
     scenarios.vendor_payment()
     long_reference = "INV " + "x" * 1738
-    instance = services.instance_open(
+    instance = open_instance(
         task_class_key="payments.vendor",
         principal="alice",
         beliefs=[{"slot": "reference", "value": long_reference, "source": "tool", "turn": 1}],
@@ -158,7 +159,7 @@ def test_a_world_the_runtime_did_not_state_is_not_shown_as_json(
 ) -> None:
     scenarios.vendor_payment()
     scenarios.vendor_run_1(alice)
-    instance = services.instance_open(
+    instance = open_instance(
         task_class_key="payments.vendor", principal="alice", actor=scenarios.RUNTIME
     )
     instance = services.instance_plan(instance=instance, actor=scenarios.RUNTIME)

@@ -10,7 +10,6 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
-from beliefs import services
 from beliefs.models import (
     AuditEvent,
     Belief,
@@ -21,6 +20,7 @@ from beliefs.models import (
     TaskInstance,
 )
 from tests.browser import scenarios
+from tests.builders import set_world
 from tests.web.conftest import HTMX, marked
 
 pytestmark = pytest.mark.django_db
@@ -126,7 +126,7 @@ def test_it_shows_the_fresh_card_when_the_world_changed_since_it_was_shown(
     prompt = scenarios.open_prompt(vendor, "recipient_account")
     world = {**scenarios.VENDOR_WORLD_RUN_2}
     world["recipient_account"] = {**world["recipient_account"], "holder": "Evil Ltd"}
-    services.instance_set_world(instance=vendor, world=world, actor=scenarios.RUNTIME)
+    set_world(instance=vendor, world=world, actor=scenarios.RUNTIME)
     response = post(alice_client, prompt, action="confirm", value="NL91ABNA0417164300")
     html = response.content.decode()
     assert response.status_code == 409
@@ -262,7 +262,7 @@ def test_it_re_shows_the_page_with_the_fresh_card_on_a_plain_409(
 ) -> None:
     prompt = scenarios.open_prompt(vendor, "recipient_account")
     world = {"recipient_account": {"holder": "Acme B.V.", "bank": "Bunq", "verified": True}}
-    services.instance_set_world(instance=vendor, world=world, actor=scenarios.RUNTIME)
+    set_world(instance=vendor, world=world, actor=scenarios.RUNTIME)
     response = post(alice_client, prompt, htmx=False, action="confirm")
     html = response.content.decode()
     assert response.status_code == 409

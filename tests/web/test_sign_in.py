@@ -75,3 +75,51 @@ def test_it_signs_out_with_a_post(alice: User) -> None:
     response = client.post("/accounts/logout/")
     assert response.status_code == 302 and response["Location"] == "/accounts/login/"
     assert client.get("/").status_code == 302
+
+
+def _fail(client: Client, username: str, times: int, **address: str) -> None:
+    for _ in range(times):
+        client.post("/accounts/login/", {"username": username, "password": "wrong"}, **address)
+
+
+def _signs_in(username: str, **address: str) -> bool:
+    client = Client()
+    response = client.post(
+        "/accounts/login/", {"username": username, "password": PASSWORD}, **address
+    )
+    return response.status_code == 302 and "_auth_user_id" in client.session
+
+
+def test_it_locks_one_account_from_one_address_only(
+    alice: User,
+    mallory: User,
+    settings,  # noqa: ANN001
+) -> None:
+    here = {"REMOTE_ADDR": "192.0.2.10"}
+    _fail(Client(), "alice", settings.AXES_FAILURE_LIMIT, **here)
+
+    assert not _signs_in("alice", **here)
+    assert _signs_in("mallory", **here)  # someone else behind the same address
+    assert _signs_in("alice", REMOTE_ADDR="198.51.100.7")  # alice herself, elsewhere
+
+
+def test_it_takes_the_client_address_through_the_trusted_proxies_only(
+    alice: User,
+    mallory: User,
+    settings,  # noqa: ANN001
+) -> None:
+    settings.CONSOLE_TRUSTED_PROXIES = 1
+    proxy = "10.0.0.2"  # every request arrives from the one reverse proxy
+
+    def via_proxy(client_address: str, spoofed: str = "") -> dict[str, str]:
+        chain = f"{spoofed}, {client_address}" if spoofed else client_address
+        return {"REMOTE_ADDR": proxy, "HTTP_X_FORWARDED_FOR": chain}
+
+    _fail(Client(), "alice", settings.AXES_FAILURE_LIMIT, **via_proxy("203.0.113.5"))
+
+    assert not _signs_in("alice", **via_proxy("203.0.113.5"))
+    # What the client wrote further left is not its address: no way around the lockout.
+    assert not _signs_in("alice", **via_proxy("203.0.113.5", spoofed="198.51.100.99"))
+    # Another client behind the same proxy is another address: alice may sign in from there.
+    assert _signs_in("alice", **via_proxy("203.0.113.77"))
+    assert _signs_in("mallory", **via_proxy("203.0.113.5"))

@@ -1,0 +1,39 @@
+"""What the OpenAPI document says beyond what drf-spectacular reads from the serializers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Text the database can store: no NUL character (the edge guard refuses it, and unpaired
+# surrogates, which no UTF-8 request can carry anyway).
+STORABLE_TEXT = "^[^\\u0000]*$"
+FREE_FORM_NOTE = (
+    "Any JSON, at most 32 levels deep; no text in it (keys included) may hold a NUL character."
+)
+
+
+def _text(schema: dict[str, Any]) -> None:
+    if schema.get("type") == "string" and "enum" not in schema and "format" not in schema:
+        schema.setdefault("pattern", STORABLE_TEXT)
+    for child in schema.get("properties", {}).values():
+        _text(child)
+    if isinstance(schema.get("items"), dict):
+        _text(schema["items"])
+    if isinstance(schema.get("additionalProperties"), dict):
+        _text(schema["additionalProperties"])
+    if "type" not in schema and "$ref" not in schema and "allOf" not in schema:
+        schema.setdefault("description", FREE_FORM_NOTE)
+
+
+def refuse_unknown_fields(result: dict[str, Any], generator: Any, **kwargs: Any) -> dict[str, Any]:
+    """Every request body refuses fields it does not know (StrictSerializer) and text the
+    database cannot store (the edge guard): say so, in the bodies and in the parameters."""
+    for name, component in result.get("components", {}).get("schemas", {}).items():
+        if name.endswith("Request") and component.get("type") == "object":
+            component["additionalProperties"] = False
+            _text(component)
+    for item in result.get("paths", {}).values():
+        for operation in item.values():
+            for parameter in operation.get("parameters", []):
+                _text(parameter.get("schema", {}))
+    return result
