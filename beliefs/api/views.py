@@ -25,7 +25,7 @@ from beliefs.errors import InvalidInput
 from beliefs.models import TaskInstance
 from beliefs.services import Actor, idempotency
 
-MAX_IDEMPOTENCY_KEY_LENGTH = 200
+MAX_IDEMPOTENCY_KEY_LENGTH = idempotency.MAX_IDEMPOTENCY_KEY_LENGTH
 
 # --- helpers -------------------------------------------------------------------------------
 
@@ -137,7 +137,19 @@ class InstanceCreateApi(APIView):
             "With an `Idempotency-Key`, a repeat with the same body returns the first instance "
             "(200, `Idempotent-Replayed: true`); the same key with another body is refused (409)."
         ),
-        parameters=[OpenApiParameter(idempotency.HEADER, str, OpenApiParameter.HEADER)],
+        parameters=[
+            OpenApiParameter(
+                idempotency.HEADER,
+                {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": idempotency.MAX_IDEMPOTENCY_KEY_LENGTH,
+                    "pattern": r"^\S.*$|^.*\S$",
+                },
+                OpenApiParameter.HEADER,
+                description="the same key and body again returns the first instance",
+            )
+        ],
     )
     def post(self, request: Request) -> Response:
         data = validated(s.InstanceIn, request.data)

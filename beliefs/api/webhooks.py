@@ -10,52 +10,67 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from beliefs.api.auth import IsRuntime, runtime_of
-from beliefs.api.views import ERRORS, actor, body
+from beliefs.api.serializers import StrictSerializer, TextField
+from beliefs.api.views import READS, WRITES, actor, validated
+from beliefs.domain.vocabulary import MAX_LABEL_LENGTH
 from beliefs.domain.webhooks import EVENT_TYPES
-from beliefs.errors import InvalidInput
 from beliefs.models import WebhookEndpoint
 from beliefs.services import webhooks
 
-ENDPOINT_FIELDS = {"url", "event_types", "description", "active"}
+MAX_URL_LENGTH = 2000
 
 
-class EndpointIn(serializers.Serializer):
-    url = serializers.CharField(help_text="https, public addresses only")
+class EndpointIn(StrictSerializer):
+    url = TextField(max_length=MAX_URL_LENGTH, help_text="https, public addresses only")
     event_types = serializers.ListField(
         child=serializers.ChoiceField(choices=list(EVENT_TYPES)),
         required=False,
         help_text="the events to receive; empty or left out: every event",
     )
-    description = serializers.CharField(required=False)
-    active = serializers.BooleanField(required=False)
+    description = TextField(required=False, allow_blank=True, max_length=MAX_LABEL_LENGTH)
+    active = serializers.BooleanField(required=False, default=True)
+
+
+class EndpointOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    url = serializers.CharField()
+    event_types = serializers.ListField(child=serializers.CharField())
+    active = serializers.BooleanField()
+    description = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    previous_secret_until = serializers.DateTimeField(allow_null=True)
+    secret = serializers.CharField(
+        required=False, help_text="whsec_…: only in the answer to a creation or a rotation"
+    )
+
+
+class EndpointListOut(serializers.Serializer):
+    results = EndpointOut(many=True)
 
 
 class EndpointListApi(APIView):
     permission_classes = [IsRuntime]
 
-    @extend_schema(responses={200: dict, **ERRORS}, summary="Your runtime's webhook endpoints")
+    @extend_schema(
+        responses={200: EndpointListOut, **READS}, summary="Your runtime's webhook endpoints"
+    )
     def get(self, request: Request) -> Response:
         endpoints = WebhookEndpoint.objects.filter(runtime=runtime_of(request)).order_by("id")
         return Response({"results": [webhooks.endpoint_payload(e) for e in endpoints]})
 
     @extend_schema(
         request=EndpointIn,
-        responses={201: dict, **ERRORS},
+        responses={201: EndpointOut, **WRITES},
         summary="Register an endpoint (its secret is shown once)",
     )
     def post(self, request: Request) -> Response:
-        data = body(request)
-        unknown = sorted(set(data) - ENDPOINT_FIELDS)
-        if unknown:
-            raise InvalidInput(
-                f"{unknown[0]}: unknown field", fields={unknown[0]: ["unknown field"]}
-            )
+        data = validated(EndpointIn, request.data)
         endpoint, secret = webhooks.endpoint_create(
             runtime=runtime_of(request),
-            url=data.get("url"),
+            url=data["url"],
             event_types=data.get("event_types"),
             description=data.get("description", ""),
-            active=data.get("active", True),
+            active=data["active"],
             actor=actor(request),
         )
         return Response(webhooks.endpoint_payload(endpoint, secret), status=status.HTTP_201_CREATED)
@@ -64,7 +79,7 @@ class EndpointListApi(APIView):
 class EndpointDetailApi(APIView):
     permission_classes = [IsRuntime]
 
-    @extend_schema(responses={204: None, **ERRORS}, summary="Delete an endpoint")
+    @extend_schema(responses={204: None, **WRITES}, summary="Delete an endpoint")
     def delete(self, request: Request, endpoint_id: int) -> Response:
         endpoint = webhooks.endpoint_for_runtime(endpoint_id, runtime_of(request))
         webhooks.endpoint_delete(endpoint=endpoint, actor=actor(request))
@@ -76,7 +91,7 @@ class EndpointRotateApi(APIView):
 
     @extend_schema(
         request=None,
-        responses={200: dict, **ERRORS},
+        responses={200: EndpointOut, **WRITES},
         summary="A new secret (shown once); the old one also signs for 24 hours",
     )
     def post(self, request: Request, endpoint_id: int) -> Response:

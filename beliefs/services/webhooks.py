@@ -25,6 +25,7 @@ from django_tasks import task
 from standardwebhooks.webhooks import Webhook
 
 from beliefs.domain import webhooks as rules
+from beliefs.domain.vocabulary import MAX_LABEL_LENGTH
 from beliefs.domain.webhooks import Destination, UnsafeDestination
 from beliefs.errors import NotFound, field_error
 from beliefs.models import (
@@ -35,7 +36,6 @@ from beliefs.models import (
     WebhookEvent,
 )
 from beliefs.services.audit import Actor, audit
-from beliefs.services.inputs import optional_text
 
 # After a rotation the old secret keeps signing this long, so receivers can switch over.
 PREVIOUS_SECRET_GRACE = timedelta(hours=24)
@@ -94,6 +94,16 @@ def _endpoint_audit(kind: str, endpoint: WebhookEndpoint, actor: Actor, **data: 
 
 
 @transaction.atomic
+def _description(value: Any) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise field_error("description", "must be a string")
+    if len(value) > MAX_LABEL_LENGTH:
+        raise field_error("description", f"must be at most {MAX_LABEL_LENGTH} characters")
+    return value
+
+
 def endpoint_create(
     *,
     runtime: Runtime,
@@ -113,7 +123,7 @@ def endpoint_create(
         url=url.strip(),
         secret=secret,
         event_types=parse_event_types(event_types),
-        description=optional_text("description", description, limit=200),
+        description=_description(description),
         active=active,
     )
     _endpoint_audit("webhook_endpoint.created", endpoint, actor, event_types=endpoint.event_types)

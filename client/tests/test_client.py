@@ -98,7 +98,7 @@ def test_set_world(console: Console, fake: FakeConsole) -> None:
     fake.on("PUT", PATH + "world/", instance("awaiting_user"))
     console.set_world(INSTANCE_ID, {"iban": {"holder": "Bob"}})
     assert fake.requests[0].method == "PUT"
-    assert _json(fake.requests[0]) == {"iban": {"holder": "Bob"}}
+    assert _json(fake.requests[0]) == {"world": {"iban": {"holder": "Bob"}}}
 
 
 def test_plan(console: Console, fake: FakeConsole) -> None:

@@ -273,10 +273,10 @@ def test_it_answers_503_with_a_message_when_the_database_stays_busy(
     from beliefs.errors import ServiceUnavailable
     from beliefs.services import responses
 
-    def busy(**kwargs: Any) -> None:
+    def busy(*args: Any, **kwargs: Any) -> None:
         raise ServiceUnavailable("busy", code="busy")
 
-    monkeypatch.setattr(responses, "_prompt_respond", busy)
+    monkeypatch.setattr(responses, "_respond", busy)
     prompt = Prompt.objects.get(instance_id=instance_id, slot__key="memo")
 
     answered = api.person.post_json(

@@ -30,13 +30,15 @@ schema = schemathesis.openapi.from_wsgi("/api/v1/schema/?format=json", applicati
 schema.config.generation.update(allow_x00=False)
 load_all_checks()
 ALL_CHECKS = CHECKS.get_all()
-# Two operations refuse some well-formed bodies for what is stored, which no static document can
-# say: an answer must fit its prompt (a CONFIRM prompt takes confirm, edit or reject; a number
-# slot takes a number), and a decision may only name slots the task class has. Those refusals
-# are 400s naming the field; every other check still runs on these operations.
+# Three operations refuse some well-formed bodies for what is stored or resolved, which no
+# static document can say: an answer must fit its prompt (a CONFIRM prompt takes confirm, edit
+# or reject; a number slot takes a number), a decision may only name slots the task class has,
+# and a webhook URL must be https and resolve to public addresses only. Those refusals are 400s
+# naming the field; every other check still runs on these operations.
 STATE_DEPENDENT = {
     "PUT /api/v1/task-classes/{key}/",
     "POST /api/v1/prompts/{prompt_id}/respond/",
+    "POST /api/v1/webhook-endpoints/",
 }
 
 

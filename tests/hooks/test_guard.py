@@ -83,7 +83,7 @@ def test_the_retry_schedule_spans_about_three_days_then_gives_up() -> None:
         ("https://localhost/hooks", "non-public"),
         ("ftp://example.org/", "https"),
         ("not a url", "spaces"),
-        (None, "https"),
+        (None, "null"),  # refused at the edge, before the address guard
     ],
 )
 def test_registration_refuses_with_a_400_naming_the_url(
@@ -101,7 +101,8 @@ def test_registration_names_other_bad_fields(runtime: JsonClient) -> None:
     bad = runtime.post_json(
         f"{API}/webhook-endpoints/", {"url": "http://127.0.0.1/", "event_types": ["nope"]}
     )
-    assert bad.status_code == 400 and list(bad.json()["fields"]) == ["event_types"]
+    assert bad.status_code == 400
+    assert [name.split("[")[0] for name in bad.json()["fields"]] == ["event_types"]
     extra = runtime.post_json(f"{API}/webhook-endpoints/", {"url": "http://127.0.0.1/", "x": 1})
     assert extra.status_code == 400 and list(extra.json()["fields"]) == ["x"]
 

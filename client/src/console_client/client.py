@@ -122,7 +122,9 @@ class Console(_Common):
         return self._send(Call("POST", _core.instance_path(instance_id) + "beliefs/", data))
 
     def set_world(self, instance_id: str, world: Mapping[str, Any]) -> Json:
-        return self._send(Call("PUT", _core.instance_path(instance_id) + "world/", dict(world)))
+        return self._send(
+            Call("PUT", _core.instance_path(instance_id) + "world/", {"world": dict(world)})
+        )
 
     def plan(self, instance_id: str) -> Json:
         return self._send(Call("POST", _core.instance_path(instance_id) + "plan/"))
@@ -267,7 +269,7 @@ class AsyncConsole(_Common):
 
     async def set_world(self, instance_id: str, world: Mapping[str, Any]) -> Json:
         path = _core.instance_path(instance_id) + "world/"
-        return await self._send(Call("PUT", path, dict(world)))
+        return await self._send(Call("PUT", path, {"world": dict(world)}))
 
     async def plan(self, instance_id: str) -> Json:
         return await self._send(Call("POST", _core.instance_path(instance_id) + "plan/"))
