@@ -26,11 +26,13 @@ run: $(STAMP)
 	trap 'kill $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT INT TERM; \
 	$(PY) manage.py runserver 127.0.0.1:$(PORT)
 
-## Lint, then the whole test suite (browser tests need /usr/bin/chromium), then the client's own.
+## Lint and type-check, then the whole test suite in two processes (browser tests need
+## /usr/bin/chromium), then the client's own tests.
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) manage.py makemigrations --check --dry-run
+	$(VENV)/bin/mypy
 	$(PY) -m pytest -n 2 --dist loadfile
 	cd client && $(abspath $(PY)) -m pytest -p no:django
 

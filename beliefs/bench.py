@@ -236,7 +236,6 @@ class Bench:
         from django.contrib.auth.models import User
         from django.db import connection
         from django.test import Client
-        from rest_framework_api_key.models import APIKey
 
         from beliefs.roles import CLASSIFIERS_GROUP, REVIEWERS_GROUP, grant_role
         from beliefs.services import Actor
@@ -245,7 +244,11 @@ class Bench:
         self.scale = scale
         self.connection = connection
         self.postgres = connection.vendor == "postgresql"
-        key, self.raw_key = APIKey.objects.create_key(name="bench")
+        from beliefs.models import Runtime, RuntimeAPIKey
+
+        runtime, _ = Runtime.objects.get_or_create(name="bench")
+        key, self.raw_key = RuntimeAPIKey.objects.create_key(name="bench", runtime=runtime)
+        assert isinstance(key, RuntimeAPIKey)
         self.actor = Actor(key=key)
         self.runtime = Client(HTTP_AUTHORIZATION=f"Api-Key {self.raw_key}")
         self.viewer = User.objects.create_user("viewer", password="unused-" + uuid.uuid4().hex)

@@ -132,7 +132,7 @@ def _read_chunked_body(request: HttpRequest) -> HttpResponse | None:
         return _error(request, 413, "too_large", f"The request body is over {limit} bytes.")
     # What Django's WSGIRequest would have set up had the length been given.
     meta["CONTENT_LENGTH"] = str(len(raw))
-    request._stream = LimitedStream(BytesIO(raw), len(raw))  # type: ignore[attr-defined]
+    request._stream = LimitedStream(BytesIO(raw), len(raw))  # type: ignore[assignment]
     return None
 
 
@@ -162,7 +162,7 @@ def _json_problem(request: HttpRequest, view_func: Callable[..., Any]) -> Proble
         # The API's own limit (a proposal carries its whole graph) was checked from
         # Content-Length already; reading the stream keeps Django's smaller form limit out.
         raw = request.read()
-        request._body = raw  # type: ignore[attr-defined] - as HttpRequest.body caches it
+        request._body = raw  # as HttpRequest.body caches it
     else:
         raw = request.body
     try:

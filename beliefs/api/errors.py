@@ -90,9 +90,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied()
-    response = drf_exception_handler(exc, context)
-    if response is None:
+    handled = drf_exception_handler(exc, context)
+    if handled is None:
         return None
+    response = handled
     code = CODES.get(response.status_code, "error")
     if isinstance(exc, exceptions.ParseError):
         code = "malformed_json"

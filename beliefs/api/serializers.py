@@ -433,7 +433,7 @@ class BeliefOut(serializers.Serializer):
 
 VERSION_MESSAGE = "must be the prompt version you saw (a whole number)"
 ACTION_MESSAGE = f"must be one of {', '.join(a.value for a in Action)}"
-_VERSION_ERRORS = dict.fromkeys(
+_VERSION_ERRORS: dict[str, Any] = dict.fromkeys(
     ("required", "invalid", "null", "min_value", "max_value", "max_string_length"),
     VERSION_MESSAGE,
 )

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
@@ -22,7 +23,7 @@ from beliefs.api import serializers as s
 from beliefs.api.auth import IsPerson, IsRuntime, is_runtime
 from beliefs.api.conditional import conditional_response
 from beliefs.errors import InvalidInput
-from beliefs.models import TaskInstance
+from beliefs.models import RuntimeAPIKey, TaskInstance
 from beliefs.services import Actor, idempotency
 
 MAX_IDEMPOTENCY_KEY_LENGTH = idempotency.MAX_IDEMPOTENCY_KEY_LENGTH
@@ -39,6 +40,12 @@ def validated(serializer: type[serializers.Serializer], data: Any, **context: An
     return checked.validated_data
 
 
+def validated_body(data: Any) -> dict[str, Any]:
+    """The JSON body as an object (the serializer has already refused anything else)."""
+    assert isinstance(data, dict)
+    return data
+
+
 def query(
     serializer: type[serializers.Serializer],
     request: Request,
@@ -50,16 +57,26 @@ def query(
     return validated(serializer, {name: params.get(name) for name in names})
 
 
+def runtime_key(request: Request) -> RuntimeAPIKey:
+    assert isinstance(request.auth, RuntimeAPIKey)  # behind IsRuntime, or checked by is_runtime
+    return request.auth
+
+
+def person(request: Request) -> User:
+    assert isinstance(request.user, User)  # behind IsPerson: a signed-in person
+    return request.user
+
+
 def actor(request: Request) -> Actor:
     if is_runtime(request):
-        return Actor(key=request.auth)
-    return Actor(user=request.user)
+        return Actor(key=runtime_key(request))
+    return Actor(user=person(request))
 
 
 def instance_for(request: Request, instance_id: Any) -> TaskInstance:
     if is_runtime(request):
-        return services.instance_for_runtime(instance_id, request.auth)
-    return services.instance_for_principal(instance_id, request.user)
+        return services.instance_for_runtime(instance_id, runtime_key(request))
+    return services.instance_for_principal(instance_id, person(request))
 
 
 def errors(*codes: int) -> dict[int, Any]:
@@ -90,7 +107,7 @@ WRITES = errors(409, 413, 415, 503)
 
 class TaskClassApi(APIView):
     def get_permissions(self) -> list[Any]:
-        return [IsRuntime()] if self.request.method == "PUT" else super().get_permissions()
+        return [IsRuntime()] if self.request.method == "PUT" else list(super().get_permissions())
 
     @extend_schema(
         responses={200: s.TaskClassOut, **READS},
@@ -164,7 +181,7 @@ class InstanceCreateApi(APIView):
             )
 
         opened = idempotency.instance_open_idempotent(
-            body=request.data,
+            body=validated_body(request.data),
             open_=open_,
             key=request.headers.get(idempotency.HEADER),
             actor=actor(request),
@@ -292,7 +309,7 @@ class PromptListApi(APIView):
     )
     def get(self, request: Request) -> Response:
         filters = query(s.PromptQuery, request)
-        prompts = selectors.prompts_for_user(request.user, filters.get("state"))
+        prompts = selectors.prompts_for_user(person(request), filters.get("state"))
         paginator = LimitOffsetPagination()
         page = paginator.paginate_queryset(prompts, request, view=self) or []
         return paginator.get_paginated_response([selectors.prompt_detail(p) for p in page])
@@ -331,7 +348,7 @@ class RespondApi(APIView):
             )
         result = services.prompt_respond(
             prompt_id=prompt_id,
-            user=request.user,
+            user=person(request),
             action=data["action"],
             version=data["version"],
             value=data.get("value"),
@@ -339,7 +356,7 @@ class RespondApi(APIView):
             reason=data["reason"],
             idempotency_key=key,
         )
-        prompt = selectors.prompts_for_user(request.user).get(pk=result.prompt.pk)
+        prompt = selectors.prompts_for_user(person(request)).get(pk=result.prompt.pk)
         return Response(
             {
                 "prompt": selectors.prompt_detail(prompt),

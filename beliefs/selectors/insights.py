@@ -117,7 +117,7 @@ def fatigue() -> Fatigue:
     confirms = unchanged = changed_total = changed_kept = 0
     for shown, responded, route, action, diff in latest:
         answered += 1
-        if shown is not None:
+        if shown is not None and responded is not None:
             dwell.append((responded - shown).total_seconds())
         if route != Route.CONFIRM.value:
             continue

@@ -30,7 +30,7 @@ def open_prompts(instance: TaskInstance) -> list[Prompt]:
 
 
 def prompts_for_user(user: User, state: str | None = None) -> QuerySet[Prompt]:
-    qs = Prompt.objects.filter(instance__principal=user).select_related(
+    qs: QuerySet[Prompt] = Prompt.objects.filter(instance__principal=user).select_related(
         "slot", "instance__task_class", "belief"
     )
     qs = with_light_instance(with_light_instance(qs, "instance"), "belief__instance")

@@ -156,7 +156,7 @@ def plan_locked(instance: TaskInstance, actor: Actor) -> list[dict[str, Any]]:
     items = []
     changes = []
     for state, prompt, change in planned:
-        if change:
+        if change and prompt is not None:
             changes.append({"slot": state.slot.key, "prompt": prompt.pk, "change": change})
         items.append(plan_item(state, None if change == "superseded" else prompt))
 

@@ -126,29 +126,6 @@ def _same_response(response: PromptResponse, action: str, value: Any) -> bool:
     return True
 
 
-def _checked_or_raw(slot: Slot, action: str, value: Any) -> Any:
-    """A repeated typed value as it would have been stored, or as sent when it is not valid
-    (then it cannot equal what was stored)."""
-    if action not in TYPED_ACTIONS:
-        return value
-    try:
-        return _check_value(slot, value)
-    except InvalidInput:
-        return value
-
-
-def _same_request(
-    response: PromptResponse, prompt: Prompt, action: str, version: int, value: Any, reason: str
-) -> bool:
-    """Is this the request that was answered with `response`: the same action, version, typed
-    value and reason? An Idempotency-Key stands for one request, not for any request."""
-    return (
-        response.version == version
-        and response.reason == reason
-        and _same_response(response, action, _checked_or_raw(prompt.slot, action, value))
-    )
-
-
 def _next_turn(instance: TaskInstance) -> int:
     return (instance.beliefs.aggregate(m=Max("turn"))["m"] or 0) + 1
 

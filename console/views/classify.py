@@ -697,7 +697,7 @@ class CappedPaginator(Paginator):
 
     @cached_property
     def count(self) -> int:
-        counted = self.object_list[: ACTIVITY_COUNT_CAP + 1].count()
+        counted: int = self.object_list[: ACTIVITY_COUNT_CAP + 1].count()  # type: ignore[attr-defined]  # a QuerySet here
         self.capped = counted > ACTIVITY_COUNT_CAP
         return min(counted, ACTIVITY_COUNT_CAP)
 
