@@ -55,7 +55,10 @@ class TextField(serializers.CharField):
     """Text, and only text: a number or a boolean is refused rather than turned into a string.
     (DRF's CharField also refuses NUL and lone surrogates, should a caller skip the edge guard.)"""
 
-    default_error_messages = {"invalid": "must be text"}
+    default_error_messages = {
+        "invalid": "must be text",
+        "max_length": "must be at most {max_length} characters",
+    }
 
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
@@ -477,7 +480,7 @@ class RespondFormIn(serializers.Serializer):
     version = serializers.IntegerField(
         min_value=1, max_value=MAX_INT, error_messages=_VERSION_ERRORS
     )
-    reason = serializers.CharField(max_length=MAX_TEXT_LENGTH, allow_blank=True, required=False)
+    reason = TextField(max_length=MAX_TEXT_LENGTH, allow_blank=True, required=False)
 
 
 class PromptFormOut(serializers.Serializer):

@@ -93,7 +93,6 @@ def _endpoint_audit(kind: str, endpoint: WebhookEndpoint, actor: Actor, **data: 
     )
 
 
-@transaction.atomic
 def _description(value: Any) -> str:
     if value is None:
         return ""
@@ -104,6 +103,7 @@ def _description(value: Any) -> str:
     return value
 
 
+@transaction.atomic
 def endpoint_create(
     *,
     runtime: Runtime,

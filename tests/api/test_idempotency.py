@@ -11,6 +11,7 @@ from django.db import IntegrityError, connection, connections, transaction
 from beliefs.models import AuditEvent, Belief, RuntimeAPIKey, TaskInstance
 from beliefs.services import Actor, idempotency
 from tests.api.conftest import API, Driver
+from tests.builders import open_instance
 from tests.builders import transfer as transfer_class
 from tests.conftest import JsonClient, runtime_key_of
 
@@ -162,6 +163,15 @@ def test_the_database_refuses_two_instances_with_one_key(
         )
 
 
+def _open_args(body: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "task_class_key": body["task_class"],
+        "principal": body["principal"],
+        "world": body.get("world"),
+        "beliefs": body.get("beliefs"),
+    }
+
+
 @pytest.mark.postgres
 @pytest.mark.skipif(
     connection.vendor != "postgresql", reason="needs PostgreSQL; SQLite serialises writers"
@@ -179,7 +189,12 @@ def test_two_racing_repeats_open_one_instance(
     def run(index: int) -> None:
         try:
             barrier.wait(timeout=10)
-            results[index] = idempotency.instance_open_idempotent(data=body, key="k", actor=actor)
+            results[index] = idempotency.instance_open_idempotent(
+                body=body,
+                open_=lambda: open_instance(**_open_args(body), actor=actor),
+                key="k",
+                actor=actor,
+            )
         except Exception as exc:  # noqa: BLE001 - the test inspects what each thread got
             results[index] = exc
         finally:
