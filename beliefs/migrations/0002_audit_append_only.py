@@ -1,4 +1,4 @@
-"""The audit log is append-only, enforced by the database itself (DESIGN §10)."""
+"""The audit log is append-only, enforced by the database itself."""
 
 from django.db import migrations
 

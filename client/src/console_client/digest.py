@@ -1,4 +1,4 @@
-"""The bindings digest, computed exactly as the console does (DESIGN §5)."""
+"""The bindings digest, computed exactly as the console does."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from typing import Any
 from console_client.digest import verify_bindings
 from console_client.errors import NotReady
 
-# Instance statuses (DESIGN §5).
+# Instance statuses.
 OPEN = "open"
 AWAITING_USER = "awaiting_user"
 READY = "ready"
