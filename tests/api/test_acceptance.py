@@ -1,4 +1,4 @@
-"""The seed's adversarial cases A1–A6 and the convergence thesis (DESIGN §4), over HTTP."""
+"""The seed's adversarial cases A1–A6 and the convergence thesis, over HTTP."""
 
 from __future__ import annotations
 
@@ -278,7 +278,7 @@ def test_it_asks_a_monotonic_scope_afresh_and_makes_escalation_typed_twice_A6(
     assert twice.json()["instance"]["bindings"] == {"scope": "admin"}
 
 
-# --- convergence (DESIGN §4) ---------------------------------------------------------------
+# --- convergence ---------------------------------------------------------------
 
 
 def test_it_converges_to_one_blocking_prompt_per_irreversible_slot(api: Driver) -> None:

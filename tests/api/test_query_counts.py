@@ -1,4 +1,4 @@
-"""Every operation and page runs the same queries at 5 and at 200 slots (DESIGN §10), the first
+"""Every operation and page runs the same queries at 5 and at 200 slots, the first
 plan included: planning writes its prompts in one statement, whatever their number."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The proposal contract (DESIGN §6, seed 002), one row per case of the seed's tables."""
+"""The proposal contract, one row per case of the seed's tables."""
 
 from __future__ import annotations
 

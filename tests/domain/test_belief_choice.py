@@ -1,4 +1,4 @@
-"""The belief each slot binds (DESIGN §4) is the same as the straightforward rule's, over random
+"""The belief each slot binds is the same as the straightforward rule's, over random
 histories: current first, else the newest carried from an earlier run of the same principal and
 task class; vetoed and superseded beliefs never chosen."""
 

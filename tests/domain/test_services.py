@@ -1,4 +1,4 @@
-"""Services (DESIGN §4, §5): planning, responses, expiry, bindings."""
+"""Services: planning, responses, expiry, bindings."""
 
 from __future__ import annotations
 

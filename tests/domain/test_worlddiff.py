@@ -1,4 +1,4 @@
-"""The key-by-key world diff (DESIGN §2, T3, T7)."""
+"""The key-by-key world diff."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The proposal API (DESIGN §8): validate, contract schema, and the reviewers' list."""
+"""The proposal API: validate, contract schema, and the reviewers' list."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The reviewers' pages (DESIGN §9): list, detail, annotation, export and statistics."""
+"""The reviewers' pages: list, detail, annotation, export and statistics."""
 
 from __future__ import annotations
 
