@@ -350,7 +350,9 @@ ROUTES = [r.value for r in Route]
 RULES = [r.value for r in Rule]
 
 
-class PlanItemOut(serializers.Serializer):
+class RoutedSlotOut(serializers.Serializer):
+    """How one slot routes and why: shared by a plan item and a prompt."""
+
     slot = serializers.CharField()
     label = serializers.CharField()
     route = serializers.ChoiceField(choices=ROUTES)
@@ -358,22 +360,18 @@ class PlanItemOut(serializers.Serializer):
     reason = serializers.CharField()
     effective_risk = serializers.ChoiceField(choices=RISKS)
     risk_reason = serializers.CharField()
+
+
+class PlanItemOut(RoutedSlotOut):
     value = AnyJSONField(allow_null=True, help_text="null for an ASK slot")
     belief = BeliefSummaryOut(allow_null=True)
     world_diff = WorldDiffOut(many=True)
     prompt = PromptRefOut(allow_null=True)
 
 
-class PromptOut(serializers.Serializer):
+class PromptOut(RoutedSlotOut):
     id = serializers.IntegerField()
     instance = serializers.UUIDField()
-    slot = serializers.CharField()
-    label = serializers.CharField()
-    route = serializers.ChoiceField(choices=ROUTES)
-    rule = serializers.ChoiceField(choices=RULES)
-    reason = serializers.CharField()
-    effective_risk = serializers.ChoiceField(choices=RISKS)
-    risk_reason = serializers.CharField()
     blocking = serializers.BooleanField()
     state = serializers.ChoiceField(choices=PromptState.values)
     version = serializers.IntegerField(help_text="send it back with your response")

@@ -256,15 +256,7 @@ def _change(
         actor=actor,
         task_class=task_class,
         subject=change.key,
-        data={
-            "request": change_request.pk,
-            "target": change.target,
-            "field": change.field,
-            "before": change_request.before,
-            "after": change_request.after,
-            "reason": reason,
-            "why": why,
-        },
+        data={**_request_data(change_request, change, reason), "why": why},
     )
     return ChangeResult(
         "requested",
@@ -408,6 +400,18 @@ def _decide(change_request: RiskChangeRequest, state: str, user: User, reason: s
     change_request.save(update_fields=["state", "decided_by", "decision_reason", "decided_at"])
 
 
+def _request_data(change_request: RiskChangeRequest, change: Change, reason: str) -> dict[str, Any]:
+    """What every audit event about a risk change request records of it."""
+    return {
+        "request": change_request.pk,
+        "target": change.target,
+        "field": change.field,
+        "before": change_request.before,
+        "after": change_request.after,
+        "reason": reason,
+    }
+
+
 def _audit_decision(
     kind: str,
     change_request: RiskChangeRequest,
@@ -424,12 +428,7 @@ def _audit_decision(
         task_class=task_class,
         subject=change.key,
         data={
-            "request": change_request.pk,
-            "target": change.target,
-            "field": change.field,
-            "before": change_request.before,
-            "after": change_request.after,
-            "reason": reason,
+            **_request_data(change_request, change, reason),
             "requested_by": change_request.requested_by.get_username(),
             "request_reason": change_request.reason,
             **extra,
