@@ -124,6 +124,7 @@ def test_a_classifiers_refusal_swaps_into_its_row(
     page.evaluate("window.__sameDocument = true")
     row = page.locator('tr[data-slot="memo"]')
     row.get_by_label("Own risk class of memo").select_option("reversible")
+    expect(row).to_contain_text("If you save this")
     row.get_by_role("button", name="Save memo").click()
     row = page.locator('tr[data-slot="memo"]')
     expect(row).to_contain_text("Give a reason for this change")
