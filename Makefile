@@ -33,7 +33,7 @@ test: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(PY) manage.py makemigrations --check --dry-run
 	$(VENV)/bin/mypy
-	$(PY) -m pytest -n 2 --dist loadfile
+	$(PY) -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 	cd client && $(abspath $(PY)) -m pytest -p no:django
 
 lint: $(STAMP)

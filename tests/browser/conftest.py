@@ -46,9 +46,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # one when they run after a browser module in the same process.
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    from playwright.sync_api import sync_playwright
-
-    from playwright.sync_api import expect
+    from playwright.sync_api import expect, sync_playwright
 
     # CI runs two test processes, each with a browser and a live server, on two cores: give a
     # swap longer than Playwright's 5 s default before calling it missing.
