@@ -1,28 +1,90 @@
-"""What the sync and async clients share: request shapes, response decoding, backoff."""
+"""What the sync and async clients share: every request as a `Call`, response decoding,
+backoff, and the polling of `wait` as a program of steps (`resolve` builds on it).
+
+Nothing here does I/O. A program is a generator that yields a `Call` (and is sent back what
+the call's `parse` made of the response) or a `Sleep` (and is sent back None), and returns its
+result. `Console` runs the steps with `httpx.Client` and its sleep, `AsyncConsole` awaits them
+with `httpx.AsyncClient` and its async sleep, so the logic of each operation is written once.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
 import httpx
 
-from console_client.errors import InstanceExpired, error_for
-from console_client.models import EXPIRED, Resolution
+from console_client.errors import InstanceExpired, WaitTimeout, error_for
+from console_client.models import AWAITING_USER, EXPIRED, Resolution
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 USER_AGENT = "confirmation-console-client/0.1"
 
+T = TypeVar("T")
+
+
+def decode(response: httpx.Response) -> Any:
+    """The JSON of a success; a typed `ApiError` carrying the console's JSON otherwise."""
+    if response.is_success:
+        return response.json() if response.content else {}
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        body = {
+            "error": f"http_{response.status_code}",
+            "detail": response.text[:500],
+            "fields": {},
+        }
+    raise error_for(response.status_code, body)
+
 
 @dataclass(frozen=True)
 class Call:
+    """One request to the API, and what to make of its response (by default its JSON)."""
+
     method: str
     path: str
     json: Any = None
     headers: dict[str, str] = field(default_factory=dict)
+    parse: Callable[[httpx.Response], Any] = decode
+
+
+@dataclass(frozen=True)
+class Sleep:
+    """A pause between polls; the sync client sleeps, the async one awaits its sleep."""
+
+    seconds: float
+
+
+Program = Generator[Call | Sleep, Any, T]
+
+
+class Run(Generic[T]):
+    """A program in progress: `step` is what it waits on, None once it returned `result`.
+
+    The clients' loops only differ in whether they await the step, so the generator protocol
+    (send, StopIteration) stays here."""
+
+    result: T
+
+    def __init__(self, program: Program[T]) -> None:
+        self._program = program
+        self.step: Call | Sleep | None = None
+        self.send(None)
+
+    def send(self, reply: Any) -> None:
+        """Hand the program the outcome of its step and move it to the next one."""
+        try:
+            self.step = self._program.send(reply)
+        except StopIteration as done:
+            self.step = None
+            self.result = done.value
 
 
 def settings(base_url: str | None, api_key: str | None) -> tuple[str, str]:
@@ -43,23 +105,6 @@ def client_options(base_url: str, api_key: str) -> dict[str, Any]:
             "User-Agent": USER_AGENT,
         },
     }
-
-
-def decode(response: httpx.Response) -> Any:
-    """The JSON of a success; a typed `ApiError` carrying the console's JSON otherwise."""
-    if response.is_success:
-        return response.json() if response.content else {}
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    if not isinstance(body, dict):
-        body = {
-            "error": f"http_{response.status_code}",
-            "detail": response.text[:500],
-            "fields": {},
-        }
-    raise error_for(response.status_code, body)
 
 
 def _key(value: str) -> str:
@@ -134,6 +179,70 @@ def beliefs_from_values(
 
 def instance_path(instance_id: str) -> str:
     return f"instances/{_key(str(instance_id))}/"
+
+
+def record_belief(
+    instance_id: str,
+    slot: str,
+    value: Any,
+    source: str,
+    turn: int | None,
+    world_ref: Mapping[str, Any] | None,
+) -> Call:
+    data = belief(slot, value, source, turn, world_ref)
+    return Call("POST", instance_path(instance_id) + "beliefs/", data)
+
+
+def set_world(instance_id: str, world: Mapping[str, Any]) -> Call:
+    return Call("PUT", instance_path(instance_id) + "world/", {"world": dict(world)})
+
+
+def plan(instance_id: str) -> Call:
+    return Call("POST", instance_path(instance_id) + "plan/")
+
+
+def get(instance_id: str) -> Call:
+    return Call("GET", instance_path(instance_id))
+
+
+def cancel(instance_id: str, reason: str | None) -> Call:
+    data = {"reason": reason} if reason else {}
+    return Call("POST", instance_path(instance_id) + "cancel/", data)
+
+
+def _changed(response: httpx.Response) -> tuple[Any, str | None] | None:
+    """None for a 304 (the instance is as it was); else its JSON and its new ETag."""
+    if response.status_code == 304:
+        return None
+    return decode(response), response.headers.get("ETag")
+
+
+def poll(instance_id: str, etag: str | None) -> Call:
+    """A conditional GET: with the last ETag seen, an unchanged instance costs a 304."""
+    headers = {"If-None-Match": etag} if etag else {}
+    return Call("GET", instance_path(instance_id), headers=headers, parse=_changed)
+
+
+def wait(
+    instance_id: str, timeout: float | None, base_url: str, backoff: Backoff
+) -> Program[Resolution]:
+    """Poll, backing off, until the instance leaves awaiting_user; see `Console.wait`."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    etag: str | None = None
+    payload: dict[str, Any] = {}
+    while True:
+        changed = yield poll(instance_id, etag)
+        if changed is not None:
+            payload, etag = changed
+        if payload.get("status") != AWAITING_USER:
+            return settle(payload, base_url)
+        remaining = None if deadline is None else deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            raise WaitTimeout(
+                f"instance {instance_id} still awaits the person after {timeout} s",
+                payload,
+            )
+        yield Sleep(backoff(remaining))
 
 
 def settle(payload: Mapping[str, Any], base_url: str) -> Resolution:

@@ -1,18 +1,26 @@
-"""`Console` (sync) and `AsyncConsole` (async): the console's runtime API, method for method."""
+"""`Console` (sync) and `AsyncConsole` (async): the console's runtime API, method for method.
+
+Each method is written once, in `_Api`: it builds its request as a `_core.Call` (or, for
+`wait` and `resolve`, a program of calls and sleeps) and hands it to `_send` or `_run`. The two
+classes only supply those: `Console` sends with `httpx.Client` and returns the result,
+`AsyncConsole` sends with `httpx.AsyncClient` and returns a coroutine of it. `_Api` is generic
+in those two return types, so type checkers and IDEs see `Console.get(...) -> Json` and
+`AsyncConsole.get(...) -> Coroutine[Any, Any, Json]`, that is, awaitable.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import httpx
 
 from console_client import _core
-from console_client._core import Call
-from console_client.errors import WaitTimeout
+from console_client._core import Call, Program, Sleep
 from console_client.models import AWAITING_USER, OPEN, Resolution, page_url
 
 DEFAULT_POLL_INTERVAL = 0.5
@@ -21,13 +29,19 @@ DEFAULT_HTTP_TIMEOUT = 30.0
 
 Json = dict[str, Any]
 
+# What a method returns: the value itself for `Console`, a coroutine of it for `AsyncConsole`.
+JsonResult = TypeVar("JsonResult")
+ResolutionResult = TypeVar("ResolutionResult")
 
-class _Common:
+
+class _Api(ABC, Generic[JsonResult, ResolutionResult]):
+    """The API, one method per endpoint, plus `wait` and `resolve`; sync or async by subclass.
+
+    Every method raises a typed `ApiError` (BadRequest, Unauthorized, Forbidden, NotFound,
+    Conflict, PayloadTooLarge, ServerError) carrying the console's JSON error.
+    """
+
     base_url: str
-
-    def page_url(self, instance_id: str) -> str:
-        """The instance's page for its principal: send the person there."""
-        return page_url(self.base_url, instance_id)
 
     def _setup(
         self,
@@ -41,8 +55,122 @@ class _Common:
         self.max_poll_interval = max_poll_interval
         return _core.client_options(self.base_url, key)
 
+    @abstractmethod
+    def _send(self, call: Call) -> JsonResult:
+        """Send one request; its parsed response (awaitable in the async client)."""
 
-class Console(_Common):
+    @abstractmethod
+    def _run(self, program: Program[Resolution]) -> ResolutionResult:
+        """Run a program of requests and sleeps; its result (awaitable in the async client)."""
+
+    def page_url(self, instance_id: str) -> str:
+        """The instance's page for its principal: send the person there."""
+        return page_url(self.base_url, instance_id)
+
+    # --- the API, one method per endpoint ------------------------------------------------
+
+    def register_task_class(
+        self,
+        key: str,
+        *,
+        name: str | None = None,
+        slots: Sequence[Mapping[str, Any]] = (),
+        decisions: Sequence[Mapping[str, Any]] = (),
+    ) -> JsonResult:
+        """Register or update a task class; returns it with each slot's effective risk."""
+        return self._send(_core.register_task_class(key, name, slots, decisions))
+
+    def open_instance(
+        self,
+        task_class: str,
+        principal: str,
+        *,
+        world: Mapping[str, Any] | None = None,
+        beliefs: Sequence[Mapping[str, Any]] | None = None,
+        idempotency_key: str | None = None,
+    ) -> JsonResult:
+        """Open an instance; with `idempotency_key`, a repeat returns the first instance."""
+        call = _core.open_instance(task_class, principal, world, beliefs, idempotency_key)
+        return self._send(call)
+
+    def record_belief(
+        self,
+        instance_id: str,
+        slot: str,
+        value: Any,
+        *,
+        source: str,
+        turn: int | None = None,
+        world_ref: Mapping[str, Any] | None = None,
+    ) -> JsonResult:
+        """Record what the runtime believes a slot's value is (`source`: where it came from)."""
+        return self._send(_core.record_belief(instance_id, slot, value, source, turn, world_ref))
+
+    def set_world(self, instance_id: str, world: Mapping[str, Any]) -> JsonResult:
+        """Replace the world of an open instance: what the runtime states, per slot."""
+        return self._send(_core.set_world(instance_id, world))
+
+    def plan(self, instance_id: str) -> JsonResult:
+        """Plan the instance (idempotent): route each slot, prompt the person where needed."""
+        return self._send(_core.plan(instance_id))
+
+    def get(self, instance_id: str) -> JsonResult:
+        """The instance as it stands."""
+        return self._send(_core.get(instance_id))
+
+    def cancel(self, instance_id: str, reason: str | None = None) -> JsonResult:
+        """Cancel the instance, with an optional reason; a cancelled one stays so."""
+        return self._send(_core.cancel(instance_id, reason))
+
+    # --- waiting and the common case -----------------------------------------------------
+
+    def wait(self, instance_id: str, timeout: float | None = None) -> ResolutionResult:
+        """Poll (with If-None-Match, backing off) until the instance leaves awaiting_user.
+
+        Returns the Resolution (ready; cancelled, with `rejected` and `reason`; or open).
+        Raises `InstanceExpired` when the person did not answer in time and `WaitTimeout`
+        when `timeout` seconds pass first.
+        """
+        return self._run(self._waiting(instance_id, timeout))
+
+    def _waiting(self, instance_id: str, timeout: float | None) -> Program[Resolution]:
+        backoff = _core.Backoff(self.poll_interval, self.max_poll_interval)
+        return _core.wait(instance_id, timeout, self.base_url, backoff)
+
+    def resolve(
+        self,
+        task_class: str,
+        principal: str,
+        values: Mapping[str, Any],
+        *,
+        world: Mapping[str, Any] | None = None,
+        source: str = "inference",
+        turn: int | None = None,
+        idempotency_key: str | None = None,
+        wait: bool = True,
+        timeout: float | None = None,
+    ) -> ResolutionResult:
+        """The common case: open with one belief per value and the world, plan, and return at
+        once when nothing blocks; else wait for the person (or, with `wait=False`, return the
+        awaiting Resolution with the page URL to send them to)."""
+
+        def steps() -> Program[Resolution]:
+            beliefs = _core.beliefs_from_values(values, world, source, turn)
+            call = _core.open_instance(task_class, principal, world, beliefs, idempotency_key)
+            payload = yield call
+            if payload["status"] == OPEN:
+                payload = yield _core.plan(payload["id"])
+            if payload["status"] == AWAITING_USER:
+                if not wait:
+                    return Resolution.from_payload(payload, self.base_url)
+                instance_id = payload.get("id") or payload["instance"]
+                return (yield from self._waiting(instance_id, timeout))
+            return _core.settle(payload, self.base_url)
+
+        return self._run(steps())
+
+
+class Console(_Api[Json, Resolution]):
     """A runtime's client. `Console()` reads CONSOLE_URL and CONSOLE_API_KEY from the environment.
 
     Every method raises a typed `ApiError` (BadRequest, Unauthorized, Forbidden, NotFound,
@@ -78,123 +206,24 @@ class Console(_Common):
     def close(self) -> None:
         self._http.close()
 
-    def _send(self, call: Call) -> Any:
-        response = self._http.request(call.method, call.path, json=call.json, headers=call.headers)
-        return _core.decode(response)
+    def _send(self, call: Call) -> Json:
+        payload: Json = self._do(call)
+        return payload
 
-    # --- the API, one method per endpoint ------------------------------------------------
+    def _run(self, program: Program[Resolution]) -> Resolution:
+        run = _core.Run(program)
+        while run.step is not None:
+            run.send(self._do(run.step))
+        return run.result
 
-    def register_task_class(
-        self,
-        key: str,
-        *,
-        name: str | None = None,
-        slots: Sequence[Mapping[str, Any]] = (),
-        decisions: Sequence[Mapping[str, Any]] = (),
-    ) -> Json:
-        """Register or update a task class; returns it with each slot's effective risk."""
-        return self._send(_core.register_task_class(key, name, slots, decisions))
-
-    def open_instance(
-        self,
-        task_class: str,
-        principal: str,
-        *,
-        world: Mapping[str, Any] | None = None,
-        beliefs: Sequence[Mapping[str, Any]] | None = None,
-        idempotency_key: str | None = None,
-    ) -> Json:
-        """Open an instance; with `idempotency_key`, a repeat returns the first instance."""
-        call = _core.open_instance(task_class, principal, world, beliefs, idempotency_key)
-        return self._send(call)
-
-    def record_belief(
-        self,
-        instance_id: str,
-        slot: str,
-        value: Any,
-        *,
-        source: str,
-        turn: int | None = None,
-        world_ref: Mapping[str, Any] | None = None,
-    ) -> Json:
-        data = _core.belief(slot, value, source, turn, world_ref)
-        return self._send(Call("POST", _core.instance_path(instance_id) + "beliefs/", data))
-
-    def set_world(self, instance_id: str, world: Mapping[str, Any]) -> Json:
-        return self._send(
-            Call("PUT", _core.instance_path(instance_id) + "world/", {"world": dict(world)})
-        )
-
-    def plan(self, instance_id: str) -> Json:
-        return self._send(Call("POST", _core.instance_path(instance_id) + "plan/"))
-
-    def get(self, instance_id: str) -> Json:
-        return self._send(Call("GET", _core.instance_path(instance_id)))
-
-    def cancel(self, instance_id: str, reason: str | None = None) -> Json:
-        data = {"reason": reason} if reason else {}
-        return self._send(Call("POST", _core.instance_path(instance_id) + "cancel/", data))
-
-    # --- waiting and the common case -----------------------------------------------------
-
-    def wait(self, instance_id: str, timeout: float | None = None) -> Resolution:
-        """Poll (with If-None-Match, backing off) until the instance leaves awaiting_user.
-
-        Returns the Resolution (ready; cancelled, with `rejected` and `reason`; or open).
-        Raises `InstanceExpired` when the person did not answer in time and `WaitTimeout`
-        when `timeout` seconds pass first.
-        """
-        deadline = None if timeout is None else time.monotonic() + timeout
-        backoff = _core.Backoff(self.poll_interval, self.max_poll_interval)
-        etag: str | None = None
-        payload: Json = {}
-        while True:
-            headers = {"If-None-Match": etag} if etag else {}
-            response = self._http.get(_core.instance_path(instance_id), headers=headers)
-            if response.status_code != 304:
-                payload = _core.decode(response)
-                etag = response.headers.get("ETag")
-            if payload.get("status") != AWAITING_USER:
-                return _core.settle(payload, self.base_url)
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
-                raise WaitTimeout(
-                    f"instance {instance_id} still awaits the person after {timeout} s",
-                    payload,
-                )
-            self._sleep(backoff(remaining))
-
-    def resolve(
-        self,
-        task_class: str,
-        principal: str,
-        values: Mapping[str, Any],
-        *,
-        world: Mapping[str, Any] | None = None,
-        source: str = "inference",
-        turn: int | None = None,
-        idempotency_key: str | None = None,
-        wait: bool = True,
-        timeout: float | None = None,
-    ) -> Resolution:
-        """The common case: open with one belief per value and the world, plan, and return at
-        once when nothing blocks; else wait for the person (or, with `wait=False`, return the
-        awaiting Resolution with the page URL to send them to)."""
-        beliefs = _core.beliefs_from_values(values, world, source, turn)
-        payload = self.open_instance(
-            task_class, principal, world=world, beliefs=beliefs, idempotency_key=idempotency_key
-        )
-        if payload["status"] == OPEN:
-            payload = self.plan(payload["id"])
-        if payload["status"] == AWAITING_USER:
-            if not wait:
-                return Resolution.from_payload(payload, self.base_url)
-            return self.wait(payload.get("id") or payload["instance"], timeout)
-        return _core.settle(payload, self.base_url)
+    def _do(self, step: Call | Sleep) -> Any:
+        if isinstance(step, Sleep):
+            return self._sleep(step.seconds)
+        response = self._http.request(step.method, step.path, json=step.json, headers=step.headers)
+        return step.parse(response)
 
 
-class AsyncConsole(_Common):
+class AsyncConsole(_Api[Coroutine[Any, Any, Json], Coroutine[Any, Any, Resolution]]):
     """The async twin of `Console`: the same methods, awaited."""
 
     def __init__(
@@ -226,105 +255,20 @@ class AsyncConsole(_Common):
     async def close(self) -> None:
         await self._http.aclose()
 
-    async def _send(self, call: Call) -> Any:
+    async def _send(self, call: Call) -> Json:
+        payload: Json = await self._do(call)
+        return payload
+
+    async def _run(self, program: Program[Resolution]) -> Resolution:
+        run = _core.Run(program)
+        while run.step is not None:
+            run.send(await self._do(run.step))
+        return run.result
+
+    async def _do(self, step: Call | Sleep) -> Any:
+        if isinstance(step, Sleep):
+            return await self._sleep(step.seconds)
         response = await self._http.request(
-            call.method, call.path, json=call.json, headers=call.headers
+            step.method, step.path, json=step.json, headers=step.headers
         )
-        return _core.decode(response)
-
-    async def register_task_class(
-        self,
-        key: str,
-        *,
-        name: str | None = None,
-        slots: Sequence[Mapping[str, Any]] = (),
-        decisions: Sequence[Mapping[str, Any]] = (),
-    ) -> Json:
-        return await self._send(_core.register_task_class(key, name, slots, decisions))
-
-    async def open_instance(
-        self,
-        task_class: str,
-        principal: str,
-        *,
-        world: Mapping[str, Any] | None = None,
-        beliefs: Sequence[Mapping[str, Any]] | None = None,
-        idempotency_key: str | None = None,
-    ) -> Json:
-        call = _core.open_instance(task_class, principal, world, beliefs, idempotency_key)
-        return await self._send(call)
-
-    async def record_belief(
-        self,
-        instance_id: str,
-        slot: str,
-        value: Any,
-        *,
-        source: str,
-        turn: int | None = None,
-        world_ref: Mapping[str, Any] | None = None,
-    ) -> Json:
-        data = _core.belief(slot, value, source, turn, world_ref)
-        return await self._send(Call("POST", _core.instance_path(instance_id) + "beliefs/", data))
-
-    async def set_world(self, instance_id: str, world: Mapping[str, Any]) -> Json:
-        path = _core.instance_path(instance_id) + "world/"
-        return await self._send(Call("PUT", path, {"world": dict(world)}))
-
-    async def plan(self, instance_id: str) -> Json:
-        return await self._send(Call("POST", _core.instance_path(instance_id) + "plan/"))
-
-    async def get(self, instance_id: str) -> Json:
-        return await self._send(Call("GET", _core.instance_path(instance_id)))
-
-    async def cancel(self, instance_id: str, reason: str | None = None) -> Json:
-        data = {"reason": reason} if reason else {}
-        return await self._send(Call("POST", _core.instance_path(instance_id) + "cancel/", data))
-
-    async def wait(self, instance_id: str, timeout: float | None = None) -> Resolution:
-        """See `Console.wait`."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        backoff = _core.Backoff(self.poll_interval, self.max_poll_interval)
-        etag: str | None = None
-        payload: Json = {}
-        while True:
-            headers = {"If-None-Match": etag} if etag else {}
-            response = await self._http.get(_core.instance_path(instance_id), headers=headers)
-            if response.status_code != 304:
-                payload = _core.decode(response)
-                etag = response.headers.get("ETag")
-            if payload.get("status") != AWAITING_USER:
-                return _core.settle(payload, self.base_url)
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
-                raise WaitTimeout(
-                    f"instance {instance_id} still awaits the person after {timeout} s",
-                    payload,
-                )
-            await self._sleep(backoff(remaining))
-
-    async def resolve(
-        self,
-        task_class: str,
-        principal: str,
-        values: Mapping[str, Any],
-        *,
-        world: Mapping[str, Any] | None = None,
-        source: str = "inference",
-        turn: int | None = None,
-        idempotency_key: str | None = None,
-        wait: bool = True,
-        timeout: float | None = None,
-    ) -> Resolution:
-        """See `Console.resolve`."""
-        beliefs = _core.beliefs_from_values(values, world, source, turn)
-        payload = await self.open_instance(
-            task_class, principal, world=world, beliefs=beliefs, idempotency_key=idempotency_key
-        )
-        if payload["status"] == OPEN:
-            payload = await self.plan(payload["id"])
-        if payload["status"] == AWAITING_USER:
-            if not wait:
-                return Resolution.from_payload(payload, self.base_url)
-            return await self.wait(payload.get("id") or payload["instance"], timeout)
-        return _core.settle(payload, self.base_url)
+        return step.parse(response)
