@@ -148,10 +148,8 @@ def test_an_expired_instance_ends_the_wait_with_a_clear_error(console: LiveConso
 # --- Claude Code's permission-prompt tool ---------------------------------------------------
 
 
-def test_request_permission_allows_with_the_input_the_person_confirmed(
-    console: LiveConsole, person: Person
-) -> None:
-    answered = person.answer_when_asked("edit", value="git push origin feature")
+def _ask_permission(console: LiveConsole, **extra: Any) -> tuple[bool, str]:
+    """Claude Code asks whether Bash may run a force-push; the server's answer."""
 
     async def use(session: ClientSession) -> tuple[bool, str]:
         return await _call(
@@ -159,10 +157,18 @@ def test_request_permission_allows_with_the_input_the_person_confirmed(
             "request_permission",
             tool_name="Bash",
             input={"command": "git push --force origin main"},
-            tool_use_id="toolu_01",
+            **extra,
         )
 
-    is_error, text = _with_server(console, use)
+    result: tuple[bool, str] = _with_server(console, use)
+    return result
+
+
+def test_request_permission_allows_with_the_input_the_person_confirmed(
+    console: LiveConsole, person: Person
+) -> None:
+    answered = person.answer_when_asked("edit", value="git push origin feature")
+    is_error, text = _ask_permission(console, tool_use_id="toolu_01")
     prompt = answered.result(timeout=30)["prompt"]
     assert not is_error, text
     assert json.loads(text) == {
@@ -179,16 +185,7 @@ def test_request_permission_denies_with_the_persons_reason(
     console: LiveConsole, person: Person
 ) -> None:
     answered = person.answer_when_asked("reject", reason="never force-push main")
-
-    async def use(session: ClientSession) -> tuple[bool, str]:
-        return await _call(
-            session,
-            "request_permission",
-            tool_name="Bash",
-            input={"command": "git push --force origin main"},
-        )
-
-    is_error, text = _with_server(console, use)
+    is_error, text = _ask_permission(console)
     answered.result(timeout=30)
     assert not is_error, text
     assert json.loads(text) == {
