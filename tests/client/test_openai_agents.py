@@ -91,27 +91,30 @@ def test_an_edit_in_the_console_reaches_the_tool(console: LiveConsole, person: P
     assert instance["bindings_digest"] == bindings_digest(instance["bindings"])
 
 
-def test_a_confirm_runs_the_tool_with_the_models_value(
-    console: LiveConsole, person: Person
-) -> None:
+def _answered_run(
+    console: LiveConsole, person: Person, action: str, **answer: Any
+) -> tuple[Ledger, RunResult]:
+    """A run that pauses, the person's answer, and the resumed run: what the tool was called
+    with, and how the run ended."""
     ledger = Ledger()
     tool = _tool(console, ledger)
     first = asyncio.run(_run(tool, "pay Bob his rent"))
-    person.answer("confirm")
+    person.answer(action, **answer)
     state = asyncio.run(resolve_interruptions(first, timeout=30))
-    asyncio.run(_run(tool, state))
+    return ledger, asyncio.run(_run(tool, state))
+
+
+def test_a_confirm_runs_the_tool_with_the_models_value(
+    console: LiveConsole, person: Person
+) -> None:
+    ledger, _ = _answered_run(console, person, "confirm")
     assert ledger.calls == [ARGUMENTS]
 
 
 def test_a_rejection_reaches_the_model_with_its_reason(
     console: LiveConsole, person: Person
 ) -> None:
-    ledger = Ledger()
-    tool = _tool(console, ledger)
-    first = asyncio.run(_run(tool, "pay Bob his rent"))
-    person.answer("reject", reason="Bob was paid yesterday")
-    state = asyncio.run(resolve_interruptions(first, timeout=30))
-    result = asyncio.run(_run(tool, state))
+    ledger, result = _answered_run(console, person, "reject", reason="Bob was paid yesterday")
     assert ledger.calls == []
     assert "Bob was paid yesterday" in result.final_output
     assert result.final_output.startswith(SAID + "The person rejected this call")
