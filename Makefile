@@ -26,14 +26,19 @@ run: $(STAMP)
 	trap 'kill $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT INT TERM; \
 	$(PY) manage.py runserver 127.0.0.1:$(PORT)
 
-## Lint and type-check, then the whole test suite in two processes (browser tests need
-## /usr/bin/chromium), then the client's own tests.
+## Lint, then the whole test suite in two processes (browser tests need /usr/bin/chromium)
+## with mypy running beside it (its report is printed after pytest's), then the client's own
+## tests. Fails if any of them fails.
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) manage.py makemigrations --check --dry-run
-	$(VENV)/bin/mypy
-	$(PY) -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
+	@mkdir -p artifacts; \
+	$(VENV)/bin/mypy > artifacts/mypy.txt 2>&1 & mypy=$$!; \
+	$(PY) -m pytest -n 2 --dist loadfile $(PYTEST_ARGS); tests=$$?; \
+	wait $$mypy; typed=$$?; \
+	echo "--- mypy"; cat artifacts/mypy.txt; \
+	[ $$tests -eq 0 ] && [ $$typed -eq 0 ]
 	cd client && $(abspath $(PY)) -m pytest -p no:django
 
 lint: $(STAMP)

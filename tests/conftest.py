@@ -5,11 +5,13 @@ from __future__ import annotations
 import importlib
 import json
 from collections.abc import Callable, Iterator
+from io import StringIO
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import connections
+from django.core.management import call_command
+from django.db import connections, transaction
 from django.test import Client, TransactionTestCase, override_settings
 from rest_framework.test import APIClient
 
@@ -161,3 +163,17 @@ def person_client() -> Callable[[User], JsonClient]:
         return client
 
     return make
+
+
+@pytest.fixture(scope="module")
+def demo(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
+    """The demo (`manage.py demo`) loaded once for a whole test module; returns what it printed.
+
+    It is loaded inside a transaction that is rolled back after the module, and each test runs
+    in a savepoint within it (as Django's `TestCase.setUpTestData` does), so every test starts
+    from the freshly loaded demo and nothing leaks into the next module."""
+    out = StringIO()
+    with django_db_blocker.unblock(), transaction.atomic():
+        call_command("demo", stdout=out)
+        yield out.getvalue()
+        transaction.set_rollback(True)

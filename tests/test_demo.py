@@ -22,6 +22,8 @@ from beliefs.roles import is_classifier, is_reviewer
 
 pytestmark = pytest.mark.django_db
 
+# `demo` (tests/conftest.py) is the demo loaded once for this module; each test starts from it.
+
 
 def run_demo() -> str:
     out = StringIO()
@@ -29,8 +31,8 @@ def run_demo() -> str:
     return out.getvalue()
 
 
-def test_it_prints_every_login_and_a_working_runtime_key() -> None:
-    output = run_demo()
+def test_it_prints_every_login_and_a_working_runtime_key(demo: str) -> None:
+    output = demo
     for username, password, _, _ in DEMO_USERS:
         assert username in output and password in output
         assert User.objects.get(username=username).check_password(password)
@@ -39,8 +41,7 @@ def test_it_prints_every_login_and_a_working_runtime_key() -> None:
     assert "http://127.0.0.1:8000/" in output
 
 
-def test_it_gives_each_demo_user_their_role() -> None:
-    run_demo()
+def test_it_gives_each_demo_user_their_role(demo: str) -> None:
     assert is_classifier(User.objects.get(username="carol"))
     assert not is_classifier(User.objects.get(username="alice"))
     assert is_reviewer(User.objects.get(username="rita"))
@@ -56,8 +57,7 @@ def _counts() -> tuple[int, ...]:
     )
 
 
-def test_it_is_idempotent() -> None:
-    run_demo()
+def test_it_is_idempotent(demo: str) -> None:
     counts = _counts()
     assert counts[3] > 0  # the proposal validations for rita are loaded too
     run_demo()
@@ -66,8 +66,7 @@ def test_it_is_idempotent() -> None:
     assert RuntimeAPIKey.objects.filter(name="demo-runtime", revoked=False).count() == 1
 
 
-def test_it_finishes_run_1_and_leaves_run_2_open_for_every_task_class() -> None:
-    run_demo()
+def test_it_finishes_run_1_and_leaves_run_2_open_for_every_task_class(demo: str) -> None:
     for scenario in SCENARIOS:
         runs = {i.run_number: i for i in TaskInstance.objects.filter(task_class__key=scenario.key)}
         assert runs[1].status == InstanceStatus.READY, scenario.key
@@ -75,8 +74,7 @@ def test_it_finishes_run_1_and_leaves_run_2_open_for_every_task_class() -> None:
         assert runs[2].status == InstanceStatus.AWAITING_USER, scenario.key
 
 
-def test_it_shows_every_route_and_every_rule_across_the_run_2_plans() -> None:
-    run_demo()
+def test_it_shows_every_route_and_every_rule_across_the_run_2_plans(demo: str) -> None:
     seen = set()
     for instance in TaskInstance.objects.filter(run_number=2):
         for item in instance.plan_items:

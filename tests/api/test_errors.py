@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from beliefs.models import AuditEvent, Belief, PromptResponse, Slot
 from tests.api.conftest import API, Driver
 from tests.conftest import JsonClient, runtime_key_of
+from tests.examples import examples
 
 pytestmark = pytest.mark.django_db
 
@@ -537,7 +538,7 @@ FIELDS = st.sampled_from(
 )
 BODIES = JSON | st.dictionaries(FIELDS, JSON, max_size=6)
 FUZZ = settings(
-    max_examples=50,
+    max_examples=examples(25),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

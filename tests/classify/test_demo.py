@@ -12,8 +12,7 @@ from beliefs.models import AuditEvent, RiskChangeRequest, Slot
 pytestmark = pytest.mark.django_db
 
 
-def test_it_classifies_the_demo_through_the_services_with_four_eyes() -> None:
-    seed_demo()
+def test_it_classifies_the_demo_through_the_services_with_four_eyes(demo: str) -> None:
     # Every class below irreversible of a slot or decision that started unclassified waited for
     # cathy; nothing is left pending.
     requests = RiskChangeRequest.objects.all()
@@ -28,15 +27,13 @@ def test_it_classifies_the_demo_through_the_services_with_four_eyes() -> None:
     )
 
 
-def test_it_writes_no_classification_twice() -> None:
-    seed_demo()
+def test_it_writes_no_classification_twice(demo: str) -> None:
     count = AuditEvent.objects.filter(kind__startswith="classification.").count()
     seed_demo()
     assert AuditEvent.objects.filter(kind__startswith="classification.").count() == count
 
 
-def test_it_lets_carol_classify_the_demos_last_unclassified_slot(client: Client) -> None:
-    seed_demo()
+def test_it_lets_carol_classify_the_demos_last_unclassified_slot(demo: str, client: Client) -> None:
     carol = User.objects.get(username="carol")
     client.force_login(carol)
     assert list(Slot.objects.filter(risk_class="unclassified").values_list("key", flat=True)) == [

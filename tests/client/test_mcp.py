@@ -5,36 +5,43 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from console_client import bindings_digest
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from console_client.mcp import build_server
+from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 
 from tests.client.conftest import LiveConsole, Person
 from tests.client.transfer_tool import ARGUMENTS, SANDBOX, TRANSFER, WORLD
 
 ROOT = Path(__file__).resolve().parents[2]
 
-Session = Callable[[ClientSession], Awaitable[Any]]
+Session = Callable[[Any], Awaitable[Any]]  # given a ClientSession or an in-process Client
 
 
-def _with_server(console: LiveConsole, use: Session) -> Any:
-    """Start the MCP server as a subprocess over stdio and run `use` with a client session."""
+def _environment(console: LiveConsole) -> dict[str, str]:
+    return {
+        "CONSOLE_URL": console.url,
+        "CONSOLE_API_KEY": console.key,
+        "CONSOLE_PRINCIPAL": "alice",
+        "CONSOLE_POLL_INTERVAL": "0.05",
+        "CONSOLE_WAIT_TIMEOUT": "30",
+    }
+
+
+def _over_stdio(console: LiveConsole, use: Session) -> Any:
+    """Start the MCP server as a subprocess over stdio, as an agent host does, and run `use`
+    with a client session."""
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "console_client.mcp"],
         cwd=ROOT,
-        env={
-            "PATH": "/usr/bin:/bin",
-            "CONSOLE_URL": console.url,
-            "CONSOLE_API_KEY": console.key,
-            "CONSOLE_PRINCIPAL": "alice",
-            "CONSOLE_POLL_INTERVAL": "0.05",
-            "CONSOLE_WAIT_TIMEOUT": "30",
-        },
+        env={"PATH": "/usr/bin:/bin", **_environment(console)},
     )
 
     async def run() -> Any:
@@ -45,25 +52,43 @@ def _with_server(console: LiveConsole, use: Session) -> Any:
     return asyncio.run(run())
 
 
-async def _call(session: ClientSession, tool: str, **arguments: Any) -> tuple[bool, str]:
+def _with_server(console: LiveConsole, use: Session) -> Any:
+    """The same server connected in-process (the mcp package's `Client(server)`): the tools run
+    exactly as over stdio, without starting a Python process per test."""
+
+    async def run() -> Any:
+        async with Client(build_server()) as client:
+            return await use(client)
+
+    with mock.patch.dict(os.environ, _environment(console)):
+        return asyncio.run(run())
+
+
+async def _call(session: Any, tool: str, **arguments: Any) -> tuple[bool, str]:
     result = await session.call_tool(tool, arguments)
     (content,) = result.content
     return result.is_error, content.text
 
 
-def test_it_lists_its_tools(console: LiveConsole) -> None:
+TOOLS = ["request_confirmation", "request_permission", "wait_for_confirmation"]
+
+
+def test_it_lists_its_tools_over_stdio(console: LiveConsole) -> None:
     async def use(session: ClientSession) -> list[str]:
         return sorted(tool.name for tool in (await session.list_tools()).tools)
 
-    assert _with_server(console, use) == [
-        "request_confirmation",
-        "request_permission",
-        "wait_for_confirmation",
-    ]
+    assert _over_stdio(console, use) == TOOLS
+
+
+def test_it_lists_the_same_tools_in_process(console: LiveConsole) -> None:
+    async def use(client: Any) -> list[str]:
+        return sorted(tool.name for tool in (await client.list_tools()).tools)
+
+    assert _with_server(console, use) == TOOLS
 
 
 def test_a_silent_plan_is_ready_at_once(console: LiveConsole) -> None:
-    async def use(session: ClientSession) -> tuple[bool, str]:
+    async def use(session: Any) -> tuple[bool, str]:
         return await _call(
             session,
             "request_confirmation",
@@ -84,7 +109,7 @@ def test_a_silent_plan_is_ready_at_once(console: LiveConsole) -> None:
 def test_a_person_edits_while_the_agent_waits(console: LiveConsole, person: Person) -> None:
     corrected = "NL91 ABNA 0417 1643 00"
 
-    async def use(session: ClientSession) -> tuple[dict[str, Any], tuple[bool, str]]:
+    async def use(session: Any) -> tuple[dict[str, Any], tuple[bool, str]]:
         _, text = await _call(
             session, "request_confirmation", task_class=TRANSFER, principal="alice",
             values=ARGUMENTS, world=WORLD,
@@ -107,7 +132,7 @@ def test_a_person_edits_while_the_agent_waits(console: LiveConsole, person: Pers
 
 
 def test_a_rejection_comes_back_with_its_reason(console: LiveConsole, person: Person) -> None:
-    async def use(session: ClientSession) -> tuple[bool, str]:
+    async def use(session: Any) -> tuple[bool, str]:
         _, text = await _call(
             session, "request_confirmation", task_class=TRANSFER, principal="alice",
             values=ARGUMENTS,
@@ -129,7 +154,7 @@ def test_a_rejection_comes_back_with_its_reason(console: LiveConsole, person: Pe
 
 
 def test_an_expired_instance_ends_the_wait_with_a_clear_error(console: LiveConsole) -> None:
-    async def use(session: ClientSession) -> tuple[bool, str]:
+    async def use(session: Any) -> tuple[bool, str]:
         _, text = await _call(
             session, "request_confirmation", task_class=TRANSFER, principal="alice",
             values=ARGUMENTS,
@@ -151,7 +176,7 @@ def test_an_expired_instance_ends_the_wait_with_a_clear_error(console: LiveConso
 def _ask_permission(console: LiveConsole, **extra: Any) -> tuple[bool, str]:
     """Claude Code asks whether Bash may run a force-push; the server's answer."""
 
-    async def use(session: ClientSession) -> tuple[bool, str]:
+    async def use(session: Any) -> tuple[bool, str]:
         return await _call(
             session,
             "request_permission",

@@ -14,8 +14,11 @@ from beliefs.domain.contract import (
     Verdict,
     validate_proposal,
 )
+from tests.examples import examples
 
-SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 V1 = "contract.V1_declared_true_no_change"
 V3 = "contract.V3_declaration_missing"
 ARRAYS = ("updatedNodes", "resolvedUnknownNodeIds", "addedNodes", "addedEdges")

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from beliefs.models import Belief, BeliefStatus, Slot, TaskClass, TaskInstance
 from beliefs.selectors.beliefs import choose_beliefs, choose_beliefs_for
+from tests.examples import examples
 
 pytestmark = pytest.mark.django_db
 
@@ -68,7 +69,7 @@ def ids(chosen: dict[int, tuple[Belief, bool]]) -> dict[int, tuple[int, bool]]:
 
 
 @settings(
-    max_examples=80,
+    max_examples=examples(40),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -23,6 +23,7 @@ from beliefs import services
 from beliefs.models import RuntimeAPIKey
 from console.wsgi import application
 from tests.builders import open_instance, register_task_class
+from tests.examples import examples
 
 schema = schemathesis.openapi.from_wsgi("/api/v1/schema/?format=json", application)
 # A free-form JSON value (a belief's value, a world) cannot say "no NUL in any string" in
@@ -100,7 +101,7 @@ def _check(case: schemathesis.Case, headers: dict[str, str]) -> None:
 
 
 FUZZ = settings(
-    max_examples=10,
+    max_examples=examples(5),
     deadline=None,
     suppress_health_check=list(HealthCheck),
     derandomize=True,

@@ -17,7 +17,6 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from beliefs import services
-from beliefs.demo import seed_demo
 from beliefs.models import TaskClass
 from beliefs.services.proposals import proposal_validate_and_store
 from tests.browser import scenarios
@@ -65,8 +64,10 @@ class TextAndLinks(HTMLParser):
             self.text.append(data)
 
 
-def _seed_hostile_corpus() -> None:
-    seed_demo()
+@pytest.fixture(scope="module")
+def hostile_corpus(demo: str) -> None:
+    """The demo with a hostile task class, an answered prompt and hostile proposals, loaded once
+    for the module (inside the demo's transaction, so it goes when the module ends)."""
     alice = get_user_model().objects.get(username="alice")
     instance = scenarios.hostile(alice)
     # A runtime names a task class in one URL segment, so its key never holds a "/" (which the
@@ -109,8 +110,9 @@ def _crawl(client: Client) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("username", ["alice", "carol", "rita"])
-def test_it_shows_no_raw_bidi_or_zero_width_character_on_any_page(username: str) -> None:
-    _seed_hostile_corpus()
+def test_it_shows_no_raw_bidi_or_zero_width_character_on_any_page(
+    hostile_corpus: None, username: str
+) -> None:
     client = Client()
     client.force_login(get_user_model().objects.get(username=username))
 
