@@ -58,7 +58,36 @@ def audit(
     subject: str = "",
     data: Mapping[str, Any] | None = None,
 ) -> AuditEvent:
-    return AuditEvent.objects.create(
+    event = audit_event(
+        kind,
+        actor=actor,
+        task_class=task_class,
+        instance=instance,
+        prompt=prompt,
+        subject=subject,
+        data=data,
+    )
+    event.save()
+    return event
+
+
+def audit_all(events: list[AuditEvent]) -> None:
+    """Write several events (made with `audit_event`) in one statement, in their order."""
+    AuditEvent.objects.bulk_create(events)
+
+
+def audit_event(
+    kind: str,
+    *,
+    actor: Actor,
+    task_class: TaskClass | None = None,
+    instance: TaskInstance | None = None,
+    prompt: Prompt | None = None,
+    subject: str = "",
+    data: Mapping[str, Any] | None = None,
+) -> AuditEvent:
+    """The event `audit` writes, not yet saved."""
+    return AuditEvent(
         kind=kind,
         actor=actor.label,
         actor_user=actor.user,

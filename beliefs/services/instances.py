@@ -14,6 +14,7 @@ from django.utils import timezone
 from beliefs.domain.policy import Source
 from beliefs.errors import Conflict, NotFound
 from beliefs.models import (
+    AuditEvent,
     Belief,
     BeliefStatus,
     InstanceStatus,
@@ -21,11 +22,13 @@ from beliefs.models import (
     TaskClass,
     TaskInstance,
 )
-from beliefs.services.audit import Actor, audit
+from beliefs.services.audit import Actor, audit, audit_all, audit_event
 from beliefs.services.lifecycle import close_instance, lock_instance, require_open
 from beliefs.services.planning import plan_locked
 from beliefs.services.retry import retry_on_race
 from beliefs.services.task_classes import slot_register_unknown
+
+SUPERSEDED_REASON = "a newer belief was recorded"
 
 # The world as a runtime states it: {slot_key: {...}}, each slot's statement an object that is
 # diffed key by key.
@@ -94,45 +97,90 @@ def instance_open(
         instance=instance,
         data={"principal": principal, "run_number": instance.run_number, "world": world},
     )
-    for spec in beliefs:
-        _belief_record(instance=instance, spec=spec, actor=actor)
+    _record_opening_beliefs(instance, beliefs, actor)
     return instance
 
 
+def _record_opening_beliefs(
+    instance: TaskInstance, specs: Sequence[BeliefSpec], actor: Actor
+) -> None:
+    """An open's beliefs in a constant number of statements, whatever their number. The
+    instance is new, so nothing of it is active but what this list records: a slot named twice
+    keeps its last belief and the earlier one is superseded, as recording them one at a time
+    would do."""
+    if not specs:
+        return
+    task_class = instance.task_class
+    slots = {s.key: s for s in task_class.slots.filter(key__in={spec.slot for spec in specs})}
+    for spec in specs:
+        if spec.slot not in slots:
+            slots[spec.slot] = slot_register_unknown(task_class, spec.slot, actor)
+    last = {spec.slot: index for index, spec in enumerate(specs)}
+    acquired_at = timezone.now()
+    beliefs = []
+    for index, spec in enumerate(specs):
+        belief = Belief(
+            instance=instance,
+            principal_id=instance.principal_id,
+            slot=slots[spec.slot],
+            value=spec.value,
+            source=spec.source.value,
+            turn=spec.turn,
+            acquired_at=acquired_at,
+            world_ref=spec.world_ref,
+        )
+        if last[spec.slot] != index:  # a later belief of this open replaces it
+            belief.status = BeliefStatus.SUPERSEDED
+            belief.status_reason = SUPERSEDED_REASON
+        beliefs.append(belief)
+    Belief.objects.bulk_create(beliefs)  # sets each belief's pk (RETURNING on both databases)
+    seen: set[str] = set()
+    events = []
+    for spec, belief in zip(specs, beliefs, strict=True):
+        events.append(_recorded_event(instance, spec, belief, int(spec.slot in seen), actor))
+        seen.add(spec.slot)
+    audit_all(events)
+
+
+def _recorded_event(
+    instance: TaskInstance, spec: BeliefSpec, belief: Belief, superseded: int, actor: Actor
+) -> AuditEvent:
+    return audit_event(
+        "belief.recorded",
+        actor=actor,
+        instance=instance,
+        subject=spec.slot,
+        data={
+            "belief": belief.pk,
+            "value": belief.value,
+            "source": spec.source.value,
+            "turn": spec.turn,
+            "world_ref": spec.world_ref,
+            "superseded": superseded,
+        },
+    )
+
+
 def _belief_record(*, instance: TaskInstance, spec: BeliefSpec, actor: Actor) -> Belief:
-    slot_key, source, turn, world_ref = spec.slot, spec.source, spec.turn, spec.world_ref
     acquired_at = timezone.now()
 
-    slot = instance.task_class.slots.filter(key=slot_key).first()
+    slot = instance.task_class.slots.filter(key=spec.slot).first()
     if slot is None:
-        slot = slot_register_unknown(instance.task_class, slot_key, actor)
+        slot = slot_register_unknown(instance.task_class, spec.slot, actor)
     superseded = Belief.objects.filter(
         instance=instance, slot=slot, status=BeliefStatus.ACTIVE
-    ).update(status=BeliefStatus.SUPERSEDED, status_reason="a newer belief was recorded")
+    ).update(status=BeliefStatus.SUPERSEDED, status_reason=SUPERSEDED_REASON)
     belief = Belief.objects.create(
         instance=instance,
         principal_id=instance.principal_id,
         slot=slot,
         value=spec.value,
-        source=source.value,
-        turn=turn,
+        source=spec.source.value,
+        turn=spec.turn,
         acquired_at=acquired_at,
-        world_ref=world_ref,
+        world_ref=spec.world_ref,
     )
-    audit(
-        "belief.recorded",
-        actor=actor,
-        instance=instance,
-        subject=slot.key,
-        data={
-            "belief": belief.pk,
-            "value": belief.value,
-            "source": source.value,
-            "turn": turn,
-            "world_ref": world_ref,
-            "superseded": superseded,
-        },
-    )
+    _recorded_event(instance, spec, belief, superseded, actor).save()
     return belief
 
 

@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from beliefs.models import Prompt
+from beliefs.models import AuditEvent, Belief, Prompt
 from beliefs.roles import CLASSIFIERS_GROUP, REVIEWERS_GROUP, grant_role
 from tests.api.conftest import API, Driver
 
@@ -132,3 +132,43 @@ def test_pages_run_the_same_queries_at_5_and_200_slots(
         with django_assert_num_queries(count):
             response = client.get(url)
         assert response.status_code == 200, url
+
+
+@pytest.mark.parametrize("slots", SLOT_COUNTS)
+def test_opening_with_a_belief_per_slot_runs_the_same_queries_at_5_and_200_slots(
+    api: Driver, slots: int, django_assert_num_queries: Callable[[int], Any]
+) -> None:
+    keys = [f"s{i}" for i in range(slots)]
+    api.register("many", slots=[{"key": k} for k in keys])
+    body = {
+        "task_class": "many",
+        "principal": "alice",
+        "beliefs": [{"slot": k, "value": "v", "source": "tool"} for k in keys],
+    }
+    # 1 the API key; the service: 2 savepoint, 3 the task class, 4 the principal, 5 its row
+    # locked, 6 its last run number, 7 the instance, 8 its audit event, 9 the slots, 10 the
+    # beliefs in one INSERT, 11 their audit events in one INSERT, 12 release; 13 the answer's
+    # prompts (none yet).
+    with django_assert_num_queries(13):
+        response = api.runtime.post_json(f"{API}/instances/", body)
+    assert response.status_code == 201, response.json()
+    instance_id = response.json()["id"]
+    assert Belief.objects.filter(instance_id=instance_id, status="active").count() == slots
+    recorded = AuditEvent.objects.filter(instance_id=instance_id, kind="belief.recorded")
+    assert sorted(recorded.values_list("subject", flat=True)) == sorted(keys)
+
+
+def test_a_slot_named_twice_in_one_open_keeps_its_last_belief(api: Driver) -> None:
+    api.register("twice", slots=[{"key": "memo"}])
+    beliefs = [
+        {"slot": "memo", "value": "first", "source": "tool"},
+        {"slot": "memo", "value": "second", "source": "inference"},
+    ]
+    instance_id = api.open("twice", beliefs=beliefs)
+    stored = Belief.objects.filter(instance_id=instance_id).order_by("pk")
+    assert [(b.value, b.status) for b in stored] == [
+        ("first", "superseded"),
+        ("second", "active"),
+    ]
+    events = AuditEvent.objects.filter(instance_id=instance_id, kind="belief.recorded")
+    assert [e.data["superseded"] for e in events.order_by("pk")] == [0, 1]
