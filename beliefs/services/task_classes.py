@@ -73,13 +73,16 @@ def task_class_register(
         task_class.name = name or key
         task_class.save(update_fields=["name", "updated_at"])
 
+    # Each kind of write is one statement whatever the number of slots and decisions.
     existing = {s.key: s for s in task_class.slots.all()}
     next_position = max((s.position for s in existing.values()), default=-1) + 1
-    added_slots = []
+    new_slots: list[Slot] = []
+    updated_slots: dict[int, Slot] = {}
+    updated_fields: set[str] = set()
     for index, spec in enumerate(slots):
         slot = existing.get(spec.key)
         if slot is None:
-            slot = Slot.objects.create(
+            slot = Slot(
                 task_class=task_class,
                 position=next_position,
                 key=spec.key,
@@ -91,7 +94,7 @@ def task_class_register(
             )
             next_position += 1
             existing[slot.key] = slot
-            added_slots.append(slot.key)
+            new_slots.append(slot)
             continue
         if "scope_order" in spec.sent and slot.scope_order and spec.scope_order != slot.scope_order:
             # The order decides what counts as an escalation: once set, only a classifier
@@ -103,23 +106,42 @@ def task_class_register(
         for field in spec.sent:
             value = getattr(spec, field)
             setattr(slot, field, (value or spec.key) if field == "label" else value)
-        slot.save()
+        if slot.pk is not None:
+            updated_slots[slot.pk] = slot
+            updated_fields |= spec.sent
+    Slot.objects.bulk_create(new_slots)  # sets each slot's pk (RETURNING on both databases)
+    if updated_fields:
+        Slot.objects.bulk_update(list(updated_slots.values()), sorted(updated_fields))
+    added_slots = [slot.key for slot in new_slots]
 
-    added_decisions = []
+    known = {d.key: d for d in task_class.decisions.all()}
+    new_decisions: list[Decision] = []
+    relabelled: dict[int, Decision] = {}
+    links: list[tuple[Decision, Slot]] = []
     for index, decision_spec in enumerate(decisions):
         missing = [s for s in decision_spec.slots if s not in existing]
         if missing:
             raise field_error(f"decisions[{index}].slots", f"unknown slot {missing[0]!r}")
         label = decision_spec.label or decision_spec.key
-        decision, made = Decision.objects.get_or_create(
-            task_class=task_class, key=decision_spec.key, defaults={"label": label}
-        )
-        if not made and decision.label != label:
+        decision = known.get(decision_spec.key)
+        if decision is None:
+            decision = Decision(task_class=task_class, key=decision_spec.key, label=label)
+            known[decision.key] = decision
+            new_decisions.append(decision)
+        elif decision.label != label:
             decision.label = label
-            decision.save(update_fields=["label"])
-        if made:
-            added_decisions.append(decision.key)
-        decision.slots.add(*(existing[s] for s in decision_spec.slots))
+            if decision.pk is not None:
+                relabelled[decision.pk] = decision
+        links.extend((decision, existing[s]) for s in decision_spec.slots)
+    Decision.objects.bulk_create(new_decisions)
+    Decision.objects.bulk_update(list(relabelled.values()), ["label"])
+    # A link already there is kept as it is (a registration never drops one).
+    Link = Decision.slots.through
+    Link.objects.bulk_create(
+        [Link(decision_id=decision.pk, slot_id=slot.pk) for decision, slot in links],
+        ignore_conflicts=True,
+    )
+    added_decisions = [decision.key for decision in new_decisions]
 
     audit(
         "task_class.registered" if created else "task_class.updated",

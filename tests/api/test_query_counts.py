@@ -172,3 +172,39 @@ def test_a_slot_named_twice_in_one_open_keeps_its_last_belief(api: Driver) -> No
     ]
     events = AuditEvent.objects.filter(instance_id=instance_id, kind="belief.recorded")
     assert [e.data["superseded"] for e in events.order_by("pk")] == [0, 1]
+
+
+@pytest.mark.parametrize("slots", SLOT_COUNTS)
+def test_registering_runs_the_same_queries_at_5_and_200_slots(
+    api: Driver, slots: int, django_assert_num_queries: Callable[[int], Any]
+) -> None:
+    keys = [f"s{i}" for i in range(slots)]
+    url = f"{API}/task-classes/many/"
+    body = {
+        "name": "many",
+        "slots": [{"key": k, "label": f"Slot {k}", "choices": ["a", "b"]} for k in keys],
+        "decisions": [{"key": "act", "slots": keys}, {"key": "log", "slots": keys[:1]}],
+    }
+    # 1 the API key; the service: 2 savepoint, 3 get-or-create's read, 4 its savepoint, 5 the
+    # class, 6 its release, 7 the class locked, 8 its slots, 9 the new slots in one INSERT,
+    # 10 its decisions, 11 the new decisions in one INSERT, 12 their links in one INSERT, 13 the
+    # audit event, 14 release; the answer: 15 the class, 16 its slots, 17 their decisions,
+    # 18 its decisions, 19 their slots.
+    with django_assert_num_queries(19):
+        created = api.runtime.put_json(url, body)
+    assert created.status_code == 200, created.json()
+    described = api.runtime.get(url).json()
+    assert [s["key"] for s in described["slots"]] == keys
+    assert {d["key"]: sorted(d["slots"]) for d in described["decisions"]} == {
+        "act": sorted(keys),
+        "log": keys[:1],
+    }
+    # Registering again with new labels: the class read, locked and renamed, then every slot
+    # updated in one statement, the links (already there) kept, one audit event.
+    body["slots"] = [{"key": k, "label": f"Renamed {k}"} for k in keys]
+    with django_assert_num_queries(16):
+        updated = api.runtime.put_json(url, body)
+    assert updated.status_code == 200, updated.json()
+    described = api.runtime.get(url).json()
+    assert {s["label"] for s in described["slots"]} == {f"Renamed {k}" for k in keys}
+    assert all(s["choices"] == ["a", "b"] for s in described["slots"])
