@@ -647,6 +647,21 @@ def matrix(request: AuthedHttpRequest) -> HttpResponse:
 # --- the audit log -------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class ActivityFilter:
+    """One of the audit log's filters: a query parameter chosen from a list."""
+
+    name: str
+    label: str
+    blank: str  # what the choice that filters nothing says
+    choices: list[str]
+    selected: str
+
+    @property
+    def dom_id(self) -> str:
+        return "filter-" + self.name.replace("_", "-")
+
+
 @require_GET
 @classifier_required
 def activity(request: AuthedHttpRequest) -> HttpResponse:
@@ -675,10 +690,17 @@ def activity(request: AuthedHttpRequest) -> HttpResponse:
         {
             "page": page,
             "events": [_event_row(e) for e in page.object_list],
-            "task_classes": list(TaskClass.objects.order_by("key").values_list("key", flat=True)),
-            "actors": recent_actors(actor),
-            "kinds": families + kinds,
-            "selected": {"task_class": task_class_key, "actor": actor, "kind": kind},
+            "filters": [
+                ActivityFilter(
+                    "task_class",
+                    "Task class",
+                    "any",
+                    list(TaskClass.objects.order_by("key").values_list("key", flat=True)),
+                    task_class_key,
+                ),
+                ActivityFilter("actor", "Actor", "anyone", recent_actors(actor), actor),
+                ActivityFilter("kind", "Kind", "any", families + kinds, kind),
+            ],
             "query": query.urlencode(),
         },
     )
