@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from beliefs.domain import policy
 from beliefs.domain.classes import (
     Change,
     ChangeField,
@@ -15,7 +14,7 @@ from beliefs.domain.classes import (
     Snapshot,
     Target,
 )
-from beliefs.domain.policy import RiskClass, Source
+from beliefs.domain.policy import RiskClass
 from beliefs.domain.vocabulary import OPEN_INSTANCE_STATUSES
 from beliefs.models import (
     Decision,
@@ -25,7 +24,7 @@ from beliefs.models import (
     TaskClass,
     TaskInstance,
 )
-from beliefs.selectors.beliefs import choose_beliefs_for
+from beliefs.selectors.beliefs import belief_facts, choose_beliefs_for
 
 # --- reading classes and open instances -----------------------------------------------------
 
@@ -80,17 +79,8 @@ def impact_snapshot(
     for instance in instances:
         for slot in slots:
             belief, carried = chosen[instance.pk].get(slot.pk, (None, False))
-            facts = (
-                None
-                if belief is None
-                # As `slot_states` reads it: an empty reference anchors nothing (R5).
-                else policy.BeliefFacts(
-                    source=Source(belief.source),
-                    carried=carried,
-                    has_world_ref=bool(belief.world_ref),
-                )
-            )
-            runs.append(SlotRun(instance.pk, slot.key, facts))
+            # The very facts `slot_states` gives routing for the same belief.
+            runs.append(SlotRun(instance.pk, slot.key, belief_facts(belief, carried)))
     planned = sum(1 for i in instances if i.status == InstanceStatus.AWAITING_USER)
     return Snapshot(classes, len(instances), planned, tuple(runs))
 

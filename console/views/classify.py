@@ -12,12 +12,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property, wraps
+from functools import cached_property
 from typing import Any, cast
 
 from django import forms
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db import connection
 from django.db.models import Count, OuterRef, Q, Subquery
@@ -56,24 +55,17 @@ from beliefs.services.classification import (
     risk_change_request_approve,
     risk_change_request_refuse,
 )
-from console.http import AuthedHttpRequest
+from console.http import AuthedHttpRequest, role_required
 
 UNCLASSIFIED = RiskClass.UNCLASSIFIED.value
 QUEUE_LIMIT = 100
 ACTIVITY_PAGE_SIZE = 50
 
 
-def classifier_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """Signed-in people without the classifier permission get 403. Anonymous visitors never get
-    here: LoginRequiredMiddleware sends them to sign in first."""
-
-    @wraps(view)
-    def wrapped(request: AuthedHttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if not is_classifier(request.user):
-            raise PermissionDenied("Only classifiers may use the classifier console.")
-        return view(request, *args, **kwargs)
-
-    return wrapped
+# Signed-in people without the classifier permission get 403.
+classifier_required = role_required(
+    is_classifier, "Only classifiers may use the classifier console."
+)
 
 
 # --- forms -----------------------------------------------------------------------------------
