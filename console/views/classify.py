@@ -192,27 +192,30 @@ class RequestDecisionForm(forms.Form):
 # --- the task class page ----------------------------------------------------------------------
 
 
-@dataclass
-class SlotRow:
+@dataclass(kw_only=True)
+class ChangeRow:
+    """What the slot and the decision rows share: their id on the page, the requests waiting
+    for approval, and the impact preview of their change form."""
+
     dom_id: str
+    pending: list[RiskChangeRequest]
+    impact: Impact | None = None
+    nothing: bool = False  # a preview found no risk change in the form
+
+
+@dataclass(kw_only=True)
+class SlotRow(ChangeRow):
     slot: Slot
     form: SlotForm
     effective: policy.EffectiveRisk
     decisions: list[DecisionClass]
-    pending: list[RiskChangeRequest]
-    impact: Impact | None = None
-    nothing: bool = False  # a preview found no risk change in the form
 
 
-@dataclass
-class DecisionRow:
-    dom_id: str
+@dataclass(kw_only=True)
+class DecisionRow(ChangeRow):
     decision: Decision
     form: DecisionForm
     slots: list[str]
-    pending: list[RiskChangeRequest]
-    impact: Impact | None = None
-    nothing: bool = False  # a preview found no risk change in the form
 
 
 @dataclass
