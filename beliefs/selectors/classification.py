@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from django.db.models import QuerySet
+
 from beliefs.domain.classes import (
     Change,
     ChangeField,
@@ -54,6 +56,11 @@ def classes_of(task_class: TaskClass) -> Classes:
     )
 
 
+def open_instances_of(task_class: TaskClass) -> QuerySet[TaskInstance]:
+    """The task class's instances that routing still applies to: the ones a change re-plans."""
+    return TaskInstance.objects.filter(task_class=task_class, status__in=OPEN_INSTANCE_STATUSES)
+
+
 def impact_snapshot(
     task_class: TaskClass, classes: Classes | None = None, slots: list[Slot] | None = None
 ) -> Snapshot:
@@ -68,7 +75,7 @@ def impact_snapshot(
     if classes is None:
         classes = classes_from(slots, task_class.decisions.order_by("id").prefetch_related("slots"))
     instances = list(
-        TaskInstance.objects.filter(task_class=task_class, status__in=OPEN_INSTANCE_STATUSES)
+        open_instances_of(task_class)
         .only("id", "principal_id", "run_number", "status")
         .order_by("created_at", "id")
     )

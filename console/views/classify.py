@@ -33,16 +33,15 @@ from beliefs.errors import InvalidInput, ServiceError
 from beliefs.models import (
     AuditEvent,
     Decision,
-    InstanceStatus,
     RiskChangeRequest,
     Slot,
     TaskClass,
-    TaskInstance,
 )
 from beliefs.roles import is_classifier
 from beliefs.selectors.classification import (
     classes_from,
     impact_snapshot,
+    open_instances_of,
     pending_requests,
     request_change,
     request_is_current,
@@ -270,12 +269,7 @@ def _class_context(
     pending = pending_requests(task_class)
     snapshot = impact_snapshot(task_class, classes, slots) if pending else None
     open_instances = (
-        snapshot.open_instances
-        if snapshot is not None
-        else TaskInstance.objects.filter(
-            task_class=task_class,
-            status__in=(InstanceStatus.OPEN, InstanceStatus.AWAITING_USER),
-        ).count()
+        snapshot.open_instances if snapshot is not None else open_instances_of(task_class).count()
     )
 
     def bound_for(kind: str, pk: int) -> Bound | None:
