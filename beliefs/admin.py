@@ -45,28 +45,27 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
-class KeyInline(admin.TabularInline):
+class ReadOnlyInline(admin.TabularInline):
+    """A runtime's related rows, listed read-only: each is changed on its own page."""
+
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class KeyInline(ReadOnlyInline):
     model = RuntimeAPIKey
     fields = ("prefix", "name", "created", "revoked", "expiry_date")
     readonly_fields = fields
-    extra = 0
-    can_delete = False
-    show_change_link = True
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
-class EndpointInline(admin.TabularInline):
+class EndpointInline(ReadOnlyInline):
     model = WebhookEndpoint
     fields = ("url", "event_types", "active")
     readonly_fields = fields
-    extra = 0
-    can_delete = False
-    show_change_link = True
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(Runtime)

@@ -539,29 +539,13 @@ class Bench:
                         at, at + timedelta(seconds=5 + n % 7), at, at,
                     )  # fmt: skip
 
-        self.bulk_load(
-            "beliefs_prompt",
-            (
-                "instance_id",
-                "slot_id",
-                "route",
-                "rule",
-                "reason",
-                "effective_risk",
-                "risk_reason",
-                "blocking",
-                "world_diff",
-                "state",
-                "version",
-                "action",
-                "response_reason",
-                "shown_at",
-                "responded_at",
-                "created_at",
-                "updated_at",
-            ),  # fmt: skip
-            prompt_rows(),
-        )
+        # The column of each value in the rows above, laid out line for line as they are.
+        prompt_columns = (
+            "instance_id", "slot_id", "route", "rule", "reason", "effective_risk", "risk_reason",
+            "blocking", "world_diff", "state", "version", "action", "response_reason",
+            "shown_at", "responded_at", "created_at", "updated_at",
+        )  # fmt: skip
+        self.bulk_load("beliefs_prompt", prompt_columns, prompt_rows())
         kinds = ["instance.opened", "belief.recorded", "instance.planned", "prompt.confirm"]
 
         def audit_rows_() -> Iterator[Sequence[Any]]:

@@ -24,45 +24,47 @@ class ServiceError(Exception):
         self.fields = fields or {}
         self.extra = extra or {}
 
+    def __init_subclass__(
+        cls, *, status: int | None = None, code: str | None = None, **kwargs: Any
+    ) -> None:
+        """Each kind of error names its HTTP status and its default code in its class line."""
+        super().__init_subclass__(**kwargs)
+        if status is not None:
+            cls.status = status
+        if code is not None:
+            cls.code = code
+
     def as_body(self) -> dict[str, Any]:
         return {"error": self.code, "detail": self.detail, "fields": self.fields, **self.extra}
 
 
-class InvalidInput(ServiceError):
-    status = 400
-    code = "invalid"
+class InvalidInput(ServiceError, status=400, code="invalid"):
+    """The input is malformed or breaks a rule: `fields` names what is wrong."""
 
 
-class NotFound(ServiceError):
-    status = 404
-    code = "not_found"
+class NotFound(ServiceError, status=404, code="not_found"):
+    """No such thing, or not the caller's to see."""
 
 
-class PermissionDenied(ServiceError):
-    status = 403
-    code = "forbidden"
+class PermissionDenied(ServiceError, status=403, code="forbidden"):
+    """The caller may not do this."""
 
 
-class Conflict(ServiceError):
-    status = 409
-    code = "conflict"
+class Conflict(ServiceError, status=409, code="conflict"):
+    """The current state does not allow it."""
 
 
-class StaleVersion(Conflict):
-    code = "stale_version"
+class StaleVersion(Conflict, code="stale_version"):
+    """An answer to a prompt version that has been replaced."""
 
 
 def field_error(field: str, message: str) -> InvalidInput:
     return InvalidInput(f"{field}: {message}", fields={field: [message]})
 
 
-class IdempotencyKeyMismatch(ServiceError):
+class IdempotencyKeyMismatch(ServiceError, status=422, code="idempotency_key_mismatch"):
     """An Idempotency-Key sent again with a different request: the first answer stands."""
 
-    status = 422
-    code = "idempotency_key_mismatch"
 
-
-class ServiceUnavailable(ServiceError):
-    status = 503
-    code = "busy"
+class ServiceUnavailable(ServiceError, status=503, code="busy"):
+    """The database was busy with competing changes; nothing was recorded."""

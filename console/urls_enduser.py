@@ -1,16 +1,16 @@
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver, path
+from django.urls import URLPattern, URLResolver, include, path
 
 from console.views import enduser
 
+# An instance's page and what its forms post to.
+instance_patterns: list[URLPattern | URLResolver] = [
+    path("", enduser.instance_detail, name="instance"),
+    path("prompts/<int:prompt_id>/respond/", enduser.prompt_respond, name="prompt-respond"),
+]
 urlpatterns: list[URLPattern | URLResolver] = [
     path("", enduser.inbox, name="inbox"),
     path("inbox/rows/", enduser.inbox_rows, name="inbox-rows"),
-    path("instances/<uuid:instance_id>/", enduser.instance_detail, name="instance"),
-    path(
-        "instances/<uuid:instance_id>/prompts/<int:prompt_id>/respond/",
-        enduser.prompt_respond,
-        name="prompt-respond",
-    ),
+    path("instances/<uuid:instance_id>/", include(instance_patterns)),
 ]

@@ -59,16 +59,20 @@ def parse_scope_order(value: Any) -> list[str] | None:
 
 
 @dataclass(frozen=True)
-class SlotClass:
+class Classified:
+    """What a slot and a decision both carry: a key and the risk class a classifier set."""
+
     key: str
     risk: RiskClass
+
+
+@dataclass(frozen=True)
+class SlotClass(Classified):
     monotonic: bool
 
 
 @dataclass(frozen=True)
-class DecisionClass:
-    key: str
-    risk: RiskClass
+class DecisionClass(Classified):
     slots: frozenset[str]
 
 

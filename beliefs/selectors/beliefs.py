@@ -112,6 +112,18 @@ def slot_effective_risk(slot: Slot) -> policy.EffectiveRisk:
     )
 
 
+def belief_facts(belief: Belief | None, carried: bool) -> policy.BeliefFacts | None:
+    """What routing reads of the chosen belief (None: no belief was chosen)."""
+    if belief is None:
+        return None
+    return policy.BeliefFacts(
+        source=Source(belief.source),
+        carried=carried,
+        # An empty reference anchors nothing (R5), however it got stored.
+        has_world_ref=bool(belief.world_ref),
+    )
+
+
 def slot_states(instance: TaskInstance) -> list[SlotState]:
     slots = list(instance.task_class.slots.prefetch_related("decisions").order_by("position", "id"))
     chosen = choose_beliefs(instance, slots)
@@ -119,16 +131,7 @@ def slot_states(instance: TaskInstance) -> list[SlotState]:
     for slot in slots:
         effective = slot_effective_risk(slot)
         belief, carried = chosen.get(slot.pk, (None, False))
-        facts = (
-            None
-            if belief is None
-            else policy.BeliefFacts(
-                source=Source(belief.source),
-                carried=carried,
-                # An empty reference anchors nothing (R5), however it got stored.
-                has_world_ref=bool(belief.world_ref),
-            )
-        )
+        facts = belief_facts(belief, carried)
         routing = policy.route(effective.risk, monotonic=slot.monotonic, belief=facts)
         world_now = instance.world.get(slot.key) if isinstance(instance.world, dict) else None
         diff = [

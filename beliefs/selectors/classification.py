@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from beliefs.domain import policy
+from django.db.models import QuerySet
+
 from beliefs.domain.classes import (
     Change,
     ChangeField,
@@ -15,7 +16,7 @@ from beliefs.domain.classes import (
     Snapshot,
     Target,
 )
-from beliefs.domain.policy import RiskClass, Source
+from beliefs.domain.policy import RiskClass
 from beliefs.domain.vocabulary import OPEN_INSTANCE_STATUSES
 from beliefs.models import (
     Decision,
@@ -25,7 +26,7 @@ from beliefs.models import (
     TaskClass,
     TaskInstance,
 )
-from beliefs.selectors.beliefs import choose_beliefs_for
+from beliefs.selectors.beliefs import belief_facts, choose_beliefs_for
 
 # --- reading classes and open instances -----------------------------------------------------
 
@@ -55,6 +56,11 @@ def classes_of(task_class: TaskClass) -> Classes:
     )
 
 
+def open_instances_of(task_class: TaskClass) -> QuerySet[TaskInstance]:
+    """The task class's instances that routing still applies to: the ones a change re-plans."""
+    return TaskInstance.objects.filter(task_class=task_class, status__in=OPEN_INSTANCE_STATUSES)
+
+
 def impact_snapshot(
     task_class: TaskClass, classes: Classes | None = None, slots: list[Slot] | None = None
 ) -> Snapshot:
@@ -69,7 +75,7 @@ def impact_snapshot(
     if classes is None:
         classes = classes_from(slots, task_class.decisions.order_by("id").prefetch_related("slots"))
     instances = list(
-        TaskInstance.objects.filter(task_class=task_class, status__in=OPEN_INSTANCE_STATUSES)
+        open_instances_of(task_class)
         .only("id", "principal_id", "run_number", "status")
         .order_by("created_at", "id")
     )
@@ -80,17 +86,8 @@ def impact_snapshot(
     for instance in instances:
         for slot in slots:
             belief, carried = chosen[instance.pk].get(slot.pk, (None, False))
-            facts = (
-                None
-                if belief is None
-                # As `slot_states` reads it: an empty reference anchors nothing (R5).
-                else policy.BeliefFacts(
-                    source=Source(belief.source),
-                    carried=carried,
-                    has_world_ref=bool(belief.world_ref),
-                )
-            )
-            runs.append(SlotRun(instance.pk, slot.key, facts))
+            # The very facts `slot_states` gives routing for the same belief.
+            runs.append(SlotRun(instance.pk, slot.key, belief_facts(belief, carried)))
     planned = sum(1 for i in instances if i.status == InstanceStatus.AWAITING_USER)
     return Snapshot(classes, len(instances), planned, tuple(runs))
 

@@ -392,6 +392,17 @@ def _lock_request(change_request: RiskChangeRequest) -> tuple[TaskClass, RiskCha
     return task_class, locked
 
 
+def _start_decision(
+    change_request: RiskChangeRequest, reason: Any, actor: Actor
+) -> tuple[User, str, TaskClass, RiskChangeRequest]:
+    """How an approval or a refusal starts: the classifier deciding, the reason checked, then
+    the task class and the still pending request locked."""
+    user = _require_classifier(actor)
+    checked = _reason(reason)
+    task_class, locked = _lock_request(change_request)
+    return user, checked, task_class, locked
+
+
 def _decide(change_request: RiskChangeRequest, state: str, user: User, reason: str) -> None:
     change_request.state = state
     change_request.decided_by = user
@@ -441,9 +452,7 @@ def risk_change_request_approve(
     *, change_request: RiskChangeRequest, reason: Any, actor: Actor
 ) -> ChangeResult:
     """A second classifier lets a downgrade take effect. It re-plans nothing."""
-    user = _require_classifier(actor)
-    reason = _reason(reason)
-    task_class, change_request = _lock_request(change_request)
+    user, reason, task_class, change_request = _start_decision(change_request, reason, actor)
     if change_request.requested_by_id == user.pk:
         raise PermissionDenied(
             "You asked for this change, so you cannot approve it: another classifier must "
@@ -490,9 +499,7 @@ def risk_change_request_refuse(
     *, change_request: RiskChangeRequest, reason: Any, actor: Actor
 ) -> ChangeResult:
     """Refuse a pending request (its requester may refuse it too: a withdrawal)."""
-    user = _require_classifier(actor)
-    reason = _reason(reason)
-    task_class, change_request = _lock_request(change_request)
+    user, reason, task_class, change_request = _start_decision(change_request, reason, actor)
     change = request_change(change_request)
     withdrawn = change_request.requested_by_id == user.pk
     _decide(change_request, RiskChangeRequest.State.REFUSED, user, reason)

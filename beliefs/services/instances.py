@@ -184,15 +184,27 @@ def _belief_record(*, instance: TaskInstance, spec: BeliefSpec, actor: Actor) ->
     return belief
 
 
+def _lock_open(instance: TaskInstance, doing: str) -> TaskInstance:
+    """The instance locked, or a Conflict if it is closed to `doing`."""
+    instance = lock_instance(instance)
+    require_open(instance, doing)
+    return instance
+
+
+def _replan_if_planned(instance: TaskInstance, actor: Actor) -> None:
+    """A change to what routing reads re-plans a planned instance; an open one is planned
+    when its runtime asks."""
+    if instance.status == InstanceStatus.AWAITING_USER:
+        plan_locked(instance, actor)
+
+
 @retry_on_race
 @transaction.atomic
 def belief_record(*, instance: TaskInstance, belief: BeliefSpec, actor: Actor) -> Belief:
     """Record a runtime's belief for a slot of an open instance; re-plans a planned one."""
-    instance = lock_instance(instance)
-    require_open(instance, "record a belief")
+    instance = _lock_open(instance, "record a belief")
     recorded = _belief_record(instance=instance, spec=belief, actor=actor)
-    if instance.status == InstanceStatus.AWAITING_USER:
-        plan_locked(instance, actor)
+    _replan_if_planned(instance, actor)
     return recorded
 
 
@@ -200,8 +212,7 @@ def belief_record(*, instance: TaskInstance, belief: BeliefSpec, actor: Actor) -
 @transaction.atomic
 def instance_set_world(*, instance: TaskInstance, world: World, actor: Actor) -> TaskInstance:
     """Replace the instance's statement of the world now; prompts whose diff changed re-version."""
-    instance = lock_instance(instance)
-    require_open(instance, "change the world")
+    instance = _lock_open(instance, "change the world")
     before = instance.world
     instance.world = world
     instance.save(update_fields=["world", "updated_at"])
@@ -211,8 +222,7 @@ def instance_set_world(*, instance: TaskInstance, world: World, actor: Actor) ->
         instance=instance,
         data={"before": before, "after": world},
     )
-    if instance.status == InstanceStatus.AWAITING_USER:
-        plan_locked(instance, actor)
+    _replan_if_planned(instance, actor)
     return instance
 
 

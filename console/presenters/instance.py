@@ -483,6 +483,11 @@ def restatement(instance: TaskInstance, decisions: list[Decision]) -> list[Sente
     return sentences
 
 
+def _status_is(status: InstanceStatus) -> property:
+    """A read-only flag: whether the instance is in `status`."""
+    return property(lambda outcome: outcome.status == status)
+
+
 @dataclass(frozen=True)
 class Outcome:
     """The instance's state at the top of its page."""
@@ -491,21 +496,11 @@ class Outcome:
     blocking_count: int
     focus: bool = False
 
-    @property
-    def waiting(self) -> bool:
-        return self.status == InstanceStatus.AWAITING_USER
-
-    @property
-    def ready(self) -> bool:
-        return self.status == InstanceStatus.READY
-
-    @property
-    def cancelled(self) -> bool:
-        return self.status == InstanceStatus.CANCELLED
-
-    @property
-    def expired(self) -> bool:
-        return self.status == InstanceStatus.EXPIRED
+    # The flags the templates branch on, one a status.
+    waiting = _status_is(InstanceStatus.AWAITING_USER)
+    ready = _status_is(InstanceStatus.READY)
+    cancelled = _status_is(InstanceStatus.CANCELLED)
+    expired = _status_is(InstanceStatus.EXPIRED)
 
     @property
     def finished(self) -> bool:

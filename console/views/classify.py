@@ -12,12 +12,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property, wraps
+from functools import cached_property
 from typing import Any, cast
 
 from django import forms
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db import connection
 from django.db.models import Count, OuterRef, Q, Subquery
@@ -34,16 +33,15 @@ from beliefs.errors import InvalidInput, ServiceError
 from beliefs.models import (
     AuditEvent,
     Decision,
-    InstanceStatus,
     RiskChangeRequest,
     Slot,
     TaskClass,
-    TaskInstance,
 )
 from beliefs.roles import is_classifier
 from beliefs.selectors.classification import (
     classes_from,
     impact_snapshot,
+    open_instances_of,
     pending_requests,
     request_change,
     request_is_current,
@@ -56,24 +54,17 @@ from beliefs.services.classification import (
     risk_change_request_approve,
     risk_change_request_refuse,
 )
-from console.http import AuthedHttpRequest
+from console.http import AuthedHttpRequest, role_required
 
 UNCLASSIFIED = RiskClass.UNCLASSIFIED.value
 QUEUE_LIMIT = 100
 ACTIVITY_PAGE_SIZE = 50
 
 
-def classifier_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """Signed-in people without the classifier permission get 403. Anonymous visitors never get
-    here: LoginRequiredMiddleware sends them to sign in first."""
-
-    @wraps(view)
-    def wrapped(request: AuthedHttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if not is_classifier(request.user):
-            raise PermissionDenied("Only classifiers may use the classifier console.")
-        return view(request, *args, **kwargs)
-
-    return wrapped
+# Signed-in people without the classifier permission get 403.
+classifier_required = role_required(
+    is_classifier, "Only classifiers may use the classifier console."
+)
 
 
 # --- forms -----------------------------------------------------------------------------------
@@ -200,27 +191,30 @@ class RequestDecisionForm(forms.Form):
 # --- the task class page ----------------------------------------------------------------------
 
 
-@dataclass
-class SlotRow:
+@dataclass(kw_only=True)
+class ChangeRow:
+    """What the slot and the decision rows share: their id on the page, the requests waiting
+    for approval, and the impact preview of their change form."""
+
     dom_id: str
+    pending: list[RiskChangeRequest]
+    impact: Impact | None = None
+    nothing: bool = False  # a preview found no risk change in the form
+
+
+@dataclass(kw_only=True)
+class SlotRow(ChangeRow):
     slot: Slot
     form: SlotForm
     effective: policy.EffectiveRisk
     decisions: list[DecisionClass]
-    pending: list[RiskChangeRequest]
-    impact: Impact | None = None
-    nothing: bool = False  # a preview found no risk change in the form
 
 
-@dataclass
-class DecisionRow:
-    dom_id: str
+@dataclass(kw_only=True)
+class DecisionRow(ChangeRow):
     decision: Decision
     form: DecisionForm
     slots: list[str]
-    pending: list[RiskChangeRequest]
-    impact: Impact | None = None
-    nothing: bool = False  # a preview found no risk change in the form
 
 
 @dataclass
@@ -275,12 +269,7 @@ def _class_context(
     pending = pending_requests(task_class)
     snapshot = impact_snapshot(task_class, classes, slots) if pending else None
     open_instances = (
-        snapshot.open_instances
-        if snapshot is not None
-        else TaskInstance.objects.filter(
-            task_class=task_class,
-            status__in=(InstanceStatus.OPEN, InstanceStatus.AWAITING_USER),
-        ).count()
+        snapshot.open_instances if snapshot is not None else open_instances_of(task_class).count()
     )
 
     def bound_for(kind: str, pk: int) -> Bound | None:
@@ -647,6 +636,21 @@ def matrix(request: AuthedHttpRequest) -> HttpResponse:
 # --- the audit log -------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class ActivityFilter:
+    """One of the audit log's filters: a query parameter chosen from a list."""
+
+    name: str
+    label: str
+    blank: str  # what the choice that filters nothing says
+    choices: list[str]
+    selected: str
+
+    @property
+    def dom_id(self) -> str:
+        return "filter-" + self.name.replace("_", "-")
+
+
 @require_GET
 @classifier_required
 def activity(request: AuthedHttpRequest) -> HttpResponse:
@@ -675,10 +679,17 @@ def activity(request: AuthedHttpRequest) -> HttpResponse:
         {
             "page": page,
             "events": [_event_row(e) for e in page.object_list],
-            "task_classes": list(TaskClass.objects.order_by("key").values_list("key", flat=True)),
-            "actors": recent_actors(actor),
-            "kinds": families + kinds,
-            "selected": {"task_class": task_class_key, "actor": actor, "kind": kind},
+            "filters": [
+                ActivityFilter(
+                    "task_class",
+                    "Task class",
+                    "any",
+                    list(TaskClass.objects.order_by("key").values_list("key", flat=True)),
+                    task_class_key,
+                ),
+                ActivityFilter("actor", "Actor", "anyone", recent_actors(actor), actor),
+                ActivityFilter("kind", "Kind", "any", families + kinds, kind),
+            ],
             "query": query.urlencode(),
         },
     )

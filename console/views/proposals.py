@@ -14,17 +14,14 @@ import csv
 import datetime as dt
 import json
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from functools import wraps
 from typing import Any
 
 from django import forms
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse, StreamingHttpResponse
-from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -37,7 +34,7 @@ from beliefs.models import ProposalAnnotation, ProposalValidation
 from beliefs.roles import is_reviewer
 from beliefs.selectors import proposals as proposal_reads
 from beliefs.services import proposals as proposal_writes
-from console.http import AuthedHttpRequest
+from console.http import AuthedHttpRequest, role_required
 from console.presenters.proposals import decided_by_text
 from console.templatetags.reveal import hidden_characters
 
@@ -46,16 +43,7 @@ STATS_DEFAULT_DAYS = 30
 STATS_MAX_DAYS = 366
 
 
-def reviewer_required(
-    view: Callable[..., HttpResponseBase],
-) -> Callable[..., HttpResponseBase]:
-    @wraps(view)
-    def wrapped(request: AuthedHttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        if not is_reviewer(request.user):
-            raise PermissionDenied("Only reviewers may see proposal validations.")
-        return view(request, *args, **kwargs)
-
-    return wrapped
+reviewer_required = role_required(is_reviewer, "Only reviewers may see proposal validations.")
 
 
 # --- list and export -----------------------------------------------------------------------
