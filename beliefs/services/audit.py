@@ -57,37 +57,11 @@ def audit(
     prompt: Prompt | None = None,
     subject: str = "",
     data: Mapping[str, Any] | None = None,
+    save: bool = True,
 ) -> AuditEvent:
-    event = audit_event(
-        kind,
-        actor=actor,
-        task_class=task_class,
-        instance=instance,
-        prompt=prompt,
-        subject=subject,
-        data=data,
-    )
-    event.save()
-    return event
-
-
-def audit_all(events: list[AuditEvent]) -> None:
-    """Write several events (made with `audit_event`) in one statement, in their order."""
-    AuditEvent.objects.bulk_create(events)
-
-
-def audit_event(
-    kind: str,
-    *,
-    actor: Actor,
-    task_class: TaskClass | None = None,
-    instance: TaskInstance | None = None,
-    prompt: Prompt | None = None,
-    subject: str = "",
-    data: Mapping[str, Any] | None = None,
-) -> AuditEvent:
-    """The event `audit` writes, not yet saved."""
-    return AuditEvent(
+    """The audit event of a write, saved; with `save=False` it is returned unsaved, for
+    `audit_all` to write several in one statement."""
+    event = AuditEvent(
         kind=kind,
         actor=actor.label,
         actor_user=actor.user,
@@ -99,3 +73,11 @@ def audit_event(
         subject=subject,
         data=dict(data or {}),
     )
+    if save:
+        event.save()
+    return event
+
+
+def audit_all(events: list[AuditEvent]) -> None:
+    """Write several events (made with `audit(..., save=False)`) in one statement, in order."""
+    AuditEvent.objects.bulk_create(events)

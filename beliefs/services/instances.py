@@ -22,7 +22,7 @@ from beliefs.models import (
     TaskClass,
     TaskInstance,
 )
-from beliefs.services.audit import Actor, audit, audit_all, audit_event
+from beliefs.services.audit import Actor, audit, audit_all
 from beliefs.services.lifecycle import close_instance, lock_instance, require_open
 from beliefs.services.planning import plan_locked
 from beliefs.services.retry import retry_on_race
@@ -145,7 +145,7 @@ def _record_opening_beliefs(
 def _recorded_event(
     instance: TaskInstance, spec: BeliefSpec, belief: Belief, superseded: int, actor: Actor
 ) -> AuditEvent:
-    return audit_event(
+    return audit(
         "belief.recorded",
         actor=actor,
         instance=instance,
@@ -158,6 +158,7 @@ def _recorded_event(
             "world_ref": spec.world_ref,
             "superseded": superseded,
         },
+        save=False,
     )
 
 
