@@ -458,9 +458,9 @@ class Bench:
             )
             cursor.execute(
                 "INSERT INTO beliefs_taskinstance (id, task_class_id, principal_id, run_number,"
-                " world, status, status_reason, plan_items, bindings_digest, created_at,"
-                " updated_at) SELECT gen_random_uuid(), %s, u.id, 1, '{}', 'ready', '', '[]',"
-                " '', now(), now() FROM auth_user u WHERE u.username LIKE 'other-%%'",
+                " world, status, status_reason, plan_items, bindings_digest, idempotency_hash,"
+                " created_at, updated_at) SELECT gen_random_uuid(), %s, u.id, 1, '{}', 'ready',"
+                " '', '[]', '', '', now(), now() FROM auth_user u WHERE u.username LIKE 'other-%%'",
                 [run.task_class_id],
             )
             cursor.execute(
@@ -507,7 +507,7 @@ class Bench:
                 run = n // len(user_ids) + 1  # one run number per principal, as is unique
                 yield (
                     pk, task_class.pk, user_ids[n % len(user_ids)], run, "{}", "ready", "",
-                    "[]", "", at, at, at,
+                    "[]", "", "", at, at, at,
                 )  # fmt: skip
 
         self.bulk_load(
@@ -522,6 +522,7 @@ class Bench:
                 "status_reason",
                 "plan_items",
                 "bindings_digest",
+                "idempotency_hash",
                 "planned_at",
                 "created_at",
                 "updated_at",
