@@ -10,7 +10,7 @@ from uuid import UUID
 
 from django.contrib.auth.models import User
 from django.db import connection
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
@@ -204,7 +204,7 @@ class InstanceDetailApi(APIView):
         ),
         parameters=[OpenApiParameter("If-None-Match", str, OpenApiParameter.HEADER)],
     )
-    def get(self, request: Request, instance_id: UUID) -> Response:
+    def get(self, request: Request, instance_id: UUID) -> HttpResponse:
         if is_runtime(request):
             read = selectors.instance_read(instance_id, runtime_id=runtime_key(request).runtime_id)
         else:
