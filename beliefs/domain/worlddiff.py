@@ -6,7 +6,7 @@ Pure Python. Nested objects are flattened to dotted paths; lists and scalars are
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -26,9 +26,9 @@ class DiffEntry:
     change: Change
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["change"] = self.change.value
-        return data
+        # Written out rather than `dataclasses.asdict`, which deep-copies each old and new
+        # value: a plan reads one diff per slot, and the values are only ever serialised.
+        return {"key": self.key, "old": self.old, "new": self.new, "change": self.change.value}
 
 
 _MISSING = object()

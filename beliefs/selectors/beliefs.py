@@ -18,6 +18,7 @@ from beliefs.domain.worlddiff import world_diff
 from beliefs.models import (
     Belief,
     BeliefStatus,
+    Decision,
     Slot,
     TaskInstance,
 )
@@ -125,11 +126,24 @@ def belief_facts(belief: Belief | None, carried: bool) -> policy.BeliefFacts | N
 
 
 def slot_states(instance: TaskInstance) -> list[SlotState]:
-    slots = list(instance.task_class.slots.prefetch_related("decisions").order_by("position", "id"))
+    slots = list(instance.task_class.slots.order_by("position", "id"))
+    # The decisions each slot feeds, as (key, class) pairs in the order a prefetch of
+    # `slot.decisions` gives them (their default ordering): the first of equal levels names the
+    # reason. Read as plain values: a model instance per link cost more than routing the slot.
+    fed: dict[int, list[tuple[str, RiskClass]]] = defaultdict(list)
+    links = (
+        Decision.slots.through.objects.filter(slot_id__in=[s.pk for s in slots])
+        .order_by("decision__task_class_id", "decision_id")
+        .values_list("slot_id", "decision__key", "decision__risk_class")
+    )
+    for slot_id, key, risk in links:
+        fed[slot_id].append((key, RiskClass(risk)))
     chosen = choose_beliefs(instance, slots)
     states = []
     for slot in slots:
-        effective = slot_effective_risk(slot)
+        effective = policy.effective_risk(
+            RiskClass(slot.risk_class), fed[slot.pk], monotonic=slot.monotonic
+        )
         belief, carried = chosen.get(slot.pk, (None, False))
         facts = belief_facts(belief, carried)
         routing = policy.route(effective.risk, monotonic=slot.monotonic, belief=facts)

@@ -1,11 +1,15 @@
 """Convergence and fatigue figures for /insights/.
 
-A constant number of queries whatever the volume: aggregates are computed in the database, and
-only the dwell-time pairs (two timestamps a prompt) are brought back to take percentiles.
+A constant number of queries whatever the volume. The figures describe the latest WINDOW
+planned instances and the latest WINDOW answered prompts, read newest first through an index,
+so the page costs the same after years of history (it measures how the console behaves now,
+which is what a classifier tunes).
 
-The figures describe the latest WINDOW planned instances and the latest WINDOW answered
-prompts, read newest first through an index, so the page costs the same after years of history
-(it measures how the console behaves now, which is what a classifier tunes).
+What each window row needs is computed by the database and comes back as plain numbers and
+short strings: a planned instance as its task class, run number and count of blocking prompts;
+an answered prompt as its dwell in seconds, route, action and whether its world diff showed a
+change. Decoding a thousand timestamps, UUIDs and JSON documents in Python per page view cost
+several times the queries themselves.
 """
 
 from __future__ import annotations
@@ -13,7 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from statistics import median
 
-from django.db.models import Count
+from django.db import connection
+from django.db.models import Count, FloatField, IntegerField, OuterRef, Subquery
+from django.db.models.expressions import RawSQL
+from django.db.models.functions import Coalesce
 
 from beliefs.domain.policy import Route
 from beliefs.models import Prompt, PromptState, TaskClass, TaskInstance
@@ -64,28 +71,31 @@ WINDOW = 1000
 
 
 def convergence() -> list[Convergence]:
-    """Blocking prompts per instance, by run number, for every task class (three queries).
+    """Blocking prompts per instance, by run number, for every task class (two queries).
 
-    The window's instances are read first and their prompts counted by instance id: given the
-    window as a subquery instead, PostgreSQL hashes it and scans every instance.
+    Each window instance counts its blocking prompts in a correlated subquery (one probe of the
+    prompt's instance index per row): given the window as an `IN` subquery instead, PostgreSQL
+    hashes it and scans every prompt, and an `IN` list of a thousand ids costs more to build
+    and decode than the counts themselves.
     """
-    latest = list(
-        TaskInstance.objects.filter(planned_at__isnull=False, run_number__lte=MAX_RUNS_SHOWN)
-        .order_by("-planned_at")
-        .values_list("pk", "task_class_id", "run_number")[:WINDOW]
-    )
-    blocking = dict(
-        Prompt.objects.filter(instance_id__in=[pk for pk, _, _ in latest], blocking=True)
+    blocking = (
+        Prompt.objects.filter(instance_id=OuterRef("pk"), blocking=True)
         .order_by()
         .values("instance_id")
         .annotate(n=Count("id"))
-        .values_list("instance_id", "n")
+        .values("n")
+    )
+    latest = list(
+        TaskInstance.objects.filter(planned_at__isnull=False, run_number__lte=MAX_RUNS_SHOWN)
+        .order_by("-planned_at")
+        .annotate(blocking=Coalesce(Subquery(blocking, output_field=IntegerField()), 0))
+        .values_list("task_class_id", "run_number", "blocking")[:WINDOW]
     )
     totals: dict[tuple[int, int], list[int]] = {}
-    for pk, task_class_id, run_number in latest:
+    for task_class_id, run_number, prompts in latest:
         total = totals.setdefault((task_class_id, run_number), [0, 0])
         total[0] += 1
-        total[1] += blocking.get(pk, 0)
+        total[1] += prompts
     by_class: dict[int, list[RunPoint]] = {}
     for (task_class_id, run_number), (instances, prompts) in sorted(totals.items()):
         by_class.setdefault(task_class_id, []).append(
@@ -105,28 +115,64 @@ def _percentile(values: list[float], fraction: float) -> float:
     return ordered[index]
 
 
+# Seconds from shown to answered, exact to the microsecond as `timedelta.total_seconds()` gives
+# them: one division of whole microseconds. SQLite stores "YYYY-MM-DD HH:MM:SS[.ffffff]" in UTC;
+# its date functions would round the fraction to milliseconds, so whole seconds and
+# microseconds are read apart.
+_DWELL_SQL = {
+    "postgresql": (
+        'EXTRACT(EPOCH FROM ("beliefs_prompt"."responded_at" - "beliefs_prompt"."shown_at"))'
+        "::float8"
+    ),
+    "sqlite": (
+        '((CAST(strftime(\'%%s\', substr("beliefs_prompt"."responded_at", 1, 19)) AS INTEGER)'
+        ' - CAST(strftime(\'%%s\', substr("beliefs_prompt"."shown_at", 1, 19)) AS INTEGER))'
+        " * 1000000"
+        ' + CAST(substr("beliefs_prompt"."responded_at" || \'.000000\', 21, 6) AS INTEGER)'
+        ' - CAST(substr("beliefs_prompt"."shown_at" || \'.000000\', 21, 6) AS INTEGER))'
+        " / 1000000.0"
+    ),
+}
+# 1 when an entry of the world diff is anything but unchanged (an entry without "change"
+# counts as a change), else 0; a missing diff shows none.
+_WORLD_CHANGED_SQL = {
+    "postgresql": (
+        "CASE WHEN EXISTS (SELECT 1 FROM jsonb_array_elements("
+        'COALESCE("beliefs_prompt"."world_diff", \'[]\'::jsonb)) AS e'
+        " WHERE e ->> 'change' IS DISTINCT FROM 'unchanged') THEN 1 ELSE 0 END"
+    ),
+    "sqlite": (
+        "CASE WHEN EXISTS (SELECT 1 FROM json_each("
+        'COALESCE("beliefs_prompt"."world_diff", \'[]\')) AS e'
+        " WHERE json_extract(e.value, '$.change') IS NOT 'unchanged') THEN 1 ELSE 0 END"
+    ),
+}
+
+
 def fatigue() -> Fatigue:
     """Dwell times and how often confirmations keep the old value (one query)."""
     latest = (
         Prompt.objects.filter(blocking=True, state=PromptState.ANSWERED, responded_at__isnull=False)
         .order_by("-responded_at")
-        .values_list("shown_at", "responded_at", "route", "action", "world_diff")[:WINDOW]
+        .annotate(
+            dwell=RawSQL(_DWELL_SQL[connection.vendor], (), output_field=FloatField()),
+            changed=RawSQL(_WORLD_CHANGED_SQL[connection.vendor], (), output_field=IntegerField()),
+        )
+        .values_list("dwell", "route", "action", "changed")[:WINDOW]
     )
     answered = 0
     dwell: list[float] = []
     confirms = unchanged = changed_total = changed_kept = 0
-    for shown, responded, route, action, diff in latest:
+    for seconds, route, action, changed in latest:
         answered += 1
-        if shown is not None and responded is not None:
-            dwell.append((responded - shown).total_seconds())
+        if seconds is not None:  # NULL when it was never shown
+            dwell.append(float(seconds))
         if route != Route.CONFIRM.value:
             continue
-        # Whether a stored diff shows a change is read in Python: JSON queries differ per
-        # database.
         confirms += 1
         kept = action == "confirm"
         unchanged += kept
-        if any(entry.get("change") != "unchanged" for entry in diff or []):
+        if changed:
             changed_total += 1
             changed_kept += kept
     return Fatigue(

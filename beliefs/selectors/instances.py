@@ -3,13 +3,27 @@ joins already chosen, and the JSON shapes the API answers with."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cache
 from typing import Any
+from uuid import UUID
 
 from django.contrib.auth.models import User
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Model, Q, QuerySet
+from django.utils import timezone
 
 from beliefs.errors import NotFound
-from beliefs.models import InstanceStatus, Prompt, PromptState, TaskClass, TaskInstance
+from beliefs.models import (
+    Belief,
+    InstanceStatus,
+    Prompt,
+    PromptState,
+    Slot,
+    TaskClass,
+    TaskInstance,
+)
+from beliefs.selectors import rows
 from beliefs.selectors.beliefs import belief_summary, slot_effective_risk, with_light_instance
 
 
@@ -168,3 +182,216 @@ def plan_payload(instance: TaskInstance) -> dict[str, Any]:
         "bindings_digest": instance.bindings_digest or None,
         "items": instance.plan_items,
     }
+
+
+# --- the instance read, in two fixed queries ---------------------------------------------------
+#
+# A runtime polls its instance while it waits for a person: the read is the API's most frequent
+# request. It answers with exactly `instance_payload`'s body, from one query for the instance
+# (with its task class key and principal's name) and one for its prompts (with slot, belief and
+# the belief's run number), read with fixed SQL.
+
+_INSTANCE_COLUMNS: tuple[tuple[type[Model], str], ...] = (
+    *(
+        (TaskInstance, name)
+        for name in (
+            "id",
+            "run_number",
+            "status",
+            "status_reason",
+            "world",
+            "bindings",
+            "bindings_digest",
+            "plan_items",
+            "planned_at",
+            "created_at",
+            "updated_at",
+        )
+    ),
+    (TaskClass, "key"),
+    (User, User.USERNAME_FIELD),
+)
+_PROMPT_COLUMNS: tuple[tuple[type[Model], str], ...] = (
+    *(
+        (Prompt, name)
+        for name in (
+            "id",
+            "instance_id",
+            "route",
+            "rule",
+            "reason",
+            "effective_risk",
+            "risk_reason",
+            "blocking",
+            "state",
+            "version",
+            "prefill",
+            "context_value",
+            "world_ref",
+            "world_now",
+            "world_diff",
+            "action",
+            "response_value",
+            "response_reason",
+            "expires_at",
+            "shown_at",
+            "responded_at",
+        )
+    ),
+    (Slot, "key"),
+    (Slot, "label"),
+    *(
+        (Belief, name)
+        for name in ("id", "source", "instance_id", "turn", "acquired_at", "world_ref")
+    ),
+    (TaskInstance, "run_number"),
+)
+
+
+@cache
+def _instance_sql(owner: str) -> str:
+    instance = rows.column  # of the instance's own table, the one the WHERE names
+    return (
+        "SELECT "
+        + ", ".join(rows.column(m, n) for m, n in _INSTANCE_COLUMNS)
+        + f" FROM {rows.table(TaskInstance)}"
+        + f" INNER JOIN {rows.table(TaskClass)}"
+        + f" ON {rows.column(TaskClass, 'id')} = {instance(TaskInstance, 'task_class')}"
+        + f" INNER JOIN {rows.table(User)}"
+        + f" ON {rows.column(User, 'id')} = {instance(TaskInstance, 'principal')}"
+        + f" WHERE {instance(TaskInstance, 'id')} = %s AND {instance(TaskInstance, owner)} = %s"
+    )
+
+
+@cache
+def _prompts_sql() -> str:
+    # The belief's instance is joined under an alias: the prompt's own instance is not joined.
+    columns = [rows.column(m, n) for m, n in _PROMPT_COLUMNS[:-1]]
+    columns.append(rows.column(TaskInstance, "run_number", alias="belief_instance"))
+    return (
+        "SELECT "
+        + ", ".join(columns)
+        + f" FROM {rows.table(Prompt)}"
+        + f" INNER JOIN {rows.table(Slot)}"
+        + f" ON {rows.column(Slot, 'id')} = {rows.column(Prompt, 'slot')}"
+        + f" LEFT OUTER JOIN {rows.table(Belief)}"
+        + f" ON {rows.column(Belief, 'id')} = {rows.column(Prompt, 'belief')}"
+        + f" LEFT OUTER JOIN {rows.table(TaskInstance, alias='belief_instance')}"
+        + f" ON {rows.column(TaskInstance, 'id', alias='belief_instance')}"
+        + f" = {rows.column(Belief, 'instance')}"
+        + f" WHERE {rows.column(Prompt, 'instance')} = %s"
+        + f" ORDER BY {rows.column(Slot, 'position')}, {rows.column(Slot, 'id')},"
+        + f" {rows.column(Prompt, 'id')}"
+    )
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def _prompt_row_detail(row: list[Any]) -> dict[str, Any]:
+    """`prompt_detail` of one row of `_prompts_sql`."""
+    (
+        pk, instance_id, route, rule, reason, effective_risk, risk_reason, blocking, state,
+        version, prefill, context_value, world_ref, world_now, world_diff, action,
+        response_value, response_reason, expires_at, shown_at, responded_at, slot_key,
+        slot_label, belief_id, source, belief_instance, turn, acquired_at, belief_world_ref,
+        run_number,
+    ) = row  # fmt: skip
+    belief = None
+    if belief_id is not None:
+        belief = {
+            "id": belief_id,
+            "source": source,
+            "instance": str(belief_instance),
+            "run_number": run_number,
+            "turn": turn,
+            "acquired_at": acquired_at.isoformat(),
+            "carried": belief_instance != instance_id,
+            "world_ref": belief_world_ref,
+        }
+    return {
+        "id": pk,
+        "instance": str(instance_id),
+        "slot": slot_key,
+        "label": slot_label,
+        "route": route,
+        "rule": rule,
+        "reason": reason,
+        "effective_risk": effective_risk,
+        "risk_reason": risk_reason,
+        "blocking": blocking,
+        "state": state,
+        "version": version,
+        "prefill": prefill,
+        "context_value": context_value,
+        "belief": belief,
+        "world_ref": world_ref,
+        "world_now": world_now,
+        "world_diff": world_diff,
+        "action": action or None,
+        "response_value": response_value,
+        "reason_given": response_reason or None,
+        "expires_at": _iso(expires_at),
+        "shown_at": _iso(shown_at),
+        "responded_at": _iso(responded_at),
+    }
+
+
+@dataclass(frozen=True)
+class InstanceRead:
+    payload: dict[str, Any]
+    # A blocking prompt is past its time to live: the instance must expire before anyone
+    # reads it, which the services do (and then `instance_payload` answers).
+    expiry_due: bool
+
+
+def instance_read(
+    instance_id: UUID, *, runtime_id: int | None = None, principal_id: int | None = None
+) -> InstanceRead | None:
+    """`instance_payload` of the instance if this runtime opened it, or if this person is its
+    principal (exactly one of the two); None for anyone else or no such instance."""
+    if (runtime_id is None) == (principal_id is None):
+        raise ValueError("give exactly one of runtime_id and principal_id")
+    owner, owner_id = (
+        ("runtime", runtime_id) if runtime_id is not None else ("principal", principal_id)
+    )
+    found = rows.fetch(
+        _instance_sql(owner),
+        [rows.prepare(TaskInstance, "id", instance_id), owner_id],
+        _INSTANCE_COLUMNS,
+    )
+    if not found:
+        return None
+    (
+        pk, run_number, status, status_reason, world, bindings, digest, plan_items,
+        planned_at, created_at, updated_at, task_class_key, username,
+    ) = found[0]  # fmt: skip
+    prompt_rows = rows.fetch(
+        _prompts_sql(), [rows.prepare(Prompt, "instance", pk)], _PROMPT_COLUMNS
+    )
+    prompts = [_prompt_row_detail(row) for row in prompt_rows]
+    now = timezone.now()
+    due = status == InstanceStatus.AWAITING_USER and any(
+        p["state"] == PromptState.OPEN and p["blocking"] and row[18] is not None and row[18] <= now
+        for p, row in zip(prompts, prompt_rows, strict=True)
+    )
+    blocking = sum(1 for p in prompts if p["state"] == PromptState.OPEN and p["blocking"])
+    payload = {
+        "id": str(pk),
+        "task_class": task_class_key,
+        "principal": username,
+        "run_number": run_number,
+        "status": status,
+        "status_reason": status_reason or None,
+        "blocking": blocking,
+        "world": world,
+        "bindings": bindings,
+        "bindings_digest": digest or None,
+        "plan": plan_items,
+        "prompts": prompts,
+        "planned_at": _iso(planned_at),
+        "created_at": created_at.isoformat(),
+        "updated_at": updated_at.isoformat(),
+    }
+    return InstanceRead(payload=payload, expiry_due=due)

@@ -143,3 +143,37 @@ def test_it_runs_the_same_number_of_queries_for_more_history(
     with CaptureQueriesContext(connection) as large:
         client.get("/insights/")
     assert len(large.captured_queries) == len(small.captured_queries)
+
+
+def test_the_databases_dwell_and_world_change_are_pythons(history: None) -> None:
+    """The dwell seconds and "the world changed" that the database computes for each answered
+    prompt are what Python reads off the same rows, to the microsecond, whole seconds and
+    diffs without a "change" included."""
+    answered = list(Prompt.objects.filter(state=PromptState.ANSWERED, blocking=True))
+    base = timezone.now().replace(microsecond=0)
+    shapes = [
+        (timedelta(0), timedelta(seconds=3)),  # whole seconds on both sides
+        (timedelta(microseconds=999_999), timedelta(seconds=1, microseconds=1)),
+        (timedelta(microseconds=123_456), timedelta(days=1, microseconds=654_321)),
+        (timedelta(seconds=7), timedelta(seconds=7, microseconds=1)),
+    ]
+    diffs: list[list[dict[str, str]] | None] = [
+        [{"path": "a", "change": "unchanged"}],
+        [{"path": "a"}],
+        [],
+        [{"path": "a", "change": "unchanged"}, {"path": "b", "change": "changed"}],
+    ]
+    for prompt, (shown, responded), diff in zip(answered, shapes, diffs, strict=True):
+        Prompt.objects.filter(pk=prompt.pk).update(
+            shown_at=base + shown,
+            responded_at=base + responded,
+            route="CONFIRM",
+            action="confirm",
+            world_diff=diff,
+        )
+    expected = sorted((r - s).total_seconds() for s, r in shapes)
+    fatigue = insights.fatigue()
+    assert fatigue.dwell_median_s == (expected[1] + expected[2]) / 2
+    assert fatigue.dwell_p90_s == expected[3]
+    assert fatigue.fast_answers == sum(1 for d in expected if d < insights.FAST_SECONDS)
+    assert fatigue.confirms_world_changed == 2  # the entry without "change", and "changed"
