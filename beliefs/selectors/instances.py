@@ -211,32 +211,16 @@ _INSTANCE_COLUMNS: tuple[tuple[type[Model], str], ...] = (
     (TaskClass, "key"),
     (User, User.USERNAME_FIELD),
 )
+# fmt: off
 _PROMPT_COLUMNS: tuple[tuple[type[Model], str], ...] = (
     *(
         (Prompt, name)
-        for name in (
-            "id",
-            "instance_id",
-            "route",
-            "rule",
-            "reason",
-            "effective_risk",
-            "risk_reason",
-            "blocking",
-            "state",
-            "version",
-            "prefill",
-            "context_value",
-            "world_ref",
-            "world_now",
-            "world_diff",
-            "action",
-            "response_value",
-            "response_reason",
-            "expires_at",
-            "shown_at",
-            "responded_at",
-        )
+        for name in [  # in the order `_prompt_row_detail` unpacks them
+            "id", "instance_id", "route", "rule", "reason", "effective_risk", "risk_reason",
+            "blocking", "state", "version", "prefill", "context_value", "world_ref", "world_now",
+            "world_diff", "action", "response_value", "response_reason", "expires_at",
+            "shown_at", "responded_at",
+        ]
     ),
     (Slot, "key"),
     (Slot, "label"),
@@ -246,6 +230,7 @@ _PROMPT_COLUMNS: tuple[tuple[type[Model], str], ...] = (
     ),
     (TaskInstance, "run_number"),
 )
+# fmt: on
 
 
 @cache
