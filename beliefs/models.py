@@ -254,6 +254,11 @@ class PromptQuerySet(models.QuerySet["Prompt"]):
         return self.filter(state=PromptState.OPEN, blocking=True, expires_at__lte=now)
 
 
+def is_overdue(state: str, blocking: bool, expires_at: datetime | None, now: datetime) -> bool:
+    """`PromptQuerySet.overdue` for one prompt whose values are already read."""
+    return state == PromptState.OPEN and blocking and expires_at is not None and expires_at <= now
+
+
 class Prompt(models.Model):
     instance = models.ForeignKey(TaskInstance, on_delete=models.CASCADE, related_name="prompts")
     slot = models.ForeignKey(Slot, on_delete=models.CASCADE, related_name="prompts")

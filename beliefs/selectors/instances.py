@@ -22,6 +22,7 @@ from beliefs.models import (
     Slot,
     TaskClass,
     TaskInstance,
+    is_overdue,
 )
 from beliefs.selectors import rows
 from beliefs.selectors.beliefs import belief_summary, slot_effective_risk, with_light_instance
@@ -231,6 +232,7 @@ _PROMPT_COLUMNS: tuple[tuple[type[Model], str], ...] = (
     (TaskInstance, "run_number"),
 )
 # fmt: on
+_EXPIRES_AT = _PROMPT_COLUMNS.index((Prompt, "expires_at"))
 
 
 @cache
@@ -358,7 +360,7 @@ def instance_read(
     prompts = [_prompt_row_detail(row) for row in prompt_rows]
     now = timezone.now()
     due = status == InstanceStatus.AWAITING_USER and any(
-        p["state"] == PromptState.OPEN and p["blocking"] and row[18] is not None and row[18] <= now
+        is_overdue(p["state"], p["blocking"], row[_EXPIRES_AT], now)
         for p, row in zip(prompts, prompt_rows, strict=True)
     )
     blocking = sum(1 for p in prompts if p["state"] == PromptState.OPEN and p["blocking"])
