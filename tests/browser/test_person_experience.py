@@ -377,6 +377,16 @@ def end_user_page(page: Page, screenshot: Shot, name: str, path: str | None = No
     capture(page, screenshot, name, axe_at_both=True)
 
 
+def _speak_plainly(page: Page, screenshot: Shot, *pages: tuple[str, str]) -> None:
+    """Each staff page (name, path) names no design document, section or function call, and
+    passes `capture` at both widths."""
+    for name, path in pages:
+        page.goto(path)
+        text = page.evaluate(VISIBLE_WORDS)
+        assert "DESIGN" not in text and "§" not in text and "()" not in text, name
+        capture(page, screenshot, name)
+
+
 def test_every_end_user_page_of_the_demo_speaks_plainly(
     page: Page, screenshot: Shot, fast_confirm: int
 ) -> None:
@@ -453,18 +463,16 @@ def test_every_classifier_and_reviewer_page_fits_both_widths(
     seed_demo()
     seed_demo_proposals()
     sign_in("carol", "carol-demo-pass")
-    for name, path in (
+    _speak_plainly(
+        page,
+        screenshot,
         ("classify", "/classify/"),
         ("classify-task-class", "/classify/payments.transfer/"),
         ("routing-matrix", "/classify/matrix/"),
         ("activity", "/activity/"),
         ("insights", "/insights/"),
         ("glossary", "/glossary/"),
-    ):
-        page.goto(path)
-        text = page.evaluate(VISIBLE_WORDS)
-        assert "DESIGN" not in text and "§" not in text and "()" not in text, name
-        capture(page, screenshot, name)
+    )
     # Activity at 1280 px: timestamps on one line, no word broken in the middle.
     page.goto("/activity/")
     heights = page.locator(".activity-table time").evaluate_all(
@@ -495,15 +503,13 @@ def test_every_classifier_and_reviewer_page_fits_both_widths(
     page.get_by_role("button", name="Sign out").click()
     sign_in("rita", "rita-demo-pass")
     detail = ProposalValidation.objects.order_by("pk").first()
-    for name, path in (
+    _speak_plainly(
+        page,
+        screenshot,
         ("proposals", "/proposals/"),
         ("proposal-detail", f"/proposals/{detail.pk}/"),
         ("proposal-stats", "/proposals/stats/"),
-    ):
-        page.goto(path)
-        text = page.evaluate(VISIBLE_WORDS)
-        assert "DESIGN" not in text and "§" not in text and "()" not in text, name
-        capture(page, screenshot, name)
+    )
     # On a phone the list keeps its verdict (and every other column) in view.
     page.goto("/proposals/")
     page.set_viewport_size(PHONE)
