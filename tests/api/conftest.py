@@ -105,3 +105,29 @@ def api(runtime: JsonClient, person_client: Callable[[User], JsonClient], alice:
 
 def by_slot(plan: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return {item["slot"]: item for item in plan["items"]}
+
+
+# A transfer whose recipient feeds an irreversible decision, and a planned instance of it with
+# a tool's belief for the recipient: what the error and edge-guard tests send their bodies to.
+
+
+@pytest.fixture
+def transfer(api: Driver) -> str:
+    api.register(
+        "payments.transfer",
+        slots=[{"key": "recipient_account"}, {"key": "memo"}],
+        decisions=[{"key": "send_transfer", "slots": ["recipient_account"]}],
+        risks={"recipient_account": "reversible", "memo": "reversible"},
+        decision_risks={"send_transfer": "irreversible"},
+    )
+    return "payments.transfer"
+
+
+@pytest.fixture
+def instance_id(api: Driver, transfer: str) -> str:
+    instance_id = api.open(
+        transfer,
+        beliefs=[{"slot": "recipient_account", "value": "DE89", "source": "tool", "turn": 1}],
+    )
+    api.plan(instance_id)
+    return instance_id

@@ -24,23 +24,6 @@ NUL = "\x00"
 SURROGATE = "\ud800"  # sent as the JSON escape \ud800: valid JSON, not valid Unicode text
 
 
-@pytest.fixture
-def instance_id(api: Driver) -> str:
-    api.register(
-        "payments.transfer",
-        slots=[{"key": "recipient_account"}, {"key": "memo"}],
-        decisions=[{"key": "send_transfer", "slots": ["recipient_account"]}],
-        risks={"recipient_account": "reversible", "memo": "reversible"},
-        decision_risks={"send_transfer": "irreversible"},
-    )
-    instance_id = api.open(
-        "payments.transfer",
-        beliefs=[{"slot": "recipient_account", "value": "DE89", "source": "tool", "turn": 1}],
-    )
-    api.plan(instance_id)
-    return instance_id
-
-
 def _refused(response: Any, field: str) -> dict[str, Any]:
     assert response.status_code == 400, (response.status_code, response.content[:300])
     body = response.json()

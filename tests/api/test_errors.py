@@ -33,28 +33,6 @@ def _error(response: Any, status: int, field: str | None = None, code: str | Non
     return body
 
 
-@pytest.fixture
-def transfer(api: Driver) -> str:
-    api.register(
-        "payments.transfer",
-        slots=[{"key": "recipient_account"}, {"key": "memo"}],
-        decisions=[{"key": "send_transfer", "slots": ["recipient_account"]}],
-        risks={"recipient_account": "reversible", "memo": "reversible"},
-        decision_risks={"send_transfer": "irreversible"},
-    )
-    return "payments.transfer"
-
-
-@pytest.fixture
-def instance_id(api: Driver, transfer: str) -> str:
-    instance_id = api.open(
-        transfer,
-        beliefs=[{"slot": "recipient_account", "value": "DE89", "source": "tool", "turn": 1}],
-    )
-    api.plan(instance_id)
-    return instance_id
-
-
 # --- opening instances ---------------------------------------------------------------------
 
 
