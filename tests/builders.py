@@ -167,6 +167,21 @@ def answer_all(instance: TaskInstance, user: Any, values: Mapping[str, Any]) -> 
     return instance
 
 
+def confirm_or_answer(instance: TaskInstance, user: Any, asked: str) -> None:
+    """Confirm every open blocking prompt that is pre-filled and answer every blank (ASK) one
+    with `asked`, typed twice as a monotonic scope needs it."""
+    for prompt in Prompt.objects.filter(instance=instance, state=PromptState.OPEN, blocking=True):
+        value = asked if prompt.route == "ASK" else None
+        services.prompt_respond(
+            prompt_id=prompt.pk,
+            user=user,
+            action="answer" if value else "confirm",
+            version=prompt.version,
+            value=value,
+            value_confirmation=value,
+        )
+
+
 def shop() -> TaskClass:
     """A3: the shipping address is unclassified (the runtime suggests policy); the decision
     `ship` is reversible and fed by the item and the delivery speed."""

@@ -24,7 +24,7 @@ from beliefs.models import Prompt, ProposalValidation, TaskInstance
 from tests.browser import scenarios
 from tests.browser.conftest import SCREENSHOTS
 from tests.browser.test_enduser import assert_accessible, assumption, card
-from tests.builders import open_instance
+from tests.builders import confirm_or_answer, open_instance
 from tests.conftest import PASSWORD
 
 SignIn = Callable[[str, str], None]
@@ -176,15 +176,7 @@ def test_a_veto_after_the_action_was_cleared_says_what_it_does(
     page: Page, sign_in: SignIn, alice: User, screenshot: Shot
 ) -> None:
     instance = scenarios.vendor(alice)
-    for prompt in Prompt.objects.filter(instance=instance, state="open", blocking=True):
-        value = "single" if prompt.route == "ASK" else None
-        services.prompt_respond(
-            prompt_id=prompt.pk,
-            user=alice,
-            action="answer" if value else "confirm",
-            version=prompt.version,
-            value=value,
-        )
+    confirm_or_answer(instance, alice, "single")
     sign_in("alice", PASSWORD)
     page.goto(f"/instances/{instance.pk}/")
     reference = assumption(page, "Payment reference")

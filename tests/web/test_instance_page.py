@@ -11,6 +11,7 @@ from django.test import Client
 from beliefs import services
 from beliefs.models import Prompt, PromptState, TaskInstance
 from tests.browser import scenarios
+from tests.builders import confirm_or_answer
 
 pytestmark = pytest.mark.django_db
 
@@ -120,16 +121,7 @@ def test_it_labels_every_input(vendor: TaskInstance, alice_client: Client) -> No
 def test_it_says_when_the_action_may_proceed_with_bindings_and_digest(
     vendor: TaskInstance, alice: User, alice_client: Client
 ) -> None:
-    for prompt in Prompt.objects.filter(instance=vendor, state="open", blocking=True):
-        value = "recurring" if prompt.route == "ASK" else None
-        services.prompt_respond(
-            prompt_id=prompt.pk,
-            user=alice,
-            action="answer" if value else "confirm",
-            version=prompt.version,
-            value=value,
-            value_confirmation=value,
-        )
+    confirm_or_answer(vendor, alice, "recurring")
     vendor.refresh_from_db()
     assert vendor.status == "ready"
     html = page(alice_client, vendor)
