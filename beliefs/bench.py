@@ -54,6 +54,9 @@ class Scale:
     load_rounds: int
 
 
+# What --only can name; the table's groups, in the order they are measured.
+GROUPS = ("pages", "slots", "throughput", "history", "others", "validator")
+
 FULL = Scale(21, 5_000, 1_000_000, 100_000, 1_000_000, 4, 2)
 QUICK = Scale(9, 1_000, 100_000, 10_000, 100_000, 2, 1)
 
@@ -93,9 +96,10 @@ def _recreate_postgres(url: str) -> None:
         conn.execute(f'CREATE DATABASE "{name}"')
 
 
-def _run_child(label: str, url: str, quick: bool) -> list[Row]:
+def _run_child(label: str, url: str, quick: bool, only: Sequence[str]) -> list[Row]:
     env = {**os.environ, **PRODUCTION_ENV, "DATABASE_URL": url}
     args = [sys.executable, "-m", "beliefs.bench", "--child", label]
+    args += [f"--only={group}" for group in only]
     if quick:
         args.append("--quick")
     print(f"--- {label}: measuring (progress below)", file=sys.stderr, flush=True)
@@ -170,20 +174,27 @@ def _contract_rows() -> list[Row]:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a tenth of the data, fewer samples")
+    parser.add_argument(
+        "--only",
+        choices=GROUPS,
+        action="append",
+        help="measure only this group (repeatable); the table then has only its rows",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    only = args.only or list(GROUPS)
     if args.child:
-        child(args.child, QUICK if args.quick else FULL)
+        child(args.child, QUICK if args.quick else FULL, only)
         return
     started = time.perf_counter()
     results: dict[str, list[Row]] = {}
     with tempfile.TemporaryDirectory(prefix="console-bench-") as tmp:
-        results["SQLite"] = _run_child("SQLite", f"sqlite:///{tmp}/bench.sqlite3", args.quick)
+        results["SQLite"] = _run_child("SQLite", f"sqlite:///{tmp}/bench.sqlite3", args.quick, only)
     postgres = _bench_postgres_url()
     if postgres:
         _recreate_postgres(postgres)
-        results["PostgreSQL"] = _run_child("PostgreSQL", postgres, args.quick)
-    contract = _contract_rows()
+        results["PostgreSQL"] = _run_child("PostgreSQL", postgres, args.quick, only)
+    contract = _contract_rows() if "validator" in only else []
     for rows in results.values():
         rows.extend(contract)
     scale = QUICK if args.quick else FULL
@@ -368,9 +379,11 @@ class Bench:
             call()
         return len(captured)
 
-    def slots_group(self) -> dict[int, Any]:
+    def slots_group(self, emit: bool = True) -> dict[int, Any]:
         _progress("plan at 5, 50 and 200 slots")
         runs = {n: self.two_runs(f"bench.slots{n}", n, "viewer") for n in (5, 50, 200)}
+        if not emit:
+            return runs
         calls = {n: self.plan_call(run) for n, run in runs.items()}
         times = side_by_side({str(n): c for n, c in calls.items()}, self.scale.samples)
         q5, q200 = self.queries(calls[5]), self.queries(calls[200])
@@ -380,7 +393,7 @@ class Bench:
         _emit(_ratio_row(group, "p50 plan, 5 vs 200 slots", times["5"], times["200"], 8))
         return runs
 
-    def history_group(self) -> Any:
+    def history_group(self, emit: bool = True) -> Any:
         from django.contrib.auth.models import User
 
         from beliefs.models import Belief, InstanceStatus, TaskInstance
@@ -427,6 +440,8 @@ class Bench:
             world = {s.key: {"ref": 0} for s in slots}
             planned[name] = self.open_and_plan(key, user.username, [], world)
         self.analyze()
+        if not emit:
+            return planned["short"]
         calls = {name: self.plan_call(run) for name, run in planned.items()}
         times = side_by_side(calls, self.scale.samples)
         _emit(
@@ -723,7 +738,7 @@ class Bench:
         return float(match.group(1))
 
 
-def child(label: str, scale: Scale) -> None:
+def child(label: str, scale: Scale, only: Sequence[str]) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
     import django
 
@@ -734,11 +749,17 @@ def child(label: str, scale: Scale) -> None:
     call_command("migrate", verbosity=0)
     call_command("collectstatic", interactive=False, verbosity=0)
     bench = Bench(label, scale)
-    bench.pages_group()
-    runs = bench.slots_group()
-    short_history = bench.history_group()
-    bench.throughput_group(runs[5])
-    bench.other_principals_group(short_history)
+    if "pages" in only:
+        bench.pages_group()
+    if not {"slots", "history", "throughput", "others"} & set(only):
+        return
+    runs = bench.slots_group(emit="slots" in only)
+    if "throughput" in only:
+        bench.throughput_group(runs[5])
+    if {"history", "others"} & set(only):
+        short_history = bench.history_group(emit="history" in only)
+        if "others" in only:
+            bench.other_principals_group(short_history)
 
 
 if __name__ == "__main__":
