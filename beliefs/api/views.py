@@ -281,8 +281,9 @@ class PlanApi(APIView):
         ),
     )
     def post(self, request: Request, instance_id: str) -> Response:
-        instance = instance_for(request, instance_id)
-        instance = services.instance_plan(instance=instance, actor=actor(request))
+        instance = services.instance_plan_for_runtime(
+            instance_id=instance_id, key=runtime_key(request)
+        )
         return Response(selectors.plan_payload(instance))
 
 

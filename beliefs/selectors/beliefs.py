@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache, lru_cache
 from typing import Any
 from uuid import UUID
 
-from django.db.models import OuterRef, QuerySet, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import Model, QuerySet
 
 from beliefs.domain import policy
 from beliefs.domain.policy import RiskClass, Source
@@ -19,9 +19,12 @@ from beliefs.models import (
     Belief,
     BeliefStatus,
     Decision,
+    Prompt,
+    PromptState,
     Slot,
     TaskInstance,
 )
+from beliefs.selectors import rows
 
 
 @dataclass(frozen=True)
@@ -47,8 +50,73 @@ def with_light_instance(queryset: QuerySet[Any], path: str = "instance") -> Quer
     return queryset.select_related(path).defer(*(f"{path}__{f}" for f in INSTANCE_HEAVY_FIELDS))
 
 
-def _newest(beliefs: QuerySet[Belief]) -> Subquery:
-    return Subquery(beliefs.order_by("-acquired_at", "-id").values("pk")[:1])
+# The chosen beliefs, with their instance's run number: every column of the belief, then one.
+_CHOSEN_COLUMNS: tuple[tuple[type[Model], str], ...] = (
+    *rows.concrete(Belief),
+    (TaskInstance, "run_number"),
+)
+
+
+@lru_cache(maxsize=64)
+def _chosen_sql(slots: int, instances: int) -> str:
+    """The belief picked for each (slot, instance) pair: at most two `LIMIT 1` probes each."""
+    col = rows.column
+
+    def newest(where: str, join: str = "") -> str:
+        return (
+            f"(SELECT {col(Belief, 'id', 'c')} FROM {rows.table(Belief, 'c')}{join}"
+            f" WHERE {col(Belief, 'slot', 'c')} = {col(Slot, 'id', 's')}"
+            f" AND {col(Belief, 'status', 'c')} = %s AND {where}"
+            f" ORDER BY {col(Belief, 'acquired_at', 'c')} DESC, {col(Belief, 'id', 'c')} DESC"
+            " LIMIT 1)"
+        )
+
+    current = newest(f"{col(Belief, 'instance', 'c')} = {col(TaskInstance, 'id', 'i')}")
+    carried = newest(
+        f"{col(Belief, 'principal', 'c')} = {col(TaskInstance, 'principal', 'i')}"
+        f" AND {col(TaskInstance, 'run_number', 'ci')} < {col(TaskInstance, 'run_number', 'i')}",
+        join=f" INNER JOIN {rows.table(TaskInstance, 'ci')}"
+        f" ON {col(TaskInstance, 'id', 'ci')} = {col(Belief, 'instance', 'c')}",
+    )
+    picks = (
+        f"SELECT COALESCE({current}, {carried})"
+        f" FROM {rows.table(Slot, 's')} INNER JOIN {rows.table(TaskInstance, 'i')}"
+        f" ON {col(TaskInstance, 'task_class', 'i')} = {col(Slot, 'task_class', 's')}"
+        f" WHERE {col(Slot, 'id', 's')} IN ({rows.placeholders(slots)})"
+        f" AND {col(TaskInstance, 'id', 'i')} IN ({rows.placeholders(instances)})"
+    )
+    columns = [col(m, n, "b") for m, n in _CHOSEN_COLUMNS[:-1]]
+    columns.append(col(TaskInstance, "run_number", "bi"))
+    return (
+        f"SELECT {', '.join(columns)} FROM {rows.table(Belief, 'b')}"
+        f" INNER JOIN {rows.table(TaskInstance, 'bi')}"
+        f" ON {col(TaskInstance, 'id', 'bi')} = {col(Belief, 'instance', 'b')}"
+        f" WHERE {col(Belief, 'id', 'b')} IN ({picks})"
+        f" ORDER BY {col(Belief, 'acquired_at', 'b')} DESC, {col(Belief, 'id', 'b')} DESC"
+    )
+
+
+def _chosen_rows(instance_ids: Sequence[UUID], slot_ids: Sequence[int]) -> list[Belief]:
+    """The picked beliefs, newest first, each with its instance (run number only) attached."""
+    found = rows.fetch(
+        _chosen_sql(len(slot_ids), len(instance_ids)),
+        [
+            BeliefStatus.ACTIVE,
+            BeliefStatus.ACTIVE,
+            *slot_ids,
+            *(rows.prepare(TaskInstance, "id", pk) for pk in instance_ids),
+        ],
+        _CHOSEN_COLUMNS,
+    )
+    beliefs = []
+    for row in found:
+        belief = rows.instance_of(Belief, row[:-1])
+        # The belief's instance as `with_light_instance` would load it: its run number only.
+        belief.instance = TaskInstance.from_db(
+            belief._state.db, ["id", "run_number"], [belief.instance_id, row[-1]]
+        )
+        beliefs.append(belief)
+    return beliefs
 
 
 def choose_beliefs_for(
@@ -64,32 +132,20 @@ def choose_beliefs_for(
     (instance, slot) the database picks one belief id with at most two `LIMIT 1` probes of the
     index (principal, slot, status, acquired_at, id), and only the picked beliefs are loaded.
     A window function would rank, so read, every earlier belief; a stored pointer to the newest
-    belief would have to be kept right by every write that changes a belief's status.
+    belief would have to be kept right by every write that changes a belief's status. The query
+    is fixed SQL: planning runs it on every request, and the ORM took longer to build it than
+    the database to answer it.
     """
     slot_ids = [s.pk for s in slots]
     chosen: dict[UUID, dict[int, tuple[Belief, bool]]] = {i.pk: {} for i in instances}
     if not slot_ids or not chosen:
         return chosen
-    # One row per (slot, instance): the slots joined to these instances of their task class.
-    run = "task_class__instances"
-    active = Belief.objects.filter(slot_id=OuterRef("pk"), status=BeliefStatus.ACTIVE)
-    current = active.filter(instance_id=OuterRef(f"{run}__id"))
-    carried = active.filter(
-        principal_id=OuterRef(f"{run}__principal_id"),
-        instance__run_number__lt=OuterRef(f"{run}__run_number"),
-    )
-    picks = (
-        Slot.objects.filter(pk__in=slot_ids, **{f"{run}__in": list(chosen)})
-        .annotate(pick=Coalesce(_newest(current), _newest(carried)))
-        .values("pick")
-    )
-    rows = with_light_instance(Belief.objects.filter(pk__in=picks)).order_by("-acquired_at", "-id")
     runs_of: dict[int, list[TaskInstance]] = defaultdict(list)
     for instance in instances:
         runs_of[instance.principal_id].append(instance)
     # Each pair's pick is among the rows, and any other row that fits a pair is another
     # candidate of the same rule, so older: newest first, the first fit is the pair's pick.
-    for belief in rows:
+    for belief in _chosen_rows(list(chosen), slot_ids):
         mine = chosen.get(belief.instance_id)
         if mine is not None and (belief.slot_id not in mine or mine[belief.slot_id][1]):
             mine[belief.slot_id] = (belief, False)
@@ -125,18 +181,71 @@ def belief_facts(belief: Belief | None, carried: bool) -> policy.BeliefFacts | N
     )
 
 
+@cache
+def _slots_sql() -> str:
+    col = rows.column
+    return (
+        f"SELECT {', '.join(col(m, n) for m, n in rows.concrete(Slot))} FROM {rows.table(Slot)}"
+        f" WHERE {col(Slot, 'task_class')} = %s ORDER BY {col(Slot, 'position')}, {col(Slot, 'id')}"
+    )
+
+
+_LINK_COLUMNS: tuple[tuple[type[Model], str], ...] = (
+    (Slot, "id"),
+    (Decision, "key"),
+    (Decision, "risk_class"),
+)
+
+
+@cache
+def _links_sql() -> str:
+    col = rows.column
+    through: type[Model] = Decision.slots.through
+    return (
+        f"SELECT {col(through, 'slot')}, {col(Decision, 'key')}, {col(Decision, 'risk_class')}"
+        f" FROM {rows.table(through)} INNER JOIN {rows.table(Decision)}"
+        f" ON {col(Decision, 'id')} = {col(through, 'decision')}"
+        f" WHERE {col(Decision, 'task_class')} = %s"
+        f" ORDER BY {col(Decision, 'task_class')}, {col(Decision, 'id')}"
+    )
+
+
+@cache
+def _open_prompts_sql() -> str:
+    col = rows.column
+    return (
+        f"SELECT {', '.join(col(m, n) for m, n in rows.concrete(Prompt))} FROM {rows.table(Prompt)}"
+        f" WHERE {col(Prompt, 'instance')} = %s AND {col(Prompt, 'state')} = %s"
+        f" ORDER BY {col(Prompt, 'id')}"
+    )
+
+
+def open_prompts_of(instance: TaskInstance) -> list[Prompt]:
+    """The instance's open prompts (at most one per slot), read with fixed SQL."""
+    found = rows.fetch(
+        _open_prompts_sql(),
+        [rows.prepare(Prompt, "instance", instance.pk), PromptState.OPEN],
+        rows.concrete(Prompt),
+    )
+    return [rows.instance_of(Prompt, row) for row in found]
+
+
 def slot_states(instance: TaskInstance) -> list[SlotState]:
-    slots = list(instance.task_class.slots.order_by("position", "id"))
+    """Every slot of the instance's task class, in order: its risk, chosen belief and route.
+
+    The slots and their decisions are read with fixed SQL (planning reads them on every
+    request); a slot and the decisions it feeds always share a task class.
+    """
+    task_class_id = instance.task_class_id
+    slots = [
+        rows.instance_of(Slot, row)
+        for row in rows.fetch(_slots_sql(), [task_class_id], rows.concrete(Slot))
+    ]
     # The decisions each slot feeds, as (key, class) pairs in the order a prefetch of
     # `slot.decisions` gives them (their default ordering): the first of equal levels names the
-    # reason. Read as plain values: a model instance per link cost more than routing the slot.
+    # reason.
     fed: dict[int, list[tuple[str, RiskClass]]] = defaultdict(list)
-    links = (
-        Decision.slots.through.objects.filter(slot_id__in=[s.pk for s in slots])
-        .order_by("decision__task_class_id", "decision_id")
-        .values_list("slot_id", "decision__key", "decision__risk_class")
-    )
-    for slot_id, key, risk in links:
+    for slot_id, key, risk in rows.fetch(_links_sql(), [task_class_id], _LINK_COLUMNS):
         fed[slot_id].append((key, RiskClass(risk)))
     chosen = choose_beliefs(instance, slots)
     states = []

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Field, Model
 
 Converter = Callable[[Any, Any, Any], Any]
+M = TypeVar("M", bound=Model)
 
 
 def column(model: type[Model], name: str, alias: str | None = None) -> str:
@@ -51,20 +52,38 @@ def fetch(
 ) -> list[list[Any]]:
     """Rows of `sql`, each value converted as the ORM would read the field named beside it
     (one (model, field name) per selected column, in order)."""
-    converters = _converters(connection.vendor, fields)
-    with connection.cursor() as cursor:
+    db = connections[DEFAULT_DB_ALIAS]  # the connection itself: the proxy costs per lookup
+    converters = [(i, col, found) for i, (col, found) in enumerate(_converters(db.vendor, fields))]
+    converters = [(i, col, found) for i, col, found in converters if found]
+    with db.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     out = []
     for row in rows:
         values = list(row)
-        for index, (col, found) in enumerate(converters):
+        for index, col, found in converters:
             value = values[index]
             for converter in found:
-                value = converter(value, col, connection)
+                value = converter(value, col, db)
             values[index] = value
         out.append(values)
     return out
+
+
+def concrete(model: type[Model]) -> tuple[tuple[type[Model], str], ...]:
+    """Every concrete column of a model, in the order `Model.from_db` takes them."""
+    return tuple((model, field.attname) for field in model._meta.concrete_fields)
+
+
+def instance_of(model: type[M], values: Sequence[Any]) -> M:
+    """A model instance from a row's `concrete(model)` values, as a queryset would make it."""
+    names = [field.attname for field in model._meta.concrete_fields]
+    return model.from_db(connection.alias, names, values)
+
+
+def placeholders(count: int) -> str:
+    """`%s, %s, …`: the parameters of an `IN (…)` list of `count` values."""
+    return ", ".join(["%s"] * count)
 
 
 def prepare(model: type[Model], name: str, value: Any) -> Any:

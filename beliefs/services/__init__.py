@@ -21,7 +21,11 @@ from beliefs.services.instances import (
     instance_open,
     instance_set_world,
 )
-from beliefs.services.planning import instance_plan, instances_replan_for_task_class
+from beliefs.services.planning import (
+    instance_plan,
+    instance_plan_for_runtime,
+    instances_replan_for_task_class,
+)
 from beliefs.services.responses import RespondResult, prompt_respond, prompts_mark_shown
 from beliefs.services.runtimes import runtime_key_create, runtime_key_revoke, task_class_transfer
 from beliefs.services.task_classes import DecisionSpec, SlotSpec, task_class_register
@@ -42,6 +46,7 @@ __all__ = [
     "instance_for_runtime",
     "instance_open",
     "instance_plan",
+    "instance_plan_for_runtime",
     "instance_set_world",
     "instances_expire",
     "instances_replan_for_task_class",

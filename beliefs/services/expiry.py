@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from django.db import transaction
@@ -12,15 +13,24 @@ from beliefs.models import (
     Prompt,
     PromptState,
     TaskInstance,
+    is_overdue,
 )
 from beliefs.services.audit import SYSTEM, audit
 from beliefs.services.lifecycle import close_instance, lock_instance
 
 
-def expire_locked_if_due(instance: TaskInstance, now: datetime) -> bool:
+def expire_locked_if_due(
+    instance: TaskInstance, now: datetime, open_prompts: Sequence[Prompt] | None = None
+) -> bool:
+    """Expire the locked instance if a blocking prompt is overdue; `open_prompts`, when the
+    caller has already read them, saves asking the database."""
     if instance.status != InstanceStatus.AWAITING_USER:
         return False
-    if not instance.prompts.overdue(now).exists():
+    if open_prompts is None:
+        due = instance.prompts.overdue(now).exists()
+    else:
+        due = any(is_overdue(p.state, p.blocking, p.expires_at, now) for p in open_prompts)
+    if not due:
         return False
     close_instance(
         instance, InstanceStatus.EXPIRED, PromptState.EXPIRED, "a blocking prompt expired"

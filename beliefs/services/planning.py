@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -17,13 +18,15 @@ from beliefs.models import (
     InstanceStatus,
     Prompt,
     PromptState,
+    RuntimeAPIKey,
     TaskClass,
     TaskInstance,
+    is_overdue,
 )
-from beliefs.selectors.beliefs import SlotState, belief_summary, slot_states
+from beliefs.selectors.beliefs import SlotState, belief_summary, open_prompts_of, slot_states
 from beliefs.services.audit import Actor, audit
 from beliefs.services.expiry import expire_locked_if_due
-from beliefs.services.lifecycle import lock_instance, require_open
+from beliefs.services.lifecycle import instance_where, lock_instance_where, require_open
 from beliefs.services.notify import instance_status_changed
 from beliefs.services.retry import retry_on_race
 
@@ -90,25 +93,30 @@ def _held(state: SlotState, prompt: Prompt) -> SlotState:
     )
 
 
-def plan_locked(instance: TaskInstance, actor: Actor) -> list[dict[str, Any]]:
-    """Route every slot, reconcile prompts, settle the status. Caller holds the instance lock.
+@dataclasses.dataclass
+class _Reconciled:
+    """What planning would do, decided before anything is written."""
 
-    Idempotent: a prompt whose content would not change keeps its version; a prompt whose
-    belief, route or world diff changed gets version + 1, so a response to what the person saw
-    before is refused as stale.
-    """
-    now = timezone.now()
-    status_before = instance.status
-    states = slot_states(instance)
-    open_prompts = {p.slot_id: p for p in instance.prompts.filter(state=PromptState.OPEN)}
-    # Each slot's state and the prompt it keeps, and what changed; the writes are then made in
-    # one statement per kind (supersede, create, re-version), whatever the number of slots.
-    planned: list[tuple[SlotState, Prompt | None, str]] = []
-    superseded: list[Prompt] = []
-    created: list[Prompt] = []
-    revised: list[Prompt] = []
-    for state in states:
-        prompt = open_prompts.get(state.slot.pk)
+    # Each slot's state, the prompt it keeps and what changed ("", "created", "superseded",
+    # "v<n>"): the writes are made in one statement per kind, whatever the number of slots.
+    planned: list[tuple[SlotState, Prompt | None, str]]
+    superseded: list[Prompt]
+    created: list[Prompt]
+    revised: list[Prompt]
+
+    @property
+    def writes_prompts(self) -> bool:
+        return bool(self.superseded or self.created or self.revised)
+
+
+def _reconcile(
+    instance: TaskInstance, open_prompts: Sequence[Prompt], now: datetime
+) -> _Reconciled:
+    """Route every slot and match the result against the open prompts, writing nothing."""
+    open_by_slot = {p.slot_id: p for p in open_prompts}
+    done = _Reconciled([], [], [], [])
+    for state in slot_states(instance):
+        prompt = open_by_slot.get(state.slot.pk)
         if (
             prompt is not None
             and prompt.blocking
@@ -124,8 +132,8 @@ def plan_locked(instance: TaskInstance, actor: Actor) -> list[dict[str, Any]]:
         if state.routing.route is Route.SILENT:
             if prompt is not None:
                 prompt.state = PromptState.SUPERSEDED
-                superseded.append(prompt)
-                planned.append((state, prompt, "superseded"))
+                done.superseded.append(prompt)
+                done.planned.append((state, prompt, "superseded"))
                 continue
         else:
             desired = _desired_prompt(state)
@@ -136,7 +144,7 @@ def plan_locked(instance: TaskInstance, actor: Actor) -> list[dict[str, Any]]:
                     expires_at=now + settings.CONSOLE_PROMPT_TTL if desired["blocking"] else None,
                     **desired,
                 )
-                created.append(prompt)
+                done.created.append(prompt)
                 change = "created"
             elif not _prompt_matches(prompt, desired):
                 became_blocking = desired["blocking"] and not prompt.blocking
@@ -146,39 +154,89 @@ def plan_locked(instance: TaskInstance, actor: Actor) -> list[dict[str, Any]]:
                 if became_blocking:
                     prompt.expires_at = now + settings.CONSOLE_PROMPT_TTL
                 prompt.updated_at = now
-                revised.append(prompt)
+                done.revised.append(prompt)
                 change = f"v{prompt.version}"
-        planned.append((state, prompt, change))
+        done.planned.append((state, prompt, change))
+    return done
 
-    if superseded:
-        Prompt.objects.filter(pk__in=[p.pk for p in superseded]).update(
+
+def _settle(
+    items: list[dict[str, Any]],
+) -> tuple[InstanceStatus, dict[str, Any] | None, str]:
+    """The status, bindings and bindings digest a plan's items give."""
+    if any(item["prompt"] and item["prompt"]["blocking"] for item in items):
+        return InstanceStatus.AWAITING_USER, None, ""
+    bindings = {item["slot"]: item["value"] for item in items}
+    return InstanceStatus.READY, bindings, bindings_digest(bindings)
+
+
+def _is_current(instance: TaskInstance, items: list[dict[str, Any]], status: str) -> bool:
+    """The instance already holds exactly this plan (and has been planned before)."""
+    return (
+        instance.planned_at is not None
+        and status == instance.status
+        and canonical_json(items) == canonical_json(instance.plan_items)
+    )
+
+
+def plan_is_current(instance: TaskInstance, open_prompts: Sequence[Prompt]) -> bool:
+    """Planning the instance now would write nothing: every open prompt stays as it is, no
+    prompt is needed or released, and the stored plan is the one routing gives. Reads only."""
+    done = _reconcile(instance, open_prompts, timezone.now())
+    if done.writes_prompts:
+        return False
+    items = [plan_item(state, prompt) for state, prompt, _ in done.planned]
+    return _is_current(instance, items, _settle(items)[0])
+
+
+def plan_locked(
+    instance: TaskInstance, actor: Actor, open_prompts: Sequence[Prompt] | None = None
+) -> list[dict[str, Any]]:
+    """Route every slot, reconcile prompts, settle the status. Caller holds the instance lock.
+
+    Idempotent: a prompt whose content would not change keeps its version; a prompt whose
+    belief, route or world diff changed gets version + 1, so a response to what the person saw
+    before is refused as stale.
+    """
+    now = timezone.now()
+    status_before = instance.status
+    if open_prompts is None:
+        open_prompts = open_prompts_of(instance)
+    done = _reconcile(instance, open_prompts, now)
+    if done.superseded:
+        Prompt.objects.filter(pk__in=[p.pk for p in done.superseded]).update(
             state=PromptState.SUPERSEDED, updated_at=now
         )
-    if created:
-        Prompt.objects.bulk_create(created)  # sets each prompt's pk (RETURNING on both)
-    if revised:
-        Prompt.objects.bulk_update(revised, REVISED_FIELDS)
+    if done.created:
+        Prompt.objects.bulk_create(done.created)  # sets each prompt's pk (RETURNING on both)
+    if done.revised:
+        Prompt.objects.bulk_update(done.revised, REVISED_FIELDS)
     items = []
     changes = []
-    for state, prompt, change in planned:
+    for state, prompt, change in done.planned:
         if change and prompt is not None:
             changes.append({"slot": state.slot.key, "prompt": prompt.pk, "change": change})
         items.append(plan_item(state, None if change == "superseded" else prompt))
-
+    status, bindings, digest = _settle(items)
     blocking = sum(1 for item in items if item["prompt"] and item["prompt"]["blocking"])
-    fields = ["plan_items", "planned_at", "status", "bindings", "bindings_digest", "updated_at"]
-    instance.plan_items = items
-    instance.planned_at = now
-    if blocking:
-        instance.status = InstanceStatus.AWAITING_USER
-        instance.bindings = None
-        instance.bindings_digest = ""
-    else:
-        bindings = {item["slot"]: item["value"] for item in items}
-        instance.status = InstanceStatus.READY
-        instance.bindings = bindings
-        instance.bindings_digest = bindings_digest(bindings)
-    instance.save(update_fields=fields)
+    # A re-plan that changes nothing writes nothing: `planned_at` is when the plan was made or
+    # last changed, and a runtime that plans again while it waits sees the same body (and
+    # ETag) until something does change.
+    unchanged = not changes and _is_current(instance, items, status)
+    if not unchanged:
+        instance.plan_items = items
+        instance.planned_at = now
+        instance.status, instance.bindings, instance.bindings_digest = status, bindings, digest
+        instance.save(
+            update_fields=[
+                "plan_items",
+                "planned_at",
+                "status",
+                "bindings",
+                "bindings_digest",
+                "updated_at",
+            ]
+        )
     if changes or instance.status == InstanceStatus.READY:
         audit(
             "instance.planned",
@@ -222,16 +280,48 @@ def plan_item(state: SlotState, prompt: Prompt | None) -> dict[str, Any]:
     }
 
 
-@retry_on_race
-@transaction.atomic
 def instance_plan(*, instance: TaskInstance, actor: Actor) -> TaskInstance:
     """Plan an instance (idempotent). A ready instance keeps its final plan and bindings."""
-    instance = lock_instance(instance)
-    expire_locked_if_due(instance, timezone.now())
+    return _plan(actor, instance.pk)
+
+
+def instance_plan_for_runtime(*, instance_id: Any, key: RuntimeAPIKey) -> TaskInstance:
+    """Plan the instance if the key's runtime opened it (404 otherwise, as any other read).
+
+    The lookup is planning's own read of the instance: it is read once, not twice.
+    """
+    return _plan(Actor(key=key), instance_id, key.runtime_id)
+
+
+def _plan(actor: Actor, pk: Any, runtime_id: int | None = None) -> TaskInstance:
+    # Planning again while nothing has changed, the commonest call (a runtime asking again
+    # while it waits for a person), is answered from reads alone: no transaction, no lock, no
+    # write. This path can only answer with the plan the instance already holds, never bind:
+    # a first plan, any change, an expiry due and a closed instance all take the locked path.
+    instance = instance_where(pk=pk, runtime_id=runtime_id)
     if instance.status == InstanceStatus.READY:
         return instance
-    require_open(instance, "plan")
-    plan_locked(instance, actor)
+    if instance.is_open and instance.planned_at is not None:
+        open_prompts = open_prompts_of(instance)
+        now = timezone.now()
+        due = any(is_overdue(p.state, p.blocking, p.expires_at, now) for p in open_prompts)
+        if not due and plan_is_current(instance, open_prompts):
+            return instance
+    return _plan_under_lock(actor, pk, runtime_id)
+
+
+@retry_on_race
+def _plan_under_lock(actor: Actor, pk: Any, runtime_id: int | None) -> TaskInstance:
+    with transaction.atomic():
+        instance = lock_instance_where(pk=pk, runtime_id=runtime_id)
+        open_prompts = open_prompts_of(instance)
+        expire_locked_if_due(instance, timezone.now(), open_prompts)
+        if instance.is_open:
+            plan_locked(instance, actor, open_prompts)
+    # After the commit, so that an expiry found above is recorded even though planning is
+    # refused: a ready instance answers with its final plan, a closed one with 409.
+    if instance.status != InstanceStatus.READY:
+        require_open(instance, "plan")
     return instance
 
 

@@ -40,6 +40,13 @@ def test_it_answers_304_while_nothing_changed(api: Driver, instance_id: str) -> 
     assert again["ETag"] == tag
 
 
+def test_a_replan_that_changes_nothing_keeps_the_etag(api: Driver, instance_id: str) -> None:
+    url = f"{API}/instances/{instance_id}/"
+    tag = api.runtime.get(url)["ETag"]
+    api.plan(instance_id)
+    assert api.runtime.get(url, HTTP_IF_NONE_MATCH=tag).status_code == 304
+
+
 def test_the_etag_changes_when_the_instance_does(api: Driver, instance_id: str) -> None:
     url = f"{API}/instances/{instance_id}/"
     tag = api.runtime.get(url)["ETag"]

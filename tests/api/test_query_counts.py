@@ -54,19 +54,19 @@ def test_planning_runs_the_same_queries_at_5_and_200_slots(
 ) -> None:
     run2 = _history(api, slots)
     plan = f"{API}/instances/{run2}/plan/"
-    # 1 the API key, 2 the instance (open: no expiry to check); the service: 3 savepoint, 4 the
-    # instance locked, 5 slots, 6 their decisions, 7 the chosen beliefs, 8 open prompts, 9 the
-    # new prompts in one INSERT, 10 the instance, 11 the audit event; the outbox, in the same
-    # transaction: 12 the blocking prompts, 13 the instance's runtime, 14 the event's sequence,
-    # 15 the event, 16 the runtime's endpoints; 17 release.
+    # 1 the API key; the service: 2 the instance (never planned: straight to the locked path),
+    # 3 savepoint, 4 the instance again under its lock (open: no expiry to check), 5 slots,
+    # 6 their decisions, 7 the chosen beliefs, 8 open prompts, 9 the new prompts in one INSERT,
+    # 10 the instance, 11 the audit event; the outbox, in the same transaction: 12 the blocking
+    # prompts, 13 the instance's runtime, 14 the event's sequence, 15 the event, 16 the
+    # runtime's endpoints; 17 release.
     with django_assert_num_queries(17):
         first = api.runtime.post_json(plan)
     assert first.status_code == 200
     assert Prompt.objects.filter(instance_id=run2).count() == slots
-    # A re-plan with nothing changed: no prompt and no audit event written.
-    # 1 key, 2 instance, 3 lazy expiry check; 4 savepoint, 5 lock, 6 expiry check, 7 slots,
-    # 8 decisions, 9 beliefs, 10 open prompts, 11 the instance, 12 release.
-    with django_assert_num_queries(12):
+    # A re-plan with nothing changed writes nothing and takes no lock: it reads 1 the key,
+    # 2 instance, 3 open prompts, 4 slots, 5 decisions, 6 beliefs.
+    with django_assert_num_queries(6):
         again = api.runtime.post_json(plan)
     assert again.json() == first.json()
 

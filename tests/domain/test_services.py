@@ -111,6 +111,66 @@ def test_it_plans_idempotently(rt: Actor, alice: User, transfer_class: TaskClass
     assert AuditEvent.objects.filter(kind="instance.planned").count() == planned
     assert again.plan_items == instance.plan_items
     assert again.status == InstanceStatus.AWAITING_USER
+    # Nothing changed, so nothing was written: the instance keeps when it was planned.
+    again.refresh_from_db()
+    assert (again.planned_at, again.updated_at) == (instance.planned_at, instance.updated_at)
+
+
+def test_a_replan_after_a_change_records_when(
+    rt: Actor, alice: User, transfer_class: TaskClass
+) -> None:
+    beliefs = [{"slot": "recipient_account", "value": "DE89", "source": "tool", "turn": 1}]
+    instance = _plan(_open(rt, alice, beliefs=beliefs), rt)
+    planned_at = instance.planned_at
+    assert planned_at is not None
+    record_belief(
+        instance=instance,
+        data={"slot": "reference", "value": "rent", "source": "inference", "turn": 2},
+        actor=rt,
+    )
+    instance.refresh_from_db()
+    assert instance.planned_at is not None and instance.planned_at > planned_at
+    assert "reference" in {item["slot"] for item in instance.plan_items if item["prompt"]}
+
+
+def test_a_replan_takes_in_an_earlier_runs_belief_recorded_since(
+    rt: Actor, alice: User, transfer_class: TaskClass
+) -> None:
+    # Run 2 is planned while run 1 holds nothing; then run 1 (still open, never planned)
+    # learns the account. Nothing re-plans run 2 on its own: planning it again must notice,
+    # although the instance row itself has not changed.
+    run_1 = _open(rt, alice)
+    run_2 = _plan(_open(rt, alice, world=WORLD_1), rt)
+    asked = Prompt.objects.get(instance=run_2, slot__key="recipient_account")
+    assert (asked.route, asked.belief_id) == ("ASK", None)
+    belief = record_belief(
+        instance=run_1,
+        data={
+            "slot": "recipient_account",
+            "value": "DE89",
+            "source": "user",
+            "world_ref": WORLD_1["recipient_account"],
+        },
+        actor=rt,
+    )
+    run_2 = _plan(run_2, rt)
+    asked.refresh_from_db()
+    assert (asked.belief_id, asked.version) == (belief.pk, 2)
+    assert _items(run_2)["recipient_account"]["belief"]["carried"] is True
+    assert _items(run_2)["recipient_account"]["prompt"]["version"] == 2
+
+
+def test_a_replan_expires_an_instance_whose_prompt_is_overdue(
+    rt: Actor, alice: User, transfer_class: TaskClass
+) -> None:
+    instance = _plan(_open(rt, alice), rt)
+    assert instance.status == InstanceStatus.AWAITING_USER
+    with time_machine.travel(timezone.now() + settings.CONSOLE_PROMPT_TTL + timedelta(seconds=1)):
+        with pytest.raises(Conflict):
+            _plan(instance, rt)
+    instance.refresh_from_db()
+    assert instance.status == InstanceStatus.EXPIRED
+    assert AuditEvent.objects.filter(kind="instance.expired", instance_id=instance.pk).count() == 1
 
 
 def test_it_routes_each_slot_with_its_rule(
