@@ -12,8 +12,9 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("<str:key>/", classify.task_class_page, name="classify-task-class"),
     path("<str:key>/slots/<int:slot_id>/", classify.slot_save, name="classify-slot"),
     path(
-        "<str:key>/slots/<int:slot_id>/preview/",
-        classify.slot_preview,
+        "<str:key>/slots/<int:row_id>/preview/",
+        classify.row_preview,
+        {"kind": "slot"},
         name="classify-slot-preview",
     ),
     path(
@@ -22,8 +23,9 @@ urlpatterns: list[URLPattern | URLResolver] = [
         name="classify-decision",
     ),
     path(
-        "<str:key>/decisions/<int:decision_id>/preview/",
-        classify.decision_preview,
+        "<str:key>/decisions/<int:row_id>/preview/",
+        classify.row_preview,
+        {"kind": "decision"},
         name="classify-decision-preview",
     ),
     path(

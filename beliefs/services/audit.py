@@ -78,6 +78,28 @@ def audit(
     return event
 
 
+def audit_replaced(
+    kind: str,
+    before: Any,
+    after: Any,
+    *,
+    actor: Actor,
+    task_class: TaskClass | None = None,
+    instance: TaskInstance | None = None,
+    subject: str = "",
+) -> AuditEvent:
+    """The audit event of a value replaced by another, saved: its data is what the value was
+    and what it is now (the before and after that the activity page shows as the change)."""
+    return audit(
+        kind,
+        actor=actor,
+        task_class=task_class,
+        instance=instance,
+        subject=subject,
+        data={"before": before, "after": after},
+    )
+
+
 def audit_all(events: list[AuditEvent]) -> None:
     """Write several events (made with `audit(..., save=False)`) in one statement, in order."""
     AuditEvent.objects.bulk_create(events)

@@ -160,6 +160,12 @@ def _write(change: Change, target: Slot | Decision, task_class: TaskClass) -> No
         target.save(update_fields=["risk_class"])
 
 
+def _change_data(target: str, field: str, before: Any, after: Any, reason: str) -> dict[str, Any]:
+    """What every audit event of a classification change records of it: which field of which
+    kind of target, its value before and after, and the reason given."""
+    return {"target": target, "field": field, "before": before, "after": after, "reason": reason}
+
+
 def _apply(
     *,
     task_class: TaskClass,
@@ -183,11 +189,13 @@ def _apply(
         task_class=task_class,
         subject=change.key,
         data={
-            "target": change.target,
-            "field": change.field,
-            "before": _json(classes.current(change)),
-            "after": _json(change.value),
-            "reason": reason,
+            **_change_data(
+                change.target,
+                change.field,
+                _json(classes.current(change)),
+                _json(change.value),
+                reason,
+            ),
             "effective": [c.__dict__ for c in changes],
             "replanned": replanned,
             **(extra or {}),
@@ -333,13 +341,7 @@ def slot_set_scope_order(
         actor=actor,
         task_class=task_class,
         subject=slot.key,
-        data={
-            "target": "slot",
-            "field": "scope_order",
-            "before": before,
-            "after": order,
-            "reason": reason,
-        },
+        data=_change_data("slot", "scope_order", before, order, reason),
     )
     shown = ", ".join(order) if order else "none"
     return ChangeResult("applied", f"Saved: the scope order of {slot.key} is now {shown}.")
@@ -415,11 +417,9 @@ def _request_data(change_request: RiskChangeRequest, change: Change, reason: str
     """What every audit event about a risk change request records of it."""
     return {
         "request": change_request.pk,
-        "target": change.target,
-        "field": change.field,
-        "before": change_request.before,
-        "after": change_request.after,
-        "reason": reason,
+        **_change_data(
+            change.target, change.field, change_request.before, change_request.after, reason
+        ),
     }
 
 

@@ -22,7 +22,7 @@ from beliefs.models import (
     TaskClass,
     TaskInstance,
 )
-from beliefs.services.audit import Actor, audit, audit_all
+from beliefs.services.audit import Actor, audit, audit_all, audit_replaced
 from beliefs.services.lifecycle import close_instance, lock_instance, require_open
 from beliefs.services.planning import plan_locked
 from beliefs.services.retry import retry_on_race
@@ -217,12 +217,7 @@ def instance_set_world(*, instance: TaskInstance, world: World, actor: Actor) ->
     before = instance.world
     instance.world = world
     instance.save(update_fields=["world", "updated_at"])
-    audit(
-        "instance.world_set",
-        actor=actor,
-        instance=instance,
-        data={"before": before, "after": world},
-    )
+    audit_replaced("instance.world_set", before, world, actor=actor, instance=instance)
     _replan_if_planned(instance, actor)
     return instance
 

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from beliefs.errors import field_error
 from beliefs.models import Runtime, RuntimeAPIKey, TaskClass
-from beliefs.services.audit import Actor, audit
+from beliefs.services.audit import Actor, audit, audit_replaced
 
 MAX_RUNTIME_NAME = 50
 
@@ -69,11 +69,12 @@ def task_class_transfer(*, task_class: TaskClass, owner: Runtime | None, actor: 
         return task_class
     task_class.owner = owner
     task_class.save(update_fields=["owner", "updated_at"])
-    audit(
+    audit_replaced(
         "task_class.owner_changed",
+        before,
+        after,
         actor=actor,
         task_class=task_class,
         subject=task_class.key,
-        data={"before": before, "after": after},
     )
     return task_class

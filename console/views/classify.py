@@ -457,16 +457,6 @@ def slot_save(request: AuthedHttpRequest, key: str, slot_id: int) -> HttpRespons
 
 @require_POST
 @classifier_required
-def slot_preview(request: AuthedHttpRequest, key: str, slot_id: int) -> HttpResponse:
-    """What saving the row as it stands would do; writes nothing."""
-    task_class = _task_class(key)
-    slot = _slot(task_class, slot_id)
-    form = SlotForm(request.POST, slot=slot, preview=True)
-    return _preview(request, task_class, Bound("slot", slot.pk, form))
-
-
-@require_POST
-@classifier_required
 def decision_save(request: AuthedHttpRequest, key: str, decision_id: int) -> HttpResponse:
     task_class = _task_class(key)
     decision = _decision(task_class, decision_id)
@@ -488,11 +478,18 @@ def decision_save(request: AuthedHttpRequest, key: str, decision_id: int) -> Htt
 
 @require_POST
 @classifier_required
-def decision_preview(request: AuthedHttpRequest, key: str, decision_id: int) -> HttpResponse:
+def row_preview(request: AuthedHttpRequest, key: str, kind: str, row_id: int) -> HttpResponse:
+    """What saving the slot's or decision's row as it stands would do; writes nothing.
+
+    `kind` ("slot" or "decision") comes from the URL pattern, not from the request."""
     task_class = _task_class(key)
-    decision = _decision(task_class, decision_id)
-    form = _decision_form(request, task_class, decision, preview=True)
-    return _preview(request, task_class, Bound("decision", decision.pk, form))
+    form: SlotForm | DecisionForm
+    if kind == "slot":
+        form = SlotForm(request.POST, slot=_slot(task_class, row_id), preview=True)
+    else:
+        decision = _decision(task_class, row_id)
+        form = _decision_form(request, task_class, decision, preview=True)
+    return _preview(request, task_class, Bound(kind, row_id, form))
 
 
 def _decision_form(

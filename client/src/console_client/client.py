@@ -26,15 +26,22 @@ from console_client.models import AWAITING_USER, OPEN, Resolution, page_url
 DEFAULT_POLL_INTERVAL = 0.5
 DEFAULT_MAX_POLL_INTERVAL = 10.0
 DEFAULT_HTTP_TIMEOUT = 30.0
+# The default sleeps, taken when the module is imported (as a default argument would be).
+_time_sleep: Callable[[float], None] = time.sleep
+_async_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
 Json = dict[str, Any]
 
 # What a method returns: the value itself for `Console`, a coroutine of it for `AsyncConsole`.
 JsonResult = TypeVar("JsonResult")
 ResolutionResult = TypeVar("ResolutionResult")
+# What the constructor takes as `transport` and `sleep`: httpx's sync or async transport, and a
+# sleep that returns or one that is awaited.
+Transport = TypeVar("Transport", httpx.BaseTransport, httpx.AsyncBaseTransport)
+Sleeper = TypeVar("Sleeper")
 
 
-class _Api(ABC, Generic[JsonResult, ResolutionResult]):
+class _Api(ABC, Generic[JsonResult, ResolutionResult, Transport, Sleeper]):
     """The API, one method per endpoint, plus `wait` and `resolve`; sync or async by subclass.
 
     Every method raises a typed `ApiError` (BadRequest, Unauthorized, Forbidden, NotFound,
@@ -43,17 +50,32 @@ class _Api(ABC, Generic[JsonResult, ResolutionResult]):
 
     base_url: str
 
-    def _setup(
+    def __init__(
         self,
-        base_url: str | None,
-        api_key: str | None,
-        poll_interval: float,
-        max_poll_interval: float,
-    ) -> dict[str, Any]:
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        timeout: float = DEFAULT_HTTP_TIMEOUT,
+        poll_interval: float = DEFAULT_POLL_INTERVAL,
+        max_poll_interval: float = DEFAULT_MAX_POLL_INTERVAL,
+        transport: Transport | None = None,
+        sleep: Sleeper | None = None,
+    ) -> None:
+        """`sleep` waits between polls; without it, `time.sleep` (`asyncio.sleep` when async)."""
         self.base_url, key = _core.settings(base_url, api_key)
         self.poll_interval = poll_interval
         self.max_poll_interval = max_poll_interval
-        return _core.client_options(self.base_url, key)
+        self._open(timeout, transport, _core.client_options(self.base_url, key), sleep)
+
+    @abstractmethod
+    def _open(
+        self,
+        timeout: float,
+        transport: Transport | None,
+        options: dict[str, Any],
+        sleep: Sleeper | None,
+    ) -> None:
+        """Make the HTTP client (sync or async) and keep the sleep, or the default one."""
 
     @abstractmethod
     def _send(self, call: Call) -> JsonResult:
@@ -170,27 +192,22 @@ class _Api(ABC, Generic[JsonResult, ResolutionResult]):
         return self._run(steps())
 
 
-class Console(_Api[Json, Resolution]):
+class Console(_Api[Json, Resolution, httpx.BaseTransport, Callable[[float], None]]):
     """A runtime's client. `Console()` reads CONSOLE_URL and CONSOLE_API_KEY from the environment.
 
     Every method raises a typed `ApiError` (BadRequest, Unauthorized, Forbidden, NotFound,
     Conflict, PayloadTooLarge, ServerError) carrying the console's JSON error.
     """
 
-    def __init__(
+    def _open(
         self,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        *,
-        timeout: float = DEFAULT_HTTP_TIMEOUT,
-        poll_interval: float = DEFAULT_POLL_INTERVAL,
-        max_poll_interval: float = DEFAULT_MAX_POLL_INTERVAL,
-        transport: httpx.BaseTransport | None = None,
-        sleep: Callable[[float], None] = time.sleep,
+        timeout: float,
+        transport: httpx.BaseTransport | None,
+        options: dict[str, Any],
+        sleep: Callable[[float], None] | None,
     ) -> None:
-        options = self._setup(base_url, api_key, poll_interval, max_poll_interval)
         self._http = httpx.Client(timeout=timeout, transport=transport, **options)
-        self._sleep = sleep
+        self._sleep = _time_sleep if sleep is None else sleep
 
     def __enter__(self) -> Console:
         return self
@@ -223,23 +240,25 @@ class Console(_Api[Json, Resolution]):
         return step.parse(response)
 
 
-class AsyncConsole(_Api[Coroutine[Any, Any, Json], Coroutine[Any, Any, Resolution]]):
+class AsyncConsole(
+    _Api[
+        Coroutine[Any, Any, Json],
+        Coroutine[Any, Any, Resolution],
+        httpx.AsyncBaseTransport,
+        Callable[[float], Awaitable[None]],
+    ]
+):
     """The async twin of `Console`: the same methods, awaited."""
 
-    def __init__(
+    def _open(
         self,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        *,
-        timeout: float = DEFAULT_HTTP_TIMEOUT,
-        poll_interval: float = DEFAULT_POLL_INTERVAL,
-        max_poll_interval: float = DEFAULT_MAX_POLL_INTERVAL,
-        transport: httpx.AsyncBaseTransport | None = None,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        timeout: float,
+        transport: httpx.AsyncBaseTransport | None,
+        options: dict[str, Any],
+        sleep: Callable[[float], Awaitable[None]] | None,
     ) -> None:
-        options = self._setup(base_url, api_key, poll_interval, max_poll_interval)
         self._http = httpx.AsyncClient(timeout=timeout, transport=transport, **options)
-        self._sleep = sleep
+        self._sleep = _async_sleep if sleep is None else sleep
 
     async def __aenter__(self) -> AsyncConsole:
         return self
