@@ -4,7 +4,7 @@ asking, calls one service and answers with a documented body; every rule lives i
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 from uuid import UUID
 
@@ -250,22 +250,42 @@ class BeliefCreateApi(APIView):
         )
 
 
-class WorldApi(APIView):
-    permission_classes = [IsRuntime]
+def instance_change_api(
+    method: str,
+    body: type[serializers.Serializer],
+    change: Callable[[TaskInstance, Any, Actor], TaskInstance],
+    *,
+    summary: str,
+    description: str,
+) -> type[APIView]:
+    """A view for a runtime's change to an open instance it opened: the body validated with
+    `body`, one service called by `change`, the instance as it now is in answer."""
 
     @extend_schema(
-        request=s.WorldIn,
+        request=body,
         responses={200: s.InstanceOut, **WRITES},
-        summary="Replace the world of an open instance (runtimes)",
-        description="Prompts whose world diff changed get a new version.",
+        summary=summary,
+        description=description,
     )
-    def put(self, request: Request, instance_id: str) -> Response:
+    def handle(self: APIView, request: Request, instance_id: str) -> Response:
         instance = instance_for(request, instance_id)
-        data = validated(s.WorldIn, request.data)
-        instance = services.instance_set_world(
-            instance=instance, world=data["world"], actor=actor(request)
-        )
-        return Response(selectors.instance_payload(instance))
+        data = validated(body, request.data)
+        return Response(selectors.instance_payload(change(instance, data, actor(request))))
+
+    return type(
+        "InstanceChangeApi", (APIView,), {"permission_classes": [IsRuntime], method: handle}
+    )
+
+
+WorldApi = instance_change_api(
+    "put",
+    s.WorldIn,
+    lambda instance, data, by: services.instance_set_world(
+        instance=instance, world=data["world"], actor=by
+    ),
+    summary="Replace the world of an open instance (runtimes)",
+    description="Prompts whose world diff changed get a new version.",
+)
 
 
 class PlanApi(APIView):
@@ -287,22 +307,15 @@ class PlanApi(APIView):
         return Response(selectors.plan_payload(instance))
 
 
-class CancelApi(APIView):
-    permission_classes = [IsRuntime]
-
-    @extend_schema(
-        request=s.CancelIn,
-        responses={200: s.InstanceOut, **WRITES},
-        summary="Cancel an instance (runtimes)",
-        description="The body is optional; an instance already cancelled stays so.",
-    )
-    def post(self, request: Request, instance_id: str) -> Response:
-        instance = instance_for(request, instance_id)
-        data = validated(s.CancelIn, request.data)
-        instance = services.instance_cancel(
-            instance=instance, actor=actor(request), reason=data.get("reason") or ""
-        )
-        return Response(selectors.instance_payload(instance))
+CancelApi = instance_change_api(
+    "post",
+    s.CancelIn,
+    lambda instance, data, by: services.instance_cancel(
+        instance=instance, actor=by, reason=data.get("reason") or ""
+    ),
+    summary="Cancel an instance (runtimes)",
+    description="The body is optional; an instance already cancelled stays so.",
+)
 
 
 # --- prompts -------------------------------------------------------------------------------
