@@ -57,9 +57,13 @@ _CHOSEN_COLUMNS: tuple[tuple[type[Model], str], ...] = (
 )
 
 
-@lru_cache(maxsize=64)
-def _chosen_sql(slots: int, instances: int) -> str:
-    """The belief picked for each (slot, instance) pair: at most two `LIMIT 1` probes each."""
+def _pick_sql(instance: str, principal: str, run_number: str) -> str:
+    """SQL for the id of the belief that slot "s" binds for one instance: the newest active
+    belief of the instance, else the newest active one of the principal from an earlier run
+    (newest: acquired_at, then id). The instance's id, principal and run number are given as
+    SQL (columns or placeholders); each probe is one `LIMIT 1` walk of the index (principal,
+    slot, status, acquired_at, id). Its parameters: the active status, `instance`'s, the active
+    status again, `principal`'s and `run_number`'s, in that order."""
     col = rows.column
 
     def newest(where: str, join: str = "") -> str:
@@ -71,24 +75,47 @@ def _chosen_sql(slots: int, instances: int) -> str:
             " LIMIT 1)"
         )
 
-    current = newest(f"{col(Belief, 'instance', 'c')} = {col(TaskInstance, 'id', 'i')}")
+    current = newest(f"{col(Belief, 'instance', 'c')} = {instance}")
     carried = newest(
-        f"{col(Belief, 'principal', 'c')} = {col(TaskInstance, 'principal', 'i')}"
-        f" AND {col(TaskInstance, 'run_number', 'ci')} < {col(TaskInstance, 'run_number', 'i')}",
+        f"{col(Belief, 'principal', 'c')} = {principal}"
+        f" AND {col(TaskInstance, 'run_number', 'ci')} < {run_number}",
         join=f" INNER JOIN {rows.table(TaskInstance, 'ci')}"
         f" ON {col(TaskInstance, 'id', 'ci')} = {col(Belief, 'instance', 'c')}",
     )
-    picks = (
-        f"SELECT COALESCE({current}, {carried})"
-        f" FROM {rows.table(Slot, 's')} INNER JOIN {rows.table(TaskInstance, 'i')}"
-        f" ON {col(TaskInstance, 'task_class', 'i')} = {col(Slot, 'task_class', 's')}"
-        f" WHERE {col(Slot, 'id', 's')} IN ({rows.placeholders(slots)})"
-        f" AND {col(TaskInstance, 'id', 'i')} IN ({rows.placeholders(instances)})"
+    return f"COALESCE({current}, {carried})"
+
+
+def _belief_columns(alias: str) -> list[str]:
+    """The columns of `_CHOSEN_COLUMNS`: a belief under `alias`, its instance's run number."""
+    columns = [rows.column(m, n, alias) for m, n in _CHOSEN_COLUMNS[:-1]]
+    columns.append(rows.column(TaskInstance, "run_number", f"{alias}i"))
+    return columns
+
+
+def _belief_of(values: Sequence[Any]) -> Belief:
+    """A belief from `_CHOSEN_COLUMNS` values, its instance attached as `with_light_instance`
+    would load it: its run number only."""
+    belief = rows.instance_of(Belief, values[:-1])
+    belief.instance = TaskInstance.from_db(
+        belief._state.db, ["id", "run_number"], [belief.instance_id, values[-1]]
     )
-    columns = [col(m, n, "b") for m, n in _CHOSEN_COLUMNS[:-1]]
-    columns.append(col(TaskInstance, "run_number", "bi"))
+    return belief
+
+
+@lru_cache(maxsize=64)
+def _chosen_sql(slots: int, instances: int) -> str:
+    """The belief picked for each (slot, instance) pair of these slots and instances."""
+    col = rows.column
+    run = lambda name: col(TaskInstance, name, "i")  # noqa: E731 - the pairs' instance
+    picks = (
+        f"SELECT {_pick_sql(run('id'), run('principal'), run('run_number'))}"
+        f" FROM {rows.table(Slot, 's')} INNER JOIN {rows.table(TaskInstance, 'i')}"
+        f" ON {run('task_class')} = {col(Slot, 'task_class', 's')}"
+        f" WHERE {col(Slot, 'id', 's')} IN ({rows.placeholders(slots)})"
+        f" AND {run('id')} IN ({rows.placeholders(instances)})"
+    )
     return (
-        f"SELECT {', '.join(columns)} FROM {rows.table(Belief, 'b')}"
+        f"SELECT {', '.join(_belief_columns('b'))} FROM {rows.table(Belief, 'b')}"
         f" INNER JOIN {rows.table(TaskInstance, 'bi')}"
         f" ON {col(TaskInstance, 'id', 'bi')} = {col(Belief, 'instance', 'b')}"
         f" WHERE {col(Belief, 'id', 'b')} IN ({picks})"
@@ -108,15 +135,7 @@ def _chosen_rows(instance_ids: Sequence[UUID], slot_ids: Sequence[int]) -> list[
         ],
         _CHOSEN_COLUMNS,
     )
-    beliefs = []
-    for row in found:
-        belief = rows.instance_of(Belief, row[:-1])
-        # The belief's instance as `with_light_instance` would load it: its run number only.
-        belief.instance = TaskInstance.from_db(
-            belief._state.db, ["id", "run_number"], [belief.instance_id, row[-1]]
-        )
-        beliefs.append(belief)
-    return beliefs
+    return [_belief_of(row) for row in found]
 
 
 def choose_beliefs_for(
@@ -156,8 +175,14 @@ def choose_beliefs_for(
 
 
 def choose_beliefs(instance: TaskInstance, slots: Iterable[Slot]) -> dict[int, tuple[Belief, bool]]:
-    """slot id -> (belief, carried) for one instance: see `choose_beliefs_for`."""
-    return choose_beliefs_for([instance], slots)[instance.pk]
+    """slot id -> (belief, carried) for one instance, of these slots: the choice `slot_rows`
+    makes for planning, by the same rule as `choose_beliefs_for`."""
+    wanted = {slot.pk for slot in slots}
+    return {
+        row.slot.pk: (row.belief, row.carried)
+        for row in slot_rows(instance)
+        if row.belief is not None and row.slot.pk in wanted
+    }
 
 
 def slot_effective_risk(slot: Slot) -> policy.EffectiveRisk:
@@ -181,33 +206,77 @@ def belief_facts(belief: Belief | None, carried: bool) -> policy.BeliefFacts | N
     )
 
 
-@cache
-def _slots_sql() -> str:
-    col = rows.column
-    return (
-        f"SELECT {', '.join(col(m, n) for m, n in rows.concrete(Slot))} FROM {rows.table(Slot)}"
-        f" WHERE {col(Slot, 'task_class')} = %s ORDER BY {col(Slot, 'position')}, {col(Slot, 'id')}"
-    )
-
-
-_LINK_COLUMNS: tuple[tuple[type[Model], str], ...] = (
-    (Slot, "id"),
+_SLOT_ROW_COLUMNS: tuple[tuple[type[Model], str], ...] = (
+    *rows.concrete(Slot),
     (Decision, "key"),
     (Decision, "risk_class"),
+    *_CHOSEN_COLUMNS,
 )
 
 
 @cache
-def _links_sql() -> str:
+def _slot_rows_sql() -> str:
+    """Every slot of a task class in order, a row per decision it feeds (one with none when it
+    feeds none), each with the belief the slot binds for one instance."""
     col = rows.column
     through: type[Model] = Decision.slots.through
+    columns = [col(m, n, "s") for m, n in rows.concrete(Slot)]
+    columns += [col(Decision, "key"), col(Decision, "risk_class"), *_belief_columns("b")]
     return (
-        f"SELECT {col(through, 'slot')}, {col(Decision, 'key')}, {col(Decision, 'risk_class')}"
-        f" FROM {rows.table(through)} INNER JOIN {rows.table(Decision)}"
+        f"SELECT {', '.join(columns)} FROM {rows.table(Slot, 's')}"
+        f" LEFT OUTER JOIN {rows.table(through)} ON {col(through, 'slot')} = {col(Slot, 'id', 's')}"
+        f" LEFT OUTER JOIN {rows.table(Decision)}"
         f" ON {col(Decision, 'id')} = {col(through, 'decision')}"
-        f" WHERE {col(Decision, 'task_class')} = %s"
-        f" ORDER BY {col(Decision, 'task_class')}, {col(Decision, 'id')}"
+        f" LEFT OUTER JOIN {rows.table(Belief, 'b')}"
+        f" ON {col(Belief, 'id', 'b')} = {_pick_sql('%s', '%s', '%s')}"
+        f" LEFT OUTER JOIN {rows.table(TaskInstance, 'bi')}"
+        f" ON {col(TaskInstance, 'id', 'bi')} = {col(Belief, 'instance', 'b')}"
+        f" WHERE {col(Slot, 'task_class', 's')} = %s"
+        # The decisions in the order a prefetch of `slot.decisions` gives them (their default
+        # ordering): the first of equal levels names the reason.
+        f" ORDER BY {col(Slot, 'position', 's')}, {col(Slot, 'id', 's')},"
+        f" {col(Decision, 'task_class')}, {col(Decision, 'id')}"
     )
+
+
+@dataclass(frozen=True)
+class SlotRow:
+    slot: Slot
+    fed: list[tuple[str, RiskClass]]  # (key, class) of each decision the slot feeds
+    belief: Belief | None
+    carried: bool
+
+
+def slot_rows(instance: TaskInstance) -> list[SlotRow]:
+    """Every slot of the instance's task class, in order, with the decisions it feeds and the
+    belief it binds (the rule of `_pick_sql`): one query of fixed SQL, which planning runs on
+    every request."""
+    found = rows.fetch(
+        _slot_rows_sql(),
+        [
+            BeliefStatus.ACTIVE,
+            rows.prepare(TaskInstance, "id", instance.pk),
+            BeliefStatus.ACTIVE,
+            instance.principal_id,
+            instance.run_number,
+            instance.task_class_id,
+        ],
+        _SLOT_ROW_COLUMNS,
+    )
+    slot_width = len(rows.concrete(Slot))
+    out: list[SlotRow] = []
+    for values in found:
+        if not out or out[-1].slot.pk != values[0]:
+            belief = None
+            if values[slot_width + 2] is not None:  # the belief's id
+                belief = _belief_of(values[slot_width + 2 :])
+            slot = rows.instance_of(Slot, values[:slot_width])
+            carried = belief is not None and belief.instance_id != instance.pk
+            out.append(SlotRow(slot, [], belief, carried))
+        key, risk = values[slot_width], values[slot_width + 1]
+        if key is not None:
+            out[-1].fed.append((key, RiskClass(risk)))
+    return out
 
 
 @cache
@@ -233,27 +302,14 @@ def open_prompts_of(instance: TaskInstance) -> list[Prompt]:
 def slot_states(instance: TaskInstance) -> list[SlotState]:
     """Every slot of the instance's task class, in order: its risk, chosen belief and route.
 
-    The slots and their decisions are read with fixed SQL (planning reads them on every
-    request); a slot and the decisions it feeds always share a task class.
+    One query (`slot_rows`), whatever the number of slots.
     """
-    task_class_id = instance.task_class_id
-    slots = [
-        rows.instance_of(Slot, row)
-        for row in rows.fetch(_slots_sql(), [task_class_id], rows.concrete(Slot))
-    ]
-    # The decisions each slot feeds, as (key, class) pairs in the order a prefetch of
-    # `slot.decisions` gives them (their default ordering): the first of equal levels names the
-    # reason.
-    fed: dict[int, list[tuple[str, RiskClass]]] = defaultdict(list)
-    for slot_id, key, risk in rows.fetch(_links_sql(), [task_class_id], _LINK_COLUMNS):
-        fed[slot_id].append((key, RiskClass(risk)))
-    chosen = choose_beliefs(instance, slots)
     states = []
-    for slot in slots:
+    for row in slot_rows(instance):
+        slot, belief, carried = row.slot, row.belief, row.carried
         effective = policy.effective_risk(
-            RiskClass(slot.risk_class), fed[slot.pk], monotonic=slot.monotonic
+            RiskClass(slot.risk_class), row.fed, monotonic=slot.monotonic
         )
-        belief, carried = chosen.get(slot.pk, (None, False))
         facts = belief_facts(belief, carried)
         routing = policy.route(effective.risk, monotonic=slot.monotonic, belief=facts)
         world_now = instance.world.get(slot.key) if isinstance(instance.world, dict) else None

@@ -55,18 +55,18 @@ def test_planning_runs_the_same_queries_at_5_and_200_slots(
     run2 = _history(api, slots)
     plan = f"{API}/instances/{run2}/plan/"
     # 1 the API key; the service: 2 the instance (never planned: straight to the locked path),
-    # 3 savepoint, 4 the instance again under its lock (open: no expiry to check), 5 slots,
-    # 6 their decisions, 7 the chosen beliefs, 8 open prompts, 9 the new prompts in one INSERT,
-    # 10 the instance, 11 the audit event; the outbox, in the same transaction: 12 the blocking
-    # prompts, 13 the instance's runtime, 14 the event's sequence, 15 the event, 16 the
-    # runtime's endpoints; 17 release.
-    with django_assert_num_queries(17):
+    # 3 savepoint, 4 the instance again under its lock (open: no expiry to check), 5 its open
+    # prompts, 6 the slots with their decisions and chosen beliefs, 7 the new prompts in one
+    # INSERT, 8 the instance, 9 the audit event; the outbox, in the same transaction: 10 the
+    # blocking prompts, 11 the instance's runtime, 12 the event's sequence, 13 the event, 14 the
+    # runtime's endpoints; 15 release.
+    with django_assert_num_queries(15):
         first = api.runtime.post_json(plan)
     assert first.status_code == 200
     assert Prompt.objects.filter(instance_id=run2).count() == slots
     # A re-plan with nothing changed writes nothing and takes no lock: it reads 1 the key,
-    # 2 instance, 3 open prompts, 4 slots, 5 decisions, 6 beliefs.
-    with django_assert_num_queries(6):
+    # 2 the instance, 3 its open prompts, 4 the slots with their decisions and beliefs.
+    with django_assert_num_queries(4):
         again = api.runtime.post_json(plan)
     assert again.json() == first.json()
 
@@ -87,10 +87,10 @@ def test_reads_and_a_response_run_the_same_queries_at_5_and_200_slots(
     # instance locked, 7 the prompt with slot and belief, 8 an earlier response for this
     # version, 9 savepoint, 10 the response, 11 release, 12 older beliefs superseded, 13 the
     # next turn, 14 the new belief, 15 the response's belief, 16 the prompt, 17 the audit
-    # event; the re-plan: 18 slots, 19 decisions, 20 beliefs, 21 open prompts, 22 the instance;
-    # 23 the instance re-read, 24 release; the answer: 25 the prompt, 26 the instance's prompts,
-    # 27 its task class, 28 its principal.
-    with django_assert_num_queries(28):
+    # event; the re-plan: 18 open prompts, 19 the slots with their decisions and beliefs, 20 the
+    # instance; 21 the instance re-read, 22 release; the answer: 23 the prompt, 24 the
+    # instance's prompts, 25 its task class, 26 its principal.
+    with django_assert_num_queries(26):
         response = api.respond(prompt, "confirm")
     assert response.status_code == 200, response.json()
 

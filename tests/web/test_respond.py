@@ -347,14 +347,14 @@ def test_it_runs_the_same_queries_for_2_and_50_prompts(
     # the service: 6 savepoint, 7 the prompt, 8 the instance locked, 9 the prompt with its slot
     #   and belief, 10 an earlier response for this version, 11 expiry check, 12 savepoint,
     #   13 the response row, 14 release, 15 the vetoed belief, 16 older beliefs retired,
-    #   17 the prompt, 18 the audit event; the re-plan: 19 slots, 20 their decisions,
-    #   21 beliefs, 22 open prompts, 23 the new ASK prompt, 24 the instance, 25 the audit event,
-    #   26 the instance re-read, 27 release;
-    # the render:  28 the instance re-read, 29 prompts, 30 shown_at of the new question,
-    #   31 decisions, 32 their slots, 33 and 34 permissions for the header;
-    # and, after the audit event of the veto, the belief.vetoed event: 35 its sequence number,
-    #   36 its row (the scenario's instance has no runtime, so no endpoint is looked up).
-    with django_assert_num_queries(36):
+    #   17 the prompt, 18 the audit event; the re-plan: 19 open prompts, 20 the slots with
+    #   their decisions and beliefs, 21 the new ASK prompt, 22 the instance, 23 the audit event,
+    #   24 the instance re-read, 25 release;
+    # the render:  26 the instance re-read, 27 prompts, 28 shown_at of the new question,
+    #   29 decisions, 30 their slots, 31 and 32 permissions for the header;
+    # and, after the audit event of the veto, the belief.vetoed event: 33 its sequence number,
+    #   34 its row (the scenario's instance has no runtime, so no endpoint is looked up).
+    with django_assert_num_queries(34):
         response = post(alice_client, surfaced, action="veto")
     assert response.status_code == 200
 
