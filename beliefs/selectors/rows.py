@@ -47,27 +47,43 @@ def _converters(vendor: str, fields: tuple[tuple[type[Model], str], ...]) -> lis
     return chosen
 
 
-def fetch(
-    sql: str, params: Sequence[Any], fields: tuple[tuple[type[Model], str], ...]
-) -> list[list[Any]]:
+Fields = tuple[tuple[type[Model], str], ...]
+
+
+def _execute(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _convert(values: Sequence[Any], fields: Fields) -> list[Any]:
+    """`values` converted as the ORM would read the field named beside each."""
+    db = connections[DEFAULT_DB_ALIAS]  # the connection itself: the proxy costs per lookup
+    out = list(values)
+    for index, (col, found) in enumerate(_converters(db.vendor, fields)):
+        for converter in found:
+            out[index] = converter(out[index], col, db)
+    return out
+
+
+def fetch(sql: str, params: Sequence[Any], fields: Fields) -> list[list[Any]]:
     """Rows of `sql`, each value converted as the ORM would read the field named beside it
     (one (model, field name) per selected column, in order)."""
-    db = connections[DEFAULT_DB_ALIAS]  # the connection itself: the proxy costs per lookup
-    converters = [(i, col, found) for i, (col, found) in enumerate(_converters(db.vendor, fields))]
-    converters = [(i, col, found) for i, col, found in converters if found]
-    with db.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
-    out = []
-    for row in rows:
-        values = list(row)
-        for index, col, found in converters:
-            value = values[index]
-            for converter in found:
-                value = converter(value, col, db)
-            values[index] = value
-        out.append(values)
-    return out
+    return [_convert(row, fields) for row in _execute(sql, params)]
+
+
+def fetch_one_with_many(
+    sql: str, params: Sequence[Any], one: Fields, many: Fields
+) -> tuple[list[Any], list[list[Any]]] | None:
+    """For SQL that selects one row's `one` columns then `many` columns of the rows it has
+    (a LEFT OUTER JOIN, so at least one row): the one row's values, converted once, and the
+    many rows' values (none when the first `many` column, their id, is NULL). None: no row."""
+    found = _execute(sql, params)
+    if not found:
+        return None
+    width = len(one)
+    many_rows = [_convert(row[width:], many) for row in found if row[width] is not None]
+    return _convert(found[0][:width], one), many_rows
 
 
 def concrete(model: type[Model]) -> tuple[tuple[type[Model], str], ...]:

@@ -12,6 +12,7 @@ from django.utils import timezone
 from beliefs.errors import Conflict, NotFound
 from beliefs.models import (
     InstanceStatus,
+    Prompt,
     PromptState,
     TaskClass,
     TaskInstance,
@@ -21,63 +22,39 @@ from beliefs.services.notify import instance_status_changed
 
 
 def lock_instance(instance: TaskInstance) -> TaskInstance:
-    """Re-read the instance under a row lock so concurrent writers queue.
+    """Re-read the instance, with its task class and principal, under a row lock so concurrent
+    writers queue.
 
     Only the instance's own row is locked (`of`): the joined task class and principal are read,
     not locked, so a writer never holds a user or task-class row that an open waits for. No key
     update: inserts that refer to the instance (prompts, beliefs) need only a key share.
     """
-    return lock_instance_where(pk=instance.pk)
-
-
-def lock_instance_where(*, pk: Any, runtime_id: int | None = None) -> TaskInstance:
-    """The instance (only if `runtime_id`'s runtime opened it, when given), with its task class
-    and principal, read under `lock_instance`'s row lock; NotFound (404) when there is none,
-    whether it does not exist or belongs to someone else."""
-    return _instance_where(pk, runtime_id, lock=True)
-
-
-def instance_where(*, pk: Any, runtime_id: int | None = None) -> TaskInstance:
-    """`lock_instance_where` without the lock: a read."""
-    return _instance_where(pk, runtime_id, lock=False)
-
-
-def _instance_where(pk: Any, runtime_id: int | None, *, lock: bool) -> TaskInstance:
-    # Fixed SQL: planning reads an instance this way on every request (see `selectors.rows`).
-    params = [rows.prepare(TaskInstance, "id", pk)]
-    if runtime_id is not None:
-        params.append(runtime_id)
-    found = rows.fetch(_instance_sql(runtime_id is not None, lock), params, _INSTANCE_COLUMNS)
+    found = rows.fetch(
+        _instance_sql(by_runtime=False, lock=True),
+        [rows.prepare(TaskInstance, "id", instance.pk)],
+        _INSTANCE_COLUMNS,
+    )
     if not found:
         raise NotFound("No such instance.")
-    values = found[0]
-    instances, classes = len(rows.concrete(TaskInstance)), len(rows.concrete(TaskClass))
-    instance = rows.instance_of(TaskInstance, values[:instances])
-    instance.task_class = rows.instance_of(TaskClass, values[instances : instances + classes])
-    instance.principal = rows.instance_of(User, values[instances + classes :])
-    return instance
+    return _instance_of(found[0])
 
 
-_INSTANCE_COLUMNS = (*rows.concrete(TaskInstance), *rows.concrete(TaskClass), *rows.concrete(User))
-
-
-@cache
-def _instance_sql(by_runtime: bool, lock: bool) -> str:
-    col = rows.column
-    sql = (
-        f"SELECT {', '.join(col(m, n) for m, n in _INSTANCE_COLUMNS)}"
-        f" FROM {rows.table(TaskInstance)}"
-        f" INNER JOIN {rows.table(TaskClass)}"
-        f" ON {col(TaskClass, 'id')} = {col(TaskInstance, 'task_class')}"
-        f" INNER JOIN {rows.table(User)} ON {col(User, 'id')} = {col(TaskInstance, 'principal')}"
-        f" WHERE {col(TaskInstance, 'id')} = %s"
-    )
-    if by_runtime:
-        sql += f" AND {col(TaskInstance, 'runtime')} = %s"
-    if lock and connection.features.has_select_for_update:
-        # As `select_for_update(of=("self",), no_key=True)` writes it.
-        sql += f" FOR NO KEY UPDATE OF {rows.table(TaskInstance)}"
-    return sql
+def instance_with_open_prompts(
+    *, pk: Any, runtime_id: int | None = None, lock: bool
+) -> tuple[TaskInstance, list[Prompt]]:
+    """The instance (only if `runtime_id`'s runtime opened it, when given; under
+    `lock_instance`'s lock only when `lock`) with its open prompts, at most one per slot, in
+    one query: what planning reads first. NotFound (404) when there is none, whether it does
+    not exist or belongs to someone else."""
+    params = [PromptState.OPEN, rows.prepare(TaskInstance, "id", pk)]
+    if runtime_id is not None:
+        params.append(runtime_id)
+    sql = _instance_sql(by_runtime=runtime_id is not None, lock=lock, with_open_prompts=True)
+    found = rows.fetch_one_with_many(sql, params, _INSTANCE_COLUMNS, rows.concrete(Prompt))
+    if found is None:
+        raise NotFound("No such instance.")
+    values, prompts = found
+    return _instance_of(values), [rows.instance_of(Prompt, row) for row in prompts]
 
 
 def require_open(instance: TaskInstance, doing: str) -> None:
@@ -109,3 +86,45 @@ def close_instance(
         update_fields=["status", "status_reason", "bindings", "bindings_digest", "updated_at"]
     )
     instance_status_changed(instance, status_before)
+
+
+def _instance_of(values: list[Any]) -> TaskInstance:
+    """The instance, its task class and its principal from `_INSTANCE_COLUMNS` values."""
+    instances, classes = len(rows.concrete(TaskInstance)), len(rows.concrete(TaskClass))
+    instance = rows.instance_of(TaskInstance, values[:instances])
+    instance.task_class = rows.instance_of(TaskClass, values[instances : instances + classes])
+    instance.principal = rows.instance_of(User, values[instances + classes :])
+    return instance
+
+
+_INSTANCE_COLUMNS = (*rows.concrete(TaskInstance), *rows.concrete(TaskClass), *rows.concrete(User))
+
+
+@cache
+def _instance_sql(*, by_runtime: bool, lock: bool, with_open_prompts: bool = False) -> str:
+    """Fixed SQL (planning reads an instance on every request; see `selectors.rows`)."""
+    col = rows.column
+    columns = [col(m, n) for m, n in _INSTANCE_COLUMNS]
+    if with_open_prompts:
+        columns += [col(m, n) for m, n in rows.concrete(Prompt)]
+    sql = (
+        f"SELECT {', '.join(columns)} FROM {rows.table(TaskInstance)}"
+        f" INNER JOIN {rows.table(TaskClass)}"
+        f" ON {col(TaskClass, 'id')} = {col(TaskInstance, 'task_class')}"
+        f" INNER JOIN {rows.table(User)} ON {col(User, 'id')} = {col(TaskInstance, 'principal')}"
+    )
+    if with_open_prompts:
+        sql += (
+            f" LEFT OUTER JOIN {rows.table(Prompt)}"
+            f" ON {col(Prompt, 'instance')} = {col(TaskInstance, 'id')}"
+            f" AND {col(Prompt, 'state')} = %s"
+        )
+    sql += f" WHERE {col(TaskInstance, 'id')} = %s"
+    if by_runtime:
+        sql += f" AND {col(TaskInstance, 'runtime')} = %s"
+    if with_open_prompts:
+        sql += f" ORDER BY {col(Prompt, 'id')}"
+    if lock and connection.features.has_select_for_update:
+        # As `select_for_update(of=("self",), no_key=True)` writes it.
+        sql += f" FOR NO KEY UPDATE OF {rows.table(TaskInstance)}"
+    return sql

@@ -26,7 +26,7 @@ from beliefs.models import (
 from beliefs.selectors.beliefs import SlotState, belief_summary, open_prompts_of, slot_states
 from beliefs.services.audit import Actor, audit
 from beliefs.services.expiry import expire_locked_if_due
-from beliefs.services.lifecycle import instance_where, lock_instance_where, require_open
+from beliefs.services.lifecycle import instance_with_open_prompts, require_open
 from beliefs.services.notify import instance_status_changed
 from beliefs.services.retry import retry_on_race
 
@@ -298,11 +298,10 @@ def _plan(actor: Actor, pk: Any, runtime_id: int | None = None) -> TaskInstance:
     # while it waits for a person), is answered from reads alone: no transaction, no lock, no
     # write. This path can only answer with the plan the instance already holds, never bind:
     # a first plan, any change, an expiry due and a closed instance all take the locked path.
-    instance = instance_where(pk=pk, runtime_id=runtime_id)
+    instance, open_prompts = instance_with_open_prompts(pk=pk, runtime_id=runtime_id, lock=False)
     if instance.status == InstanceStatus.READY:
         return instance
     if instance.is_open and instance.planned_at is not None:
-        open_prompts = open_prompts_of(instance)
         now = timezone.now()
         due = any(is_overdue(p.state, p.blocking, p.expires_at, now) for p in open_prompts)
         if not due and plan_is_current(instance, open_prompts):
@@ -313,8 +312,7 @@ def _plan(actor: Actor, pk: Any, runtime_id: int | None = None) -> TaskInstance:
 @retry_on_race
 def _plan_under_lock(actor: Actor, pk: Any, runtime_id: int | None) -> TaskInstance:
     with transaction.atomic():
-        instance = lock_instance_where(pk=pk, runtime_id=runtime_id)
-        open_prompts = open_prompts_of(instance)
+        instance, open_prompts = instance_with_open_prompts(pk=pk, runtime_id=runtime_id, lock=True)
         expire_locked_if_due(instance, timezone.now(), open_prompts)
         if instance.is_open:
             plan_locked(instance, actor, open_prompts)

@@ -54,19 +54,19 @@ def test_planning_runs_the_same_queries_at_5_and_200_slots(
 ) -> None:
     run2 = _history(api, slots)
     plan = f"{API}/instances/{run2}/plan/"
-    # 1 the API key; the service: 2 the instance (never planned: straight to the locked path),
-    # 3 savepoint, 4 the instance again under its lock (open: no expiry to check), 5 its open
-    # prompts, 6 the slots with their decisions and chosen beliefs, 7 the new prompts in one
-    # INSERT, 8 the instance, 9 the audit event; the outbox, in the same transaction: 10 the
-    # blocking prompts, 11 the instance's runtime, 12 the event's sequence, 13 the event, 14 the
-    # runtime's endpoints; 15 release.
-    with django_assert_num_queries(15):
+    # 1 the API key; the service: 2 the instance with its open prompts (never planned: straight
+    # to the locked path), 3 savepoint, 4 the instance and its open prompts again, under its
+    # lock (open: no expiry to check), 5 the slots with their decisions and chosen beliefs, 6 the
+    # new prompts in one INSERT, 7 the instance, 8 the audit event; the outbox, in the same
+    # transaction: 9 the blocking prompts, 10 the instance's runtime, 11 the event's sequence,
+    # 12 the event, 13 the runtime's endpoints; 14 release.
+    with django_assert_num_queries(14):
         first = api.runtime.post_json(plan)
     assert first.status_code == 200
     assert Prompt.objects.filter(instance_id=run2).count() == slots
     # A re-plan with nothing changed writes nothing and takes no lock: it reads 1 the key,
-    # 2 the instance, 3 its open prompts, 4 the slots with their decisions and beliefs.
-    with django_assert_num_queries(4):
+    # 2 the instance with its open prompts, 3 the slots with their decisions and beliefs.
+    with django_assert_num_queries(3):
         again = api.runtime.post_json(plan)
     assert again.json() == first.json()
 
