@@ -50,11 +50,15 @@ def instance_with_open_prompts(
     if runtime_id is not None:
         params.append(runtime_id)
     sql = _instance_sql(by_runtime=runtime_id is not None, lock=lock, with_open_prompts=True)
-    found = rows.fetch_one_with_many(sql, params, _INSTANCE_COLUMNS, rows.concrete(Prompt))
+    # Unlocked, the instance comes alone: its task class and principal are for the writes that
+    # only ever happen under the lock (and would be loaded on first use).
+    columns = _INSTANCE_COLUMNS if lock else rows.concrete(TaskInstance)
+    found = rows.fetch_one_with_many(sql, params, columns, rows.concrete(Prompt))
     if found is None:
         raise NotFound("No such instance.")
     values, prompts = found
-    return _instance_of(values), [rows.instance_of(Prompt, row) for row in prompts]
+    instance = _instance_of(values) if lock else rows.instance_of(TaskInstance, values)
+    return instance, [rows.instance_of(Prompt, row) for row in prompts]
 
 
 def require_open(instance: TaskInstance, doing: str) -> None:
@@ -104,15 +108,20 @@ _INSTANCE_COLUMNS = (*rows.concrete(TaskInstance), *rows.concrete(TaskClass), *r
 def _instance_sql(*, by_runtime: bool, lock: bool, with_open_prompts: bool = False) -> str:
     """Fixed SQL (planning reads an instance on every request; see `selectors.rows`)."""
     col = rows.column
-    columns = [col(m, n) for m, n in _INSTANCE_COLUMNS]
+    related = lock or not with_open_prompts  # see `instance_with_open_prompts`
+    columns = [
+        col(m, n) for m, n in (_INSTANCE_COLUMNS if related else rows.concrete(TaskInstance))
+    ]
     if with_open_prompts:
         columns += [col(m, n) for m, n in rows.concrete(Prompt)]
-    sql = (
-        f"SELECT {', '.join(columns)} FROM {rows.table(TaskInstance)}"
-        f" INNER JOIN {rows.table(TaskClass)}"
-        f" ON {col(TaskClass, 'id')} = {col(TaskInstance, 'task_class')}"
-        f" INNER JOIN {rows.table(User)} ON {col(User, 'id')} = {col(TaskInstance, 'principal')}"
-    )
+    sql = f"SELECT {', '.join(columns)} FROM {rows.table(TaskInstance)}"
+    if related:
+        sql += (
+            f" INNER JOIN {rows.table(TaskClass)}"
+            f" ON {col(TaskClass, 'id')} = {col(TaskInstance, 'task_class')}"
+            f" INNER JOIN {rows.table(User)}"
+            f" ON {col(User, 'id')} = {col(TaskInstance, 'principal')}"
+        )
     if with_open_prompts:
         sql += (
             f" LEFT OUTER JOIN {rows.table(Prompt)}"

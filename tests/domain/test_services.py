@@ -165,9 +165,9 @@ def test_a_replan_expires_an_instance_whose_prompt_is_overdue(
 ) -> None:
     instance = _plan(_open(rt, alice), rt)
     assert instance.status == InstanceStatus.AWAITING_USER
-    with time_machine.travel(timezone.now() + settings.CONSOLE_PROMPT_TTL + timedelta(seconds=1)):
-        with pytest.raises(Conflict):
-            _plan(instance, rt)
+    later = timezone.now() + settings.CONSOLE_PROMPT_TTL + timedelta(seconds=1)
+    with time_machine.travel(later), pytest.raises(Conflict):
+        _plan(instance, rt)
     instance.refresh_from_db()
     assert instance.status == InstanceStatus.EXPIRED
     assert AuditEvent.objects.filter(kind="instance.expired", instance_id=instance.pk).count() == 1
