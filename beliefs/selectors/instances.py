@@ -185,12 +185,12 @@ def plan_payload(instance: TaskInstance) -> dict[str, Any]:
     }
 
 
-# --- the instance read, in one fixed query ----------------------------------------------------
+# --- the instance read, in two fixed queries ---------------------------------------------------
 #
 # A runtime polls its instance while it waits for a person: the read is the API's most frequent
-# request. It answers with exactly `instance_payload`'s body, from one query of fixed SQL: the
-# instance (with its task class key and principal's name) joined to its prompts (with slot,
-# belief and the belief's run number).
+# request. It answers with exactly `instance_payload`'s body, from one query for the instance
+# (with its task class key and principal's name) and one for its prompts (with slot, belief and
+# the belief's run number), read with fixed SQL.
 
 _INSTANCE_COLUMNS: tuple[tuple[type[Model], str], ...] = (
     *(
@@ -236,28 +236,39 @@ _EXPIRES_AT = _PROMPT_COLUMNS.index((Prompt, "expires_at"))
 
 
 @cache
-def _instance_read_sql(owner: str) -> str:
-    """The instance (with its task class key and principal's name) and each of its prompts
-    (with slot, belief and the belief's run number), a row per prompt (one with no prompt when
-    it has none): one query, in the prompts' order."""
-    col = rows.column
-    # The belief's instance is joined under an alias: the instance's own table is the first.
-    columns = [col(m, n) for m, n in _INSTANCE_COLUMNS]
-    columns += [col(m, n) for m, n in _PROMPT_COLUMNS[:-1]]
-    columns.append(col(TaskInstance, "run_number", alias="belief_instance"))
+def _instance_sql(owner: str) -> str:
+    instance = rows.column  # of the instance's own table, the one the WHERE names
     return (
-        f"SELECT {', '.join(columns)} FROM {rows.table(TaskInstance)}"
-        f" INNER JOIN {rows.table(TaskClass)}"
-        f" ON {col(TaskClass, 'id')} = {col(TaskInstance, 'task_class')}"
-        f" INNER JOIN {rows.table(User)} ON {col(User, 'id')} = {col(TaskInstance, 'principal')}"
-        f" LEFT OUTER JOIN {rows.table(Prompt)}"
-        f" ON {col(Prompt, 'instance')} = {col(TaskInstance, 'id')}"
-        f" LEFT OUTER JOIN {rows.table(Slot)} ON {col(Slot, 'id')} = {col(Prompt, 'slot')}"
-        f" LEFT OUTER JOIN {rows.table(Belief)} ON {col(Belief, 'id')} = {col(Prompt, 'belief')}"
-        f" LEFT OUTER JOIN {rows.table(TaskInstance, alias='belief_instance')}"
-        f" ON {col(TaskInstance, 'id', alias='belief_instance')} = {col(Belief, 'instance')}"
-        f" WHERE {col(TaskInstance, 'id')} = %s AND {col(TaskInstance, owner)} = %s"
-        f" ORDER BY {col(Slot, 'position')}, {col(Slot, 'id')}, {col(Prompt, 'id')}"
+        "SELECT "
+        + ", ".join(rows.column(m, n) for m, n in _INSTANCE_COLUMNS)
+        + f" FROM {rows.table(TaskInstance)}"
+        + f" INNER JOIN {rows.table(TaskClass)}"
+        + f" ON {rows.column(TaskClass, 'id')} = {instance(TaskInstance, 'task_class')}"
+        + f" INNER JOIN {rows.table(User)}"
+        + f" ON {rows.column(User, 'id')} = {instance(TaskInstance, 'principal')}"
+        + f" WHERE {instance(TaskInstance, 'id')} = %s AND {instance(TaskInstance, owner)} = %s"
+    )
+
+
+@cache
+def _prompts_sql() -> str:
+    # The belief's instance is joined under an alias: the prompt's own instance is not joined.
+    columns = [rows.column(m, n) for m, n in _PROMPT_COLUMNS[:-1]]
+    columns.append(rows.column(TaskInstance, "run_number", alias="belief_instance"))
+    return (
+        "SELECT "
+        + ", ".join(columns)
+        + f" FROM {rows.table(Prompt)}"
+        + f" INNER JOIN {rows.table(Slot)}"
+        + f" ON {rows.column(Slot, 'id')} = {rows.column(Prompt, 'slot')}"
+        + f" LEFT OUTER JOIN {rows.table(Belief)}"
+        + f" ON {rows.column(Belief, 'id')} = {rows.column(Prompt, 'belief')}"
+        + f" LEFT OUTER JOIN {rows.table(TaskInstance, alias='belief_instance')}"
+        + f" ON {rows.column(TaskInstance, 'id', alias='belief_instance')}"
+        + f" = {rows.column(Belief, 'instance')}"
+        + f" WHERE {rows.column(Prompt, 'instance')} = %s"
+        + f" ORDER BY {rows.column(Slot, 'position')}, {rows.column(Slot, 'id')},"
+        + f" {rows.column(Prompt, 'id')}"
     )
 
 
@@ -266,7 +277,7 @@ def _iso(value: datetime | None) -> str | None:
 
 
 def _prompt_row_detail(row: list[Any]) -> dict[str, Any]:
-    """`prompt_detail` of the prompt columns of one row of `_instance_read_sql`."""
+    """`prompt_detail` of one row of `_prompts_sql`."""
     (
         pk, instance_id, route, rule, reason, effective_risk, risk_reason, blocking, state,
         version, prefill, context_value, world_ref, world_now, world_diff, action,
@@ -332,21 +343,20 @@ def instance_read(
     owner, owner_id = (
         ("runtime", runtime_id) if runtime_id is not None else ("principal", principal_id)
     )
-    found = rows.fetch_one_with_many(
-        _instance_read_sql(owner),
+    found = rows.fetch(
+        _instance_sql(owner),
         [rows.prepare(TaskInstance, "id", instance_id), owner_id],
         _INSTANCE_COLUMNS,
-        _PROMPT_COLUMNS,
     )
-    if found is None:
+    if not found:
         return None
     (
-        (
-            pk, run_number, status, status_reason, world, bindings, digest, plan_items,
-            planned_at, created_at, updated_at, task_class_key, username,
-        ),
-        prompt_rows,
-    ) = found  # fmt: skip
+        pk, run_number, status, status_reason, world, bindings, digest, plan_items,
+        planned_at, created_at, updated_at, task_class_key, username,
+    ) = found[0]  # fmt: skip
+    prompt_rows = rows.fetch(
+        _prompts_sql(), [rows.prepare(Prompt, "instance", pk)], _PROMPT_COLUMNS
+    )
     prompts = [_prompt_row_detail(row) for row in prompt_rows]
     now = timezone.now()
     due = status == InstanceStatus.AWAITING_USER and any(

@@ -77,9 +77,9 @@ def test_reads_and_a_response_run_the_same_queries_at_5_and_200_slots(
 ) -> None:
     run2 = _history(api, slots)
     api.plan(run2)
-    # 1 the API key with its runtime, 2 the instance with its task class and principal and its
+    # 1 the API key with its runtime, 2 the instance with its task class and principal, 3 its
     # prompts with slots and beliefs (whose expiry times settle the lazy expiry check).
-    with django_assert_num_queries(2):
+    with django_assert_num_queries(3):
         read = api.runtime.get(f"{API}/instances/{run2}/")
     assert len(read.json()["prompts"]) == slots
     prompt = api.prompt(run2, "s0")
