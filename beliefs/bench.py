@@ -522,7 +522,7 @@ class Bench:
                 run = n // len(user_ids) + 1  # one run number per principal, as is unique
                 yield (
                     pk, task_class.pk, user_ids[n % len(user_ids)], run, "{}", "ready", "",
-                    "[]", "", "", at, at, at,
+                    "[]", "", "", at, len(slot_ids), at, at,
                 )  # fmt: skip
 
         self.bulk_load(
@@ -539,6 +539,7 @@ class Bench:
                 "bindings_digest",
                 "idempotency_hash",
                 "planned_at",
+                "blocking_asked",  # the blocking prompts loaded below
                 "created_at",
                 "updated_at",
             ),  # fmt: skip

@@ -15,7 +15,7 @@ from django.db.models import Q
 from rest_framework_api_key.models import AbstractAPIKey, APIKeyManager
 
 from beliefs.domain.policy import RiskClass, Route, Rule, Source
-from beliefs.domain.vocabulary import OPEN_INSTANCE_STATUSES, VERDICTS
+from beliefs.domain.vocabulary import INSIGHTS_RUNS_SHOWN, OPEN_INSTANCE_STATUSES, VERDICTS
 
 RISK_CHOICES = [(r.value, r.value) for r in RiskClass]
 SOURCE_CHOICES = [(s.value, s.value) for s in Source]
@@ -163,6 +163,10 @@ class TaskInstance(models.Model):
     bindings = models.JSONField(null=True, blank=True)
     bindings_digest = models.CharField(max_length=64, blank=True)
     planned_at = models.DateTimeField(null=True, blank=True)
+    # How many of its prompts are blocking: the questions this run put to its person, kept by
+    # planning (which alone creates prompts and sets `blocking`) so /insights/ reads a number
+    # per instance instead of counting prompts.
+    blocking_asked = models.PositiveIntegerField(default=0, db_default=0)
     # The runtime's Idempotency-Key for the open, and the SHA-256 of the body it came with, so a
     # retried open returns this instance and a reused key with another body is refused. NULL,
     # not "", for "no key": the unique constraint below holds only among instances with a key.
@@ -184,8 +188,15 @@ class TaskInstance(models.Model):
         ]
         indexes = [
             models.Index(fields=["principal", "status", "-created_at"]),
-            # /insights/ reads the latest planned instances, newest first.
-            models.Index(fields=["-planned_at"], name="instance_latest_planned"),
+            # /insights/ reads the latest planned instances of the first runs, newest first:
+            # only those rows are in the index, so the read walks exactly the rows it shows
+            # (a plain planned_at index left PostgreSQL scanning every instance once the
+            # early runs were a small share of them).
+            models.Index(
+                fields=["-planned_at"],
+                condition=Q(planned_at__isnull=False, run_number__lte=INSIGHTS_RUNS_SHOWN),
+                name="instance_early_runs_planned",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -81,3 +81,11 @@ def test_it_shows_every_route_and_every_rule_across_the_run_2_plans(demo: str) -
             seen.add((item["route"], item["rule"]))
     assert {rule for _, rule in seen} == {r.value for r in Rule}
     assert {route for route, _ in seen} == {r.value for r in Route}
+
+
+def test_each_instance_keeps_the_count_of_its_blocking_prompts(demo: str) -> None:
+    # Planning keeps `blocking_asked`; the demo plans, re-plans, answers and re-classifies.
+    counted = {i.pk: i.prompts.filter(blocking=True).count() for i in TaskInstance.objects.all()}
+    kept = dict(TaskInstance.objects.values_list("pk", "blocking_asked"))
+    assert kept == counted
+    assert any(counted.values())

@@ -17,6 +17,9 @@ MAX_LABEL_LENGTH = 200  # names and labels
 MAX_TEXT_LENGTH = 2000  # a typed value, a reason, a note
 MAX_JSON_DEPTH = 32  # nesting of any JSON body; a proposal needs four levels
 MAX_PATH_LENGTH = 500  # a finding's JSON path as stored
+# /insights/ follows the first runs of each task class; a partial index holds exactly the
+# planned instances of these runs, so changing it needs a migration.
+INSIGHTS_RUNS_SHOWN = 10
 
 # Proposal validations: verdicts (in the order the statistics stack them, bottom to top),
 # transition policies and finding severities.

@@ -15,15 +15,15 @@ several times the queries themselves.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from statistics import median
 
 from django.db import connection
-from django.db.models import Count, FloatField, IntegerField, OuterRef, Subquery
-from django.db.models.expressions import RawSQL
-from django.db.models.functions import Coalesce
 
 from beliefs.domain.policy import Route
+from beliefs.domain.vocabulary import INSIGHTS_RUNS_SHOWN
 from beliefs.models import Prompt, PromptState, TaskClass, TaskInstance
+from beliefs.selectors import rows
 
 
 @dataclass(frozen=True)
@@ -66,36 +66,40 @@ class Fatigue:
 
 
 FAST_SECONDS = 2.0
-MAX_RUNS_SHOWN = 10
 WINDOW = 1000
+
+
+@cache
+def _convergence_sql() -> str:
+    """Instances and their blocking prompts per (task class, run) over the window: the window
+    read through the partial index that holds only planned instances of the first runs (its
+    condition written out as the index has it, so every database sees it is usable), summed by
+    the database, so a few rows come back whatever the window's size."""
+    col = rows.column
+    window = (
+        f"SELECT {col(TaskInstance, 'task_class')} AS task_class_id,"
+        f" {col(TaskInstance, 'run_number')} AS run_number,"
+        f" {col(TaskInstance, 'blocking_asked')} AS asked"
+        f" FROM {rows.table(TaskInstance)}"
+        f" WHERE {col(TaskInstance, 'planned_at')} IS NOT NULL"
+        f" AND {col(TaskInstance, 'run_number')} <= {int(INSIGHTS_RUNS_SHOWN)}"
+        f" ORDER BY {col(TaskInstance, 'planned_at')} DESC LIMIT %s"
+    )
+    return (
+        f"SELECT task_class_id, run_number, COUNT(*), SUM(asked) FROM ({window}) AS w"
+        " GROUP BY task_class_id, run_number ORDER BY task_class_id, run_number"
+    )
 
 
 def convergence() -> list[Convergence]:
     """Blocking prompts per instance, by run number, for every task class (two queries).
 
-    Each window instance counts its blocking prompts in a correlated subquery (one probe of the
-    prompt's instance index per row): given the window as an `IN` subquery instead, PostgreSQL
-    hashes it and scans every prompt, and an `IN` list of a thousand ids costs more to build
-    and decode than the counts themselves.
+    Each instance brings the count of its blocking prompts that planning keeps on it, so no
+    prompt is read.
     """
-    blocking = (
-        Prompt.objects.filter(instance_id=OuterRef("pk"), blocking=True)
-        .order_by()
-        .values("instance_id")
-        .annotate(n=Count("id"))
-        .values("n")
-    )
-    latest = list(
-        TaskInstance.objects.filter(planned_at__isnull=False, run_number__lte=MAX_RUNS_SHOWN)
-        .order_by("-planned_at")
-        .annotate(blocking=Coalesce(Subquery(blocking, output_field=IntegerField()), 0))
-        .values_list("task_class_id", "run_number", "blocking")[:WINDOW]
-    )
-    totals: dict[tuple[int, int], list[int]] = {}
-    for task_class_id, run_number, prompts in latest:
-        total = totals.setdefault((task_class_id, run_number), [0, 0])
-        total[0] += 1
-        total[1] += prompts
+    with connection.cursor() as cursor:
+        cursor.execute(_convergence_sql(), [WINDOW])
+        totals = {(tc, run): (int(n), int(asked)) for tc, run, n, asked in cursor.fetchall()}
     by_class: dict[int, list[RunPoint]] = {}
     for (task_class_id, run_number), (instances, prompts) in sorted(totals.items()):
         by_class.setdefault(task_class_id, []).append(
@@ -149,17 +153,25 @@ _WORLD_CHANGED_SQL = {
 }
 
 
+@cache
+def _fatigue_sql(vendor: str) -> str:
+    """The window of answered blocking prompts, newest first through the responded_at index,
+    each as its dwell, route, action and whether its world diff showed a change."""
+    col = rows.column
+    return (
+        f"SELECT {_DWELL_SQL[vendor]}, {col(Prompt, 'route')}, {col(Prompt, 'action')},"
+        f" {_WORLD_CHANGED_SQL[vendor]} FROM {rows.table(Prompt)}"
+        f" WHERE {col(Prompt, 'blocking')} AND {col(Prompt, 'state')} = %s"
+        f" AND {col(Prompt, 'responded_at')} IS NOT NULL"
+        f" ORDER BY {col(Prompt, 'responded_at')} DESC LIMIT %s"
+    )
+
+
 def fatigue() -> Fatigue:
     """Dwell times and how often confirmations keep the old value (one query)."""
-    latest = (
-        Prompt.objects.filter(blocking=True, state=PromptState.ANSWERED, responded_at__isnull=False)
-        .order_by("-responded_at")
-        .annotate(
-            dwell=RawSQL(_DWELL_SQL[connection.vendor], (), output_field=FloatField()),
-            changed=RawSQL(_WORLD_CHANGED_SQL[connection.vendor], (), output_field=IntegerField()),
-        )
-        .values_list("dwell", "route", "action", "changed")[:WINDOW]
-    )
+    with connection.cursor() as cursor:
+        cursor.execute(_fatigue_sql(connection.vendor), [PromptState.ANSWERED, WINDOW])
+        latest = cursor.fetchall()
     answered = 0
     dwell: list[float] = []
     confirms = unchanged = changed_total = changed_kept = 0

@@ -103,6 +103,8 @@ class _Reconciled:
     superseded: list[Prompt]
     created: list[Prompt]
     revised: list[Prompt]
+    # How many more of the instance's prompts are blocking afterwards (`blocking_asked`).
+    blocking_delta: int = 0
 
     @property
     def writes_prompts(self) -> bool:
@@ -145,9 +147,11 @@ def _reconcile(
                     **desired,
                 )
                 done.created.append(prompt)
+                done.blocking_delta += desired["blocking"]
                 change = "created"
             elif not _prompt_matches(prompt, desired):
                 became_blocking = desired["blocking"] and not prompt.blocking
+                done.blocking_delta += desired["blocking"] - prompt.blocking
                 for field, value in desired.items():
                     setattr(prompt, field, value)
                 prompt.version += 1
@@ -227,6 +231,7 @@ def plan_locked(
         instance.plan_items = items
         instance.planned_at = now
         instance.status, instance.bindings, instance.bindings_digest = status, bindings, digest
+        instance.blocking_asked += done.blocking_delta
         instance.save(
             update_fields=[
                 "plan_items",
@@ -234,6 +239,7 @@ def plan_locked(
                 "status",
                 "bindings",
                 "bindings_digest",
+                "blocking_asked",
                 "updated_at",
             ]
         )

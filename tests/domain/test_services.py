@@ -843,6 +843,41 @@ def test_it_keeps_a_blocking_prompt_blocking_after_a_downgrade(
     assert _items(run3)["recipient_account"]["route"] == "SURFACED"
 
 
+def _blocking_counts(instance: TaskInstance) -> tuple[int, int]:
+    """The count planning keeps on the instance, and the count of its blocking prompts."""
+    instance.refresh_from_db()
+    return instance.blocking_asked, Prompt.objects.filter(instance=instance, blocking=True).count()
+
+
+def test_it_counts_a_prompt_that_becomes_blocking_and_keeps_counting_a_released_one(
+    rt: Actor, alice: User, transfer_class: TaskClass
+) -> None:
+    beliefs = [{"slot": "reference", "value": "rent", "source": "inference", "turn": 1}]
+    instance = _plan(_open(rt, alice, beliefs=beliefs), rt)
+    surfaced = open_prompt(instance, "reference")
+    assert not surfaced.blocking
+    assert _blocking_counts(instance) == (2, 2)  # the account and the memo, asked
+
+    # An upgrade makes the assumption a confirmation: one more question put to the person.
+    classify(transfer_class, slots={"reference": "irreversible"})
+    instance = _plan(instance, rt)
+    surfaced.refresh_from_db()
+    assert surfaced.blocking
+    assert _blocking_counts(instance) == (3, 3)
+
+    # The person's own answer releases the account's prompt; it was still asked.
+    record_belief(
+        instance=instance,
+        data={"slot": "recipient_account", "value": "DE02", "source": "user", "turn": 2},
+        actor=rt,
+    )
+    assert open_prompt(instance, "memo").blocking
+    assert not Prompt.objects.filter(
+        instance=instance, slot__key="recipient_account", state=PromptState.OPEN
+    ).exists()
+    assert _blocking_counts(instance) == (3, 3)
+
+
 def test_it_lets_a_user_answer_release_a_blocking_prompt(
     rt: Actor, alice: User, transfer_class: TaskClass
 ) -> None:
