@@ -160,6 +160,9 @@ class TaskInstance(models.Model):
     status_reason = models.TextField(blank=True)
     # The last plan, item per slot, as the API returns it.
     plan_items = models.JSONField(default=list, blank=True)
+    # `json_digest` of plan_items, written with them: planning again tells whether the plan it
+    # would make is the stored one by this digest, without reading the stored plan.
+    plan_digest = models.CharField(max_length=64, blank=True, default="", db_default="")
     bindings = models.JSONField(null=True, blank=True)
     bindings_digest = models.CharField(max_length=64, blank=True)
     planned_at = models.DateTimeField(null=True, blank=True)

@@ -96,9 +96,8 @@ def _belief_of(values: Sequence[Any]) -> Belief:
     """A belief from `_CHOSEN_COLUMNS` values, its instance attached as `with_light_instance`
     would load it: its run number only."""
     belief = rows.instance_of(Belief, values[:-1])
-    belief.instance = TaskInstance.from_db(
-        belief._state.db, ["id", "run_number"], [belief.instance_id, values[-1]]
-    )
+    light = rows.instance_of(TaskInstance, [belief.instance_id, values[-1]], ["id", "run_number"])
+    Belief.instance.field.set_cached_value(belief, light)
     return belief
 
 
@@ -279,24 +278,39 @@ def slot_rows(instance: TaskInstance) -> list[SlotRow]:
     return out
 
 
+# What planning reads of an open prompt: what it compares with what routing wants now, and
+# what it writes back. The answer's columns and the timestamps are left deferred: an open
+# prompt has no answer, and reading them would cost more than the comparison.
+_OPEN_PROMPT_COLUMNS: tuple[tuple[type[Model], str], ...] = tuple(
+    (Prompt, name)
+    for name in (
+        "id", "instance_id", "slot_id", "belief_id", "route", "rule", "reason",
+        "effective_risk", "risk_reason", "blocking", "prefill", "context_value", "world_ref",
+        "world_now", "world_diff", "state", "version", "expires_at",
+    )
+)  # fmt: skip
+
+
 @cache
 def _open_prompts_sql() -> str:
     col = rows.column
     return (
-        f"SELECT {', '.join(col(m, n) for m, n in rows.concrete(Prompt))} FROM {rows.table(Prompt)}"
+        f"SELECT {', '.join(col(m, n) for m, n in _OPEN_PROMPT_COLUMNS)} FROM {rows.table(Prompt)}"
         f" WHERE {col(Prompt, 'instance')} = %s AND {col(Prompt, 'state')} = %s"
         f" ORDER BY {col(Prompt, 'id')}"
     )
 
 
 def open_prompts_of(instance: TaskInstance) -> list[Prompt]:
-    """The instance's open prompts (at most one per slot), read with fixed SQL."""
+    """The instance's open prompts (at most one per slot), read with fixed SQL, with
+    `_OPEN_PROMPT_COLUMNS` loaded (any other column is read on first use)."""
     found = rows.fetch(
         _open_prompts_sql(),
         [rows.prepare(Prompt, "instance", instance.pk), PromptState.OPEN],
-        rows.concrete(Prompt),
+        _OPEN_PROMPT_COLUMNS,
     )
-    return [rows.instance_of(Prompt, row) for row in found]
+    names = [name for _, name in _OPEN_PROMPT_COLUMNS]
+    return [rows.instance_of(Prompt, row, names) for row in found]
 
 
 def slot_states(instance: TaskInstance) -> list[SlotState]:

@@ -16,6 +16,8 @@ from typing import Any, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Field, Model
+from django.db.models.base import ModelState
+from django.db.models.signals import post_init, pre_init
 
 Converter = Callable[[Any, Any, Any], Any]
 M = TypeVar("M", bound=Model)
@@ -72,29 +74,34 @@ def fetch(sql: str, params: Sequence[Any], fields: Fields) -> list[list[Any]]:
     return [_convert(row, fields) for row in _execute(sql, params)]
 
 
-def fetch_one_with_many(
-    sql: str, params: Sequence[Any], one: Fields, many: Fields
-) -> tuple[list[Any], list[list[Any]]] | None:
-    """For SQL that selects one row's `one` columns then `many` columns of the rows it has
-    (a LEFT OUTER JOIN, so at least one row): the one row's values, converted once, and the
-    many rows' values (none when the first `many` column, their id, is NULL). None: no row."""
-    found = _execute(sql, params)
-    if not found:
-        return None
-    width = len(one)
-    many_rows = [_convert(row[width:], many) for row in found if row[width] is not None]
-    return _convert(found[0][:width], one), many_rows
-
-
 def concrete(model: type[Model]) -> tuple[tuple[type[Model], str], ...]:
     """Every concrete column of a model, in the order `Model.from_db` takes them."""
     return tuple((model, field.attname) for field in model._meta.concrete_fields)
 
 
-def instance_of(model: type[M], values: Sequence[Any]) -> M:
-    """A model instance from a row's `concrete(model)` values, as a queryset would make it."""
-    names = [field.attname for field in model._meta.concrete_fields]
-    return model.from_db(connection.alias, names, values)
+@cache
+def _attnames(model: type[Model]) -> tuple[str, ...]:
+    return tuple(field.attname for field in model._meta.concrete_fields)
+
+
+def instance_of(model: type[M], values: Sequence[Any], names: Sequence[str] | None = None) -> M:
+    """A model instance from a row's `concrete(model)` values, as a queryset would make it.
+
+    `Model.from_db` runs `__init__`, which sets each field through its descriptor and sends the
+    init signals: planning makes a few model instances per slot, and that was most of a slot's
+    cost. With no init signal receiver for the model (no field here needs one), the instance is
+    the same when its attributes are set directly; with one, `from_db` is used. `names`: the
+    attribute names of `values` when they are only some columns (the others are deferred).
+    """
+    names = _attnames(model) if names is None else names
+    if pre_init.has_listeners(model) or post_init.has_listeners(model):
+        return model.from_db(DEFAULT_DB_ALIAS, list(names), values)
+    instance = model.__new__(model)
+    instance.__dict__.update(zip(names, values, strict=True))
+    state = instance._state = ModelState()
+    state.adding = False
+    state.db = DEFAULT_DB_ALIAS
+    return instance
 
 
 def placeholders(count: int) -> str:

@@ -18,6 +18,7 @@ from beliefs.models import (
     TaskInstance,
 )
 from beliefs.selectors import rows
+from beliefs.selectors.beliefs import open_prompts_of
 from beliefs.services.notify import instance_status_changed
 
 
@@ -43,22 +44,26 @@ def instance_with_open_prompts(
     *, pk: Any, runtime_id: int | None = None, lock: bool
 ) -> tuple[TaskInstance, list[Prompt]]:
     """The instance (only if `runtime_id`'s runtime opened it, when given; under
-    `lock_instance`'s lock only when `lock`) with its open prompts, at most one per slot, in
-    one query: what planning reads first. NotFound (404) when there is none, whether it does
-    not exist or belongs to someone else."""
-    params = [PromptState.OPEN, rows.prepare(TaskInstance, "id", pk)]
+    `lock_instance`'s lock only when `lock`) and its open prompts, at most one per slot: what
+    planning reads first. NotFound (404) when there is none, whether it does not exist or
+    belongs to someone else.
+
+    Two queries, not one joined: a join repeats the instance's plan and world, its largest
+    columns, on every prompt's row (at 200 slots, megabytes per read).
+    """
+    params = [rows.prepare(TaskInstance, "id", pk)]
     if runtime_id is not None:
         params.append(runtime_id)
-    sql = _instance_sql(by_runtime=runtime_id is not None, lock=lock, with_open_prompts=True)
-    # Unlocked, the instance comes alone: its task class and principal are for the writes that
-    # only ever happen under the lock (and would be loaded on first use).
-    columns = _INSTANCE_COLUMNS if lock else rows.concrete(TaskInstance)
-    found = rows.fetch_one_with_many(sql, params, columns, rows.concrete(Prompt))
-    if found is None:
+    columns = _INSTANCE_COLUMNS if lock else _UNLOCKED_COLUMNS
+    found = rows.fetch(_instance_sql(by_runtime=runtime_id is not None, lock=lock), params, columns)
+    if not found:
         raise NotFound("No such instance.")
-    values, prompts = found
-    instance = _instance_of(values) if lock else rows.instance_of(TaskInstance, values)
-    return instance, [rows.instance_of(Prompt, row) for row in prompts]
+    if lock:
+        instance = _instance_of(found[0])
+    else:
+        names = [name for _, name in _UNLOCKED_COLUMNS]
+        instance = rows.instance_of(TaskInstance, found[0], names)
+    return instance, open_prompts_of(instance)
 
 
 def require_open(instance: TaskInstance, doing: str) -> None:
@@ -102,37 +107,29 @@ def _instance_of(values: list[Any]) -> TaskInstance:
 
 
 _INSTANCE_COLUMNS = (*rows.concrete(TaskInstance), *rows.concrete(TaskClass), *rows.concrete(User))
+# Unlocked, the instance comes alone and without its stored plan: its task class and principal
+# are for the writes that only happen under the lock, and the stored plan is compared by its
+# digest (either is read on first use, should anything ask).
+_UNLOCKED_COLUMNS = tuple(c for c in rows.concrete(TaskInstance) if c[1] != "plan_items")
 
 
 @cache
-def _instance_sql(*, by_runtime: bool, lock: bool, with_open_prompts: bool = False) -> str:
-    """Fixed SQL (planning reads an instance on every request; see `selectors.rows`)."""
+def _instance_sql(*, by_runtime: bool, lock: bool) -> str:
+    """Fixed SQL (planning reads an instance on every request; see `selectors.rows`): with
+    its task class and principal under the lock, alone without it."""
     col = rows.column
-    related = lock or not with_open_prompts  # see `instance_with_open_prompts`
-    columns = [
-        col(m, n) for m, n in (_INSTANCE_COLUMNS if related else rows.concrete(TaskInstance))
-    ]
-    if with_open_prompts:
-        columns += [col(m, n) for m, n in rows.concrete(Prompt)]
+    columns = [col(m, n) for m, n in (_INSTANCE_COLUMNS if lock else _UNLOCKED_COLUMNS)]
     sql = f"SELECT {', '.join(columns)} FROM {rows.table(TaskInstance)}"
-    if related:
+    if lock:
         sql += (
             f" INNER JOIN {rows.table(TaskClass)}"
             f" ON {col(TaskClass, 'id')} = {col(TaskInstance, 'task_class')}"
             f" INNER JOIN {rows.table(User)}"
             f" ON {col(User, 'id')} = {col(TaskInstance, 'principal')}"
         )
-    if with_open_prompts:
-        sql += (
-            f" LEFT OUTER JOIN {rows.table(Prompt)}"
-            f" ON {col(Prompt, 'instance')} = {col(TaskInstance, 'id')}"
-            f" AND {col(Prompt, 'state')} = %s"
-        )
     sql += f" WHERE {col(TaskInstance, 'id')} = %s"
     if by_runtime:
         sql += f" AND {col(TaskInstance, 'runtime')} = %s"
-    if with_open_prompts:
-        sql += f" ORDER BY {col(Prompt, 'id')}"
     if lock and connection.features.has_select_for_update:
         # As `select_for_update(of=("self",), no_key=True)` writes it.
         sql += f" FOR NO KEY UPDATE OF {rows.table(TaskInstance)}"

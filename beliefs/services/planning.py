@@ -12,7 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from beliefs.domain import policy
-from beliefs.domain.canonical import bindings_digest, canonical_json
+from beliefs.domain.canonical import bindings_digest, json_digest, same_json
 from beliefs.domain.policy import RiskClass, Route
 from beliefs.models import (
     InstanceStatus,
@@ -76,12 +76,8 @@ REVISED_FIELDS = [*DESIRED_FIELDS, "version", "expires_at", "updated_at"]
 
 
 def _prompt_matches(prompt: Prompt, desired: Mapping[str, Any]) -> bool:
-    # Field by field in canonical JSON, as one document per side: JSON values delimit
-    # themselves, so the two lists' texts are equal exactly when every field's text is, and a
-    # slot costs two serialisations instead of two per field.
-    return canonical_json([getattr(prompt, f) for f in desired]) == canonical_json(
-        list(desired.values())
-    )
+    # Field by field, as their canonical JSON texts compare (`same_json`).
+    return all(same_json(getattr(prompt, f), value) for f, value in desired.items())
 
 
 def _held(state: SlotState, prompt: Prompt) -> SlotState:
@@ -179,18 +175,21 @@ def _is_current(instance: TaskInstance, items: list[dict[str, Any]], status: str
     return (
         instance.planned_at is not None
         and status == instance.status
-        and canonical_json(items) == canonical_json(instance.plan_items)
+        and json_digest(items) == instance.plan_digest
     )
 
 
-def plan_is_current(instance: TaskInstance, open_prompts: Sequence[Prompt]) -> bool:
-    """Planning the instance now would write nothing: every open prompt stays as it is, no
-    prompt is needed or released, and the stored plan is the one routing gives. Reads only."""
+def current_plan(
+    instance: TaskInstance, open_prompts: Sequence[Prompt]
+) -> list[dict[str, Any]] | None:
+    """The plan the instance holds, when planning it now would write nothing: every open
+    prompt stays as it is, no prompt is needed or released, and routing gives the stored plan
+    (by its digest). None when planning would change anything. Reads only."""
     done = _reconcile(instance, open_prompts, timezone.now())
     if done.writes_prompts:
-        return False
+        return None
     items = [plan_item(state, prompt) for state, prompt, _ in done.planned]
-    return _is_current(instance, items, _settle(items)[0])
+    return items if _is_current(instance, items, _settle(items)[0]) else None
 
 
 def plan_locked(
@@ -229,12 +228,14 @@ def plan_locked(
     unchanged = not changes and _is_current(instance, items, status)
     if not unchanged:
         instance.plan_items = items
+        instance.plan_digest = json_digest(items)
         instance.planned_at = now
         instance.status, instance.bindings, instance.bindings_digest = status, bindings, digest
         instance.blocking_asked += done.blocking_delta
         instance.save(
             update_fields=[
                 "plan_items",
+                "plan_digest",
                 "planned_at",
                 "status",
                 "bindings",
@@ -310,7 +311,9 @@ def _plan(actor: Actor, pk: Any, runtime_id: int | None = None) -> TaskInstance:
     if instance.is_open and instance.planned_at is not None:
         now = timezone.now()
         due = any(is_overdue(p.state, p.blocking, p.expires_at, now) for p in open_prompts)
-        if not due and plan_is_current(instance, open_prompts):
+        items = None if due else current_plan(instance, open_prompts)
+        if items is not None:
+            instance.plan_items = items  # the stored plan, by its digest: not read
             return instance
     return _plan_under_lock(actor, pk, runtime_id)
 

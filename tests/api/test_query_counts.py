@@ -54,19 +54,19 @@ def test_planning_runs_the_same_queries_at_5_and_200_slots(
 ) -> None:
     run2 = _history(api, slots)
     plan = f"{API}/instances/{run2}/plan/"
-    # 1 the API key; the service: 2 the instance with its open prompts (never planned: straight
-    # to the locked path), 3 savepoint, 4 the instance and its open prompts again, under its
-    # lock (open: no expiry to check), 5 the slots with their decisions and chosen beliefs, 6 the
-    # new prompts in one INSERT, 7 the instance, 8 the audit event; the outbox, in the same
-    # transaction: 9 the blocking prompts, 10 the instance's runtime, 11 the event's sequence,
-    # 12 the event, 13 the runtime's endpoints; 14 release.
-    with django_assert_num_queries(14):
+    # 1 the API key; the service: 2 the instance and 3 its open prompts (never planned:
+    # straight to the locked path), 4 savepoint, 5 the instance again under its lock and 6 its
+    # open prompts (open: no expiry to check), 7 the slots with their decisions and chosen
+    # beliefs, 8 the new prompts in one INSERT, 9 the instance, 10 the audit event; the outbox,
+    # in the same transaction: 11 the blocking prompts, 12 the instance's runtime, 13 the
+    # event's sequence, 14 the event, 15 the runtime's endpoints; 16 release.
+    with django_assert_num_queries(16):
         first = api.runtime.post_json(plan)
     assert first.status_code == 200
     assert Prompt.objects.filter(instance_id=run2).count() == slots
     # A re-plan with nothing changed writes nothing and takes no lock: it reads 1 the key,
-    # 2 the instance with its open prompts, 3 the slots with their decisions and beliefs.
-    with django_assert_num_queries(3):
+    # 2 the instance, 3 its open prompts, 4 the slots with their decisions and beliefs.
+    with django_assert_num_queries(4):
         again = api.runtime.post_json(plan)
     assert again.json() == first.json()
 

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import pytest
 from django.apps.registry import Apps
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
+from beliefs.domain.canonical import json_digest
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 BEFORE = ("beliefs", "0010_insights_early_runs_index")
 AFTER = ("beliefs", "0011_instance_blocking_asked")
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def _migrate(*targets: tuple[str, str]) -> Apps:
@@ -54,3 +58,23 @@ def test_blocking_asked_starts_as_the_count_of_each_instances_blocking_prompts()
     kept = new.get_model("beliefs", "TaskInstance").objects.values_list("pk", "blocking_asked")
     assert dict(kept) == asked
     assert sorted(asked.values()) == [0, 0, 1, 2]
+
+
+@pytest.mark.usefixtures("at_the_latest_afterwards")
+def test_plan_digest_starts_as_the_digest_planning_would_write() -> None:
+    before, after = AFTER, ("beliefs", "0012_instance_plan_digest")
+    old = _migrate(before)
+    user = old.get_model("auth", "User").objects.create(username="p")
+    task_class = old.get_model("beliefs", "TaskClass").objects.create(key="c", name="c")
+    Instance = old.get_model("beliefs", "TaskInstance")
+    plan = [{"slot": "é", "value": 1.0, "prompt": None, "route": "SILENT"}, {"slot": "b"}]
+    planned = Instance.objects.create(
+        task_class=task_class, principal=user, run_number=1, plan_items=plan, planned_at=T0
+    )
+    never = Instance.objects.create(task_class=task_class, principal=user, run_number=2)
+
+    new = _migrate(after)
+    digests = dict(
+        new.get_model("beliefs", "TaskInstance").objects.values_list("pk", "plan_digest")
+    )
+    assert digests == {planned.pk: json_digest(plan), never.pk: ""}
