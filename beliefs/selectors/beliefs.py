@@ -51,8 +51,14 @@ def with_light_instance(queryset: QuerySet[Any], path: str = "instance") -> Quer
 
 
 # The chosen beliefs, with their instance's run number: every column of the belief, then one.
+# A chosen belief as routing, the plan and the pages read it (its status note and creation
+# time are left deferred), then its instance's run number.
+_BELIEF_NAMES = (
+    "id", "instance_id", "principal_id", "slot_id", "value", "source", "turn", "acquired_at",
+    "world_ref", "status",
+)  # fmt: skip
 _CHOSEN_COLUMNS: tuple[tuple[type[Model], str], ...] = (
-    *rows.concrete(Belief),
+    *((Belief, name) for name in _BELIEF_NAMES),
     (TaskInstance, "run_number"),
 )
 
@@ -95,7 +101,7 @@ def _belief_columns(alias: str) -> list[str]:
 def _belief_of(values: Sequence[Any]) -> Belief:
     """A belief from `_CHOSEN_COLUMNS` values, its instance attached as `with_light_instance`
     would load it: its run number only."""
-    belief = rows.instance_of(Belief, values[:-1])
+    belief = rows.instance_of(Belief, values[:-1], _BELIEF_NAMES)
     light = rows.instance_of(TaskInstance, [belief.instance_id, values[-1]], ["id", "run_number"])
     Belief.instance.field.set_cached_value(belief, light)
     return belief
@@ -205,8 +211,11 @@ def belief_facts(belief: Belief | None, carried: bool) -> policy.BeliefFacts | N
     )
 
 
+# A slot as planning reads it (its value type, choices, scope order, suggestion and times are
+# for forms and pages, and left deferred).
+_SLOT_NAMES = ("id", "task_class_id", "key", "label", "monotonic", "risk_class", "position")
 _SLOT_ROW_COLUMNS: tuple[tuple[type[Model], str], ...] = (
-    *rows.concrete(Slot),
+    *((Slot, name) for name in _SLOT_NAMES),
     (Decision, "key"),
     (Decision, "risk_class"),
     *_CHOSEN_COLUMNS,
@@ -219,7 +228,7 @@ def _slot_rows_sql() -> str:
     feeds none), each with the belief the slot binds for one instance."""
     col = rows.column
     through: type[Model] = Decision.slots.through
-    columns = [col(m, n, "s") for m, n in rows.concrete(Slot)]
+    columns = [col(Slot, name, "s") for name in _SLOT_NAMES]
     columns += [col(Decision, "key"), col(Decision, "risk_class"), *_belief_columns("b")]
     return (
         f"SELECT {', '.join(columns)} FROM {rows.table(Slot, 's')}"
@@ -262,14 +271,14 @@ def slot_rows(instance: TaskInstance) -> list[SlotRow]:
         ],
         _SLOT_ROW_COLUMNS,
     )
-    slot_width = len(rows.concrete(Slot))
+    slot_width = len(_SLOT_NAMES)
     out: list[SlotRow] = []
     for values in found:
         if not out or out[-1].slot.pk != values[0]:
             belief = None
             if values[slot_width + 2] is not None:  # the belief's id
                 belief = _belief_of(values[slot_width + 2 :])
-            slot = rows.instance_of(Slot, values[:slot_width])
+            slot = rows.instance_of(Slot, values[:slot_width], _SLOT_NAMES)
             carried = belief is not None and belief.instance_id != instance.pk
             out.append(SlotRow(slot, [], belief, carried))
         key, risk = values[slot_width], values[slot_width + 1]
