@@ -23,7 +23,7 @@ from rest_framework.views import APIView
 
 from beliefs.api import serializers as s
 from beliefs.api.auth import is_runtime
-from beliefs.api.views import READS, WRITES, actor, query, validated
+from beliefs.api.views import READS, actor, query, validated, write_schema
 from beliefs.domain.contract import FINDING_CODES, update_json_schema
 from beliefs.domain.vocabulary import VERDICTS
 from beliefs.roles import is_reviewer
@@ -42,9 +42,10 @@ class ProposalValidateApi(APIView):
     # Inside `graph` and `update` the edge guard names places by JSON pointer, as findings do.
     json_documents = ("graph", "update")
 
-    @extend_schema(
-        request=s.ValidateIn,
-        responses={201: s.ValidateOut, **WRITES},
+    @write_schema(
+        s.ValidateIn,
+        s.ValidateOut,
+        status=201,
         summary="Validate a proposal against the contract and store the result",
         description=(
             "Whatever `graph` and `update` hold is judged and stored: a malformed update is a "

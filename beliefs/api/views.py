@@ -103,6 +103,14 @@ READS = errors()
 WRITES = errors(409, 413, 415, 503)
 
 
+def write_schema(
+    body: type[serializers.Serializer], answer: Any, *, status: int = 200, **described: Any
+) -> Any:
+    """The OpenAPI description of a write: its body, its answer with `status`, and the errors
+    any write may meet; `described` is the rest (summary, description, parameters)."""
+    return extend_schema(request=body, responses={status: answer, **WRITES}, **described)
+
+
 # --- task classes --------------------------------------------------------------------------
 
 
@@ -117,9 +125,9 @@ class TaskClassApi(APIView):
     def get(self, request: Request, key: str) -> Response:
         return Response(selectors.task_class_payload(selectors.task_class_with_slots(key)))
 
-    @extend_schema(
-        request=s.TaskClassIn,
-        responses={200: s.TaskClassOut, **WRITES},
+    @write_schema(
+        s.TaskClassIn,
+        s.TaskClassOut,
         summary="Register or update a task class (runtimes)",
         description=(
             "Adds slots and decisions and links slots to decisions. Fields left out of a later "
@@ -220,9 +228,10 @@ class InstanceDetailApi(APIView):
 class BeliefCreateApi(APIView):
     permission_classes = [IsRuntime]
 
-    @extend_schema(
-        request=s.BeliefIn,
-        responses={201: s.BeliefOut, **WRITES},
+    @write_schema(
+        s.BeliefIn,
+        s.BeliefOut,
+        status=201,
         summary="Record a belief for a slot (runtimes)",
         description=(
             "Supersedes the slot's active belief of this instance and re-plans a planned "
@@ -261,12 +270,7 @@ def instance_change_api(
     """A view for a runtime's change to an open instance it opened: the body validated with
     `body`, one service called by `change`, the instance as it now is in answer."""
 
-    @extend_schema(
-        request=body,
-        responses={200: s.InstanceOut, **WRITES},
-        summary=summary,
-        description=description,
-    )
+    @write_schema(body, s.InstanceOut, summary=summary, description=description)
     def handle(self: APIView, request: Request, instance_id: str) -> Response:
         instance = instance_for(request, instance_id)
         data = validated(body, request.data)
