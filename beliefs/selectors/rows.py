@@ -52,26 +52,29 @@ def _converters(vendor: str, fields: tuple[tuple[type[Model], str], ...]) -> lis
 Fields = tuple[tuple[type[Model], str], ...]
 
 
-def _execute(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
-
-
-def _convert(values: Sequence[Any], fields: Fields) -> list[Any]:
-    """`values` converted as the ORM would read the field named beside each."""
-    db = connections[DEFAULT_DB_ALIAS]  # the connection itself: the proxy costs per lookup
-    out = list(values)
-    for index, (col, found) in enumerate(_converters(db.vendor, fields)):
-        for converter in found:
-            out[index] = converter(out[index], col, db)
-    return out
-
-
 def fetch(sql: str, params: Sequence[Any], fields: Fields) -> list[list[Any]]:
     """Rows of `sql`, each value converted as the ORM would read the field named beside it
     (one (model, field name) per selected column, in order)."""
-    return [_convert(row, fields) for row in _execute(sql, params)]
+    db = connections[DEFAULT_DB_ALIAS]  # the connection itself: the proxy costs per lookup
+    # Looked up once per call, only the columns that have converters.
+    converters = [
+        (index, col, found)
+        for index, (col, found) in enumerate(_converters(db.vendor, fields))
+        if found
+    ]
+    with db.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    out = []
+    for row in rows:
+        values = list(row)
+        for index, col, found in converters:
+            value = values[index]
+            for converter in found:
+                value = converter(value, col, db)
+            values[index] = value
+        out.append(values)
+    return out
 
 
 def concrete(model: type[Model]) -> tuple[tuple[type[Model], str], ...]:
