@@ -6,6 +6,7 @@ Effective risk is never stored: `beliefs.domain.policy` computes it from the cla
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from datetime import datetime
 from typing import ClassVar
 
@@ -271,6 +272,11 @@ class PromptQuerySet(models.QuerySet["Prompt"]):
 def is_overdue(state: str, blocking: bool, expires_at: datetime | None, now: datetime) -> bool:
     """`PromptQuerySet.overdue` for one prompt whose values are already read."""
     return state == PromptState.OPEN and blocking and expires_at is not None and expires_at <= now
+
+
+def any_overdue(prompts: Iterable[Prompt], now: datetime) -> bool:
+    """`PromptQuerySet.overdue(now).exists()` for prompts already read."""
+    return any(is_overdue(p.state, p.blocking, p.expires_at, now) for p in prompts)
 
 
 class Prompt(models.Model):

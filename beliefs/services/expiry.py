@@ -13,7 +13,7 @@ from beliefs.models import (
     Prompt,
     PromptState,
     TaskInstance,
-    is_overdue,
+    any_overdue,
 )
 from beliefs.services.audit import SYSTEM, audit
 from beliefs.services.lifecycle import close_instance, lock_instance
@@ -29,7 +29,7 @@ def expire_locked_if_due(
     if open_prompts is None:
         due = instance.prompts.overdue(now).exists()
     else:
-        due = any(is_overdue(p.state, p.blocking, p.expires_at, now) for p in open_prompts)
+        due = any_overdue(open_prompts, now)
     if not due:
         return False
     close_instance(

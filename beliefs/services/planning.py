@@ -21,7 +21,7 @@ from beliefs.models import (
     RuntimeAPIKey,
     TaskClass,
     TaskInstance,
-    is_overdue,
+    any_overdue,
 )
 from beliefs.selectors.beliefs import SlotState, belief_summary, open_prompts_of, slot_states
 from beliefs.services.audit import Actor, audit
@@ -309,8 +309,7 @@ def _plan(actor: Actor, pk: Any, runtime_id: int | None = None) -> TaskInstance:
     if instance.status == InstanceStatus.READY:
         return instance
     if instance.is_open and instance.planned_at is not None:
-        now = timezone.now()
-        due = any(is_overdue(p.state, p.blocking, p.expires_at, now) for p in open_prompts)
+        due = any_overdue(open_prompts, timezone.now())
         items = None if due else current_plan(instance, open_prompts)
         if items is not None:
             instance.plan_items = items  # the stored plan, by its digest: not read
