@@ -170,12 +170,12 @@ def _settle(
     return InstanceStatus.READY, bindings, bindings_digest(bindings)
 
 
-def _is_current(instance: TaskInstance, items: list[dict[str, Any]], status: str) -> bool:
-    """The instance already holds exactly this plan (and has been planned before)."""
+def _is_current(instance: TaskInstance, plan_digest: str, status: str) -> bool:
+    """The instance already holds exactly the plan of this digest (and was planned before)."""
     return (
         instance.planned_at is not None
         and status == instance.status
-        and json_digest(items) == instance.plan_digest
+        and plan_digest == instance.plan_digest
     )
 
 
@@ -189,7 +189,7 @@ def current_plan(
     if done.writes_prompts:
         return None
     items = [plan_item(state, prompt) for state, prompt, _ in done.planned]
-    return items if _is_current(instance, items, _settle(items)[0]) else None
+    return items if _is_current(instance, json_digest(items), _settle(items)[0]) else None
 
 
 def plan_locked(
@@ -225,10 +225,11 @@ def plan_locked(
     # A re-plan that changes nothing writes nothing: `planned_at` is when the plan was made or
     # last changed, and a runtime that plans again while it waits sees the same body (and
     # ETag) until something does change.
-    unchanged = not changes and _is_current(instance, items, status)
+    plan_digest = json_digest(items)
+    unchanged = not changes and _is_current(instance, plan_digest, status)
     if not unchanged:
         instance.plan_items = items
-        instance.plan_digest = json_digest(items)
+        instance.plan_digest = plan_digest
         instance.planned_at = now
         instance.status, instance.bindings, instance.bindings_digest = status, bindings, digest
         instance.blocking_asked += done.blocking_delta
