@@ -30,14 +30,7 @@ def lock_instance(instance: TaskInstance) -> TaskInstance:
     not locked, so a writer never holds a user or task-class row that an open waits for. No key
     update: inserts that refer to the instance (prompts, beliefs) need only a key share.
     """
-    found = rows.fetch(
-        _instance_sql(by_runtime=False, lock=True),
-        [rows.prepare(TaskInstance, "id", instance.pk)],
-        _INSTANCE_COLUMNS,
-    )
-    if not found:
-        raise NotFound("No such instance.")
-    return _instance_of(found[0])
+    return _read_instance(instance.pk, None, lock=True)
 
 
 def instance_with_open_prompts(
@@ -51,18 +44,7 @@ def instance_with_open_prompts(
     Two queries, not one joined: a join repeats the instance's plan and world, its largest
     columns, on every prompt's row (at 200 slots, megabytes per read).
     """
-    params = [rows.prepare(TaskInstance, "id", pk)]
-    if runtime_id is not None:
-        params.append(runtime_id)
-    columns = _INSTANCE_COLUMNS if lock else _UNLOCKED_COLUMNS
-    found = rows.fetch(_instance_sql(by_runtime=runtime_id is not None, lock=lock), params, columns)
-    if not found:
-        raise NotFound("No such instance.")
-    if lock:
-        instance = _instance_of(found[0])
-    else:
-        names = [name for _, name in _UNLOCKED_COLUMNS]
-        instance = rows.instance_of(TaskInstance, found[0], names)
+    instance = _read_instance(pk, runtime_id, lock=lock)
     return instance, open_prompts_of(instance)
 
 
@@ -95,6 +77,21 @@ def close_instance(
         update_fields=["status", "status_reason", "bindings", "bindings_digest", "updated_at"]
     )
     instance_status_changed(instance, status_before)
+
+
+def _read_instance(pk: Any, runtime_id: int | None, *, lock: bool) -> TaskInstance:
+    """The instance (the runtime's only, when given): under the lock with its task class and
+    principal, without it alone and without its stored plan. NotFound when there is none."""
+    params = [rows.prepare(TaskInstance, "id", pk)]
+    if runtime_id is not None:
+        params.append(runtime_id)
+    columns = _INSTANCE_COLUMNS if lock else _UNLOCKED_COLUMNS
+    found = rows.fetch(_instance_sql(by_runtime=runtime_id is not None, lock=lock), params, columns)
+    if not found:
+        raise NotFound("No such instance.")
+    if lock:
+        return _instance_of(found[0])
+    return rows.instance_of(TaskInstance, found[0], [name for _, name in _UNLOCKED_COLUMNS])
 
 
 def _instance_of(values: list[Any]) -> TaskInstance:
