@@ -298,6 +298,10 @@ class Prompt(models.Model):
     world_ref = models.JSONField(null=True, blank=True)
     world_now = models.JSONField(null=True, blank=True)
     world_diff = models.JSONField(default=list, blank=True)
+    # SHA-256 of the canonical JSON of what planning wrote into the prompt (route to world
+    # diff, in `services.planning.DESIRED_FIELDS` order): planning compares what it wants now
+    # with this, without reading, let alone decoding, the prompt's JSON columns.
+    content_digest = models.CharField(max_length=64, blank=True, default="", db_default="")
     state = models.CharField(max_length=20, choices=PromptState, default=PromptState.OPEN)
     version = models.PositiveIntegerField(default=1)
     action = models.CharField(max_length=20, blank=True)

@@ -4,44 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Mapping
 from typing import Any
 
+# One encoder for every call: `json.dumps` with options builds a new one each time.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
 
 def canonical_json(data: Any) -> str:
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def same_json(a: Any, b: Any) -> bool:
-    """`canonical_json(a) == canonical_json(b)` for JSON values (str keys, finite numbers), found
-    without encoding either: planning compares every slot's prompt and the whole plan on each
-    request, and encoding them cost more than the rest of a re-plan.
-
-    As in their JSON texts, a bool is not a number, an int is not a float (1 is not 1.0) and
-    -0.0 is not 0.0, while a tuple is a list and a str subclass (an enum's value) a str.
-    """
-    if isinstance(a, (list, tuple)):
-        return (
-            isinstance(b, (list, tuple))
-            and len(a) == len(b)
-            and all(same_json(x, y) for x, y in zip(a, b, strict=True))
-        )
-    if isinstance(a, dict):
-        return (
-            isinstance(b, dict)
-            and a.keys() == b.keys()
-            and all(same_json(v, b[k]) for k, v in a.items())
-        )
-    if isinstance(a, str):
-        return isinstance(b, str) and a == b
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if isinstance(a, int):
-        return isinstance(b, int) and a == b
-    if isinstance(a, float):
-        return isinstance(b, float) and a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
-    return a is None and b is None
+    """Sorted keys, no spaces, non-ASCII as itself: `json.dumps(data, sort_keys=True,
+    separators=(",", ":"), ensure_ascii=False)`."""
+    return _CANONICAL.encode(data)
 
 
 def json_digest(data: Any) -> str:

@@ -287,15 +287,17 @@ def slot_rows(instance: TaskInstance) -> list[SlotRow]:
     return out
 
 
-# What planning reads of an open prompt: what it compares with what routing wants now, and
-# what it writes back. The answer's columns and the timestamps are left deferred: an open
-# prompt has no answer, and reading them would cost more than the comparison.
+# What planning reads of an open prompt: the digest of its content, which it compares with
+# the digest of what routing wants now, the route and risk a held prompt keeps, and what it
+# writes back. The content's JSON columns, the answer's columns and the timestamps are left
+# deferred: an open prompt has no answer, and decoding the JSON cost more than the rest of
+# the comparison.
 _OPEN_PROMPT_COLUMNS: tuple[tuple[type[Model], str], ...] = tuple(
     (Prompt, name)
     for name in (
         "id", "instance_id", "slot_id", "belief_id", "route", "rule", "reason",
-        "effective_risk", "risk_reason", "blocking", "prefill", "context_value", "world_ref",
-        "world_now", "world_diff", "state", "version", "expires_at",
+        "effective_risk", "risk_reason", "blocking", "content_digest", "state", "version",
+        "expires_at",
     )
 )  # fmt: skip
 

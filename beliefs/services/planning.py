@@ -12,7 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from beliefs.domain import policy
-from beliefs.domain.canonical import bindings_digest, json_digest, same_json
+from beliefs.domain.canonical import bindings_digest, json_digest
 from beliefs.domain.policy import RiskClass, Route
 from beliefs.models import (
     InstanceStatus,
@@ -72,12 +72,15 @@ def _desired_prompt(state: SlotState) -> dict[str, Any]:
 
 
 # What a re-versioned prompt changes: the desired content, its version, maybe its expiry.
-REVISED_FIELDS = [*DESIRED_FIELDS, "version", "expires_at", "updated_at"]
+REVISED_FIELDS = [*DESIRED_FIELDS, "content_digest", "version", "expires_at", "updated_at"]
 
 
-def _prompt_matches(prompt: Prompt, desired: Mapping[str, Any]) -> bool:
-    # Field by field, as their canonical JSON texts compare (`same_json`).
-    return all(same_json(getattr(prompt, f), value) for f, value in desired.items())
+def content_digest(desired: Mapping[str, Any]) -> str:
+    """`Prompt.content_digest` of a prompt holding `desired`: the SHA-256 of the canonical JSON
+    of its `DESIRED_FIELDS` values, in that order. Two prompts' contents have the same digest
+    exactly when each field's canonical JSON is the same (a list's JSON text is read back
+    unambiguously), so comparing digests is comparing the fields."""
+    return json_digest([desired[field] for field in DESIRED_FIELDS])
 
 
 def _held(state: SlotState, prompt: Prompt) -> SlotState:
@@ -135,21 +138,24 @@ def _reconcile(
                 continue
         else:
             desired = _desired_prompt(state)
+            digest = content_digest(desired)
             if prompt is None:
                 prompt = Prompt(
                     instance=instance,
                     slot=state.slot,
                     expires_at=now + settings.CONSOLE_PROMPT_TTL if desired["blocking"] else None,
+                    content_digest=digest,
                     **desired,
                 )
                 done.created.append(prompt)
                 done.blocking_delta += desired["blocking"]
                 change = "created"
-            elif not _prompt_matches(prompt, desired):
+            elif prompt.content_digest != digest:
                 became_blocking = desired["blocking"] and not prompt.blocking
                 done.blocking_delta += desired["blocking"] - prompt.blocking
                 for field, value in desired.items():
                     setattr(prompt, field, value)
+                prompt.content_digest = digest
                 prompt.version += 1
                 if became_blocking:
                     prompt.expires_at = now + settings.CONSOLE_PROMPT_TTL

@@ -1,4 +1,5 @@
-"""`same_json` answers exactly as comparing canonical JSON texts would, over random values."""
+"""A prompt's content digest is the same exactly when every field's canonical JSON text is,
+over random values: comparing digests is comparing the fields as their JSON texts compare."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from beliefs.domain.canonical import canonical_json, same_json
+from beliefs.domain.canonical import canonical_json
+from beliefs.services.planning import DESIRED_FIELDS, content_digest
 from tests.examples import examples
 
 # The scalars that are easy to confuse in Python and distinct in JSON: 0, 0.0, -0.0, False,
@@ -52,26 +54,53 @@ def _twisted(value: Any, draw: Any) -> Any:
     return value
 
 
-@settings(max_examples=examples(300), deadline=None)
-@given(a=json_values, b=json_values)
-def test_it_agrees_with_canonical_json_on_any_two_values(a: Any, b: Any) -> None:
-    assert same_json(a, b) == (canonical_json(a) == canonical_json(b))
+def _same_fields(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """What planning compared before prompts kept a digest: field by field, as JSON texts."""
+    return all(canonical_json(a[f]) == canonical_json(b[f]) for f in DESIRED_FIELDS)
+
+
+contents = st.fixed_dictionaries(dict.fromkeys(DESIRED_FIELDS, json_values))
 
 
 @settings(max_examples=examples(300), deadline=None)
-@given(a=json_values, data=st.data())
-def test_it_agrees_with_canonical_json_on_near_copies(a: Any, data: Any) -> None:
+@given(a=contents, b=contents)
+def test_it_agrees_with_the_fields_json_on_any_two_contents(
+    a: dict[str, Any], b: dict[str, Any]
+) -> None:
+    assert (content_digest(a) == content_digest(b)) == _same_fields(a, b)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(a=contents, data=st.data())
+def test_it_agrees_with_the_fields_json_on_near_copies(a: dict[str, Any], data: Any) -> None:
     b = _twisted(copy.deepcopy(a), data.draw)
-    assert same_json(a, b) == (canonical_json(a) == canonical_json(b))
-    assert same_json(b, a) == same_json(a, b)
+    assert (content_digest(a) == content_digest(b)) == _same_fields(a, b)
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(a=contents, data=st.data())
+def test_a_value_moved_to_another_field_changes_it(a: dict[str, Any], data: Any) -> None:
+    """Field boundaries count: the same values under other fields are other content."""
+    first, second = data.draw(st.permutations(DESIRED_FIELDS))[:2]
+    b = {**a, first: a[second], second: a[first]}
+    assert (content_digest(a) == content_digest(b)) == _same_fields(a, b)
 
 
 class Route(StrEnum):
     ASK = "ASK"
 
 
+def _content(**values: Any) -> dict[str, Any]:
+    return {field: values.get(field) for field in DESIRED_FIELDS}
+
+
 def test_an_enums_value_is_its_text_and_the_confusable_numbers_differ() -> None:
-    assert same_json({"route": Route.ASK}, {"route": "ASK"})
-    assert same_json((1, [2]), [1, (2,)])
+    assert content_digest(_content(route=Route.ASK)) == content_digest(_content(route="ASK"))
+    assert content_digest(_content(world_diff=(1, [2]))) == content_digest(
+        _content(world_diff=[1, (2,)])
+    )
     for left, right in [(1, 1.0), (1, True), (0, False), (0.0, -0.0), (None, 0), ("1", 1)]:
-        assert not same_json(left, right) and not same_json(right, left), (left, right)
+        assert content_digest(_content(prefill=left)) != content_digest(_content(prefill=right)), (
+            left,
+            right,
+        )

@@ -78,3 +78,44 @@ def test_plan_digest_starts_as_the_digest_planning_would_write() -> None:
         new.get_model("beliefs", "TaskInstance").objects.values_list("pk", "plan_digest")
     )
     assert digests == {planned.pk: json_digest(plan), never.pk: ""}
+
+
+@pytest.mark.usefixtures("at_the_latest_afterwards")
+def test_content_digest_starts_as_the_digest_planning_would_write() -> None:
+    from beliefs.services.planning import DESIRED_FIELDS, content_digest
+
+    before, after = (
+        ("beliefs", "0012_instance_plan_digest"),
+        ("beliefs", "0013_prompt_content_digest"),
+    )
+    old = _migrate(before)
+    user = old.get_model("auth", "User").objects.create(username="p")
+    task_class = old.get_model("beliefs", "TaskClass").objects.create(key="c", name="c")
+    slot = old.get_model("beliefs", "Slot").objects.create(
+        task_class=task_class, key="a", label="a"
+    )
+    instance = old.get_model("beliefs", "TaskInstance").objects.create(
+        task_class=task_class, principal=user, run_number=1
+    )
+    belief = old.get_model("beliefs", "Belief").objects.create(
+        instance=instance, principal=user, slot=slot, value="é", source="user", acquired_at=T0
+    )
+    Prompt = old.get_model("beliefs", "Prompt")
+    common = {"instance": instance, "slot": slot, "effective_risk": "irreversible"}
+    confirm = Prompt.objects.create(
+        **common, route="CONFIRM", rule="R5", reason="carried", risk_reason="feeds act",
+        blocking=True, belief=belief, prefill={"n": 1.0, "s": "é"}, world_ref={"v": 1},
+        world_now={"v": 2}, world_diff=[{"path": "v", "before": 1, "after": 2}],
+    )  # fmt: skip
+    ask = Prompt.objects.create(
+        **common, route="ASK", rule="R1", reason="", risk_reason="", blocking=True,
+        state="answered",
+    )  # fmt: skip
+
+    new = _migrate(after)
+    NewPrompt = new.get_model("beliefs", "Prompt")
+    digests = dict(NewPrompt.objects.values_list("pk", "content_digest"))
+    stored = {p.pk: {f: getattr(p, f) for f in DESIRED_FIELDS} for p in NewPrompt.objects.all()}
+    assert digests == {pk: content_digest(content) for pk, content in stored.items()}
+    assert stored[confirm.pk]["prefill"] == {"n": 1.0, "s": "é"}
+    assert stored[ask.pk]["world_diff"] == [] and digests[ask.pk] != digests[confirm.pk]
