@@ -98,11 +98,17 @@ def _belief_columns(alias: str) -> list[str]:
     return columns
 
 
-def _belief_of(values: Sequence[Any]) -> Belief:
+def _belief_of(values: Sequence[Any], lights: dict[UUID, TaskInstance]) -> Belief:
     """A belief from `_CHOSEN_COLUMNS` values, its instance attached as `with_light_instance`
-    would load it: its run number only."""
+    would load it: its run number only. `lights` holds the instances already made by this
+    read: the beliefs of one earlier run share one."""
     belief = rows.instance_of(Belief, values[:-1], _BELIEF_NAMES)
-    light = rows.instance_of(TaskInstance, [belief.instance_id, values[-1]], ["id", "run_number"])
+    light = lights.get(belief.instance_id)
+    if light is None:
+        light = rows.instance_of(
+            TaskInstance, [belief.instance_id, values[-1]], ["id", "run_number"]
+        )
+        lights[belief.instance_id] = light
     Belief.instance.field.set_cached_value(belief, light)
     return belief
 
@@ -140,7 +146,8 @@ def _chosen_rows(instance_ids: Sequence[UUID], slot_ids: Sequence[int]) -> list[
         ],
         _CHOSEN_COLUMNS,
     )
-    return [_belief_of(row) for row in found]
+    lights: dict[UUID, TaskInstance] = {}
+    return [_belief_of(row, lights) for row in found]
 
 
 def choose_beliefs_for(
@@ -273,11 +280,12 @@ def slot_rows(instance: TaskInstance) -> list[SlotRow]:
     )
     slot_width = len(_SLOT_NAMES)
     out: list[SlotRow] = []
+    lights: dict[UUID, TaskInstance] = {}
     for values in found:
         if not out or out[-1].slot.pk != values[0]:
             belief = None
             if values[slot_width + 2] is not None:  # the belief's id
-                belief = _belief_of(values[slot_width + 2 :])
+                belief = _belief_of(values[slot_width + 2 :], lights)
             slot = rows.instance_of(Slot, values[:slot_width], _SLOT_NAMES)
             carried = belief is not None and belief.instance_id != instance.pk
             out.append(SlotRow(slot, [], belief, carried))
@@ -295,9 +303,8 @@ def slot_rows(instance: TaskInstance) -> list[SlotRow]:
 _OPEN_PROMPT_COLUMNS: tuple[tuple[type[Model], str], ...] = tuple(
     (Prompt, name)
     for name in (
-        "id", "instance_id", "slot_id", "belief_id", "route", "rule", "reason",
-        "effective_risk", "risk_reason", "blocking", "content_digest", "state", "version",
-        "expires_at",
+        "id", "slot_id", "belief_id", "route", "rule", "reason", "effective_risk",
+        "risk_reason", "blocking", "content_digest", "state", "version", "expires_at",
     )
 )  # fmt: skip
 
@@ -320,8 +327,9 @@ def open_prompts_of(instance: TaskInstance) -> list[Prompt]:
         [rows.prepare(Prompt, "instance", instance.pk), PromptState.OPEN],
         _OPEN_PROMPT_COLUMNS,
     )
-    names = [name for _, name in _OPEN_PROMPT_COLUMNS]
-    return [rows.instance_of(Prompt, row, names) for row in found]
+    # The instance is the one asked for: its id is not read back and converted per prompt.
+    names = [*(name for _, name in _OPEN_PROMPT_COLUMNS), "instance_id"]
+    return [rows.instance_of(Prompt, [*row, instance.pk], names) for row in found]
 
 
 def slot_states(instance: TaskInstance) -> list[SlotState]:

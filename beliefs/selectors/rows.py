@@ -15,7 +15,7 @@ from functools import cache
 from typing import Any, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
-from django.db.models import Field, Model
+from django.db.models import Field, Model, UUIDField
 from django.db.models.base import ModelState
 from django.db.models.signals import post_init, pre_init
 
@@ -37,15 +37,20 @@ def table(model: type[Model], alias: str | None = None) -> str:
 
 @cache
 def _converters(vendor: str, fields: tuple[tuple[type[Model], str], ...]) -> list[Any]:
-    """Per column: (field expression, its converters) as the ORM's compiler chooses them; one
-    list per database vendor and column list, built once per process."""
+    """Per column: (field expression, its converters, whether a value is converted once per
+    read) as the ORM's compiler chooses them; one list per database vendor and column list,
+    built once per process.
+
+    A UUID (an id or a reference to an instance) is immutable and the same few recur down a
+    read (the beliefs of one earlier run name one instance): each is converted once per read.
+    """
     chosen = []
     for model, name in fields:
         field = model._meta.get_field(name)
         assert isinstance(field, Field)
         col = field.get_col(model._meta.db_table)
         found = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
-        chosen.append((col, found))
+        chosen.append((col, found, isinstance(col.output_field, UUIDField)))
     return chosen
 
 
@@ -58,8 +63,8 @@ def fetch(sql: str, params: Sequence[Any], fields: Fields) -> list[list[Any]]:
     db = connections[DEFAULT_DB_ALIAS]  # the connection itself: the proxy costs per lookup
     # Looked up once per call, only the columns that have converters.
     converters = [
-        (index, col, found)
-        for index, (col, found) in enumerate(_converters(db.vendor, fields))
+        (index, col, found, {} if once else None)
+        for index, (col, found, once) in enumerate(_converters(db.vendor, fields))
         if found
     ]
     with db.cursor() as cursor:
@@ -68,11 +73,16 @@ def fetch(sql: str, params: Sequence[Any], fields: Fields) -> list[list[Any]]:
     out = []
     for row in rows:
         values = list(row)
-        for index, col, found in converters:
-            value = values[index]
+        for index, col, found, seen in converters:
+            raw = value = values[index]
+            if seen is not None and raw in seen:
+                values[index] = seen[raw]
+                continue
             for converter in found:
                 value = converter(value, col, db)
             values[index] = value
+            if seen is not None:
+                seen[raw] = value
         out.append(values)
     return out
 
@@ -97,7 +107,11 @@ def instance_of(model: type[M], values: Sequence[Any], names: Sequence[str] | No
     attribute names of `values` when they are only some columns (the others are deferred).
     """
     names = _attnames(model) if names is None else names
-    if pre_init.has_listeners(model) or post_init.has_listeners(model):
+    # No receiver at all (this project connects none) is the common case, and cheaper to see
+    # than whether any of them listens for this model.
+    if (pre_init.receivers or post_init.receivers) and (
+        pre_init.has_listeners(model) or post_init.has_listeners(model)
+    ):
         return model.from_db(DEFAULT_DB_ALIAS, list(names), values)
     instance = model.__new__(model)
     instance.__dict__.update(zip(names, values, strict=True))
