@@ -22,7 +22,7 @@ from rest_framework.views import APIView
 from beliefs import selectors, services
 from beliefs.api import serializers as s
 from beliefs.api.auth import IsPerson, IsRuntime, is_runtime
-from beliefs.api.conditional import conditional_response
+from beliefs.api.conditional import conditional_response, json_response
 from beliefs.errors import InvalidInput
 from beliefs.models import RuntimeAPIKey, TaskInstance
 from beliefs.services import Actor, idempotency
@@ -304,11 +304,14 @@ class PlanApi(APIView):
             "A ready instance keeps its final plan. No body."
         ),
     )
-    def post(self, request: Request, instance_id: str) -> Response:
+    def post(self, request: Request, instance_id: str) -> HttpResponse:
         instance = services.instance_plan_for_runtime(
             instance_id=instance_id, key=runtime_key(request)
         )
-        return Response(selectors.plan_payload(instance))
+        payload = selectors.plan_payload(instance)
+        # Planning encoded the plan for its digest: the answer writes that text.
+        encoded = {"items": instance.plan_json} if instance.plan_json is not None else None
+        return json_response(request, payload, encoded)
 
 
 CancelApi = instance_change_api(

@@ -19,7 +19,12 @@ def canonical_json(data: Any) -> str:
 
 def json_digest(data: Any) -> str:
     """SHA-256 of the canonical JSON of `data` (sorted keys, no spaces, UTF-8), in hex."""
-    return hashlib.sha256(canonical_json(data).encode("utf-8")).hexdigest()
+    return text_digest(canonical_json(data))
+
+
+def text_digest(text: str) -> str:
+    """SHA-256 of a text's UTF-8, in hex: `json_digest` of data whose canonical JSON it is."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def bindings_digest(bindings: Mapping[str, Any]) -> str:

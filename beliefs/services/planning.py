@@ -12,7 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from beliefs.domain import policy
-from beliefs.domain.canonical import bindings_digest, json_digest
+from beliefs.domain.canonical import bindings_digest, canonical_json, json_digest, text_digest
 from beliefs.domain.policy import RiskClass, Route
 from beliefs.models import (
     InstanceStatus,
@@ -187,15 +187,17 @@ def _is_current(instance: TaskInstance, plan_digest: str, status: str) -> bool:
 
 def current_plan(
     instance: TaskInstance, open_prompts: Sequence[Prompt]
-) -> list[dict[str, Any]] | None:
-    """The plan the instance holds, when planning it now would write nothing: every open
-    prompt stays as it is, no prompt is needed or released, and routing gives the stored plan
-    (by its digest). None when planning would change anything. Reads only."""
+) -> tuple[list[dict[str, Any]], str] | None:
+    """The plan the instance holds and its canonical JSON, when planning it now would write
+    nothing: every open prompt stays as it is, no prompt is needed or released, and routing
+    gives the stored plan (by its digest). None when planning would change anything. Reads
+    only."""
     done = _reconcile(instance, open_prompts, timezone.now())
     if done.writes_prompts:
         return None
     items = [plan_item(state, prompt) for state, prompt, _ in done.planned]
-    return items if _is_current(instance, json_digest(items), _settle(items)[0]) else None
+    text = canonical_json(items)
+    return (items, text) if _is_current(instance, text_digest(text), _settle(items)[0]) else None
 
 
 def plan_locked(
@@ -231,7 +233,8 @@ def plan_locked(
     # A re-plan that changes nothing writes nothing: `planned_at` is when the plan was made or
     # last changed, and a runtime that plans again while it waits sees the same body (and
     # ETag) until something does change.
-    plan_digest = json_digest(items)
+    instance.plan_json = canonical_json(items)
+    plan_digest = text_digest(instance.plan_json)
     unchanged = not changes and _is_current(instance, plan_digest, status)
     if not unchanged:
         instance.plan_items = items
@@ -317,9 +320,10 @@ def _plan(actor: Actor, pk: Any, runtime_id: int | None = None) -> TaskInstance:
         return instance
     if instance.is_open and instance.planned_at is not None:
         due = any_overdue(open_prompts, timezone.now())
-        items = None if due else current_plan(instance, open_prompts)
-        if items is not None:
-            instance.plan_items = items  # the stored plan, by its digest: not read
+        current = None if due else current_plan(instance, open_prompts)
+        if current is not None:
+            # The stored plan, by its digest: not read.
+            instance.plan_items, instance.plan_json = current
             return instance
     return _plan_under_lock(actor, pk, runtime_id)
 
