@@ -6,9 +6,8 @@ Pure Python. Nested objects are flattened to dotted paths; lists and scalars are
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class Change(StrEnum):
@@ -18,16 +17,17 @@ class Change(StrEnum):
     UNCHANGED = "unchanged"
 
 
-@dataclass(frozen=True)
-class DiffEntry:
+class DiffEntry(NamedTuple):
+    """One key of the diff. A named tuple, not a frozen dataclass: a plan makes a few per slot,
+    and a frozen dataclass sets each field through `object.__setattr__`."""
+
     key: str
     old: Any
     new: Any
     change: Change
 
     def to_dict(self) -> dict[str, Any]:
-        # Written out rather than `dataclasses.asdict`, which deep-copies each old and new
-        # value: a plan reads one diff per slot, and the values are only ever serialised.
+        # Written out rather than `_asdict`: the values are only ever serialised.
         return {"key": self.key, "old": self.old, "new": self.new, "change": self.change.value}
 
 
@@ -37,7 +37,7 @@ _MISSING = object()
 def _segment(key: Any) -> str:
     # A key that itself contains a dot (or starts with a quote) is written JSON-quoted, so that
     # {"a.b": 1} and {"a": {"b": 1}} flatten to different paths and neither can hide the other.
-    text = str(key)
+    text = key if type(key) is str else str(key)
     if "." in text or text.startswith('"'):
         return json.dumps(text, ensure_ascii=False)
     return text
@@ -46,13 +46,17 @@ def _segment(key: Any) -> str:
 def flatten(obj: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """{"a": {"b": 1}} -> {"a.b": 1}; an empty nested object stays a leaf."""
     flat: dict[str, Any] = {}
+    _flatten_into(flat, obj, prefix)
+    return flat
+
+
+def _flatten_into(flat: dict[str, Any], obj: dict[str, Any], prefix: str) -> None:
     for key, value in obj.items():
-        path = f"{prefix}{_segment(key)}"
-        if isinstance(value, dict) and value:
-            flat.update(flatten(value, prefix=f"{path}."))
+        path = prefix + _segment(key)
+        if value and isinstance(value, dict):
+            _flatten_into(flat, value, path + ".")
         else:
             flat[path] = value
-    return flat
 
 
 def _same(a: Any, b: Any) -> bool:

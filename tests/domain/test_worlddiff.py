@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from beliefs.domain.worlddiff import Change, DiffEntry, flatten, has_changes, world_diff
+from tests.examples import examples
 
 
 def _changes(old: dict | None, new: dict | None) -> dict[str, Change]:
@@ -117,3 +124,74 @@ def test_it_does_not_confuse_a_dotted_key_with_a_nested_one() -> None:
 def test_it_quotes_a_key_that_contains_a_dot() -> None:
     entries = world_diff({"v1.2": {"ok": True}}, {"v1.2": {"ok": False}})
     assert [e.key for e in entries] == ['"v1.2".ok']
+
+
+def _reference(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, Any, Any, str]]:
+    """The diff as its docstring states it, written plainly: every leaf path of either side,
+    sorted, with how it changed (JSON equality: 1 is not True, 1 is 1.0)."""
+
+    def leaves(obj: dict[str, Any], prefix: str) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in obj.items():
+            segment = json.dumps(key, ensure_ascii=False) if "." in key or key[:1] == '"' else key
+            if isinstance(value, dict) and value:
+                out.update(leaves(value, prefix + segment + "."))
+            else:
+                out[prefix + segment] = value
+        return out
+
+    def equal(a: Any, b: Any) -> bool:
+        if isinstance(a, bool) or isinstance(b, bool):
+            return type(a) is type(b) and a == b
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+            return a == b
+        if isinstance(a, list) and isinstance(b, list):
+            return len(a) == len(b) and all(map(equal, a, b))
+        if isinstance(a, dict) and isinstance(b, dict):
+            return set(a) == set(b) and all(equal(a[k], b[k]) for k in a)
+        return type(a) is type(b) and a == b
+
+    before, after = leaves(old, ""), leaves(new, "")
+    entries = []
+    for key in sorted(set(before) | set(after)):
+        if key not in before:
+            entries.append((key, None, after[key], "added"))
+        elif key not in after:
+            entries.append((key, before[key], None, "removed"))
+        else:
+            change = "unchanged" if equal(before[key], after[key]) else "changed"
+            entries.append((key, before[key], after[key], change))
+    return entries
+
+
+_leaves = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-2, 2),
+    st.sampled_from([0.0, 1.0, 2.5]),
+    st.text(max_size=2),
+)
+_keys = st.sampled_from(["a", "b", "a.b", '"q', "", "é"])
+_worlds = st.dictionaries(
+    _keys,
+    st.recursive(
+        _leaves,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=2), st.dictionaries(_keys, inner, max_size=2)
+        ),
+        max_leaves=5,
+    ),
+    max_size=4,
+)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(old=_worlds, new=_worlds)
+def test_it_agrees_with_a_plain_reading_of_its_rule(
+    old: dict[str, Any], new: dict[str, Any]
+) -> None:
+    got = [(e.key, e.old, e.new, e.change.value) for e in world_diff(old, new)]
+    assert got == _reference(old, new)
+    assert [e.to_dict() for e in world_diff(old, new)] == [
+        {"key": k, "old": o, "new": n, "change": c} for k, o, n, c in got
+    ]
