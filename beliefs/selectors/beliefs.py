@@ -206,16 +206,21 @@ def slot_effective_risk(slot: Slot) -> policy.EffectiveRisk:
     )
 
 
-def belief_facts(belief: Belief | None, carried: bool) -> policy.BeliefFacts | None:
-    """What routing reads of the chosen belief (None: no belief was chosen)."""
+def _facts_of(belief: Belief | None, carried: bool) -> tuple[str, bool, bool] | None:
+    """`belief_facts` as plain values: (source, carried, has a world reference)."""
     if belief is None:
         return None
-    return policy.BeliefFacts(
-        source=Source(belief.source),
-        carried=carried,
-        # An empty reference anchors nothing (R5), however it got stored.
-        has_world_ref=bool(belief.world_ref),
-    )
+    # An empty reference anchors nothing (R5), however it got stored.
+    return belief.source, carried, bool(belief.world_ref)
+
+
+def belief_facts(belief: Belief | None, carried: bool) -> policy.BeliefFacts | None:
+    """What routing reads of the chosen belief (None: no belief was chosen)."""
+    facts = _facts_of(belief, carried)
+    if facts is None:
+        return None
+    source, carried, has_world_ref = facts
+    return policy.BeliefFacts(source=Source(source), carried=carried, has_world_ref=has_world_ref)
 
 
 # A slot as planning reads it (its value type, choices, scope order, suggestion and times are
@@ -338,13 +343,25 @@ def slot_states(instance: TaskInstance) -> list[SlotState]:
     One query (`slot_rows`), whatever the number of slots.
     """
     states = []
+    # Risk and route are pure functions of a few plain values that most slots share: each
+    # combination is worked out once per call (their results are immutable).
+    risks: dict[tuple[Any, ...], policy.EffectiveRisk] = {}
+    routes: dict[tuple[Any, ...], policy.Routing] = {}
     for row in slot_rows(instance):
         slot, belief, carried = row.slot, row.belief, row.carried
-        effective = policy.effective_risk(
-            RiskClass(slot.risk_class), row.fed, monotonic=slot.monotonic
-        )
-        facts = belief_facts(belief, carried)
-        routing = policy.route(effective.risk, monotonic=slot.monotonic, belief=facts)
+        risk_key = (slot.risk_class, tuple(row.fed), slot.monotonic)
+        effective = risks.get(risk_key)
+        if effective is None:
+            effective = risks[risk_key] = policy.effective_risk(
+                RiskClass(slot.risk_class), row.fed, monotonic=slot.monotonic
+            )
+        route_key = (effective.risk, slot.monotonic, _facts_of(belief, carried))
+        routing = routes.get(route_key)
+        if routing is None:
+            facts = belief_facts(belief, carried)
+            routing = routes[route_key] = policy.route(
+                effective.risk, monotonic=slot.monotonic, belief=facts
+            )
         world_now = instance.world.get(slot.key) if isinstance(instance.world, dict) else None
         diff = [
             e.to_dict()
@@ -354,13 +371,19 @@ def slot_states(instance: TaskInstance) -> list[SlotState]:
     return states
 
 
+@lru_cache(maxsize=1024)
+def _uuid_text(value: UUID) -> str:
+    # A plan names one or two earlier instances, once per slot: `UUID.__str__` is Python.
+    return str(value)
+
+
 def belief_summary(belief: Belief | None, carried: bool) -> dict[str, Any] | None:
     if belief is None:
         return None
     return {
         "id": belief.pk,
         "source": belief.source,
-        "instance": str(belief.instance_id),
+        "instance": _uuid_text(belief.instance_id),
         "run_number": belief.instance.run_number,
         "turn": belief.turn,
         "acquired_at": belief.acquired_at.isoformat(),
