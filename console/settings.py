@@ -131,6 +131,13 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Writes take the database lock at BEGIN, so two racing responses queue instead of failing.
     DATABASES["default"]["OPTIONS"] = {"transaction_mode": "IMMEDIATE", "timeout": 20}
+elif env_bool("DATABASE_PREPARED_STATEMENTS", True):
+    # A statement run a few times on a kept connection is prepared there: PostgreSQL then plans
+    # it once, where planning took longer than running the short queries of a request. Needs
+    # parameters bound by the server, and a connection of one's own for each worker (off behind
+    # a pooler that hands one connection to several clients in turn, such as PgBouncer in
+    # transaction mode).
+    DATABASES["default"]["OPTIONS"] = {"server_side_binding": True, "prepare_threshold": 5}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -68,3 +68,18 @@ def test_production_reuses_database_connections_with_health_checks() -> None:
     assert _connection_settings({**PRODUCTION, "DATABASE_CONN_MAX_AGE": "0"}) == (0, True)
     # runserver's thread per request would leave a connection behind per request.
     assert _connection_settings({"DEBUG": "true"}) == (0, True)
+
+
+def _options(env: dict[str, str]) -> dict[str, Any]:
+    return settings_under(env)["DATABASES"]["default"].get("OPTIONS", {})
+
+
+def test_postgresql_prepares_repeated_statements_unless_told_not_to() -> None:
+    postgres = {**PRODUCTION, "DATABASE_URL": "postgres://app@db.example.org:5432/console"}
+    prepared = {"server_side_binding": True, "prepare_threshold": 5}
+    assert _options(postgres) == prepared
+    assert _options({**postgres, "DEBUG": "true"}) == prepared
+    assert _options({**postgres, "DATABASE_PREPARED_STATEMENTS": "false"}) == {}
+    # SQLite has no prepared statements to ask for; its options are its own.
+    sqlite = _options({**PRODUCTION, "DATABASE_URL": "sqlite:////tmp/console.sqlite3"})
+    assert "prepare_threshold" not in sqlite and sqlite["transaction_mode"] == "IMMEDIATE"
