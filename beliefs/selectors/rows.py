@@ -61,8 +61,9 @@ def fetch(sql: str, params: Sequence[Any], fields: Fields) -> list[list[Any]]:
     """Rows of `sql`, each value converted as the ORM would read the field named beside it
     (one (model, field name) per selected column, in order)."""
     db = connections[DEFAULT_DB_ALIAS]  # the connection itself: the proxy costs per lookup
-    # Looked up once per call, only the columns that have converters.
-    converters = [
+    # Looked up once per call, only the columns that have converters; a UUID column gets a
+    # dict of the values it has converted in this read.
+    converters: list[tuple[int, Any, list[Converter], dict[Any, Any] | None]] = [
         (index, col, found, {} if once else None)
         for index, (col, found, once) in enumerate(_converters(db.vendor, fields))
         if found
