@@ -30,6 +30,7 @@ from beliefs.models import (
     TaskInstance,
 )
 from beliefs.services import Actor
+from beliefs.services.planning import DESIRED_FIELDS, content_digest
 from tests.builders import (
     access,
     answer_all,
@@ -236,6 +237,32 @@ def test_it_bumps_the_version_when_the_world_changes_and_not_when_it_is_restated
         "holder": "unchanged",
         "iban": "changed",
     }
+
+
+def _digests_hold() -> None:
+    """Every prompt's digest is the digest of the content it holds, as read back."""
+    for prompt in Prompt.objects.all():
+        content = {field: getattr(prompt, field) for field in DESIRED_FIELDS}
+        assert prompt.content_digest == content_digest(content), prompt
+
+
+def test_a_prompts_digest_follows_its_content_as_planning_writes_it(
+    rt: Actor, alice: User, transfer_class: TaskClass
+) -> None:
+    _finished_run_1(rt, alice)
+    run2 = _plan(_open(rt, alice, world=WORLD_1), rt)  # created
+    _digests_hold()
+    first = open_prompt(run2, "recipient_account")
+    set_world(instance=run2, world=WORLD_2, actor=rt)  # re-versioned
+    _digests_hold()
+    revised = open_prompt(run2, "recipient_account")
+    assert (revised.pk, revised.version) == (first.pk, 2)
+    assert revised.content_digest != first.content_digest
+    set_world(instance=run2, world=dict(WORLD_2), actor=rt)  # restated: unchanged
+    _plan(run2, rt)
+    again = open_prompt(run2, "recipient_account")
+    assert (again.version, again.content_digest) == (2, revised.content_digest)
+    _digests_hold()
 
 
 def test_it_freezes_the_plan_of_a_ready_instance(
