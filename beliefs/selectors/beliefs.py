@@ -237,21 +237,28 @@ _SLOT_ROW_COLUMNS: tuple[tuple[type[Model], str], ...] = (
 @cache
 def _slot_rows_sql() -> str:
     """Every slot of a task class in order, a row per decision it feeds (one with none when it
-    feeds none), each with the belief the slot binds for one instance."""
+    feeds none), each with the belief the slot binds for one instance.
+
+    Each slot's belief is picked once, in a materialised step of its own: joined on the pick's
+    expression, PostgreSQL hashed the join and so ran both probes of every slot twice."""
     col = rows.column
     through: type[Model] = Decision.slots.through
-    columns = [col(Slot, name, "s") for name in _SLOT_NAMES]
-    columns += [col(Decision, "key"), col(Decision, "risk_class"), *_belief_columns("b")]
+    slot_columns = [col(Slot, name, "s") for name in _SLOT_NAMES]
+    picked = (
+        f'SELECT {", ".join(slot_columns)}, {_pick_sql("%s", "%s", "%s")} AS "pick"'
+        f" FROM {rows.table(Slot, 's')} WHERE {col(Slot, 'task_class', 's')} = %s"
+    )
+    columns = [*slot_columns, col(Decision, "key"), col(Decision, "risk_class")]
+    columns += _belief_columns("b")
     return (
-        f"SELECT {', '.join(columns)} FROM {rows.table(Slot, 's')}"
+        f'WITH "picked" AS MATERIALIZED ({picked})'
+        f' SELECT {", ".join(columns)} FROM "picked" AS "s"'
         f" LEFT OUTER JOIN {rows.table(through)} ON {col(through, 'slot')} = {col(Slot, 'id', 's')}"
         f" LEFT OUTER JOIN {rows.table(Decision)}"
         f" ON {col(Decision, 'id')} = {col(through, 'decision')}"
-        f" LEFT OUTER JOIN {rows.table(Belief, 'b')}"
-        f" ON {col(Belief, 'id', 'b')} = {_pick_sql('%s', '%s', '%s')}"
+        f' LEFT OUTER JOIN {rows.table(Belief, "b")} ON {col(Belief, "id", "b")} = "s"."pick"'
         f" LEFT OUTER JOIN {rows.table(TaskInstance, 'bi')}"
         f" ON {col(TaskInstance, 'id', 'bi')} = {col(Belief, 'instance', 'b')}"
-        f" WHERE {col(Slot, 'task_class', 's')} = %s"
         # The decisions in the order a prefetch of `slot.decisions` gives them (their default
         # ordering): the first of equal levels names the reason.
         f" ORDER BY {col(Slot, 'position', 's')}, {col(Slot, 'id', 's')},"
