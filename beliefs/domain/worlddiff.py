@@ -27,20 +27,12 @@ class DiffEntry(NamedTuple):
     change: Change
 
     def to_dict(self) -> dict[str, Any]:
-        # Written out rather than `_asdict`: the values are only ever serialised.
-        return {"key": self.key, "old": self.old, "new": self.new, "change": self.change.value}
+        # Written out rather than `_asdict`: the values are only ever serialised. `_value_` is
+        # what the enum's `value` property reads, at a fraction of its cost.
+        return {"key": self.key, "old": self.old, "new": self.new, "change": self.change._value_}
 
 
 _MISSING = object()
-
-
-def _segment(key: Any) -> str:
-    # A key that itself contains a dot (or starts with a quote) is written JSON-quoted, so that
-    # {"a.b": 1} and {"a": {"b": 1}} flatten to different paths and neither can hide the other.
-    text = key if type(key) is str else str(key)
-    if "." in text or text.startswith('"'):
-        return json.dumps(text, ensure_ascii=False)
-    return text
 
 
 def flatten(obj: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -52,7 +44,13 @@ def flatten(obj: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def _flatten_into(flat: dict[str, Any], obj: dict[str, Any], prefix: str) -> None:
     for key, value in obj.items():
-        path = prefix + _segment(key)
+        text = key if type(key) is str else str(key)
+        # A key that itself contains a dot (or starts with a quote) is written JSON-quoted, so
+        # that {"a.b": 1} and {"a": {"b": 1}} flatten to different paths and neither can hide
+        # the other.
+        if "." in text or text.startswith('"'):
+            text = json.dumps(text, ensure_ascii=False)
+        path = prefix + text
         if value and isinstance(value, dict):
             _flatten_into(flat, value, path + ".")
         else:
