@@ -17,16 +17,10 @@ HOSTILE = "DE89\u2028</script>\u2029é"
 
 
 @pytest.fixture
-def instance_id(api: Driver) -> str:
-    api.register(
-        "payments.transfer",
-        slots=[{"key": "recipient_account"}, {"key": "memo"}],
-        decisions=[{"key": "send_transfer", "slots": ["recipient_account"]}],
-        risks={"recipient_account": "reversible", "memo": "reversible"},
-        decision_risks={"send_transfer": "irreversible"},
-    )
+def instance_id(api: Driver, transfer: str) -> str:
+    """Unplanned: each test makes the first plan (the locked path) itself."""
     return api.open(
-        "payments.transfer",
+        transfer,
         beliefs=[
             {"slot": "recipient_account", "value": HOSTILE, "source": "tool"},
             {"slot": "memo", "value": {"z": 1, "a": [1.0, None, "x"]}, "source": "user"},
