@@ -77,6 +77,31 @@ class TaskClass(models.Model):
         return self.key
 
 
+class TaskClassShare(models.Model):
+    """The owner of a task class lets another runtime open instances of it.
+
+    Values stay with the runtime that reported them: the runtime's instances carry only its own
+    earlier values, unless `history` is on. The runtimes whose share has `history`, and the
+    owner, form the class's history pool: each of them carries the values of all of them (the
+    owner accepts their values into its own runs, so it is turned on only for a runtime trusted
+    as much as the owner itself)."""
+
+    task_class = models.ForeignKey(TaskClass, on_delete=models.CASCADE, related_name="shares")
+    runtime = models.ForeignKey(Runtime, on_delete=models.CASCADE, related_name="shared_classes")
+    history = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["task_class_id", "runtime_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["task_class", "runtime"], name="share_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_class_id} shared with {self.runtime_id}"
+
+
 class Slot(models.Model):
     class ValueType(models.TextChoices):
         STRING = "string"
@@ -220,9 +245,19 @@ class BeliefStatus(models.TextChoices):
     SUPERSEDED = "superseded"
 
 
+class RecordedVia(models.TextChoices):
+    """Who put a belief on record: the runtime through the API (whatever source it names, even
+    `user`: that is the runtime's report of what the person said), or the person answering in
+    the console."""
+
+    RUNTIME = "runtime"
+    CONSOLE = "console"
+
+
 class Belief(models.Model):
     # The instance that acquired this belief; principal and slot are kept beside it so that
-    # carried beliefs are found with one indexed query.
+    # carried beliefs are found with one indexed query. The instance's runtime is the runtime
+    # the value belongs to: only its own later runs (or its class's history pool) carry it.
     instance = models.ForeignKey(TaskInstance, on_delete=models.CASCADE, related_name="beliefs")
     principal = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="beliefs"
@@ -235,6 +270,9 @@ class Belief(models.Model):
     world_ref = models.JSONField(null=True, blank=True)
     status = models.CharField(max_length=20, choices=BeliefStatus, default=BeliefStatus.ACTIVE)
     status_reason = models.TextField(blank=True)
+    recorded_via = models.CharField(
+        max_length=10, choices=RecordedVia, default=RecordedVia.RUNTIME, db_default="runtime"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

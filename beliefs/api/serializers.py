@@ -34,6 +34,7 @@ from beliefs.models import (
     BeliefStatus,
     InstanceStatus,
     PromptState,
+    RecordedVia,
     Slot,
 )
 from beliefs.services.instances import BeliefSpec
@@ -284,6 +285,28 @@ class TaskClassOut(serializers.Serializer):
     decisions = DecisionOut(many=True)
 
 
+class ShareIn(StrictSerializer):
+    history = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="also pool the values of the class's people with this runtime: the owner and "
+        "every runtime with history carry each other's values",
+    )
+
+
+class ShareOut(serializers.Serializer):
+    runtime = serializers.CharField()
+    history = serializers.BooleanField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class ShareListOut(serializers.Serializer):
+    task_class = serializers.CharField()
+    owner = serializers.CharField(allow_null=True)
+    shares = ShareOut(many=True)
+
+
 # --- instances and beliefs -----------------------------------------------------------------
 
 
@@ -324,6 +347,14 @@ class CancelIn(StrictSerializer):
 class BeliefSummaryOut(serializers.Serializer):
     id = serializers.IntegerField()
     source = serializers.ChoiceField(choices=[s.value for s in Source])
+    recorded_via = serializers.ChoiceField(
+        choices=RecordedVia.values,
+        help_text="who put it on record: the runtime (whatever its source says) or the person, "
+        "answering in the console",
+    )
+    runtime = serializers.CharField(
+        allow_null=True, help_text="the runtime whose instance acquired the value"
+    )
     instance = serializers.UUIDField()
     run_number = serializers.IntegerField()
     turn = serializers.IntegerField()

@@ -20,6 +20,12 @@ def api_path(route: str, view: type[APIView], name: str) -> URLPattern:
 
 task_class_and_instance_patterns = [
     api_path("task-classes/<str:key>/", views.TaskClassApi, "api-task-class"),
+    api_path("task-classes/<str:key>/shares/", views.TaskClassSharesApi, "api-task-class-shares"),
+    api_path(
+        "task-classes/<str:key>/shares/<str:runtime>/",
+        views.TaskClassShareApi,
+        "api-task-class-share",
+    ),
     api_path("instances/", views.InstanceCreateApi, "api-instances"),
     api_path("instances/<uuid:instance_id>/", views.InstanceDetailApi, "api-instance"),
     api_path("instances/<uuid:instance_id>/beliefs/", views.BeliefCreateApi, "api-beliefs"),

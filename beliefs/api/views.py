@@ -147,6 +147,62 @@ class TaskClassApi(APIView):
         return Response(selectors.task_class_payload(selectors.task_class_with_slots(key)))
 
 
+class TaskClassSharesApi(APIView):
+    permission_classes = [IsRuntime]
+
+    @extend_schema(
+        responses={200: s.ShareListOut, **READS},
+        summary="Whom a task class is shared with (its owner)",
+        description=(
+            "Another runtime opens instances of a class only when its owner shares it; values "
+            "stay with the runtime that reported them unless the share has `history`."
+        ),
+    )
+    def get(self, request: Request, key: str) -> Response:
+        task_class = selectors.task_class_for_owner(key, runtime_key(request).runtime_id)
+        return Response(selectors.shares_payload(task_class))
+
+
+class TaskClassShareApi(APIView):
+    permission_classes = [IsRuntime]
+
+    @write_schema(
+        s.ShareIn,
+        s.ShareOut,
+        summary="Share a task class with another runtime (its owner)",
+        description=(
+            "That runtime may then open instances of the class. Its instances carry only its "
+            "own earlier values, unless `history` is true: then it joins the class's history "
+            "pool, and the owner and every runtime in the pool carry each other's values for "
+            "the class's people (turn it on only for a runtime you trust as much as your own). "
+            "Idempotent; a change is audited."
+        ),
+    )
+    def put(self, request: Request, key: str, runtime: str) -> Response:
+        task_class = selectors.task_class_for_owner(key, runtime_key(request).runtime_id)
+        data = validated(s.ShareIn, request.data)
+        share = services.task_class_share(
+            task_class=task_class,
+            runtime_name=runtime,
+            history=data["history"],
+            actor=actor(request),
+        )
+        return Response(selectors.share_payload(share))
+
+    @extend_schema(
+        request=None,
+        responses={204: None, **READS},
+        summary="Stop sharing a task class with a runtime (its owner)",
+        description="The runtime's existing instances stay its own; it opens no new ones.",
+    )
+    def delete(self, request: Request, key: str, runtime: str) -> Response:
+        task_class = selectors.task_class_for_owner(key, runtime_key(request).runtime_id)
+        services.task_class_unshare(
+            task_class=task_class, runtime_name=runtime, actor=actor(request)
+        )
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
 # --- instances -----------------------------------------------------------------------------
 
 

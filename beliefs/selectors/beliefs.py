@@ -21,7 +21,10 @@ from beliefs.models import (
     Decision,
     Prompt,
     PromptState,
+    Runtime,
     Slot,
+    TaskClass,
+    TaskClassShare,
     TaskInstance,
 )
 from beliefs.selectors import rows
@@ -50,26 +53,58 @@ def with_light_instance(queryset: QuerySet[Any], path: str = "instance") -> Quer
     return queryset.select_related(path).defer(*(f"{path}__{f}" for f in INSTANCE_HEAVY_FIELDS))
 
 
-# The chosen beliefs, with their instance's run number: every column of the belief, then one.
-# A chosen belief as routing, the plan and the pages read it (its status note and creation
-# time are left deferred), then its instance's run number.
+# The chosen beliefs, with their instance's run number and runtime: every column of the belief
+# that routing, the plan and the pages read (its status note and creation time are left
+# deferred), then its instance's run number and runtime, then that runtime's name.
 _BELIEF_NAMES = (
     "id", "instance_id", "principal_id", "slot_id", "value", "source", "turn", "acquired_at",
-    "world_ref", "status",
+    "world_ref", "status", "recorded_via",
 )  # fmt: skip
 _CHOSEN_COLUMNS: tuple[tuple[type[Model], str], ...] = (
     *((Belief, name) for name in _BELIEF_NAMES),
     (TaskInstance, "run_number"),
+    (TaskInstance, "runtime_id"),
+    (Runtime, "name"),
 )
+_OWN_COLUMNS = len(_BELIEF_NAMES)
 
 
-def _pick_sql(instance: str, principal: str, run_number: str) -> str:
+def _in_history_pool(runtime: str, task_class: str) -> str:
+    """SQL: the runtime (an SQL expression) is the class's owner or shares its history."""
+    col = rows.column
+    owner = (
+        f"(SELECT {col(TaskClass, 'owner', 'o')} FROM {rows.table(TaskClass, 'o')}"
+        f" WHERE {col(TaskClass, 'id', 'o')} = {task_class})"
+    )
+    shared = (
+        f"EXISTS (SELECT 1 FROM {rows.table(TaskClassShare, 'h')}"
+        f" WHERE {col(TaskClassShare, 'task_class', 'h')} = {task_class}"
+        f" AND {col(TaskClassShare, 'runtime', 'h')} = {runtime}"
+        f" AND {col(TaskClassShare, 'history', 'h')})"
+    )
+    return f"({runtime} = {owner} OR {shared})"
+
+
+def visible_sql(belief_runtime: str, runtime: str, task_class: str) -> str:
+    """SQL for `history.carries`: may an instance of `runtime` carry a value of an instance of
+    `belief_runtime`, both of the class `task_class` (each an SQL expression)? Its own runtime's
+    always (instances opened without a runtime count as one runtime of their own); another's
+    only when both are in the class's history pool."""
+    return (
+        f"({belief_runtime} = {runtime} OR ({belief_runtime} IS NULL AND {runtime} IS NULL)"
+        f" OR ({_in_history_pool(belief_runtime, task_class)}"
+        f" AND {_in_history_pool(runtime, task_class)}))"
+    )
+
+
+def _pick_sql(instance: str, principal: str, run_number: str, runtime: str) -> str:
     """SQL for the id of the belief that slot "s" binds for one instance: the newest active
     belief of the instance, else the newest active one of the principal from an earlier run
-    (newest: acquired_at, then id). The instance's id, principal and run number are given as
-    SQL (columns or placeholders); each probe is one `LIMIT 1` walk of the index (principal,
-    slot, status, acquired_at, id). Its parameters: the active status, `instance`'s, the active
-    status again, `principal`'s and `run_number`'s, in that order."""
+    whose runtime the instance's runtime may carry from (`visible_sql`; newest: acquired_at,
+    then id). The instance's id, principal, run number and runtime are given as SQL (columns or
+    placeholders); each probe is one `LIMIT 1` walk of the index (principal, slot, status,
+    acquired_at, id). Its parameters: the active status, `instance`'s, the active status again,
+    `principal`'s and `run_number`'s, in that order (`runtime` must be a column)."""
     col = rows.column
 
     def newest(where: str, join: str = "") -> str:
@@ -82,9 +117,10 @@ def _pick_sql(instance: str, principal: str, run_number: str) -> str:
         )
 
     current = newest(f"{col(Belief, 'instance', 'c')} = {instance}")
+    visible = visible_sql(col(TaskInstance, "runtime", "ci"), runtime, col(Slot, "task_class", "s"))
     carried = newest(
         f"{col(Belief, 'principal', 'c')} = {principal}"
-        f" AND {col(TaskInstance, 'run_number', 'ci')} < {run_number}",
+        f" AND {col(TaskInstance, 'run_number', 'ci')} < {run_number} AND {visible}",
         join=f" INNER JOIN {rows.table(TaskInstance, 'ci')}"
         f" ON {col(TaskInstance, 'id', 'ci')} = {col(Belief, 'instance', 'c')}",
     )
@@ -92,22 +128,43 @@ def _pick_sql(instance: str, principal: str, run_number: str) -> str:
 
 
 def _belief_columns(alias: str) -> list[str]:
-    """The columns of `_CHOSEN_COLUMNS`: a belief under `alias`, its instance's run number."""
-    columns = [rows.column(m, n, alias) for m, n in _CHOSEN_COLUMNS[:-1]]
+    """The columns of `_CHOSEN_COLUMNS`: a belief under `alias`, its instance (`<alias>i`)'s
+    run number and runtime, and the runtime's name (`<alias>r`)."""
+    columns = [rows.column(m, n, alias) for m, n in _CHOSEN_COLUMNS[:_OWN_COLUMNS]]
     columns.append(rows.column(TaskInstance, "run_number", f"{alias}i"))
+    columns.append(rows.column(TaskInstance, "runtime", f"{alias}i"))
+    columns.append(rows.column(Runtime, "name", f"{alias}r"))
     return columns
+
+
+def _belief_joins(alias: str) -> str:
+    """The joins `_belief_columns(alias)` reads: the belief's instance and its runtime."""
+    col = rows.column
+    return (
+        f" LEFT OUTER JOIN {rows.table(TaskInstance, f'{alias}i')}"
+        f" ON {col(TaskInstance, 'id', f'{alias}i')} = {col(Belief, 'instance', alias)}"
+        f" LEFT OUTER JOIN {rows.table(Runtime, f'{alias}r')}"
+        f" ON {col(Runtime, 'id', f'{alias}r')} = {col(TaskInstance, 'runtime', f'{alias}i')}"
+    )
 
 
 def _belief_of(values: Sequence[Any], lights: dict[UUID, TaskInstance]) -> Belief:
     """A belief from `_CHOSEN_COLUMNS` values, its instance attached as `with_light_instance`
-    would load it: its run number only. `lights` holds the instances already made by this
-    read: the beliefs of one earlier run share one."""
-    belief = rows.instance_of(Belief, values[:-1], _BELIEF_NAMES)
+    would load it: its run number and runtime only. `lights` holds the instances already made
+    by this read: the beliefs of one earlier run share one."""
+    belief = rows.instance_of(Belief, values[:_OWN_COLUMNS], _BELIEF_NAMES)
     light = lights.get(belief.instance_id)
     if light is None:
+        run_number, runtime_id, runtime_name = values[_OWN_COLUMNS:]
         light = rows.instance_of(
-            TaskInstance, [belief.instance_id, values[-1]], ["id", "run_number"]
+            TaskInstance,
+            [belief.instance_id, run_number, runtime_id],
+            ["id", "run_number", "runtime_id"],
         )
+        runtime = None
+        if runtime_id is not None:
+            runtime = rows.instance_of(Runtime, [runtime_id, runtime_name], ["id", "name"])
+        TaskInstance.runtime.field.set_cached_value(light, runtime)
         lights[belief.instance_id] = light
     Belief.instance.field.set_cached_value(belief, light)
     return belief
@@ -119,7 +176,7 @@ def _chosen_sql(slots: int, instances: int) -> str:
     col = rows.column
     run = lambda name: col(TaskInstance, name, "i")  # noqa: E731 - the pairs' instance
     picks = (
-        f"SELECT {_pick_sql(run('id'), run('principal'), run('run_number'))}"
+        f"SELECT {_pick_sql(run('id'), run('principal'), run('run_number'), run('runtime'))}"
         f" FROM {rows.table(Slot, 's')} INNER JOIN {rows.table(TaskInstance, 'i')}"
         f" ON {run('task_class')} = {col(Slot, 'task_class', 's')}"
         f" WHERE {col(Slot, 'id', 's')} IN ({rows.placeholders(slots)})"
@@ -127,11 +184,45 @@ def _chosen_sql(slots: int, instances: int) -> str:
     )
     return (
         f"SELECT {', '.join(_belief_columns('b'))} FROM {rows.table(Belief, 'b')}"
-        f" INNER JOIN {rows.table(TaskInstance, 'bi')}"
-        f" ON {col(TaskInstance, 'id', 'bi')} = {col(Belief, 'instance', 'b')}"
+        f"{_belief_joins('b')}"
         f" WHERE {col(Belief, 'id', 'b')} IN ({picks})"
         f" ORDER BY {col(Belief, 'acquired_at', 'b')} DESC, {col(Belief, 'id', 'b')} DESC"
     )
+
+
+@dataclass(frozen=True)
+class HistoryPool:
+    """The runtimes that carry each other's values for one task class: its owner and the
+    runtimes it shares its history with (`TaskClassShare.history`)."""
+
+    members: frozenset[int] = frozenset()
+
+    def carries(self, belief_runtime: int | None, runtime: int | None) -> bool:
+        """May an instance of `runtime` carry a value acquired by an instance of
+        `belief_runtime`? Its own runtime's always (instances opened without a runtime count as
+        one runtime of their own); another runtime's only when both are in the pool.
+        `visible_sql` is the same rule in SQL."""
+        if belief_runtime == runtime:
+            return True
+        return belief_runtime in self.members and runtime in self.members
+
+    def runtimes_for(self, runtime: int | None) -> frozenset[int | None]:
+        """The runtimes whose values an instance of `runtime` may carry."""
+        return self.members if runtime in self.members else frozenset([runtime])
+
+
+def history_pool(task_class_id: int) -> HistoryPool:
+    """The class's history pool, in one query."""
+    found = TaskClass.objects.filter(pk=task_class_id).values_list(
+        "owner_id", "shares__runtime_id", "shares__history"
+    )
+    members: set[int] = set()
+    for owner, runtime, history in found:
+        if owner is not None:
+            members.add(owner)
+        if runtime is not None and history:
+            members.add(runtime)
+    return HistoryPool(frozenset(members))
 
 
 def _chosen_rows(instance_ids: Sequence[UUID], slot_ids: Sequence[int]) -> list[Belief]:
@@ -156,8 +247,9 @@ def choose_beliefs_for(
     """instance id -> slot id -> (belief, carried), for instances of the slots' task class.
 
     The rule: the newest active belief of the instance for the slot (current); else the newest
-    active belief of the same principal for the slot from an earlier run (carried); newest is
-    (acquired_at, id) descending. The instances need only pk, principal_id and run_number.
+    active belief of the same principal for the slot from an earlier run whose runtime the
+    instance's runtime carries from (`HistoryPool.carries`) (carried); newest is (acquired_at,
+    id) descending. The instances need only pk, principal_id, run_number and runtime_id.
 
     One query, whose cost follows instances x slots and not the principal's history: for each
     (instance, slot) the database picks one belief id with at most two `LIMIT 1` probes of the
@@ -174,14 +266,18 @@ def choose_beliefs_for(
     runs_of: dict[int, list[TaskInstance]] = defaultdict(list)
     for instance in instances:
         runs_of[instance.principal_id].append(instance)
+    found = _chosen_rows(list(chosen), slot_ids)
+    pool = history_pool(next(iter(slots)).task_class_id) if found else HistoryPool()
     # Each pair's pick is among the rows, and any other row that fits a pair is another
     # candidate of the same rule, so older: newest first, the first fit is the pair's pick.
-    for belief in _chosen_rows(list(chosen), slot_ids):
+    for belief in found:
         mine = chosen.get(belief.instance_id)
         if mine is not None and (belief.slot_id not in mine or mine[belief.slot_id][1]):
             mine[belief.slot_id] = (belief, False)
         for later in runs_of[belief.principal_id]:
-            if belief.instance.run_number < later.run_number:
+            if belief.instance.run_number < later.run_number and pool.carries(
+                belief.instance.runtime_id, later.runtime_id
+            ):
                 chosen[later.pk].setdefault(belief.slot_id, (belief, True))
     return chosen
 
@@ -244,21 +340,24 @@ def _slot_rows_sql() -> str:
     col = rows.column
     through: type[Model] = Decision.slots.through
     slot_columns = [col(Slot, name, "s") for name in _SLOT_NAMES]
+    # The instance's runtime is one parameter, read where the rule needs it as "me"."runtime".
+    pick = _pick_sql("%s", "%s", "%s", '"me"."runtime"')
     picked = (
-        f'SELECT {", ".join(slot_columns)}, {_pick_sql("%s", "%s", "%s")} AS "pick"'
-        f" FROM {rows.table(Slot, 's')} WHERE {col(Slot, 'task_class', 's')} = %s"
+        f'SELECT {", ".join(slot_columns)}, {pick} AS "pick"'
+        f' FROM {rows.table(Slot, "s")} CROSS JOIN "me"'
+        f" WHERE {col(Slot, 'task_class', 's')} = %s"
     )
     columns = [*slot_columns, col(Decision, "key"), col(Decision, "risk_class")]
     columns += _belief_columns("b")
     return (
-        f'WITH "picked" AS MATERIALIZED ({picked})'
+        f'WITH "me" AS (SELECT CAST(%s AS BIGINT) AS "runtime"),'
+        f' "picked" AS MATERIALIZED ({picked})'
         f' SELECT {", ".join(columns)} FROM "picked" AS "s"'
         f" LEFT OUTER JOIN {rows.table(through)} ON {col(through, 'slot')} = {col(Slot, 'id', 's')}"
         f" LEFT OUTER JOIN {rows.table(Decision)}"
         f" ON {col(Decision, 'id')} = {col(through, 'decision')}"
         f' LEFT OUTER JOIN {rows.table(Belief, "b")} ON {col(Belief, "id", "b")} = "s"."pick"'
-        f" LEFT OUTER JOIN {rows.table(TaskInstance, 'bi')}"
-        f" ON {col(TaskInstance, 'id', 'bi')} = {col(Belief, 'instance', 'b')}"
+        f"{_belief_joins('b')}"
         # The decisions in the order a prefetch of `slot.decisions` gives them (their default
         # ordering): the first of equal levels names the reason.
         f" ORDER BY {col(Slot, 'position', 's')}, {col(Slot, 'id', 's')},"
@@ -281,6 +380,7 @@ def slot_rows(instance: TaskInstance) -> list[SlotRow]:
     found = rows.fetch(
         _slot_rows_sql(),
         [
+            instance.runtime_id,
             BeliefStatus.ACTIVE,
             rows.prepare(TaskInstance, "id", instance.pk),
             BeliefStatus.ACTIVE,
@@ -387,9 +487,12 @@ def _uuid_text(value: UUID) -> str:
 def belief_summary(belief: Belief | None, carried: bool) -> dict[str, Any] | None:
     if belief is None:
         return None
+    runtime = belief.instance.runtime
     return {
         "id": belief.pk,
         "source": belief.source,
+        "recorded_via": belief.recorded_via,
+        "runtime": runtime.name if runtime is not None else None,
         "instance": _uuid_text(belief.instance_id),
         "run_number": belief.instance.run_number,
         "turn": belief.turn,

@@ -76,7 +76,7 @@ def impact_snapshot(
         classes = classes_from(slots, task_class.decisions.order_by("id").prefetch_related("slots"))
     instances = list(
         open_instances_of(task_class)
-        .only("id", "principal_id", "run_number", "status")
+        .only("id", "principal_id", "run_number", "runtime_id", "status")
         .order_by("created_at", "id")
     )
     if not instances:

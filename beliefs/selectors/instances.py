@@ -13,14 +13,16 @@ from django.contrib.auth.models import User
 from django.db.models import Count, Model, Q, QuerySet
 from django.utils import timezone
 
-from beliefs.errors import NotFound
+from beliefs.errors import NotFound, PermissionDenied
 from beliefs.models import (
     Belief,
     InstanceStatus,
     Prompt,
     PromptState,
+    Runtime,
     Slot,
     TaskClass,
+    TaskClassShare,
     TaskInstance,
     is_overdue,
 )
@@ -34,7 +36,7 @@ def _instances() -> QuerySet[TaskInstance]:
 
 def instance_prompts(instance: TaskInstance) -> list[Prompt]:
     """With slot and belief; of the belief's instance, only what `belief_summary` shows."""
-    prompts = instance.prompts.select_related("slot", "belief")
+    prompts = instance.prompts.select_related("slot", "belief", "belief__instance__runtime")
     return list(
         with_light_instance(prompts, "belief__instance").order_by("slot__position", "slot_id", "id")
     )
@@ -46,7 +48,7 @@ def open_prompts(instance: TaskInstance) -> list[Prompt]:
 
 def prompts_for_user(user: User, state: str | None = None) -> QuerySet[Prompt]:
     qs: QuerySet[Prompt] = Prompt.objects.filter(instance__principal=user).select_related(
-        "slot", "instance__task_class", "belief"
+        "slot", "instance__task_class", "belief", "belief__instance__runtime"
     )
     qs = with_light_instance(with_light_instance(qs, "instance"), "belief__instance")
     if state:
@@ -112,6 +114,39 @@ def task_class_payload(task_class: TaskClass) -> dict[str, Any]:
         for d in task_class.decisions.all()
     ]
     return {"key": task_class.key, "name": task_class.name, "slots": slots, "decisions": decisions}
+
+
+def task_class_for_owner(key: str, runtime_id: int) -> TaskClass:
+    """The task class, for the sharing endpoints: 404 for no such class, 403 for a runtime that
+    does not own it (classes are public by key, so their existence is not a secret)."""
+    task_class = TaskClass.objects.select_related("owner").filter(key=key).first()
+    if task_class is None:
+        raise NotFound(f"No task class {key!r}.", code="unknown_task_class")
+    if task_class.owner_id != runtime_id:
+        raise PermissionDenied(
+            f"Task class {key!r} belongs to another runtime: only its owner sees and changes "
+            "whom it is shared with.",
+            code="not_owner",
+        )
+    return task_class
+
+
+def share_payload(share: TaskClassShare) -> dict[str, Any]:
+    return {
+        "runtime": share.runtime.name,
+        "history": share.history,
+        "created_at": share.created_at.isoformat(),
+        "updated_at": share.updated_at.isoformat(),
+    }
+
+
+def shares_payload(task_class: TaskClass) -> dict[str, Any]:
+    shares = TaskClassShare.objects.filter(task_class=task_class).select_related("runtime")
+    return {
+        "task_class": task_class.key,
+        "owner": task_class.owner.name if task_class.owner is not None else None,
+        "shares": [share_payload(s) for s in shares.order_by("runtime__name")],
+    }
 
 
 def prompt_detail(prompt: Prompt) -> dict[str, Any]:
@@ -227,9 +262,12 @@ _PROMPT_COLUMNS: tuple[tuple[type[Model], str], ...] = (
     (Slot, "label"),
     *(
         (Belief, name)
-        for name in ("id", "source", "instance_id", "turn", "acquired_at", "world_ref")
+        for name in (
+            "id", "source", "recorded_via", "instance_id", "turn", "acquired_at", "world_ref"
+        )
     ),
     (TaskInstance, "run_number"),
+    (Runtime, "name"),
 )
 # fmt: on
 _EXPIRES_AT = _PROMPT_COLUMNS.index((Prompt, "expires_at"))
@@ -253,8 +291,9 @@ def _instance_sql(owner: str) -> str:
 @cache
 def _prompts_sql() -> str:
     # The belief's instance is joined under an alias: the prompt's own instance is not joined.
-    columns = [rows.column(m, n) for m, n in _PROMPT_COLUMNS[:-1]]
+    columns = [rows.column(m, n) for m, n in _PROMPT_COLUMNS[:-2]]
     columns.append(rows.column(TaskInstance, "run_number", alias="belief_instance"))
+    columns.append(rows.column(Runtime, "name", alias="belief_runtime"))
     return (
         "SELECT "
         + ", ".join(columns)
@@ -266,6 +305,9 @@ def _prompts_sql() -> str:
         + f" LEFT OUTER JOIN {rows.table(TaskInstance, alias='belief_instance')}"
         + f" ON {rows.column(TaskInstance, 'id', alias='belief_instance')}"
         + f" = {rows.column(Belief, 'instance')}"
+        + f" LEFT OUTER JOIN {rows.table(Runtime, alias='belief_runtime')}"
+        + f" ON {rows.column(Runtime, 'id', alias='belief_runtime')}"
+        + f" = {rows.column(TaskInstance, 'runtime', alias='belief_instance')}"
         + f" WHERE {rows.column(Prompt, 'instance')} = %s"
         + f" ORDER BY {rows.column(Slot, 'position')}, {rows.column(Slot, 'id')},"
         + f" {rows.column(Prompt, 'id')}"
@@ -282,14 +324,16 @@ def _prompt_row_detail(row: list[Any]) -> dict[str, Any]:
         pk, instance_id, route, rule, reason, effective_risk, risk_reason, blocking, state,
         version, prefill, context_value, world_ref, world_now, world_diff, action,
         response_value, response_reason, expires_at, shown_at, responded_at, slot_key,
-        slot_label, belief_id, source, belief_instance, turn, acquired_at, belief_world_ref,
-        run_number,
+        slot_label, belief_id, source, recorded_via, belief_instance, turn, acquired_at,
+        belief_world_ref, run_number, runtime_name,
     ) = row  # fmt: skip
     belief = None
     if belief_id is not None:
         belief = {
             "id": belief_id,
             "source": source,
+            "recorded_via": recorded_via,
+            "runtime": runtime_name,
             "instance": str(belief_instance),
             "run_number": run_number,
             "turn": turn,

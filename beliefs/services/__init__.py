@@ -28,7 +28,13 @@ from beliefs.services.planning import (
 )
 from beliefs.services.responses import RespondResult, prompt_respond, prompts_mark_shown
 from beliefs.services.runtimes import runtime_key_create, runtime_key_revoke, task_class_transfer
-from beliefs.services.task_classes import DecisionSpec, SlotSpec, task_class_register
+from beliefs.services.task_classes import (
+    DecisionSpec,
+    SlotSpec,
+    task_class_register,
+    task_class_share,
+    task_class_unshare,
+)
 
 __all__ = [
     "SYSTEM",
@@ -55,5 +61,7 @@ __all__ = [
     "runtime_key_create",
     "runtime_key_revoke",
     "task_class_register",
+    "task_class_share",
+    "task_class_unshare",
     "task_class_transfer",
 ]

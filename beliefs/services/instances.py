@@ -26,7 +26,7 @@ from beliefs.services.audit import Actor, audit, audit_all, audit_replaced
 from beliefs.services.lifecycle import close_instance, lock_instance, require_open
 from beliefs.services.planning import plan_locked
 from beliefs.services.retry import retry_on_race
-from beliefs.services.task_classes import slot_register_unknown
+from beliefs.services.task_classes import require_may_open, slot_register_unknown
 
 SUPERSEDED_REASON = "a newer belief was recorded"
 
@@ -65,6 +65,7 @@ def instance_open(
             code="unknown_task_class",
             fields={"task_class": ["unknown task class"]},
         )
+    require_may_open(task_class, actor)
     user = get_user_model().objects.filter(username=principal, is_active=True).first()
     if user is None:
         raise NotFound(

@@ -31,9 +31,11 @@ from beliefs.models import (
     Prompt,
     PromptResponse,
     PromptState,
+    RecordedVia,
     Slot,
     TaskInstance,
 )
+from beliefs.selectors.beliefs import history_pool
 from beliefs.services.audit import Actor, audit
 from beliefs.services.expiry import instance_expire_if_due
 from beliefs.services.lifecycle import close_instance, lock_instance, require_open
@@ -373,6 +375,7 @@ def _bind_user_value(d: Recorded) -> None:
         turn=_next_turn(instance),
         acquired_at=acquired_at,
         world_ref=world_seen,
+        recorded_via=RecordedVia.CONSOLE,
     )
     d.response.belief = belief
     d.response.save(update_fields=["belief"])
@@ -403,10 +406,17 @@ def _veto(d: Recorded) -> None:
         vetoed.status = BeliefStatus.VETOED
         vetoed.status_reason = answer.reason or f"vetoed by {user}"
         vetoed.save(update_fields=["status", "status_reason"])
-        # Older active beliefs for the slot must not step in silently: retire them too.
+        # Older active beliefs for the slot that this runtime could carry must not step in
+        # silently: retire them too. Another runtime's values are not this one's to retire (nor
+        # could they step in here).
+        runtimes = history_pool(instance.task_class_id).runtimes_for(instance.runtime_id)
+        of_runtime = Q(instance__runtime__in=[r for r in runtimes if r is not None])
+        if None in runtimes:
+            of_runtime |= Q(instance__runtime__isnull=True)
         Belief.objects.filter(
             Q(acquired_at__lt=vetoed.acquired_at)
             | Q(acquired_at=vetoed.acquired_at, pk__lt=vetoed.pk),
+            of_runtime,
             principal_id=instance.principal_id,
             slot=prompt.slot,
             status=BeliefStatus.ACTIVE,

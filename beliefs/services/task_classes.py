@@ -9,11 +9,13 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Max
 
-from beliefs.errors import PermissionDenied, field_error
+from beliefs.errors import InvalidInput, NotFound, PermissionDenied, field_error
 from beliefs.models import (
     Decision,
+    Runtime,
     Slot,
     TaskClass,
+    TaskClassShare,
 )
 from beliefs.services.audit import Actor, audit
 from beliefs.services.retry import retry_on_race
@@ -197,3 +199,94 @@ def slot_register_unknown(task_class: TaskClass, key: str, actor: Actor) -> Slot
             data={"reason": "belief recorded for an undeclared slot"},
         )
     return slot
+
+
+# --- sharing a class with other runtimes ---------------------------------------------------------
+
+
+def require_may_open(task_class: TaskClass, actor: Actor) -> None:
+    """A runtime opens instances of its own classes, of classes nobody owns yet, and of the
+    classes another runtime shared with it; 403 for any other."""
+    runtime = actor.runtime
+    if runtime is None or task_class.owner_id is None or task_class.owner_id == runtime.pk:
+        return
+    if not TaskClassShare.objects.filter(task_class=task_class, runtime=runtime).exists():
+        raise PermissionDenied(
+            f"Task class {task_class.key!r} belongs to another runtime, which has not shared it "
+            "with yours: its owner can share it "
+            f"(PUT /api/v1/task-classes/{task_class.key}/shares/{runtime.name}/).",
+            code="not_shared",
+        )
+
+
+def _require_owner(task_class: TaskClass, actor: Actor) -> None:
+    """Only the class's owner (or staff, in the admin) decides whom it is shared with."""
+    if actor.user is not None and actor.user.is_staff:
+        return
+    runtime = actor.runtime
+    if runtime is None or task_class.owner_id != runtime.pk:
+        raise PermissionDenied(
+            f"Task class {task_class.key!r} belongs to another runtime: only its owner can "
+            "share it.",
+            code="not_owner",
+        )
+
+
+def _share_target(task_class: TaskClass, runtime_name: str) -> Runtime:
+    runtime = Runtime.objects.filter(name=runtime_name).first()
+    if runtime is None:
+        raise NotFound(f"No runtime {runtime_name!r}.", code="unknown_runtime")
+    if runtime.pk == task_class.owner_id:
+        raise InvalidInput(
+            "A task class is always its owner's: share it with another runtime.",
+            code="share_with_owner",
+        )
+    return runtime
+
+
+def _share_audit(kind: str, share: TaskClassShare, actor: Actor, **data: Any) -> None:
+    audit(
+        kind,
+        actor=actor,
+        task_class=share.task_class,
+        subject=share.runtime.name,
+        data={"runtime": share.runtime.name, **data},
+    )
+
+
+@transaction.atomic
+def task_class_share(
+    *, task_class: TaskClass, runtime_name: str, history: bool, actor: Actor
+) -> TaskClassShare:
+    """Let `runtime_name` open instances of the class. With `history`, that runtime joins the
+    class's history pool: it and the owner (and every other runtime in the pool) carry each
+    other's values for the class's people. Idempotent; audited when it changes anything."""
+    _require_owner(task_class, actor)
+    runtime = _share_target(task_class, runtime_name)
+    share, created = TaskClassShare.objects.select_for_update().get_or_create(
+        task_class=task_class, runtime=runtime, defaults={"history": history}
+    )
+    if created:
+        _share_audit("task_class.shared", share, actor, history=history)
+    elif share.history != history:
+        before = share.history
+        share.history = history
+        share.save(update_fields=["history", "updated_at"])
+        _share_audit("task_class.share_changed", share, actor, history=history, before=before)
+    return share
+
+
+@transaction.atomic
+def task_class_unshare(*, task_class: TaskClass, runtime_name: str, actor: Actor) -> None:
+    """The runtime can no longer open instances of the class (the ones it has stay its own),
+    and leaves the history pool. 404 when the class is not shared with it."""
+    _require_owner(task_class, actor)
+    runtime = _share_target(task_class, runtime_name)
+    share = TaskClassShare.objects.filter(task_class=task_class, runtime=runtime).first()
+    if share is None:
+        raise NotFound(
+            f"Task class {task_class.key!r} is not shared with {runtime_name!r}.",
+            code="not_shared",
+        )
+    _share_audit("task_class.unshared", share, actor, history=share.history)
+    share.delete()

@@ -18,9 +18,16 @@ from django.conf import settings
 
 from beliefs.domain.policy import RiskClass, Route
 from beliefs.domain.vocabulary import MAX_TEXT_LENGTH
-from beliefs.models import Decision, InstanceStatus, Prompt, PromptState, TaskInstance
+from beliefs.models import (
+    Decision,
+    InstanceStatus,
+    Prompt,
+    PromptState,
+    RecordedVia,
+    TaskInstance,
+)
 from console.forms import form_value
-from console.templatetags.reveal import hidden_characters, plain_text
+from console.templatetags.reveal import display_text, hidden_characters, plain_text
 
 RESTATEMENT_VALUE_LIMIT = 60
 # Up to this many choices are radio buttons; more become a drop-down list.
@@ -45,6 +52,12 @@ RISK_WORDS = {
     RiskClass.REVERSIBLE: "Can be undone",
     RiskClass.COSMETIC: "Cosmetic",
     RiskClass.UNCLASSIFIED: "Cannot be undone",
+}
+# How a runtime came by a value, after its name: "billing-agent got it from a tool".
+PROVENANCE_WORDS = {
+    "tool": "got it from a tool",
+    "inference": "guessed it",
+    "default": "used a default",
 }
 SOURCE_WORDS = {
     "user": "you",
@@ -193,6 +206,33 @@ class Card:
         return SOURCE_WORDS.get(belief.source, belief.source) if belief is not None else ""
 
     @property
+    def reported_by(self) -> str:
+        """The runtime whose run acquired the value, by name ("the agent" for none)."""
+        belief = self.prompt.belief
+        runtime = belief.instance.runtime if belief is not None else None
+        return display_text(runtime.name) if runtime is not None else "the agent"
+
+    @property
+    def given_in_console(self) -> bool:
+        belief = self.prompt.belief
+        return belief is not None and belief.recorded_via == RecordedVia.CONSOLE
+
+    @property
+    def provenance(self) -> str:
+        """Who put an earlier value on record, as a clause: "you gave it in the console",
+        "billing-agent reports you gave it", "billing-agent got it from a tool"."""
+        belief = self.prompt.belief
+        if belief is None:
+            return ""
+        if belief.source == "user":
+            return (
+                "you gave it in the console"
+                if self.given_in_console
+                else f"{self.reported_by} reports you gave it"
+            )
+        return f"{self.reported_by} {PROVENANCE_WORDS.get(belief.source, 'reported it')}"
+
+    @property
     def why(self) -> str:
         """Why the person is asked, in one sentence."""
         rule = self.prompt.rule
@@ -206,16 +246,16 @@ class Card:
                 "never filled in for you."
             )
         if rule == "R4":
-            return f"The agent got this value from {self.source_words} in this run, not from you."
+            return f"This value is not from you: in this run {self.provenance}."
         if rule == "R5":
             return (
-                "You gave a value in an earlier run, but nothing records what it referred to "
-                "then, so you are asked afresh."
+                f"There is a value from an earlier run ({self.provenance}), but nothing records "
+                "what it referred to then, so you are asked afresh."
             )
         if rule == "R6":
             return (
-                "You gave this value in an earlier run. Check that it still holds: things may "
-                "have changed since."
+                f"This value is from an earlier run: {self.provenance}. Check that it still "
+                "holds: things may have changed since."
             )
         return "The agent will use this value unless you veto it."
 

@@ -203,7 +203,7 @@ def _focus(context: dict[str, Any], prompt: Prompt, status: int, finished_now: b
     outcome when the action just finished, the question a veto opened, else the card itself."""
     target = next((c for c in all_cards(context) if c.prompt.pk == prompt.pk), None)
     if target is None:  # no longer listed (a re-plan superseded it): show it alone, closed
-        fresh = Prompt.objects.select_related("slot", "belief__instance").get(pk=prompt.pk)
+        fresh = Prompt.objects.select_related("slot", "belief__instance__runtime").get(pk=prompt.pk)
         target = Card(fresh, context["facts"], status=status, focus=True)
     if finished_now and status == 200:
         target.focus = False

@@ -116,8 +116,9 @@ def test_keys_are_per_runtime_not_per_key(api: Driver, transfer: str) -> None:
     replayed = _open(same_runtime, "shared", _body())
     assert replayed.status_code == 200
     assert replayed.json()["id"] == first
-    # ...another runtime's key is another namespace.
+    # ...another runtime's key (of a runtime the class is shared with) is another namespace.
     other = _client_for(runtime_key_of("other-runtime")[1])
+    api.runtime.put_json(f"/api/v1/task-classes/{transfer}/shares/other-runtime/", {})
     response = _open(other, "shared", _body())
     assert response.status_code == 201
     assert response.json()["id"] != first

@@ -1,5 +1,6 @@
 """Runtimes own their keys: what one key of a runtime opened, every key of it sees and plans;
-another runtime gets 404 on it, and 403 changing a task class it did not register."""
+another runtime gets 404 on it, 403 opening instances of a task class it was not shared, and 403
+changing a task class it did not register."""
 
 from __future__ import annotations
 
@@ -68,10 +69,19 @@ def test_another_runtime_gets_404_on_the_instance(api: Driver) -> None:
         assert response.status_code == 404, response.json()
 
 
-def test_another_runtime_may_open_a_task_class_but_gets_403_changing_it(api: Driver) -> None:
+def test_another_runtime_opens_a_task_class_once_shared_but_gets_403_changing_it(
+    api: Driver,
+) -> None:
     api.register("payments.refund", SLOTS)
     _, other_key = runtime_key_of("billing-agent")
     other = _client(other_key)
+    not_yet = other.post_json(
+        f"{API}/instances/", {"task_class": "payments.refund", "principal": "alice"}
+    )
+    assert not_yet.status_code == 403, not_yet.json()
+    assert not_yet.json()["error"] == "not_shared"
+    shared = api.runtime.put_json(f"{API}/task-classes/payments.refund/shares/billing-agent/", {})
+    assert shared.status_code == 200, shared.json()
 
     changed = other.put_json(
         f"{API}/task-classes/payments.refund/",

@@ -1,6 +1,8 @@
 """The belief each slot binds is the same as the straightforward rule's, over random
 histories: current first, else the newest carried from an earlier run of the same principal and
-task class; vetoed and superseded beliefs never chosen."""
+task class opened by a runtime whose values this run's runtime may carry (its own, or both in the
+class's history pool: the owner and the runtimes it shares history with); vetoed and superseded
+beliefs never chosen."""
 
 from __future__ import annotations
 
@@ -13,7 +15,15 @@ from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from beliefs.models import Belief, BeliefStatus, Slot, TaskClass, TaskInstance
+from beliefs.models import (
+    Belief,
+    BeliefStatus,
+    Runtime,
+    Slot,
+    TaskClass,
+    TaskClassShare,
+    TaskInstance,
+)
 from beliefs.selectors.beliefs import choose_beliefs, choose_beliefs_for
 from tests.examples import examples
 
@@ -36,9 +46,19 @@ belief_spec = st.tuples(
 
 
 def reference(
-    instance: TaskInstance, slots: list[Slot], beliefs: list[Belief], runs: dict[Any, TaskInstance]
+    instance: TaskInstance,
+    slots: list[Slot],
+    beliefs: list[Belief],
+    runs: dict[Any, TaskInstance],
+    pool: set[int],
 ) -> dict[int, tuple[int, bool]]:
-    """Today's rule, read straight off the list of every belief."""
+    """Today's rule, read straight off the list of every belief. `pool`: the ids of the class's
+    owner and of the runtimes it shares its history with."""
+
+    def may_carry(earlier: TaskInstance) -> bool:
+        if earlier.runtime_id == instance.runtime_id:  # None and None too: the same "runtime"
+            return True
+        return earlier.runtime_id in pool and instance.runtime_id in pool
 
     def newest(candidates: list[Belief]) -> Belief | None:
         return max(candidates, key=lambda b: (b.acquired_at, b.pk), default=None)
@@ -57,6 +77,7 @@ def reference(
                 if runs[b.instance_id].principal_id == instance.principal_id
                 and runs[b.instance_id].task_class_id == instance.task_class_id
                 and runs[b.instance_id].run_number < instance.run_number
+                and may_carry(runs[b.instance_id])
             ]
         )
         if carried is not None:
@@ -73,24 +94,51 @@ def ids(chosen: dict[int, tuple[Belief, bool]]) -> dict[int, tuple[int, bool]]:
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(specs=st.lists(belief_spec, max_size=40), shuffle=st.randoms(use_true_random=False))
+@given(
+    specs=st.lists(belief_spec, max_size=40),
+    shuffle=st.randoms(use_true_random=False),
+    # Each run's runtime: none, the owner, a runtime sharing history, or one not sharing it.
+    run_runtimes=st.lists(st.sampled_from([None, 0, 1, 2]), min_size=16, max_size=16),
+    owned=st.booleans(),
+    shared_history=st.booleans(),
+)
 def test_the_chosen_belief_per_slot_is_todays_rule(
-    alice: User, mallory: User, specs: list[tuple[Any, ...]], shuffle: Any
+    alice: User,
+    mallory: User,
+    specs: list[tuple[Any, ...]],
+    shuffle: Any,
+    run_runtimes: list[int | None],
+    owned: bool,
+    shared_history: bool,
 ) -> None:
     with transaction.atomic():
         principals = [alice, mallory]
-        classes = [TaskClass.objects.create(key=f"c{i}", name=f"c{i}") for i in range(2)]
+        runtimes = [Runtime.objects.create(name=f"r{i}") for i in range(3)]
+        classes = [
+            TaskClass.objects.create(
+                key=f"c{i}", name=f"c{i}", owner=runtimes[0] if owned else None
+            )
+            for i in range(2)
+        ]
+        for c in classes:
+            TaskClassShare.objects.create(task_class=c, runtime=runtimes[1], history=shared_history)
+            TaskClassShare.objects.create(task_class=c, runtime=runtimes[2], history=False)
+        pool = {runtimes[0].pk} if owned else set()
+        if shared_history:
+            pool.add(runtimes[1].pk)
         slots = [
             [Slot.objects.create(task_class=c, key=f"s{j}", label="s") for j in range(n)]
             for c, n in zip(classes, (SLOTS, 1), strict=True)
         ]
+        keys = [(p, c, r) for p in range(2) for c in range(2) for r in range(1, RUNS + 1)]
         runs = {
             (p, c, r): TaskInstance.objects.create(
-                task_class=classes[c], principal=principals[p], run_number=r
+                task_class=classes[c],
+                principal=principals[p],
+                run_number=r,
+                runtime=None if which is None else runtimes[which],
             )
-            for p in range(2)
-            for c in range(2)
-            for r in range(1, RUNS + 1)
+            for (p, c, r), which in zip(keys, run_runtimes, strict=True)
         }
         rows = [
             Belief(
@@ -110,12 +158,13 @@ def test_the_chosen_belief_per_slot_is_todays_rule(
         under_test = [i for (_, c, _), i in runs.items() if c == 0]
 
         for instance in under_test:
-            expected = reference(instance, slots[0], beliefs, by_pk)
+            expected = reference(instance, slots[0], beliefs, by_pk, pool)
             assert ids(choose_beliefs(instance, slots[0])) == expected, instance
         # Every open instance at once, as the impact preview reads them.
         together = choose_beliefs_for(under_test, slots[0])
         for instance in under_test:
-            assert ids(together[instance.pk]) == reference(instance, slots[0], beliefs, by_pk)
+            expected = reference(instance, slots[0], beliefs, by_pk, pool)
+            assert ids(together[instance.pk]) == expected
         transaction.set_rollback(True)
 
 

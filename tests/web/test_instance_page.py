@@ -43,7 +43,7 @@ def test_it_lists_assumptions_with_source_acquisition_and_a_changed_since_mark(
     html = page(alice_client, vendor)
     reference = card_html(html, scenarios.open_prompt(vendor, "reference"))
     assert 'Payment reference</span>: <span class="value">INV-2024-001</span>' in reference
-    assert "given by you" in reference
+    assert "the agent reports you gave it" in reference  # a runtime's report, not an answer here
     assert re.search(r"from run 1 \(an earlier run\),\s*<time", reference)
     assert "⚠ changed since: status" in reference
     assert 'name="action" value="veto"' in reference
@@ -60,7 +60,7 @@ def test_it_shows_a_confirm_card_prefilled_with_its_source_and_world_diff(
     assert "Confirm: Recipient account" in card
     assert 'name="value" type="text"' in card and 'value="NL91ABNA0417164300"' in card
     assert f'name="version" value="{prompt.version}"' in card
-    assert "given by you" in card
+    assert "the agent reports you gave it" in card
     assert re.search(r"from run 1 \(an earlier run\),\s*<time", card)
     # The diff: the changed key is highlighted and says so in words; the others are plain.
     bank = re.search(r'<tr class="changed">.*?</tr>', card, re.S).group(0)

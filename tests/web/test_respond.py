@@ -346,15 +346,16 @@ def test_it_runs_the_same_queries_for_2_and_50_prompts(
     # The view:    1 session, 2 user, 3 instance, 4 lazy expiry check, 5 the prompt;
     # the service: 6 savepoint, 7 the prompt, 8 the instance locked, 9 the prompt with its slot
     #   and belief, 10 an earlier response for this version, 11 expiry check, 12 savepoint,
-    #   13 the response row, 14 release, 15 the vetoed belief, 16 older beliefs retired,
-    #   17 the prompt, 18 the audit event; the re-plan: 19 open prompts, 20 the slots with
-    #   their decisions and beliefs, 21 the new ASK prompt, 22 the instance, 23 the audit event,
-    #   24 the instance re-read, 25 release;
-    # the render:  26 the instance re-read, 27 prompts, 28 shown_at of the new question,
-    #   29 decisions, 30 their slots, 31 and 32 permissions for the header;
-    # and, after the audit event of the veto, the belief.vetoed event: 33 its sequence number,
-    #   34 its row (the scenario's instance has no runtime, so no endpoint is looked up).
-    with django_assert_num_queries(34):
+    #   13 the response row, 14 release, 15 the vetoed belief, 16 the class's history pool
+    #   (whose older beliefs the veto may retire), 17 older beliefs retired, 18 the prompt,
+    #   19 the audit event; the re-plan: 20 open prompts, 21 the slots with their decisions
+    #   and beliefs, 22 the new ASK prompt, 23 the instance, 24 the audit event, 25 the
+    #   instance re-read, 26 release;
+    # the render:  27 the instance re-read, 28 prompts, 29 shown_at of the new question,
+    #   30 decisions, 31 their slots, 32 and 33 permissions for the header;
+    # and, after the audit event of the veto, the belief.vetoed event: 34 its sequence number,
+    #   35 its row (the scenario's instance has no runtime, so no endpoint is looked up).
+    with django_assert_num_queries(35):
         response = post(alice_client, surfaced, action="veto")
     assert response.status_code == 200
 
