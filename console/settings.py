@@ -294,6 +294,20 @@ CONSOLE_WEBHOOK_RETRY_SECONDS: list[float] | None = None
 # Where people reach the console: the links in emails.
 CONSOLE_BASE_URL = os.environ.get("CONSOLE_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
 
+# --- Receipts ---------------------------------------------------------------------------------
+# What the console keeps outside the database (in development: the receipts' signing key).
+# Never inside the repository.
+CONSOLE_DATA_DIR = Path(
+    os.environ.get("CONSOLE_DATA_DIR")
+    or Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    / "confirmation-console"
+)
+# PEM files of the receipts' Ed25519 signing keys: the first signs, all are published (rotate
+# by putting a new key first). Required with DEBUG off; `manage.py receipt_key PATH` makes one.
+CONSOLE_RECEIPT_SIGNING_KEYS = env_list("CONSOLE_RECEIPT_SIGNING_KEYS", [])
+# How long a receipt may be redeemed or verified after the instance became ready.
+CONSOLE_RECEIPT_TTL = timedelta(seconds=env_int("CONSOLE_RECEIPT_TTL_SECONDS", 24 * 3600))
+
 # Email: printed to the console unless EMAIL_HOST is set, then sent by SMTP.
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
 EMAIL_BACKEND = (

@@ -33,9 +33,30 @@ def manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_it_passes_check_deploy_under_production_settings() -> None:
-    result = manage("check", "--deploy", "--fail-level", "WARNING", env=PRODUCTION)
+@pytest.fixture
+def signing_key(tmp_path: Path) -> dict[str, str]:
+    """Production's receipts signing key, as `manage.py receipt_key` makes it."""
+    path = tmp_path / "receipt.pem"
+    made = manage("receipt_key", str(path), env={})
+    assert made.returncode == 0, made.stderr
+    return {"CONSOLE_RECEIPT_SIGNING_KEYS": str(path)}
+
+
+def test_it_passes_check_deploy_under_production_settings(signing_key: dict[str, str]) -> None:
+    result = manage("check", "--deploy", "--fail-level", "WARNING", env=PRODUCTION | signing_key)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_check_deploy_fails_without_a_receipts_signing_key(tmp_path: Path) -> None:
+    result = manage("check", "--deploy", env=PRODUCTION)
+    assert result.returncode != 0
+    assert "beliefs.E101" in result.stderr
+    unreadable = tmp_path / "nothing.pem"
+    unreadable.write_text("not a key")
+    broken = manage(
+        "check", "--deploy", env=PRODUCTION | {"CONSOLE_RECEIPT_SIGNING_KEYS": str(unreadable)}
+    )
+    assert broken.returncode != 0 and "beliefs.E102" in broken.stderr
 
 
 def settings_under(env: dict[str, str]) -> dict[str, Any]:

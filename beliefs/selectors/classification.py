@@ -76,7 +76,7 @@ def impact_snapshot(
         classes = classes_from(slots, task_class.decisions.order_by("id").prefetch_related("slots"))
     instances = list(
         open_instances_of(task_class)
-        .only("id", "principal_id", "run_number", "runtime_id", "status")
+        .only("id", "principal_id", "run_number", "runtime_id", "status", "action_slots")
         .order_by("created_at", "id")
     )
     if not instances:
@@ -85,6 +85,8 @@ def impact_snapshot(
     runs = []
     for instance in instances:
         for slot in slots:
+            if slot.key not in instance.action_slots:
+                continue  # not part of this action: planning does not route it
             belief, carried = chosen[instance.pk].get(slot.pk, (None, False))
             # The very facts `slot_states` gives routing for the same belief.
             runs.append(SlotRun(instance.pk, slot.key, belief_facts(belief, carried)))
