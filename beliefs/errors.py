@@ -68,3 +68,11 @@ class IdempotencyKeyMismatch(ServiceError, status=422, code="idempotency_key_mis
 
 class ServiceUnavailable(ServiceError, status=503, code="busy"):
     """The database was busy with competing changes; nothing was recorded."""
+
+
+class LimitExceeded(InvalidInput, code="limit_exceeded"):
+    """More than a configured limit allows (slots, decisions, beliefs in one open)."""
+
+
+class TooManyOpenInstances(Conflict, code="too_many_open_instances"):
+    """The principal already has as many open instances from this runtime as allowed."""

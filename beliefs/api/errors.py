@@ -62,7 +62,8 @@ def invalid_input(exc: exceptions.ValidationError) -> InvalidInput:
     """A serializer's refusal as the error the services raise (one shape for API and pages).
 
     The code says what kind of refusal it is when all of its parts agree: only unknown fields
-    (`unknown_field`), only missing ones (`missing_field`); anything else is `invalid`.
+    (`unknown_field`), only missing ones (`missing_field`), only lists over a limit
+    (`limit_exceeded`); anything else is `invalid`.
     """
     codes: set[str] = set()
     fields = _flatten(exc.detail, codes=codes)
@@ -72,6 +73,8 @@ def invalid_input(exc: exceptions.ValidationError) -> InvalidInput:
         code = "unknown_field"
     elif codes == {"required"}:
         code = "missing_field"
+    elif codes == {"limit_exceeded"}:
+        code = "limit_exceeded"
     return InvalidInput(f"{first_field}: {first_messages[0]}", code=code, fields=fields)
 
 

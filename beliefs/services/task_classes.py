@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Count, Max
 
 from beliefs.errors import PermissionDenied, field_error
 from beliefs.models import (
@@ -15,6 +15,7 @@ from beliefs.models import (
     Slot,
     TaskClass,
 )
+from beliefs.services import limits
 from beliefs.services.audit import Actor, audit
 from beliefs.services.retry import retry_on_race
 
@@ -109,6 +110,8 @@ def task_class_register(
         if slot.pk is not None:
             updated_slots[slot.pk] = slot
             updated_fields |= spec.sent
+    # Before any write: the body's own lists were bounded by the API; this bounds the class.
+    limits.SLOTS.check("slots", len(existing))
     Slot.objects.bulk_create(new_slots)  # sets each slot's pk (RETURNING on both databases)
     if updated_fields:
         Slot.objects.bulk_update(list(updated_slots.values()), sorted(updated_fields))
@@ -133,6 +136,7 @@ def task_class_register(
             if decision.pk is not None:
                 relabelled[decision.pk] = decision
         links.extend((decision, existing[s]) for s in decision_spec.slots)
+    limits.DECISIONS.check("decisions", len(known))
     Decision.objects.bulk_create(new_decisions)
     Decision.objects.bulk_update(list(relabelled.values()), ["label"])
     # A link already there is kept as it is (a registration never drops one).
@@ -179,10 +183,16 @@ def _claim(task_class: TaskClass, actor: Actor) -> bool:
 
 def slot_register_unknown(task_class: TaskClass, key: str, actor: Actor) -> Slot:
     """A belief for a slot nobody declared registers it, unclassified (so irreversible).
-    Only the class's owner may add a slot this way: it changes the class."""
-    if not task_class.slots.filter(key=key).exists():
+    Only the class's owner may add a slot this way: it changes the class, and within the
+    class's slot limit like a registration."""
+    known = task_class.slots.filter(key=key).exists()
+    if not known:
         _claim(task_class, actor)
-    position = (task_class.slots.aggregate(m=Max("position"))["m"] or 0) + 1
+    # The count rides on the position's query: no statement more per belief.
+    present = task_class.slots.aggregate(m=Max("position"), n=Count("pk"))
+    if not known and present["n"] >= limits.SLOTS.value:
+        raise limits.SLOTS.exceeded("slot", present["n"] + 1)
+    position = (present["m"] or 0) + 1
     slot, created = Slot.objects.get_or_create(
         task_class=task_class,
         key=key,
