@@ -71,8 +71,8 @@ def unavailable(request: HttpRequest, error: ServiceUnavailable) -> HttpResponse
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
-    """Django's last resort, also for what fails outside a view (the session read before one,
-    its save after): the database's trouble is a 503, everything else a 500."""
+    """Django's last resort, also for what fails outside a view (the session read that the
+    sign-in check makes before one): the database's trouble is a 503, anything else a 500."""
     error = as_unavailable(sys.exc_info()[1] or Exception())
     if error is not None:
         return unavailable(request, error)

@@ -5,6 +5,9 @@ so they queue rather than deadlock. PostgreSQL may still abort a transaction wit
 a serialization failure (a race between transactions that never touch the same locks in the same
 order, such as two vetoes retiring each other's older beliefs); that transaction did nothing, so
 running it again is safe. After a few tries the caller gets a 503 with a JSON body, never a 500.
+
+A database out of reach (a restart, a cut connection) is a 503 as well: `as_unavailable` tells
+the database's trouble from any other error, for the API's handler and the pages' alike.
 """
 
 from __future__ import annotations
