@@ -64,6 +64,15 @@ def test_an_api_read_answers_503_json(
     _is_unavailable_json(api.runtime.get(f"{API}/instances/{instance_id}/"))
 
 
+def test_the_runtime_key_check_answers_503_json(
+    api: Driver, instance_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from beliefs.api import auth
+
+    monkeypatch.setattr(auth, "usable_runtime_key", _failing(LOST[0]))
+    _is_unavailable_json(api.runtime.get(f"{API}/instances/{instance_id}/"))
+
+
 @pytest.mark.parametrize("make", LOST)
 def test_an_api_answer_answers_503_json_and_records_nothing(
     api: Driver, instance_id: str, monkeypatch: pytest.MonkeyPatch, make: Callable[[], Exception]
