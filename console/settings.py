@@ -272,6 +272,13 @@ CONSOLE_PROMPT_TTL = timedelta(seconds=env_int("CONSOLE_PROMPT_TTL_SECONDS", 24 
 CONSOLE_CONFIRM_DELAY_MS = env_int("CONSOLE_CONFIRM_DELAY_MS", 1000)
 # The largest JSON body the API reads (a proposal carries its whole graph).
 API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 10 * 1024 * 1024)
+# Limits on what one runtime can make the console hold (beliefs/services/limits.py): every page
+# and plan grows with them. A registration, or a belief for an undeclared slot, beyond them is
+# refused (400 limit_exceeded); so is an open once the person has this many open instances from
+# the runtime (409 too_many_open_instances).
+CONSOLE_MAX_SLOTS_PER_TASK_CLASS = env_int("CONSOLE_MAX_SLOTS_PER_TASK_CLASS", 300)
+CONSOLE_MAX_DECISIONS_PER_TASK_CLASS = env_int("CONSOLE_MAX_DECISIONS_PER_TASK_CLASS", 100)
+CONSOLE_MAX_OPEN_INSTANCES = env_int("CONSOLE_MAX_OPEN_INSTANCES", 50)
 # Proposal contract transition policy: "strict" (default) or "lenient".
 CONSOLE_TRANSITION_POLICY = os.environ.get("CONSOLE_TRANSITION_POLICY", "strict")
 if CONSOLE_TRANSITION_POLICY not in {"strict", "lenient"}:  # TransitionPolicy's values

@@ -37,7 +37,9 @@ from beliefs.models import (
     RecordedVia,
     Slot,
 )
+from beliefs.services import limits
 from beliefs.services.instances import BeliefSpec
+from beliefs.services.limits import Limit
 from beliefs.services.task_classes import DecisionSpec, SlotSpec
 
 MAX_INT = 2**31 - 1  # the database's integer columns
@@ -177,6 +179,25 @@ class StrictSerializer(serializers.Serializer):
         return value
 
 
+class LimitedSerializer(StrictSerializer):
+    """A strict input whose lists are refused by their length before any element is read:
+    `list_limits` maps each list field to its limit (20,000 slots cost seconds to validate)."""
+
+    list_limits: ClassVar[Mapping[str, Limit]] = {}
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            problems = limits.body_problems(data, self.list_limits)
+            if problems:
+                raise ValidationError(
+                    {
+                        field: [ErrorDetail(m, code="limit_exceeded") for m in messages]
+                        for field, messages in problems.items()
+                    }
+                )
+        return super().to_internal_value(data)
+
+
 # --- task classes --------------------------------------------------------------------------
 
 
@@ -239,7 +260,9 @@ def _no_duplicate_keys(specs: list[Any]) -> list[Any]:
     return specs
 
 
-class TaskClassIn(StrictSerializer):
+class TaskClassIn(LimitedSerializer):
+    list_limits = {"slots": limits.SLOTS, "decisions": limits.DECISIONS}
+
     key = KeyField(required=False, help_text="if sent, must equal the key in the URL")
     name = TextField(max_length=MAX_LABEL_LENGTH, allow_blank=True, allow_null=True, required=False)
     open_slots = serializers.BooleanField(
@@ -337,7 +360,9 @@ class BeliefIn(StrictSerializer):
         )
 
 
-class InstanceIn(StrictSerializer):
+class InstanceIn(LimitedSerializer):
+    list_limits = {"beliefs": limits.OPENING_BELIEFS}
+
     task_class = KeyField()
     principal = KeyField(help_text="the username of the end user")
     slots = serializers.ListField(

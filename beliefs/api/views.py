@@ -91,7 +91,10 @@ def errors(*codes: int) -> dict[int, Any]:
         413: "The body is too large",
         415: "The body is not JSON",
         422: "An Idempotency-Key sent again with a different request",
-        503: "The database was busy with competing changes; nothing was recorded; try again",
+        503: (
+            "The database was busy with competing changes (`busy`; nothing was recorded) or out "
+            "of reach (`database_unavailable`); try again after `Retry-After` seconds"
+        ),
     }
     return {
         code: OpenApiResponse(s.ConflictOut if code in (409, 422) else s.ErrorOut, described[code])
@@ -99,7 +102,7 @@ def errors(*codes: int) -> dict[int, Any]:
     }
 
 
-READS = errors()
+READS = errors(503)
 WRITES = errors(409, 413, 415, 503)
 
 
@@ -132,7 +135,10 @@ class TaskClassApi(APIView):
         description=(
             "Adds slots and decisions and links slots to decisions. Fields left out of a later "
             "registration keep their values; decision links are never dropped. Risk classes "
-            "are refused: classifiers set them (`suggested_risk` is a hint)."
+            "are refused: classifiers set them (`suggested_risk` is a hint). A class holds at "
+            "most CONSOLE_MAX_SLOTS_PER_TASK_CLASS slots (300) and "
+            "CONSOLE_MAX_DECISIONS_PER_TASK_CLASS decisions (100): more is refused with 400 "
+            "`limit_exceeded`."
         ),
     )
     def put(self, request: Request, key: str) -> Response:
@@ -238,6 +244,8 @@ class InstanceCreateApi(APIView):
         description=(
             "A new run of the task class for `principal`, with the world as the runtime sees it "
             "and any beliefs it already holds. 404 names an unknown task class or principal. "
+            "409 `too_many_open_instances` when the person already has "
+            "CONSOLE_MAX_OPEN_INSTANCES (50) open instances from this runtime. "
             "With an `Idempotency-Key`, a repeat with the same body returns the first instance "
             "(200, `Idempotent-Replayed: true`); the same key with another body is refused (409)."
         ),

@@ -12,6 +12,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from beliefs.domain.policy import Source
+from beliefs.domain.vocabulary import OPEN_INSTANCE_STATUSES
 from beliefs.errors import Conflict, InvalidInput, NotFound
 from beliefs.models import (
     AuditEvent,
@@ -22,6 +23,7 @@ from beliefs.models import (
     TaskClass,
     TaskInstance,
 )
+from beliefs.services import limits
 from beliefs.services.audit import Actor, audit, audit_all, audit_replaced
 from beliefs.services.lifecycle import close_instance, lock_instance, require_open
 from beliefs.services.planning import plan_locked
@@ -87,6 +89,12 @@ def instance_open(
     # This is the first lock an open takes, and nothing else locks a user row, so there is one
     # order. No key update: other writers' foreign keys to the user need only a key share.
     get_user_model().objects.select_for_update(no_key=True).filter(pk=user.pk).exists()
+    # Counted under that lock, so racing opens queue and cannot pass the limit together.
+    limits.check_open_instances(
+        TaskInstance.objects.filter(
+            principal=user, runtime=actor.runtime, status__in=OPEN_INSTANCE_STATUSES
+        ).count()
+    )
     last = TaskInstance.objects.filter(principal=user, task_class=task_class).aggregate(
         m=Max("run_number")
     )["m"]

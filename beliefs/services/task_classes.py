@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Count, Max
 from django.utils import timezone
 
 from beliefs.errors import InvalidInput, NotFound, PermissionDenied, field_error
@@ -18,6 +18,7 @@ from beliefs.models import (
     TaskClass,
     TaskClassShare,
 )
+from beliefs.services import limits
 from beliefs.services.audit import Actor, audit
 from beliefs.services.retry import retry_on_race
 
@@ -124,6 +125,8 @@ def task_class_register(
         if slot.pk is not None:
             updated_slots[slot.pk] = slot
             updated_fields |= stated
+    # Before any write: the body's own lists were bounded by the API; this bounds the class.
+    limits.SLOTS.check("slots", len(existing))
     Slot.objects.bulk_create(new_slots)  # sets each slot's pk (RETURNING on both databases)
     if updated_fields:
         Slot.objects.bulk_update(list(updated_slots.values()), sorted(updated_fields))
@@ -148,6 +151,7 @@ def task_class_register(
             if decision.pk is not None:
                 relabelled[decision.pk] = decision
         links.extend((decision, existing[s]) for s in decision_spec.slots)
+    limits.DECISIONS.check("decisions", len(known))
     Decision.objects.bulk_create(new_decisions)
     Decision.objects.bulk_update(list(relabelled.values()), ["label"])
     # A link already there is kept as it is (a registration never drops one).
@@ -195,8 +199,13 @@ def _claim(task_class: TaskClass, actor: Actor) -> bool:
 
 def _grow(task_class: TaskClass, key: str, actor: Actor) -> Slot:
     """An open-slots class grows a slot from one call's arguments: registered unclassified
-    (so irreversible), not declared, so it is in play only for the actions that name it."""
-    position = (task_class.slots.aggregate(m=Max("position"))["m"] or 0) + 1
+    (so irreversible), not declared, so it is in play only for the actions that name it. Within
+    the class's slot limit, like a registration."""
+    # The count rides on the position's query: no statement more per slot.
+    present = task_class.slots.aggregate(m=Max("position"), n=Count("pk"))
+    if present["n"] >= limits.SLOTS.value:
+        raise limits.SLOTS.exceeded("slot", present["n"] + 1)
+    position = (present["m"] or 0) + 1
     slot, created = Slot.objects.get_or_create(
         task_class=task_class,
         key=key,
