@@ -124,7 +124,7 @@ def test_it_refuses_a_decision_naming_more_slots_than_a_class_may_have(
 def test_it_refuses_a_belief_that_would_register_a_slot_over_the_limit(
     api: Driver, alice: User
 ) -> None:
-    _put(api.runtime, "full", slots=_slots(3))
+    _put(api.runtime, "full", slots=_slots(3), open_slots=True)  # beliefs may grow it
     instance_id = api.open("full")
     response = api.runtime.post_json(
         f"{API}/instances/{instance_id}/beliefs/",
@@ -144,7 +144,7 @@ def test_it_refuses_a_belief_that_would_register_a_slot_over_the_limit(
 def test_it_refuses_an_open_whose_beliefs_register_slots_over_the_limit(
     api: Driver, alice: User
 ) -> None:
-    _put(api.runtime, "almost", slots=_slots(2))
+    _put(api.runtime, "almost", slots=_slots(2), open_slots=True)
     beliefs = [{"slot": key, "value": 1, "source": "tool"} for key in ("s0", "new1", "new2")]
     response = api.runtime.post_json(
         f"{API}/instances/", {"task_class": "almost", "principal": "alice", "beliefs": beliefs}
@@ -208,6 +208,8 @@ def test_it_counts_per_person_and_per_runtime(
     assert _open(runtime, "mallory").status_code == 201  # another person
     other = JsonClient()
     other.credentials(HTTP_AUTHORIZATION=f"Api-Key {runtime_key_of('other-runtime')[1]}")
+    shared = runtime.put_json(f"{API}/task-classes/{small_class}/shares/other-runtime/", {})
+    assert shared.status_code == 200
     assert _open(other).status_code == 201  # another runtime, for the same person
 
 
