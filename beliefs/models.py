@@ -425,7 +425,8 @@ class AuditEvent(models.Model):
 
 
 class RiskChangeRequest(models.Model):
-    """A downgrade out of irreversible (or clearing monotonic) waiting for a second classifier."""
+    """A change that lowers a guard (a downgrade out of irreversible, clearing monotonic,
+    weakening a scope order) waiting for a second classifier."""
 
     class State(models.TextChoices):
         PENDING = "pending"
@@ -435,6 +436,7 @@ class RiskChangeRequest(models.Model):
     class Field(models.TextChoices):
         RISK_CLASS = "risk_class"
         MONOTONIC = "monotonic"
+        SCOPE_ORDER = "scope_order"
 
     task_class = models.ForeignKey(TaskClass, on_delete=models.CASCADE, related_name="+")
     slot = models.ForeignKey(Slot, on_delete=models.CASCADE, null=True, blank=True)

@@ -36,6 +36,15 @@ def shown(value: Any) -> str:
 
 
 @register.filter
+def shown_order(order: Any) -> str:
+    """A scope order, lowest first, as "read < write < admin", each scope revealed and escaped
+    once (`join` would escape the scopes before `shown` escapes them again); "none" for none."""
+    if not order:
+        return "none"
+    return shown(" < ".join(str(scope) for scope in order))
+
+
+@register.filter
 def shown_key(key: Any) -> str:
     """A key of a runtime's world ("account_holder") as words ("account holder"), revealed and
     escaped like any untrusted text."""
