@@ -6,6 +6,7 @@ No Django here: the resolver is passed in, so the guard is tested without a netw
 from __future__ import annotations
 
 import base64
+import binascii
 import ipaddress
 import secrets
 from collections.abc import Callable, Sequence
@@ -54,6 +55,28 @@ RESPONSE_KEEP_BYTES = 1024
 def new_secret() -> str:
     """A Standard Webhooks secret: `whsec_` and 32 random bytes in base64."""
     return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode("ascii")
+
+
+SECRET_MIN_BYTES, SECRET_MAX_BYTES = 24, 64
+SECRET_MESSAGE = (
+    f"must be a Standard Webhooks secret: {SECRET_PREFIX} and the base64 of "
+    f"{SECRET_MIN_BYTES} to {SECRET_MAX_BYTES} random bytes"
+)
+
+
+def check_secret(value: object) -> str:
+    """A signing secret someone typed, or ValueError(SECRET_MESSAGE): `whsec_`, then strict
+    base64 (padded, nothing else in it) of 24 to 64 bytes, as the spec recommends."""
+    if not isinstance(value, str) or not value.startswith(SECRET_PREFIX):
+        raise ValueError(SECRET_MESSAGE)
+    encoded = value[len(SECRET_PREFIX) :]
+    try:
+        raw = base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError(SECRET_MESSAGE) from None
+    if not SECRET_MIN_BYTES <= len(raw) <= SECRET_MAX_BYTES:
+        raise ValueError(SECRET_MESSAGE)
+    return value
 
 
 def new_webhook_id() -> str:
