@@ -517,3 +517,18 @@ def test_a_scope_order_with_new_scopes_on_top_saves_at_once_and_scopes_are_escap
     html = signed_in(carol).get("/classify/legal.sign_contract/").content.decode()
     assert "read &lt; write &lt; &lt;b&gt;admin&lt;/b&gt;&amp;amp;" in html
     assert "<b>admin" not in html and "\u202e" not in html
+
+
+def test_the_classifier_pages_mark_look_alike_letters_in_names_and_labels(
+    signed_in: Callable[[User], Client], carol: User
+) -> None:
+    task_class = contract()
+    TaskClass.objects.filter(pk=task_class.pk).update(name="Sign \u0440ayments <b>x</b>")
+    Slot.objects.filter(key="name").update(label="C\u043eunterparty")
+    for url in ("/classify/", "/classify/legal.sign_contract/"):
+        html = signed_in(carol).get(url).content.decode()
+        assert "\u201c\u0440ayments\u201d mixes Cyrillic and Latin letters" in html, url
+        assert "<b>x</b>" not in html and "&lt;b&gt;x&lt;/b&gt;" in html
+    html = signed_in(carol).get("/classify/legal.sign_contract/").content.decode()
+    assert "\u201cC\u043eunterparty\u201d mixes Cyrillic and Latin letters" in html
+    assert "U+043E CYRILLIC SMALL LETTER O" in html
