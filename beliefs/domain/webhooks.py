@@ -101,6 +101,16 @@ class Destination:
     port: int
     target: str  # path and query, as sent in the request line
     addresses: tuple[str, ...]  # what the host resolved to, all of them checked
+    allow_private: bool = False
+
+    def __post_init__(self) -> None:
+        # The pinned connection connects to these addresses and nothing else, so a Destination
+        # cannot hold one the guard refuses, however it was made.
+        if not self.allow_private:
+            for address in self.addresses:
+                why = non_public_reason(address)
+                if why is not None:
+                    raise UnsafeDestination(f"resolves to a non-public address ({address}: {why})")
 
 
 Resolver = Callable[[str, int], Sequence[str]]
@@ -272,4 +282,4 @@ def check_destination(url: str, resolve: Resolver, *, allow_private: bool) -> De
     target = parts.path or "/"
     if parts.query:
         target += "?" + parts.query
-    return Destination(scheme, host, port, target, addresses)
+    return Destination(scheme, host, port, target, addresses, allow_private)

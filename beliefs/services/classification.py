@@ -291,11 +291,6 @@ def _change(
     )
 
 
-def _slot_in(slot: Slot) -> tuple[TaskClass, Slot]:
-    task_class = _lock_task_class(slot.task_class)
-    return task_class, Slot.objects.get(pk=slot.pk)
-
-
 def _set(
     target: Slot | Decision,
     field: ChangeField,

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import pytest
 
 from beliefs.domain.webhooks import (
+    Destination,
     UnsafeDestination,
     check_destination,
     is_public,
@@ -234,3 +235,11 @@ def test_every_way_of_writing_a_non_public_address_in_a_url_is_refused(url: str)
 def test_allow_private_still_admits_every_form_for_development(address: str) -> None:
     dest = check_destination("https://a.example/", lambda h, p: [address], allow_private=True)
     assert dest.addresses == (address,)
+
+
+@pytest.mark.parametrize("address", ["::7f00:1", "64:ff9b::a9fe:a9fe", "10.0.0.1", "fec0::1"])
+def test_a_destination_cannot_hold_a_refused_address_however_it_is_made(address: str) -> None:
+    """What the pinned connection connects to comes from a Destination only."""
+    with pytest.raises(UnsafeDestination, match="non-public"):
+        Destination("https", "a.example", 443, "/", (PUBLIC[0], address))
+    assert Destination("https", "a.example", 443, "/", (address,), allow_private=True)
