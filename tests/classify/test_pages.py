@@ -468,6 +468,8 @@ def test_it_lists_the_unclassified_queue_first(
 
 # --- four eyes on scope orders -------------------------------------------------------------
 
+HX_HEADERS = {"HX-Request": "true"}
+
 
 def test_a_weaker_scope_order_waits_on_the_page_and_a_second_classifier_approves_it(
     signed_in: Callable[[User], Client], carol: User, cathy: User
@@ -475,12 +477,12 @@ def test_a_weaker_scope_order_waits_on_the_page_and_a_second_classifier_approves
     contract()
     form = {"risk_class": "policy", "monotonic": "on", "reason": "flip"}
     preview = signed_in(carol).post(
-        slot_url("scope") + "preview/", {**form, "scope_order": "write, read"}, **HTMX
+        slot_url("scope") + "preview/", {**form, "scope_order": "write, read"}, headers=HX_HEADERS
     )
     assert preview.status_code == 200
     assert "Needs a second classifier" in preview.content.decode()
     response = signed_in(carol).post(
-        slot_url("scope"), {**form, "scope_order": "write, read"}, **HTMX
+        slot_url("scope"), {**form, "scope_order": "write, read"}, headers=HX_HEADERS
     )
     assert response.status_code == 200
     html = response.content.decode()
@@ -507,7 +509,7 @@ def test_a_scope_order_with_new_scopes_on_top_saves_at_once_and_scopes_are_escap
     response = signed_in(carol).post(
         slot_url("scope"),
         {"risk_class": "policy", "monotonic": "on", "scope_order": order, "reason": "r"},
-        **HTMX,
+        headers=HX_HEADERS,
     )
     assert response.status_code == 200
     assert slot("scope").scope_order == ["read", "write", "<b>admin</b>&amp;\u202e"]
