@@ -382,5 +382,7 @@ def test_the_admin_shows_untrusted_text_escaped_revealed_and_flagged(
         flagged += "look-alike letters" in html
     assert flagged >= 6  # every list and change page that shows a look-alike name
     endpoints = staff.get("/admin/beliefs/webhookendpoint/").content.decode()
+    endpoint = WebhookEndpoint.objects.get()
+    assert f'href="/admin/beliefs/webhookendpoint/{endpoint.pk}/change/"' in endpoints  # linked
     assert "\u201cp\u0430ypal\u201d mixes Cyrillic and Latin letters" in endpoints
     assert "⟨U+202E⟩" in endpoints and "&lt;script&gt;" in endpoints
