@@ -16,6 +16,7 @@ from django.db.models import Q
 from rest_framework_api_key.models import AbstractAPIKey, APIKeyManager
 
 from beliefs.domain.policy import RiskClass, Route, Rule, Source
+from beliefs.domain.reveal import reveal
 from beliefs.domain.vocabulary import INSIGHTS_RUNS_SHOWN, OPEN_INSTANCE_STATUSES, VERDICTS
 
 RISK_CHOICES = [(r.value, r.value) for r in RiskClass]
@@ -36,7 +37,7 @@ class Runtime(models.Model):
         ordering = ["name"]
 
     def __str__(self) -> str:
-        return self.name
+        return reveal(self.name)  # shown by the admin: hidden characters as ⟨U+202E⟩
 
 
 class RuntimeAPIKeyManager(APIKeyManager):
@@ -55,6 +56,9 @@ class RuntimeAPIKey(AbstractAPIKey):
     class Meta(AbstractAPIKey.Meta):
         verbose_name = "runtime API key"
         verbose_name_plural = "runtime API keys"
+
+    def __str__(self) -> str:
+        return reveal(str(self.name))
 
 
 class TaskClass(models.Model):
@@ -77,7 +81,7 @@ class TaskClass(models.Model):
         permissions = [("classify", "Can classify slot and decision risk")]
 
     def __str__(self) -> str:
-        return self.key
+        return reveal(self.key)
 
 
 class TaskClassShare(models.Model):
@@ -476,11 +480,12 @@ class AuditEvent(models.Model):
         indexes = [models.Index(fields=["-created_at", "-id"], name="audit_newest_first")]
 
     def __str__(self) -> str:
-        return f"{self.kind} by {self.actor}"
+        return reveal(f"{self.kind} by {self.actor}")
 
 
 class RiskChangeRequest(models.Model):
-    """A downgrade out of irreversible (or clearing monotonic) waiting for a second classifier."""
+    """A change that lowers a guard (a downgrade out of irreversible, clearing monotonic,
+    weakening a scope order) waiting for a second classifier."""
 
     class State(models.TextChoices):
         PENDING = "pending"
@@ -490,6 +495,7 @@ class RiskChangeRequest(models.Model):
     class Field(models.TextChoices):
         RISK_CLASS = "risk_class"
         MONOTONIC = "monotonic"
+        SCOPE_ORDER = "scope_order"
 
     task_class = models.ForeignKey(TaskClass, on_delete=models.CASCADE, related_name="+")
     slot = models.ForeignKey(Slot, on_delete=models.CASCADE, null=True, blank=True)
@@ -626,7 +632,7 @@ class WebhookEndpoint(models.Model):
         ordering = ["runtime_id", "id"]
 
     def __str__(self) -> str:
-        return f"{self.runtime_id}: {self.url}"
+        return f"{self.runtime_id}: {reveal(self.url)}"
 
 
 class WebhookEvent(models.Model):

@@ -19,7 +19,7 @@ def every_slot_is_in_each_open_action(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('beliefs', '0014_runtime_isolation'),
+        ('beliefs', '0016_guards'),
     ]
 
     operations = [
