@@ -11,7 +11,15 @@ REPO = Path(__file__).resolve().parents[1]
 # Lowest first. A module belongs to the first layer whose prefix names it.
 LAYERS: list[tuple[str, ...]] = [
     ("beliefs.domain",),
-    ("beliefs.errors", "beliefs.models", "beliefs.roles", "beliefs.apps"),
+    # beliefs.net and beliefs.mail: the transports (HTTP, SMTP), below the services that use them.
+    (
+        "beliefs.errors",
+        "beliefs.models",
+        "beliefs.roles",
+        "beliefs.apps",
+        "beliefs.net",
+        "beliefs.mail",
+    ),
     ("beliefs.selectors",),
     ("beliefs.services",),
     ("beliefs", "console"),  # the API, pages, commands, demo data
