@@ -47,6 +47,16 @@ def env_float(name: str, default: float) -> float:
         raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}") from exc
 
 
+def env_floats(name: str) -> list[float] | None:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        return [float(item) for item in raw.split(",")]
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must be numbers separated by commas") from exc
+
+
 def lease_longer_than_deadline(name: str, lease: float, deadline: float) -> None:
     """A lease not longer than the attempt's deadline lets the sweep start a second attempt
     while the first still runs."""
@@ -315,8 +325,9 @@ CONSOLE_WEBHOOK_LEASE_SECONDS = env_float("CONSOLE_WEBHOOK_LEASE_SECONDS", 120)
 lease_longer_than_deadline(
     "CONSOLE_WEBHOOK_LEASE_SECONDS", CONSOLE_WEBHOOK_LEASE_SECONDS, CONSOLE_WEBHOOK_TIMEOUT_SECONDS
 )
-# Seconds to wait before each retry; None: the default schedule (about three days).
-CONSOLE_WEBHOOK_RETRY_SECONDS: list[float] | None = None
+# Seconds to wait before each retry (a comma-separated list); None: the default schedule
+# (about three days).
+CONSOLE_WEBHOOK_RETRY_SECONDS: list[float] | None = env_floats("CONSOLE_WEBHOOK_RETRY_SECONDS")
 # Endpoints one runtime may have; deliveries in flight at once per endpoint and per runtime
 # (keep the latter below the number of workers, so one runtime cannot take them all). A
 # delivery over a cap waits, pending, until one of those in flight finishes.
@@ -348,8 +359,9 @@ CONSOLE_EMAIL_LEASE_SECONDS = env_float("CONSOLE_EMAIL_LEASE_SECONDS", 120)
 lease_longer_than_deadline(
     "CONSOLE_EMAIL_LEASE_SECONDS", CONSOLE_EMAIL_LEASE_SECONDS, CONSOLE_EMAIL_DEADLINE_SECONDS
 )
-# Seconds to wait before each retry of an email; None: the default schedule (about 17 hours).
-CONSOLE_EMAIL_RETRY_SECONDS: list[float] | None = None
+# Seconds to wait before each retry of an email (a comma-separated list); None: the default
+# schedule (about 17 hours).
+CONSOLE_EMAIL_RETRY_SECONDS: list[float] | None = env_floats("CONSOLE_EMAIL_RETRY_SECONDS")
 # At most one email of a kind per person per window: what starts waiting within it goes out
 # together, in one digest, at the window's end.
 CONSOLE_EMAIL_DIGEST_WINDOW = timedelta(seconds=env_int("CONSOLE_EMAIL_DIGEST_SECONDS", 300))
