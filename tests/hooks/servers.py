@@ -123,6 +123,7 @@ class SmtpServer:
     the sender waits, and if it dies meanwhile the message is dropped, as SMTP has it."""
 
     accepted: list[bytes] = field(default_factory=list)
+    drip: float = 0.0  # > 0: every answer is sent a byte at a time, this many seconds apart
     hold: threading.Event = field(default_factory=threading.Event)
     in_data: threading.Event = field(default_factory=threading.Event)
     dropped: int = 0
@@ -144,7 +145,12 @@ class SmtpServer:
         reader = conn.makefile("rb")
 
         def say(line: str) -> None:
-            conn.sendall(line.encode() + b"\r\n")
+            data = line.encode() + b"\r\n"
+            if not self.drip:
+                conn.sendall(data)
+            for i in range(len(data) if self.drip else 0):
+                conn.sendall(data[i : i + 1])
+                time.sleep(self.drip)
 
         try:
             say("220 localhost test SMTP")
