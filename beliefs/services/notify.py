@@ -372,4 +372,5 @@ def emails_resume(*, now: datetime | None = None) -> int:
         now=now or timezone.now(),
         schedule=_email_schedule(),
         enqueue=_enqueue_email,
+        job_path=deliver_email.module_path,
     )

@@ -22,6 +22,8 @@ from typing import Any, TypeVar
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
+from django_tasks import TaskResultStatus
+from django_tasks_db.models import DBTaskResult
 
 from beliefs.domain.webhooks import retry_delay
 from beliefs.models import OutboxItem
@@ -102,10 +104,14 @@ def resume(
     now: datetime,
     schedule: Sequence[float],
     enqueue: Enqueue,
+    job_path: str,
     overdue_filter: Q | None = None,
 ) -> int:
     """Take up again what a dead worker held (its lease ran out) and pending items whose job is
-    long overdue. A duplicate job is harmless: the claim admits one. Returns how many."""
+    long overdue. A duplicate job is harmless: the claim admits one. Returns how many.
+
+    The dead worker's job (`job_path`, still RUNNING in the queue) is closed as failed, so the
+    queue does not show it running for ever."""
     manager = model._default_manager
     count = 0
     for item in manager.filter(state=SENDING, lease_until__lt=now):
@@ -121,6 +127,8 @@ def resume(
                 next_attempt_at=now,
                 last_error=error,
             )
+            if resumed:
+                _close_dead_job(job_path, item, now)
             if resumed and not gone:
                 enqueue(item.pk, None)
         count += resumed
@@ -131,3 +139,22 @@ def resume(
         enqueue(pk, None)
         count += 1
     return count
+
+
+def _close_dead_job(job_path: str, item: OutboxItem, now: datetime) -> None:
+    """The job that claimed the item started before its claim and is still RUNNING after the
+    lease: its worker is gone."""
+    if item.last_attempt_at is None:  # never claimed through claim(): no job to tell apart
+        return
+    DBTaskResult.objects.filter(
+        status=TaskResultStatus.RUNNING,
+        task_path=job_path,
+        args_kwargs__args=[item.pk],
+        started_at__lte=item.last_attempt_at,
+    ).update(
+        status=TaskResultStatus.FAILED,
+        finished_at=now,
+        exception_class_path="beliefs.services.outbox.WorkerStopped",
+        traceback="The worker stopped during the attempt (its lease ran out); the item was "
+        "taken up again by the sweep.",
+    )

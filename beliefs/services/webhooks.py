@@ -524,6 +524,7 @@ def deliveries_resume(*, now: datetime | None = None) -> int:
         now=now,
         schedule=_schedule(),
         enqueue=_enqueue,
+        job_path=deliver_webhook.module_path,
         overdue_filter=Q(held=False),
     )
     stale = (

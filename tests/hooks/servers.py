@@ -4,6 +4,7 @@ can hold its answer to DATA (to kill the sender mid-send)."""
 
 from __future__ import annotations
 
+import select
 import socket
 import threading
 import time
@@ -90,7 +91,9 @@ class DripServer(_Server):
             self.requests.append(_read_request(conn))
             for i in range(len(reply)):
                 conn.sendall(reply[i : i + 1])
-                if self._stop.wait(self.interval):
+                # Between bytes, notice at once when the client hangs up.
+                readable, _, _ = select.select([conn], [], [], self.interval)
+                if (readable and not conn.recv(1024)) or self._stop.is_set():
                     break
         except OSError:
             pass  # the client gave up: what we are here to see
