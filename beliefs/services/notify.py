@@ -12,9 +12,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Min
 from django.urls import reverse
 from django.utils import timezone
@@ -176,13 +175,26 @@ def _email_person(instance: TaskInstance, kind: str) -> None:
         note.save(update_fields=["email"])
 
 
+# The key space of the advisory lock below ("MAIL"), apart from any other advisory lock.
+_EMAIL_LOCK = 0x4D41494C
+
+
+def _lock_emails_of(recipient: Any) -> None:
+    """One person's emails are chosen one transaction at a time, so two instances starting to
+    wait at once join one email instead of starting two. An advisory lock, not the user's row:
+    the caller holds an instance's lock, and opens lock the user row first. Nothing waits for
+    another lock while holding this one (only the person's pending email, which a worker holds
+    for a moment), so it cannot close a cycle. (SQLite serialises writers.)"""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_EMAIL_LOCK, recipient.pk])
+
+
 def _email_for(recipient: Any, kind: str) -> OutgoingEmail:
     """The email that will tell the person: the one not yet sent, or a new one, due one digest
     window after their previous one (or now). So the first of a burst goes out at once and the
     rest together, at most one email of a kind per window."""
-    # One person's emails are chosen one transaction at a time, so two instances starting to
-    # wait at once join one email instead of starting two.
-    get_user_model().objects.select_for_update().filter(pk=recipient.pk).first()
+    _lock_emails_of(recipient)
     emails = OutgoingEmail.objects.filter(recipient=recipient, kind=kind)
     # Locked: a worker cannot claim it until this notification is committed with it.
     waiting = emails.select_for_update().filter(state=OutgoingEmail.State.PENDING).first()

@@ -137,7 +137,7 @@ def endpoint_create(
     if not isinstance(active, bool):
         raise field_error("active", "must be true or false")
     # The runtime's row is locked so that two registrations at once cannot both pass the cap.
-    Runtime.objects.select_for_update().filter(pk=runtime.pk).first()
+    Runtime.objects.select_for_update(no_key=True).filter(pk=runtime.pk).first()
     limit = settings.CONSOLE_WEBHOOK_MAX_ENDPOINTS
     if live_endpoints(runtime).count() >= limit:
         raise InvalidInput(
@@ -407,8 +407,9 @@ def _has_room(busy: dict[int, int], endpoint_id: int) -> bool:
 
 def _lock_runtime(runtime_id: int) -> None:
     """Claims and finishes of one runtime's deliveries take turns on its row, so the caps are
-    counted exactly and a delivery put on hold is always seen by the finish that frees room."""
-    Runtime.objects.select_for_update().filter(pk=runtime_id).first()
+    counted exactly and a delivery put on hold is always seen by the finish that frees room.
+    No key update: the runtime's requests inserting rows that refer to it are not held up."""
+    Runtime.objects.select_for_update(no_key=True).filter(pk=runtime_id).first()
 
 
 def _wake(runtime_id: int, now: datetime) -> None:
