@@ -169,11 +169,16 @@ class _Socket:
         self.sock.close()
 
 
+def tls_context() -> ssl.SSLContext:
+    """The system's trust store, certificate and host name checked (tests add their own CA)."""
+    return ssl.create_default_context()
+
+
 def _connect(dest: Destination, address: str, deadline: Deadline) -> _Socket:
     raw = socket.create_connection((address, dest.port), timeout=deadline.left())
     if dest.scheme != "https":
         return _Socket(raw, deadline)
-    tls = ssl.create_default_context()
+    tls = tls_context()
     try:
         # The certificate is checked against the host name, not the address.
         wrapped = tls.wrap_socket(raw, server_hostname=dest.host, do_handshake_on_connect=False)

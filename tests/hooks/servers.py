@@ -190,3 +190,71 @@ class SmtpServer:
 
     def close(self) -> None:
         self.sock.close()
+
+
+def self_signed(host: str, directory: str) -> tuple[str, str]:
+    """A certificate for `host` and its key, as files in `directory`: (cert, key)."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = f"{directory}/cert.pem", f"{directory}/key.pem"
+    with open(cert_path, "wb") as f:
+        f.write(cert.public_bytes(serialization.Encoding.PEM))
+    with open(key_path, "wb") as f:
+        f.write(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
+    return cert_path, key_path
+
+
+class TlsServer(_Server):
+    """Answers every request over TLS with `reply`; `silent`: accepts and says nothing (not
+    even its part of the handshake)."""
+
+    def __init__(self, cert: str, key: str, reply: bytes = b"", silent: bool = False) -> None:
+        import ssl
+
+        self.reply = reply or b"HTTP/1.1 204 No Content\r\n\r\n"
+        self.silent = silent
+        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.context.load_cert_chain(cert, key)
+        self.server_names: list[str | None] = []
+        self.context.sni_callback = lambda sock, name, ctx: self.server_names.append(name)
+        super().__init__()
+
+    def _serve(self, conn: socket.socket) -> None:
+        try:
+            if self.silent:
+                conn.recv(65536)
+                self._stop.wait(30)
+                return
+            with self.context.wrap_socket(conn, server_side=True) as tls:
+                self.requests.append(_read_request(tls))
+                tls.sendall(self.reply)
+        except OSError:
+            pass  # a client that refused our certificate
+        finally:
+            conn.close()

@@ -3,13 +3,17 @@ the whole attempt however the peer drips, and only a complete HTTP response coun
 
 from __future__ import annotations
 
+import ssl
 import time
+from collections.abc import Iterator
+from typing import Any
+from unittest import mock
 
 import pytest
 
 from beliefs.domain.webhooks import Destination
 from beliefs.net import Deadline, post, to_uri
-from tests.hooks.servers import CutServer, DripServer
+from tests.hooks.servers import CutServer, DripServer, TlsServer, self_signed
 
 
 def _dest(port: int) -> Destination:
@@ -102,3 +106,38 @@ def test_a_target_that_is_not_ascii_is_an_error_not_a_crash() -> None:
 def test_an_iri_becomes_the_uri_it_stands_for(iri: str, uri: str) -> None:
     assert to_uri(iri) == uri
     assert to_uri(uri) == uri
+
+
+@pytest.fixture
+def certificate(tmp_path: Any) -> Iterator[tuple[str, str]]:
+    cert, key = self_signed("hooks.example", str(tmp_path))
+    trusting = ssl.create_default_context(cafile=cert)
+    with mock.patch("beliefs.net.tls_context", lambda: trusting):
+        yield cert, key
+
+
+def test_tls_goes_to_the_checked_address_and_checks_the_host_name(
+    certificate: tuple[str, str],
+) -> None:
+    with TlsServer(*certificate) as server:
+        # hooks.example resolves nowhere: the connection goes to the address that was checked.
+        dest = Destination("https", "hooks.example", server.port, "/hooks", ("127.0.0.1",))
+        outcome = post(dest, {}, b"{}", Deadline(5))
+        assert (outcome.status, outcome.error) == (204, "")
+        assert server.server_names == ["hooks.example"]
+        wrong = Destination("https", "other.example", server.port, "/hooks", ("127.0.0.1",))
+        refused = post(wrong, {}, b"{}", Deadline(5))
+    assert refused.status is None and "SSLCertVerificationError" in refused.error
+    assert "other.example" in refused.error
+    assert len(server.requests) == 1  # nothing was sent to the server with the wrong name
+
+
+def test_a_server_silent_during_the_tls_handshake_is_bounded_by_the_deadline(
+    certificate: tuple[str, str],
+) -> None:
+    with TlsServer(*certificate, silent=True) as server:
+        dest = Destination("https", "hooks.example", server.port, "/hooks", ("127.0.0.1",))
+        started = time.monotonic()
+        outcome = post(dest, {}, b"{}", Deadline(1.0))
+        took = time.monotonic() - started
+    assert outcome.error.startswith("DeadlineExceeded") and 0.9 <= took < 1.5
