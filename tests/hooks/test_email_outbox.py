@@ -211,3 +211,21 @@ def test_a_job_queued_before_emails_were_grouped_still_sends_its_email(
     assert len(mail.outbox) == 1
     run_worker()  # the email's own job then finds it sent
     assert len(mail.outbox) == 1
+
+
+def test_with_the_default_window_a_burst_is_one_email_now_and_one_digest_later(
+    rt: Actor, alice_with_email: User
+) -> None:
+    from django.conf import settings
+
+    assert timedelta(minutes=5) == settings.CONSOLE_EMAIL_DIGEST_WINDOW
+    first = open_transfer(rt)
+    run_worker()
+    rest = [open_transfer(rt) for _ in range(9)]
+    run_worker()
+    (sent,) = mail.outbox  # the others wait for the window's end
+    assert _link(first) in sent.body
+    now, later = OutgoingEmail.objects.order_by("not_before")
+    assert (now.state, later.state) == ("sent", "pending")
+    assert later.not_before == now.not_before + timedelta(minutes=5)
+    assert set(later.notifications.values_list("instance_id", flat=True)) == {i.pk for i in rest}
