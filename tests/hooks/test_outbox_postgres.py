@@ -193,3 +193,35 @@ def test_an_email_whose_worker_is_killed_during_data_arrives_once_after_the_leas
     assert jobs.get(status="FAILED").exception_class_path.endswith("WorkerStopped")
     assert email.sent_at is not None and claimed_at is not None
     assert (email.sent_at - claimed_at).total_seconds() >= LEASE  # taken up after the lease
+
+
+def test_instances_starting_to_wait_at_once_join_one_email(
+    rt: Actor, alice_with_email: User
+) -> None:
+    import threading
+
+    from django.db import connections
+
+    from tests.builders import transfer
+
+    transfer(rt)
+    barrier = threading.Barrier(6)
+    errors: list[BaseException] = []
+
+    def open_one() -> None:
+        try:
+            barrier.wait(timeout=30)
+            open_transfer(rt)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=open_one) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert errors == []
+    (email,) = OutgoingEmail.objects.all()  # one email, not one per transaction
+    assert email.notifications.count() == 6
