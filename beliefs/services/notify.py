@@ -239,10 +239,11 @@ def compose(kind: str, notes: Sequence[EmailNotification], now: datetime) -> tup
     """Subject and body: for each instance the task, how many answers, the link; never a
     value. One instance reads as it always did; several make a digest."""
     expiring = kind == EmailNotification.Kind.EXPIRING
-    items = [_about(n, now) for n in notes]
+    n = len(notes)
+    items = [_about(note, now) for note in notes[:DIGEST_LISTED]]  # two queries each
     account = settings.CONSOLE_BASE_URL + reverse("account")
     name = _plain(notes[0].recipient.get_username())
-    if len(items) == 1:
+    if n == 1:
         (item,) = items
         task = item["task"]
         if expiring:
@@ -257,7 +258,6 @@ def compose(kind: str, notes: Sequence[EmailNotification], now: datetime) -> tup
             lead = f"“{task}” (run {item['run']}) needs {item['answers']} from you."
         lead += f"\n\nReview it here: {item['link']}"
     else:
-        n = len(items)
         if expiring:
             subject = f"Expiring soon: {n} tasks need your answer"
             lead = f"{n} tasks still need your answer and expire soon; after that nothing of "
@@ -265,14 +265,13 @@ def compose(kind: str, notes: Sequence[EmailNotification], now: datetime) -> tup
             lines = [
                 f"- “{i['task']}” (run {i['run']}): {i['answers']}, expires in about "
                 f"{i['left']} minutes: {i['link']}"
-                for i in items[:DIGEST_LISTED]
+                for i in items
             ]
         else:
             subject = f"Your answer is needed: {n} tasks"
             lead = f"{n} tasks need your answer:\n"
             lines = [
-                f"- “{i['task']}” (run {i['run']}): {i['answers']}: {i['link']}"
-                for i in items[:DIGEST_LISTED]
+                f"- “{i['task']}” (run {i['run']}): {i['answers']}: {i['link']}" for i in items
             ]
         lead += "\n" + "\n".join(lines)
         if n > DIGEST_LISTED:

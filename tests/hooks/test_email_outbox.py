@@ -229,3 +229,17 @@ def test_with_the_default_window_a_burst_is_one_email_now_and_one_digest_later(
     assert (now.state, later.state) == ("sent", "pending")
     assert later.not_before == now.not_before + timedelta(minutes=5)
     assert set(later.notifications.values_list("instance_id", flat=True)) == {i.pk for i in rest}
+
+
+def test_a_long_digest_lists_the_first_and_counts_the_rest(
+    rt: Actor, alice_with_email: User
+) -> None:
+    from unittest import mock
+
+    instances = [open_transfer(rt) for _ in range(4)]
+    with mock.patch("beliefs.services.notify.DIGEST_LISTED", 2):
+        run_worker()
+    (digest,) = mail.outbox
+    assert digest.subject == "Your answer is needed: 4 tasks"
+    assert [_link(i) in digest.body for i in instances] == [True, True, False, False]
+    assert "… and 2 more, in your inbox: http://127.0.0.1:8000/\n" in digest.body
