@@ -430,7 +430,9 @@ def _claim(delivery_id: int) -> WebhookDelivery | str:
     """The delivery, claimed for one attempt; or why not (not due, or held over a cap)."""
     now = timezone.now()
     row = (
-        WebhookDelivery.objects.filter(pk=delivery_id, state=WebhookDelivery.State.PENDING)
+        WebhookDelivery.objects.filter(
+            pk=delivery_id, state=WebhookDelivery.State.PENDING, next_attempt_at__lte=now
+        )
         .values("endpoint_id", "endpoint__runtime_id")
         .first()
     )
