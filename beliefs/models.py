@@ -611,8 +611,28 @@ class ProposalAnnotation(models.Model):
 # --- Reaching out: webhooks to runtimes, email to people ----------------------------------------
 
 
+class OutboxItem(models.Model):
+    """What the console sends out (a webhook delivery, an email): the fields of the one state
+    machine both follow (services/outbox.py): pending → sending (claimed, under a lease) →
+    done, or pending again after a failure (the retry schedule), or failed at its end."""
+
+    # pending, sending, failed, and each kind's own end states (its State choices).
+    state = models.CharField(max_length=20, default="pending")
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField()
+    # A worker that claimed the item holds it until then; after, it is taken up again.
+    lease_until = models.DateTimeField(null=True, blank=True)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+
+    class Meta:
+        abstract = True
+
+
 class WebhookEndpoint(models.Model):
-    """Where a runtime wants its events posted, signed with its secret (Standard Webhooks)."""
+    """Where a runtime wants its events posted, signed with its secret (Standard Webhooks).
+
+    Deleting one deactivates it (`deleted_at`): its deliveries stay as history."""
 
     runtime = models.ForeignKey(Runtime, on_delete=models.CASCADE, related_name="webhook_endpoints")
     url = models.CharField(max_length=2000)
@@ -627,6 +647,9 @@ class WebhookEndpoint(models.Model):
     description = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+    # Why events skip this endpoint (a stored URL or event_types that is not valid), for staff.
+    problem = models.CharField(max_length=500, blank=True)
 
     class Meta:
         ordering = ["runtime_id", "id"]
@@ -668,7 +691,7 @@ class WebhookEvent(models.Model):
         return f"{self.type} {self.webhook_id}"
 
 
-class WebhookDelivery(models.Model):
+class WebhookDelivery(OutboxItem):
     class State(models.TextChoices):
         PENDING = "pending"
         SENDING = "sending"
@@ -680,14 +703,11 @@ class WebhookDelivery(models.Model):
         WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries"
     )
     state = models.CharField(max_length=20, choices=State, default=State.PENDING)
-    attempts = models.PositiveIntegerField(default=0)
-    next_attempt_at = models.DateTimeField()
-    # A worker that claimed the delivery holds it until then; after, it is taken up again.
-    lease_until = models.DateTimeField(null=True, blank=True)
-    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    # Its endpoint or runtime had as many deliveries in flight as allowed: it waits (pending)
+    # until one of them finishes, which takes it up.
+    held = models.BooleanField(default=False)
     last_status_code = models.PositiveIntegerField(null=True, blank=True)
     last_response = models.TextField(blank=True)  # at most 1 KB of what the receiver said
-    last_error = models.TextField(blank=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -703,8 +723,41 @@ class WebhookDelivery(models.Model):
         return f"{self.event_id} to {self.endpoint_id}: {self.state}"
 
 
+class OutgoingEmail(OutboxItem):
+    """One email to one person: it tells of one or more notifications of one kind (a digest
+    when several instances started waiting within CONSOLE_EMAIL_DIGEST_WINDOW)."""
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        SENDING = "sending"
+        SENT = "sent"
+        SKIPPED = "skipped"  # nothing left waiting, or email turned off, when its turn came
+        FAILED = "failed"
+
+    recipient = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="outgoing_emails"
+    )
+    kind = models.CharField(max_length=20)  # an EmailNotification.Kind
+    state = models.CharField(max_length=20, choices=State, default=State.PENDING)
+    # The first time it may go out: one window after the person's previous email of its kind.
+    not_before = models.DateTimeField()
+    sent_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["recipient", "kind", "not_before"]),
+            models.Index(fields=["state", "next_attempt_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} email to {self.recipient_id}: {self.state}"
+
+
 class EmailNotification(models.Model):
-    """One email to a person about one instance in one state; the constraint keeps it one."""
+    """One email to a person about one instance in one state; the constraint keeps it one.
+    The email that carries it is `email` (shared with others in a digest)."""
 
     class Kind(models.TextChoices):
         AWAITING_USER = "awaiting_user"
@@ -721,6 +774,13 @@ class EmailNotification(models.Model):
         TaskInstance, on_delete=models.CASCADE, related_name="email_notifications"
     )
     recipient = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    email = models.ForeignKey(
+        OutgoingEmail,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="notifications",
+    )
     kind = models.CharField(max_length=20, choices=Kind)
     state = models.CharField(max_length=20, choices=State, default=State.PENDING)
     attempts = models.PositiveIntegerField(default=0)

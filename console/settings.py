@@ -37,6 +37,36 @@ def env_int(name: str, default: int) -> int:
         raise ImproperlyConfigured(f"{name} must be an integer, got {raw!r}") from exc
 
 
+def env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}") from exc
+
+
+def env_floats(name: str) -> list[float] | None:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        return [float(item) for item in raw.split(",")]
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must be numbers separated by commas") from exc
+
+
+def lease_longer_than_deadline(name: str, lease: float, deadline: float) -> None:
+    """A lease not longer than the attempt's deadline lets the sweep start a second attempt
+    while the first still runs."""
+    if deadline <= 0 or lease <= deadline:
+        raise ImproperlyConfigured(
+            f"{name}: the lease ({lease:g} s) must be longer than the deadline ({deadline:g} s), "
+            "and the deadline positive"
+        )
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     raw = os.environ.get(name)
     if raw is None or raw == "":
@@ -295,9 +325,24 @@ CONSOLE_EXPIRY_WARNING = timedelta(seconds=env_int("CONSOLE_EXPIRY_WARNING_SECON
 # Webhook endpoints on loopback, private or link-local addresses (and plain http for those):
 # for development only, so on by default only with DEBUG.
 CONSOLE_WEBHOOK_ALLOW_PRIVATE = env_bool("CONSOLE_WEBHOOK_ALLOW_PRIVATE", DEBUG)
-CONSOLE_WEBHOOK_TIMEOUT_SECONDS = env_int("CONSOLE_WEBHOOK_TIMEOUT_SECONDS", 5)
-# Seconds to wait before each retry; None: the default schedule (about three days).
-CONSOLE_WEBHOOK_RETRY_SECONDS: list[float] | None = None
+# One attempt's total deadline (resolve, connect, TLS, send, read the answer), however the
+# receiver behaves; a worker holds a claimed delivery for the lease, which must be longer.
+CONSOLE_WEBHOOK_TIMEOUT_SECONDS = env_float("CONSOLE_WEBHOOK_TIMEOUT_SECONDS", 5)
+CONSOLE_WEBHOOK_LEASE_SECONDS = env_float("CONSOLE_WEBHOOK_LEASE_SECONDS", 120)
+lease_longer_than_deadline(
+    "CONSOLE_WEBHOOK_LEASE_SECONDS", CONSOLE_WEBHOOK_LEASE_SECONDS, CONSOLE_WEBHOOK_TIMEOUT_SECONDS
+)
+# Seconds to wait before each retry (a comma-separated list); None: the default schedule
+# (about three days).
+CONSOLE_WEBHOOK_RETRY_SECONDS: list[float] | None = env_floats("CONSOLE_WEBHOOK_RETRY_SECONDS")
+# Endpoints one runtime may have; deliveries in flight at once per endpoint and per runtime
+# (keep the latter below the number of workers, so one runtime cannot take them all). A
+# delivery over a cap waits, pending, until one of those in flight finishes.
+CONSOLE_WEBHOOK_MAX_ENDPOINTS = env_int("CONSOLE_WEBHOOK_MAX_ENDPOINTS", 20)
+CONSOLE_WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT = env_int(
+    "CONSOLE_WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT", 2
+)
+CONSOLE_WEBHOOK_MAX_IN_FLIGHT_PER_RUNTIME = env_int("CONSOLE_WEBHOOK_MAX_IN_FLIGHT_PER_RUNTIME", 4)
 # Where people reach the console: the links in emails.
 CONSOLE_BASE_URL = os.environ.get("CONSOLE_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
 
@@ -318,7 +363,7 @@ CONSOLE_RECEIPT_TTL = timedelta(seconds=env_int("CONSOLE_RECEIPT_TTL_SECONDS", 2
 # Email: printed to the console unless EMAIL_HOST is set, then sent by SMTP.
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
 EMAIL_BACKEND = (
-    "django.core.mail.backends.smtp.EmailBackend"
+    "beliefs.mail.DeadlineSMTPBackend"  # Django's SMTP backend, under the deadline below
     if EMAIL_HOST
     else "django.core.mail.backends.console.EmailBackend"
 )
@@ -328,3 +373,16 @@ EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "console@localhost")
+# Sending one email (connect, TLS, log in, DATA) has a total deadline, shorter than the lease
+# a worker holds it by; a worker that dies mid-send leaves it to be sent after the lease.
+CONSOLE_EMAIL_DEADLINE_SECONDS = env_float("CONSOLE_EMAIL_DEADLINE_SECONDS", 30)
+CONSOLE_EMAIL_LEASE_SECONDS = env_float("CONSOLE_EMAIL_LEASE_SECONDS", 120)
+lease_longer_than_deadline(
+    "CONSOLE_EMAIL_LEASE_SECONDS", CONSOLE_EMAIL_LEASE_SECONDS, CONSOLE_EMAIL_DEADLINE_SECONDS
+)
+# Seconds to wait before each retry of an email (a comma-separated list); None: the default
+# schedule (about 17 hours).
+CONSOLE_EMAIL_RETRY_SECONDS: list[float] | None = env_floats("CONSOLE_EMAIL_RETRY_SECONDS")
+# At most one email of a kind per person per window: what starts waiting within it goes out
+# together, in one digest, at the window's end.
+CONSOLE_EMAIL_DIGEST_WINDOW = timedelta(seconds=env_int("CONSOLE_EMAIL_DIGEST_SECONDS", 300))

@@ -11,7 +11,17 @@ REPO = Path(__file__).resolve().parents[1]
 # Lowest first. A module belongs to the first layer whose prefix names it.
 LAYERS: list[tuple[str, ...]] = [
     ("beliefs.domain",),
-    ("beliefs.errors", "beliefs.models", "beliefs.roles", "beliefs.signing", "beliefs.apps"),
+    # The infrastructure below the services that use it: the transports (beliefs.net for HTTP,
+    # beliefs.mail for SMTP) and the receipts' signing keys (beliefs.signing).
+    (
+        "beliefs.errors",
+        "beliefs.models",
+        "beliefs.roles",
+        "beliefs.apps",
+        "beliefs.net",
+        "beliefs.mail",
+        "beliefs.signing",
+    ),
     ("beliefs.selectors",),
     ("beliefs.services",),
     ("beliefs", "console"),  # the API, pages, commands, demo data

@@ -14,7 +14,6 @@ from beliefs.api.serializers import StrictSerializer, TextField
 from beliefs.api.views import READS, WRITES, actor, validated
 from beliefs.domain.vocabulary import MAX_LABEL_LENGTH
 from beliefs.domain.webhooks import EVENT_TYPES
-from beliefs.models import WebhookEndpoint
 from beliefs.services import webhooks
 
 MAX_URL_LENGTH = 2000
@@ -55,7 +54,7 @@ class EndpointListApi(APIView):
         responses={200: EndpointListOut, **READS}, summary="Your runtime's webhook endpoints"
     )
     def get(self, request: Request) -> Response:
-        endpoints = WebhookEndpoint.objects.filter(runtime=runtime_of(request)).order_by("id")
+        endpoints = webhooks.live_endpoints(runtime_of(request)).order_by("id")
         return Response({"results": [webhooks.endpoint_payload(e) for e in endpoints]})
 
     @extend_schema(
@@ -79,7 +78,10 @@ class EndpointListApi(APIView):
 class EndpointDetailApi(APIView):
     permission_classes = [IsRuntime]
 
-    @extend_schema(responses={204: None, **WRITES}, summary="Delete an endpoint")
+    @extend_schema(
+        responses={204: None, **WRITES},
+        summary="Delete an endpoint (it receives nothing more; its delivery history stays)",
+    )
     def delete(self, request: Request, endpoint_id: int) -> Response:
         endpoint = webhooks.endpoint_for_runtime(endpoint_id, runtime_of(request))
         webhooks.endpoint_delete(endpoint=endpoint, actor=actor(request))

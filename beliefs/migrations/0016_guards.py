@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('beliefs', '0014_runtime_isolation'),
+        ('beliefs', '0015_outbox_leases'),
     ]
 
     operations = [

@@ -7,27 +7,31 @@ instance's lock, so what is told commits or rolls back with the change itself.
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.core.mail import send_mail
-from django.db import transaction
-from django.db.models import F, Min
+from django.db import connection, transaction
+from django.db.models import Min
 from django.urls import reverse
 from django.utils import timezone
 from django_tasks import task
 
 from beliefs.domain import webhooks as events
+from beliefs.mail import deadline as mail_deadline
 from beliefs.models import (
     Belief,
     EmailNotification,
     InstanceStatus,
+    OutgoingEmail,
     PersonSettings,
     Prompt,
     PromptState,
     TaskInstance,
 )
+from beliefs.services import outbox
 from beliefs.services.webhooks import emit_event
 
 STATUS_EVENTS = {
@@ -36,7 +40,23 @@ STATUS_EVENTS = {
     InstanceStatus.CANCELLED: events.INSTANCE_CANCELLED,
     InstanceStatus.EXPIRED: events.INSTANCE_EXPIRED,
 }
-EMAIL_ATTEMPTS = 5
+# Seconds before each retry of an email that could not be sent (an SMTP outage): 11 retries,
+# 12 attempts, over about 17 hours (17 h 8 min); then it is marked failed.
+EMAIL_RETRY_SECONDS: tuple[float, ...] = (
+    60,
+    2 * 60,
+    5 * 60,
+    10 * 60,
+    20 * 60,
+    30 * 60,
+    3600,
+    2 * 3600,
+    3 * 3600,
+    4 * 3600,
+    6 * 3600,
+)
+# A digest names this many instances; the rest are counted and found in the inbox.
+DIGEST_LISTED = 50
 
 
 def instance_data(instance: TaskInstance) -> dict[str, Any]:
@@ -150,14 +170,51 @@ def email_enabled(user: Any) -> bool:
 
 
 def _email_person(instance: TaskInstance, kind: str) -> None:
-    """Queue at most one email per instance and state (a unique constraint keeps it one)."""
+    """At most one email per instance and state (a unique constraint keeps it one), carried by
+    the person's next email of that kind."""
     if not email_enabled(instance.principal):
         return
     note, created = EmailNotification.objects.get_or_create(
         instance=instance, kind=kind, defaults={"recipient": instance.principal}
     )
     if created:
-        send_email.enqueue(note.pk)
+        note.email = _email_for(note.recipient, kind)
+        note.save(update_fields=["email"])
+
+
+# The key space of the advisory lock below ("MAIL"), apart from any other advisory lock.
+_EMAIL_LOCK = 0x4D41494C
+
+
+def _lock_emails_of(recipient: Any) -> None:
+    """One person's emails are chosen one transaction at a time, so two instances starting to
+    wait at once join one email instead of starting two. An advisory lock, not the user's row:
+    the caller holds an instance's lock, and opens lock the user row first. Nothing waits for
+    another lock while holding this one (only the person's pending email, which a worker holds
+    for a moment), so it cannot close a cycle. (SQLite serialises writers.)"""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_EMAIL_LOCK, recipient.pk])
+
+
+def _email_for(recipient: Any, kind: str) -> OutgoingEmail:
+    """The email that will tell the person: the one not yet sent, or a new one, due one digest
+    window after their previous one (or now). So the first of a burst goes out at once and the
+    rest together, at most one email of a kind per window."""
+    _lock_emails_of(recipient)
+    emails = OutgoingEmail.objects.filter(recipient=recipient, kind=kind)
+    # Locked: a worker cannot claim it until this notification is committed with it.
+    waiting = emails.select_for_update().filter(state=OutgoingEmail.State.PENDING).first()
+    if waiting is not None:
+        return waiting
+    now = timezone.now()
+    last = emails.order_by("-not_before").first()
+    not_before = max(now, last.not_before + settings.CONSOLE_EMAIL_DIGEST_WINDOW) if last else now
+    email = OutgoingEmail.objects.create(
+        recipient=recipient, kind=kind, not_before=not_before, next_attempt_at=not_before
+    )
+    _enqueue_email(email.pk, not_before if not_before > now else None)
+    return email
 
 
 def _plain(text: str) -> str:
@@ -169,29 +226,66 @@ def _plain(text: str) -> str:
     )
 
 
-def compose(note: EmailNotification, now: datetime) -> tuple[str, str]:
-    """Subject and body: the task, how many answers, the link. Never a value."""
+def _about(note: EmailNotification, now: datetime) -> dict[str, Any]:
+    """One waiting instance as an email tells it: task, run, how many answers, minutes left,
+    the link. Never a value."""
     instance = note.instance
-    task = _plain(instance.task_class.name or instance.task_class.key)[:150]
     blocking = instance.prompts.filter(state=PromptState.OPEN, blocking=True)
     count = blocking.count()
-    answers = f"{count} answer{'' if count == 1 else 's'}"
-    link = settings.CONSOLE_BASE_URL + reverse("instance", args=[instance.pk])
+    expires = blocking.aggregate(m=Min("expires_at"))["m"]
+    return {
+        "task": _plain(instance.task_class.name or instance.task_class.key)[:150],
+        "run": instance.run_number,
+        "answers": f"{count} answer{'' if count == 1 else 's'}",
+        "left": max(int((expires - now).total_seconds() // 60), 0) if expires else 0,
+        "link": settings.CONSOLE_BASE_URL + reverse("instance", args=[instance.pk]),
+    }
+
+
+def compose(kind: str, notes: Sequence[EmailNotification], now: datetime) -> tuple[str, str]:
+    """Subject and body: for each instance the task, how many answers, the link; never a
+    value. One instance reads as it always did; several make a digest."""
+    expiring = kind == EmailNotification.Kind.EXPIRING
+    n = len(notes)
+    items = [_about(note, now) for note in notes[:DIGEST_LISTED]]  # two queries each
     account = settings.CONSOLE_BASE_URL + reverse("account")
-    name = _plain(note.recipient.get_username())
-    if note.kind == EmailNotification.Kind.EXPIRING:
-        expires = blocking.aggregate(m=Min("expires_at"))["m"]
-        left = max(int((expires - now).total_seconds() // 60), 0) if expires else 0
-        subject = f"Expiring soon: {task}"
-        lead = (
-            f"“{task}” (run {instance.run_number}) still needs {answers} from you and expires "
-            f"in about {left} minutes. After that nothing of it is carried out."
-        )
+    name = _plain(notes[0].recipient.get_username())
+    if n == 1:
+        (item,) = items
+        task = item["task"]
+        if expiring:
+            subject = f"Expiring soon: {task}"
+            lead = (
+                f"“{task}” (run {item['run']}) still needs {item['answers']} from you and "
+                f"expires in about {item['left']} minutes. After that nothing of it is carried "
+                "out."
+            )
+        else:
+            subject = f"Your answer is needed: {task}"
+            lead = f"“{task}” (run {item['run']}) needs {item['answers']} from you."
+        lead += f"\n\nReview it here: {item['link']}"
     else:
-        subject = f"Your answer is needed: {task}"
-        lead = f"“{task}” (run {instance.run_number}) needs {answers} from you."
+        if expiring:
+            subject = f"Expiring soon: {n} tasks need your answer"
+            lead = f"{n} tasks still need your answer and expire soon; after that nothing of "
+            lead += "them is carried out:\n"
+            lines = [
+                f"- “{i['task']}” (run {i['run']}): {i['answers']}, expires in about "
+                f"{i['left']} minutes: {i['link']}"
+                for i in items
+            ]
+        else:
+            subject = f"Your answer is needed: {n} tasks"
+            lead = f"{n} tasks need your answer:\n"
+            lines = [
+                f"- “{i['task']}” (run {i['run']}): {i['answers']}: {i['link']}" for i in items
+            ]
+        lead += "\n" + "\n".join(lines)
+        if n > DIGEST_LISTED:
+            inbox = settings.CONSOLE_BASE_URL + reverse("inbox")
+            lead += f"\n… and {n - DIGEST_LISTED} more, in your inbox: {inbox}"
     body = (
-        f"Hello {name},\n\n{lead}\n\nReview it here: {link}\n\n"
+        f"Hello {name},\n\n{lead}\n\n"
         "This email never contains the values themselves; you see them on the page, after "
         f"signing in.\nTurn these emails off on your account page: {account}\n"
     )
@@ -199,41 +293,102 @@ def compose(note: EmailNotification, now: datetime) -> tuple[str, str]:
 
 
 @task()
+def deliver_email(email_id: int) -> str:
+    """The worker's job: it names an email; sending and its rules are below."""
+    return email_send(email_id)
+
+
+@task()
 def send_email(notification_id: int) -> str:
-    """The worker's job: it names a notification; sending and its rules are below."""
-    return email_send(notification_id)
-
-
-def email_send(notification_id: int) -> str:
-    """Send one queued email (a worker's job). Claimed first, so it goes out at most once."""
-    claimed = EmailNotification.objects.filter(
-        pk=notification_id, state=EmailNotification.State.PENDING
-    ).update(state=EmailNotification.State.SENDING, attempts=F("attempts") + 1)
-    if not claimed:
-        return "not pending"
-    note = EmailNotification.objects.select_related("instance__task_class", "recipient").get(
-        pk=notification_id
+    """A job queued before emails were grouped: it names a notification; send its email."""
+    email_id = (
+        EmailNotification.objects.filter(pk=notification_id)
+        .values_list("email_id", flat=True)
+        .first()
     )
-    if note.instance.status != InstanceStatus.AWAITING_USER or not email_enabled(note.recipient):
-        note.state = EmailNotification.State.SKIPPED
-        note.save(update_fields=["state"])
-        return "skipped: no longer awaiting, or email turned off"
-    subject, body = compose(note, timezone.now())
-    try:
-        send_mail(subject, body, None, [note.recipient.email])
-    except Exception as exc:  # noqa: BLE001 - any mail failure is recorded and retried
+    return email_send(email_id) if email_id else "no email"
+
+
+def _enqueue_email(email_id: int, run_after: datetime | None = None) -> None:
+    job = deliver_email.using(run_after=run_after) if run_after else deliver_email
+    job.enqueue(email_id)
+
+
+def _email_schedule() -> Sequence[float]:
+    return settings.CONSOLE_EMAIL_RETRY_SECONDS or EMAIL_RETRY_SECONDS
+
+
+def email_send(email_id: int) -> str:
+    """Send one email (a worker's job), on the outbox's state machine: claimed under a lease,
+    so it goes out at most once per attempt; retried over hours when SMTP is down; taken up
+    again by the sweep when the worker died mid-send."""
+    now = timezone.now()
+    lease = timedelta(seconds=settings.CONSOLE_EMAIL_LEASE_SECONDS)
+    if not outbox.claim(OutgoingEmail, email_id, lease=lease, now=now):
+        return "not due"
+    email = OutgoingEmail.objects.select_related("recipient").get(pk=email_id)
+    notes = list(
+        email.notifications.select_related("instance__task_class", "recipient").order_by("id")
+    )
+    told = [n for n in notes if n.instance.status == InstanceStatus.AWAITING_USER]
+    if not told or not email_enabled(email.recipient):
         with transaction.atomic():
-            note.last_error = f"{type(exc).__name__}: {exc}"[:500]
-            if note.attempts < EMAIL_ATTEMPTS:
-                note.state = EmailNotification.State.PENDING
-                send_email.using(
-                    run_after=timezone.now() + timedelta(minutes=note.attempts)
-                ).enqueue(note.pk)
-            else:
-                note.state = EmailNotification.State.FAILED
-            note.save(update_fields=["state", "last_error"])
-        return f"failed: {note.last_error}"
-    note.state = EmailNotification.State.SENT
-    note.sent_at = timezone.now()
-    note.save(update_fields=["state", "sent_at"])
-    return "sent"
+            finished = outbox.finish(
+                email, done=OutgoingEmail.State.SKIPPED, schedule=(), enqueue=_enqueue_email
+            )
+            if finished.recorded:
+                _notes_end(notes, [], email, finished.state)
+        return "skipped: no longer awaiting, or email turned off"
+    subject, body = compose(email.kind, told, timezone.now())
+    error = ""
+    try:
+        with mail_deadline(settings.CONSOLE_EMAIL_DEADLINE_SECONDS) as watch:
+            send_mail(subject, body, None, [email.recipient.email])
+    except Exception as exc:  # noqa: BLE001 - any mail failure is recorded and retried
+        error = f"{type(exc).__name__}: {exc}"[:500]
+        if watch.expired:
+            error = f"DeadlineExceeded: sending took longer than {watch.seconds:g} s ({error})"
+    sent: dict[str, Any] = {} if error else {"sent_at": timezone.now()}
+    with transaction.atomic():
+        finished = outbox.finish(
+            email,
+            done=None if error else OutgoingEmail.State.SENT,
+            error=error,
+            schedule=_email_schedule(),
+            enqueue=_enqueue_email,
+            **sent,
+        )
+        if finished.recorded:
+            _notes_end(notes, told, email, finished.state)
+    return finished.text
+
+
+def _notes_end(
+    notes: Sequence[EmailNotification],
+    told: Sequence[EmailNotification],
+    email: OutgoingEmail,
+    state: str,
+) -> None:
+    """The notifications follow their email: the ones it told are sent (or failed, or pending
+    again), the others skipped (no longer waiting when it went)."""
+    email.refresh_from_db()
+    told_ids = {n.pk for n in told}
+    State = EmailNotification.State  # noqa: N806
+    for note in notes:
+        note.state = state if note.pk in told_ids else State.SKIPPED
+        note.attempts = email.attempts
+        note.last_error = email.last_error
+        note.sent_at = email.sent_at if note.state == State.SENT else None
+    EmailNotification.objects.bulk_update(notes, ["state", "attempts", "last_error", "sent_at"])
+
+
+def emails_resume(*, now: datetime | None = None) -> int:
+    """Take up emails whose worker died mid-send (lease run out), and pending ones whose job
+    is long overdue."""
+    return outbox.resume(
+        OutgoingEmail,
+        now=now or timezone.now(),
+        schedule=_email_schedule(),
+        enqueue=_enqueue_email,
+        job_path=deliver_email.module_path,
+    )

@@ -1,4 +1,4 @@
-"""The periodic sweep each worker runs: expiry, expiry warnings, stalled deliveries."""
+"""The periodic sweep each worker runs: expiry, expiry warnings, stalled deliveries and emails."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from beliefs.domain.webhooks import INSTANCE_EXPIRING
 from beliefs.models import InstanceStatus, Prompt, PromptState, TaskInstance
 from beliefs.services.expiry import instances_expire
 from beliefs.services.lifecycle import lock_instance
-from beliefs.services.notify import instance_warn_expiring
+from beliefs.services.notify import emails_resume, instance_warn_expiring
 from beliefs.services.webhooks import deliveries_resume
 
 
@@ -47,4 +47,5 @@ def sweep(*, now: datetime | None = None) -> dict[str, int]:
         "expired": instances_expire(now=now),
         "warned": instances_warn_expiring(now=now),
         "deliveries_resumed": deliveries_resume(now=now),
+        "emails_resumed": emails_resume(now=now),
     }

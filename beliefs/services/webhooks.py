@@ -3,23 +3,22 @@
 An event is written in the transaction of the change that causes it, with one delivery per
 subscribed endpoint and one queued job per delivery (the jobs live in the same database), so a
 rolled-back change sends nothing and a committed one is delivered even if no worker ran at the
-time. Delivery is at least once: a receiver drops duplicates by `webhook-id`.
+time. Delivery is at least once: a receiver drops duplicates by `webhook-id`. Deliveries follow
+the outbox's state machine (services/outbox.py); the transport is beliefs/net.py.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
 import socket
-import ssl
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Max
+from django.db.models import Count, Max, Q
 from django.utils import timezone
 from django_tasks import task
 from standardwebhooks.webhooks import Webhook
@@ -27,7 +26,7 @@ from standardwebhooks.webhooks import Webhook
 from beliefs.domain import webhooks as rules
 from beliefs.domain.vocabulary import MAX_LABEL_LENGTH
 from beliefs.domain.webhooks import Destination, UnsafeDestination
-from beliefs.errors import NotFound, field_error
+from beliefs.errors import InvalidInput, NotFound, field_error
 from beliefs.models import (
     Runtime,
     TaskInstance,
@@ -35,13 +34,15 @@ from beliefs.models import (
     WebhookEndpoint,
     WebhookEvent,
 )
+from beliefs.net import Deadline, Outcome, post, resolve_within, to_uri
+from beliefs.services import outbox
 from beliefs.services.audit import Actor, audit
 
 # After a rotation the old secret keeps signing this long, so receivers can switch over.
 PREVIOUS_SECRET_GRACE = timedelta(hours=24)
-# A worker that claimed a delivery and died leaves it to be taken up again after this.
-DELIVERY_LEASE = timedelta(minutes=2)
 USER_AGENT = "confirmation-console-webhooks/1"
+# How many held deliveries a finishing one looks at to take up the next.
+_WAKE_LOOK_AHEAD = 50
 
 
 # --- endpoints ----------------------------------------------------------------------------------
@@ -53,10 +54,21 @@ def resolve(host: str, port: int) -> list[str]:
     return sorted({str(info[4][0]) for info in infos})
 
 
+def endpoint_url(url: Any) -> str:
+    """The URL as stored: an IRI (non-ASCII host, path or query) becomes the URI it stands for,
+    so every later step (the guard, the request line) sees ASCII only."""
+    if not isinstance(url, str):
+        return url  # the guard says what is wrong with it
+    try:
+        return to_uri(url.strip())
+    except ValueError as exc:
+        raise field_error("url", f"is not a valid URL ({exc})") from None
+
+
 def destination(url: Any, field: str = "url") -> Destination:
     try:
         return rules.check_destination(
-            url, resolve, allow_private=settings.CONSOLE_WEBHOOK_ALLOW_PRIVATE
+            endpoint_url(url), resolve, allow_private=settings.CONSOLE_WEBHOOK_ALLOW_PRIVATE
         )
     except UnsafeDestination as exc:
         raise field_error(field, str(exc)) from None
@@ -76,9 +88,15 @@ def parse_event_types(value: Any) -> list[str]:
     return sorted(set(value))
 
 
+def live_endpoints(runtime: Runtime) -> Any:
+    """The runtime's endpoints that were not deleted (active or not)."""
+    return WebhookEndpoint.objects.filter(runtime=runtime, deleted_at__isnull=True)
+
+
 def endpoint_for_runtime(endpoint_id: Any, runtime: Runtime) -> WebhookEndpoint:
-    """The runtime's own endpoint; 404 for anyone else's (existence not leaked)."""
-    endpoint = WebhookEndpoint.objects.filter(pk=endpoint_id, runtime=runtime).first()
+    """The runtime's own endpoint; 404 for anyone else's (existence not leaked) and for a
+    deleted one."""
+    endpoint = live_endpoints(runtime).filter(pk=endpoint_id).first()
     if endpoint is None:
         raise NotFound("No such webhook endpoint.")
     return endpoint
@@ -113,14 +131,24 @@ def endpoint_create(
     active: Any = True,
     actor: Actor,
 ) -> tuple[WebhookEndpoint, str]:
-    """Register an endpoint; returns it and its secret, which is shown this once."""
+    """Register an endpoint; returns it and its secret, which is shown this once. A runtime
+    has at most CONSOLE_WEBHOOK_MAX_ENDPOINTS (deleted ones do not count)."""
     destination(url)
     if not isinstance(active, bool):
         raise field_error("active", "must be true or false")
+    # The runtime's row is locked so that two registrations at once cannot both pass the cap.
+    Runtime.objects.select_for_update(no_key=True).filter(pk=runtime.pk).first()
+    limit = settings.CONSOLE_WEBHOOK_MAX_ENDPOINTS
+    if live_endpoints(runtime).count() >= limit:
+        raise InvalidInput(
+            f"A runtime can have at most {limit} webhook endpoints; delete one first.",
+            code="too_many_endpoints",
+            extra={"limit": limit},
+        )
     secret = rules.new_secret()
     endpoint = WebhookEndpoint.objects.create(
         runtime=runtime,
-        url=url.strip(),
+        url=endpoint_url(url),
         secret=secret,
         event_types=parse_event_types(event_types),
         description=_description(description),
@@ -132,8 +160,16 @@ def endpoint_create(
 
 @transaction.atomic
 def endpoint_delete(*, endpoint: WebhookEndpoint, actor: Actor) -> None:
-    _endpoint_audit("webhook_endpoint.deleted", endpoint, actor)
-    endpoint.delete()
+    """Deactivate it for good: it receives nothing more, leaves the runtime's list, and its
+    deliveries stay readable as history. Deliveries still pending fail at their next attempt
+    ("the endpoint is inactive")."""
+    now = timezone.now()
+    done = WebhookEndpoint.objects.filter(pk=endpoint.pk, deleted_at__isnull=True).update(
+        active=False, deleted_at=now, updated_at=now
+    )
+    if done:
+        endpoint.active, endpoint.deleted_at = False, now
+        _endpoint_audit("webhook_endpoint.deleted", endpoint, actor)
 
 
 @transaction.atomic
@@ -184,9 +220,47 @@ def deliver_webhook(delivery_id: int) -> str:
     return delivery_attempt(delivery_id)
 
 
-def _enqueue(delivery: WebhookDelivery, run_after: datetime | None = None) -> None:
+def _enqueue(delivery_id: int, run_after: datetime | None = None) -> None:
     job = deliver_webhook.using(run_after=run_after) if run_after else deliver_webhook
-    job.enqueue(delivery.pk)
+    job.enqueue(delivery_id)
+
+
+def endpoint_problem(endpoint: WebhookEndpoint) -> str:
+    """What is wrong with a stored endpoint (a row the services did not write: the admin, a
+    migration, a hand edit), or "". Cheap and offline: it runs in the runtime's request."""
+    types = endpoint.event_types
+    if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
+        return f"event_types is not a list of event types: {json.dumps(types)[:100]}"
+    unknown = [t for t in types if t not in rules.EVENT_TYPES and t != rules.WEBHOOK_TEST]
+    if unknown:
+        return f"event_types has an unknown event type: {unknown[0][:100]!r}"
+    url = endpoint.url
+    if not isinstance(url, str) or not url.isascii() or any(ord(c) < 33 for c in url):
+        return "url is not an ASCII URL without spaces (register it again)"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a bad port
+    except ValueError as exc:
+        return f"url is not a valid URL ({exc})"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "url is not an http(s) URL with a host"
+    return ""
+
+
+def _flag(endpoint: WebhookEndpoint, problem: str) -> None:
+    if endpoint.problem != problem:
+        WebhookEndpoint.objects.filter(pk=endpoint.pk).update(problem=problem[:500])
+        endpoint.problem = problem
+
+
+def _subscribed(endpoint: WebhookEndpoint, type: str) -> bool:
+    """Whether it gets this event; an endpoint with a bad row is skipped and flagged for staff
+    (its `problem`), never an error for the request that caused the event."""
+    problem = endpoint_problem(endpoint)
+    _flag(endpoint, problem)
+    if problem:
+        return False
+    return not endpoint.event_types or type in endpoint.event_types
 
 
 def emit_event(
@@ -223,23 +297,26 @@ def emit_event(
     if only_endpoint is not None:
         endpoints: Sequence[WebhookEndpoint] = [only_endpoint]
     elif runtime is not None:
-        endpoints = [
-            e
-            for e in WebhookEndpoint.objects.filter(runtime=runtime, active=True)
-            if not e.event_types or type in e.event_types
-        ]
+        endpoints = [e for e in live_endpoints(runtime).filter(active=True) if _subscribed(e, type)]
     else:
         endpoints = []
     for endpoint in endpoints:
-        _enqueue(
-            WebhookDelivery.objects.create(event=event, endpoint=endpoint, next_attempt_at=now)
+        delivery = WebhookDelivery.objects.create(
+            event=event, endpoint=endpoint, next_attempt_at=now
         )
+        _enqueue(delivery.pk)
     return event
 
 
 @transaction.atomic
 def send_test_event(*, endpoint: WebhookEndpoint, actor: Actor) -> WebhookEvent:
     """A `webhook.test` event to this one endpoint, whatever it subscribed to."""
+    if endpoint.deleted_at is not None:
+        raise NotFound("No such webhook endpoint.")
+    problem = endpoint_problem(endpoint)
+    _flag(endpoint, problem)
+    if problem:
+        raise InvalidInput(f"This endpoint cannot receive events: {problem}")
     event = emit_event(
         type=rules.WEBHOOK_TEST,
         runtime=endpoint.runtime,
@@ -258,11 +335,11 @@ def delivery_redeliver(*, delivery: WebhookDelivery, actor: Actor) -> bool:
     updated = (
         WebhookDelivery.objects.filter(pk=delivery.pk)
         .exclude(state=WebhookDelivery.State.SENDING)
-        .update(state=WebhookDelivery.State.PENDING, attempts=0, next_attempt_at=now)
+        .update(state=WebhookDelivery.State.PENDING, attempts=0, next_attempt_at=now, held=False)
     )
     if not updated:
         return False
-    _enqueue(delivery)
+    _enqueue(delivery.pk)
     audit(
         "webhook.redelivered",
         actor=actor,
@@ -299,152 +376,171 @@ def signature_headers(
     }
 
 
-@dataclass(frozen=True)
-class Outcome:
-    status: int | None
-    response: str
-    error: str
-
-    @property
-    def ok(self) -> bool:
-        return self.status is not None and 200 <= self.status < 300
-
-
-class _PinnedHTTPConnection(http.client.HTTPConnection):
-    """Connects to the address that was checked, never to a fresh DNS answer."""
-
-    def __init__(self, host: str, port: int, address: str, timeout: float) -> None:
-        super().__init__(host, port, timeout=timeout)
-        self._address = address
-
-    def connect(self) -> None:
-        self.sock = socket.create_connection((self._address, self.port), self.timeout)
-
-
-class _PinnedHTTPSConnection(http.client.HTTPSConnection):
-    def __init__(self, host: str, port: int, address: str, timeout: float) -> None:
-        self._tls = ssl.create_default_context()
-        super().__init__(host, port, timeout=timeout, context=self._tls)
-        self._address = address
-
-    def connect(self) -> None:
-        sock = socket.create_connection((self._address, self.port), self.timeout)
-        # The certificate is checked against the host name, not the address.
-        self.sock = self._tls.wrap_socket(sock, server_hostname=self.host)
-
-
-def post(dest: Destination, headers: Mapping[str, str], body: bytes, timeout: float) -> Outcome:
-    """POST once. Redirects are not followed (a 3xx is a failed attempt); at most
-    RESPONSE_KEEP_BYTES of the answer are read."""
-    error = ""
-    for address in dest.addresses:
-        cls = _PinnedHTTPSConnection if dest.scheme == "https" else _PinnedHTTPConnection
-        connection = cls(dest.host, dest.port, address, timeout)
-        try:
-            connection.request("POST", dest.target, body=body, headers=dict(headers))
-            response = connection.getresponse()
-            kept = response.read(rules.RESPONSE_KEEP_BYTES)
-            return Outcome(response.status, kept.decode("utf-8", errors="replace"), "")
-        except (OSError, http.client.HTTPException) as exc:
-            error = f"{type(exc).__name__}: {exc}"[:500]
-        finally:
-            connection.close()
-    return Outcome(None, "", error or "no address to connect to")
-
-
 def _schedule() -> Sequence[float]:
     return settings.CONSOLE_WEBHOOK_RETRY_SECONDS or rules.RETRY_SECONDS
+
+
+def _lease() -> timedelta:
+    return timedelta(seconds=settings.CONSOLE_WEBHOOK_LEASE_SECONDS)
+
+
+def _in_flight(runtime_id: int, now: datetime) -> dict[int, int]:
+    """Deliveries of the runtime being sent (lease still running), per endpoint."""
+    rows = (
+        WebhookDelivery.objects.filter(
+            endpoint__runtime_id=runtime_id,
+            state=WebhookDelivery.State.SENDING,
+            lease_until__gte=now,
+        )
+        .values("endpoint_id")
+        .annotate(n=Count("id"))
+    )
+    return {row["endpoint_id"]: row["n"] for row in rows}
+
+
+def _has_room(busy: dict[int, int], endpoint_id: int) -> bool:
+    return (
+        sum(busy.values()) < settings.CONSOLE_WEBHOOK_MAX_IN_FLIGHT_PER_RUNTIME
+        and busy.get(endpoint_id, 0) < settings.CONSOLE_WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT
+    )
+
+
+def _lock_runtime(runtime_id: int) -> None:
+    """Claims and finishes of one runtime's deliveries take turns on its row, so the caps are
+    counted exactly and a delivery put on hold is always seen by the finish that frees room.
+    No key update: the runtime's requests inserting rows that refer to it are not held up."""
+    Runtime.objects.select_for_update(no_key=True).filter(pk=runtime_id).first()
+
+
+def _wake(runtime_id: int, now: datetime) -> None:
+    """Queue held deliveries, oldest first, for the room there is now."""
+    busy = _in_flight(runtime_id, now)
+    held = WebhookDelivery.objects.filter(
+        endpoint__runtime_id=runtime_id, state=WebhookDelivery.State.PENDING, held=True
+    ).order_by("next_attempt_at", "id")
+    for pk, endpoint_id in held.values_list("pk", "endpoint_id")[:_WAKE_LOOK_AHEAD]:
+        if not _has_room(busy, endpoint_id):
+            continue
+        if WebhookDelivery.objects.filter(pk=pk, held=True).update(held=False):
+            _enqueue(pk)
+            busy[endpoint_id] = busy.get(endpoint_id, 0) + 1  # it will take that room
+
+
+def _claim(delivery_id: int) -> WebhookDelivery | str:
+    """The delivery, claimed for one attempt; or why not (not due, or held over a cap)."""
+    now = timezone.now()
+    row = (
+        WebhookDelivery.objects.filter(
+            pk=delivery_id, state=WebhookDelivery.State.PENDING, next_attempt_at__lte=now
+        )
+        .values("endpoint_id", "endpoint__runtime_id")
+        .first()
+    )
+    if row is None:
+        return "not due"
+    runtime_id = row["endpoint__runtime_id"]
+    with transaction.atomic():
+        _lock_runtime(runtime_id)
+        if not _has_room(_in_flight(runtime_id, now), row["endpoint_id"]):
+            # Waits, pending, for a delivery of its endpoint or runtime to finish (_wake).
+            WebhookDelivery.objects.filter(
+                pk=delivery_id, state=WebhookDelivery.State.PENDING
+            ).update(held=True)
+            return "held: its endpoint or runtime is at its cap of deliveries in flight"
+        if not outbox.claim(WebhookDelivery, delivery_id, lease=_lease(), now=now):
+            return "not due"
+        WebhookDelivery.objects.filter(pk=delivery_id).update(held=False)
+    return WebhookDelivery.objects.select_related("event", "endpoint").get(pk=delivery_id)
 
 
 def delivery_attempt(delivery_id: int) -> str:
     """One attempt of one delivery (a worker's job). Returns what happened, for the job log.
 
-    The claim is one conditional UPDATE: of two workers holding jobs for the same delivery, one
-    claims it, the other finds it no longer pending and does nothing.
+    Whatever goes wrong before or after connecting is recorded as the attempt's error and
+    follows the retry schedule: a delivery never stays `sending`.
     """
-    now = timezone.now()
-    claimed = WebhookDelivery.objects.filter(
-        pk=delivery_id, state=WebhookDelivery.State.PENDING, next_attempt_at__lte=now
-    ).update(
-        state=WebhookDelivery.State.SENDING,
-        lease_until=now + DELIVERY_LEASE,
-        attempts=F("attempts") + 1,
-        last_attempt_at=now,
-    )
-    if not claimed:
-        return "not due"
-    delivery = WebhookDelivery.objects.select_related("event", "endpoint").get(pk=delivery_id)
-    endpoint, event = delivery.endpoint, delivery.event
-    if not endpoint.active:
+    delivery = _claim(delivery_id)
+    if isinstance(delivery, str):
+        return delivery
+    endpoint = delivery.endpoint
+    if not endpoint.active or endpoint.deleted_at is not None:
         return _finish(delivery, Outcome(None, "", "the endpoint is inactive"), final=True)
+    try:
+        outcome = _post(delivery)
+    except Exception as exc:  # noqa: BLE001 - recorded on the delivery and retried
+        outcome = Outcome(None, "", f"{type(exc).__name__}: {exc}"[:500])
+    return _finish(delivery, outcome)
+
+
+def _post(delivery: WebhookDelivery) -> Outcome:
+    endpoint, event = delivery.endpoint, delivery.event
+    # One deadline for the whole attempt, the name's resolution included.
+    deadline = Deadline(settings.CONSOLE_WEBHOOK_TIMEOUT_SECONDS)
     try:
         # Checked again at every attempt: what a name resolves to can change.
         dest = rules.check_destination(
-            endpoint.url, resolve, allow_private=settings.CONSOLE_WEBHOOK_ALLOW_PRIVATE
+            endpoint.url,
+            resolve_within(resolve, deadline),
+            allow_private=settings.CONSOLE_WEBHOOK_ALLOW_PRIVATE,
         )
     except UnsafeDestination as exc:
-        return _finish(delivery, Outcome(None, "", f"refused: url {exc}"))
+        return Outcome(None, "", f"refused: url {exc}")
     body = body_of(event)
     headers = {
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,
         **signature_headers(endpoint, event, body, timezone.now()),
     }
-    outcome = post(dest, headers, body.encode("ascii"), settings.CONSOLE_WEBHOOK_TIMEOUT_SECONDS)
-    return _finish(delivery, outcome)
+    return post(dest, headers, body.encode("ascii"), deadline)
 
 
-@transaction.atomic
 def _finish(delivery: WebhookDelivery, outcome: Outcome, *, final: bool = False) -> str:
     now = timezone.now()
-    fields: dict[str, Any] = {
-        "lease_until": None,
-        "last_status_code": outcome.status,
-        "last_response": outcome.response,
-        "last_error": outcome.error,
-    }
-    delay = None if final or outcome.ok else rules.retry_delay(delivery.attempts, _schedule())
-    if outcome.ok:
-        fields.update(state=WebhookDelivery.State.SUCCEEDED, delivered_at=now)
-        result = f"delivered ({outcome.status})"
-    elif delay is None:
-        fields.update(state=WebhookDelivery.State.FAILED)
-        result = f"failed for good after {delivery.attempts} attempts"
-    else:
-        fields.update(
-            state=WebhookDelivery.State.PENDING, next_attempt_at=now + timedelta(seconds=delay)
+    with transaction.atomic():
+        runtime_id = delivery.endpoint.runtime_id
+        _lock_runtime(runtime_id)
+        fields: dict[str, Any] = {
+            "last_status_code": outcome.status,
+            "last_response": outcome.response,
+        }
+        if outcome.ok:
+            fields["delivered_at"] = now
+        finished = outbox.finish(
+            delivery,
+            done=WebhookDelivery.State.SUCCEEDED if outcome.ok else None,
+            error=outcome.error,
+            schedule=_schedule(),
+            enqueue=_enqueue,
+            final=final,
+            **fields,
         )
-        result = f"attempt {delivery.attempts} failed; retry in {delay:g} s"
-    updated = WebhookDelivery.objects.filter(
-        pk=delivery.pk, state=WebhookDelivery.State.SENDING
-    ).update(**fields)
-    if updated and delay is not None and not outcome.ok:
-        _enqueue(delivery, run_after=fields["next_attempt_at"])
-    return result
+        _wake(runtime_id, now)
+    return f"{finished.text} ({outcome.status})" if outcome.status else finished.text
 
 
 def deliveries_resume(*, now: datetime | None = None) -> int:
-    """Take up deliveries whose worker died mid-attempt, and pending ones whose job is long
-    overdue (a pruned or lost job). A duplicate job is harmless: the claim admits one."""
+    """Take up deliveries whose worker died mid-attempt (lease run out), pending ones whose job
+    is long overdue, and held ones nothing woke (a backstop: a finish wakes them)."""
     now = now or timezone.now()
-    count = 0
-    stalled = WebhookDelivery.objects.filter(
-        state=WebhookDelivery.State.SENDING, lease_until__lt=now
+    count = outbox.resume(
+        WebhookDelivery,
+        now=now,
+        schedule=_schedule(),
+        enqueue=_enqueue,
+        job_path=deliver_webhook.module_path,
+        overdue_filter=Q(held=False),
     )
-    for delivery in stalled:
+    stale = (
+        WebhookDelivery.objects.filter(
+            state=WebhookDelivery.State.PENDING,
+            held=True,
+            next_attempt_at__lt=now - outbox.OVERDUE,
+        )
+        .values_list("endpoint__runtime_id", flat=True)
+        .distinct()
+    )
+    for runtime_id in list(stale):
         with transaction.atomic():
-            if (
-                WebhookDelivery.objects.filter(
-                    pk=delivery.pk, state=WebhookDelivery.State.SENDING, lease_until__lt=now
-                ).update(state=WebhookDelivery.State.PENDING, lease_until=None)
-                == 1
-            ):
-                _enqueue(delivery)
-                count += 1
-    overdue = WebhookDelivery.objects.filter(
-        state=WebhookDelivery.State.PENDING, next_attempt_at__lt=now - timedelta(minutes=10)
-    )
-    for delivery in overdue:
-        _enqueue(delivery)
-        count += 1
+            _lock_runtime(runtime_id)
+            _wake(runtime_id, now)
     return count

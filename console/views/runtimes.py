@@ -9,6 +9,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from beliefs.errors import InvalidInput, NotFound
 from beliefs.models import WebhookEndpoint
 from beliefs.selectors.runtimes import runtimes_overview
 from beliefs.services import Actor
@@ -26,7 +27,13 @@ def endpoint_send_test(request: HttpRequest, endpoint_id: int) -> HttpResponse:
     endpoint = WebhookEndpoint.objects.select_related("runtime").filter(pk=endpoint_id).first()
     if endpoint is None:
         raise Http404("No such endpoint.")
-    event = send_test_event(endpoint=endpoint, actor=Actor.person(request.user))
+    try:
+        event = send_test_event(endpoint=endpoint, actor=Actor.person(request.user))
+    except NotFound:
+        raise Http404("No such endpoint.") from None
+    except InvalidInput as exc:  # a stored row that is not valid (its problem is shown)
+        messages.error(request, exc.detail)
+        return redirect("runtimes")
     messages.success(
         request,
         f"Test event {event.webhook_id} queued for {endpoint.url}; a worker delivers it.",

@@ -37,7 +37,7 @@ def _sweep_forever(interval: float, stop: threading.Event) -> None:
 class Command(DbWorkerCommand):
     help = (
         "Run a background worker: webhook deliveries and emails, and every --sweep-interval "
-        "seconds the sweep (expiry, expiry warnings, stalled deliveries)."
+        "seconds the sweep (expiry, expiry warnings, stalled deliveries and emails)."
     )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
