@@ -35,9 +35,11 @@ from beliefs.errors import ServiceError
 from beliefs.models import (
     AuditEvent,
     EmailNotification,
+    OutgoingEmail,
     Runtime,
     RuntimeAPIKey,
     TaskClass,
+    TaskClassShare,
     WebhookDelivery,
     WebhookEndpoint,
     WebhookEvent,
@@ -340,7 +342,10 @@ def _endpoint_data(endpoint: WebhookEndpoint, **data: Any) -> dict[str, Any]:
 @admin.register(WebhookEndpoint)
 class WebhookEndpointAdmin(Revealing):
     form = WebhookEndpointForm
-    list_display = ("url", "runtime", "event_types", "description", "active", "created_at")
+    list_display = (
+        "url", "runtime", "event_types", "description", "active", "deleted_at", "problem",
+        "created_at",
+    )  # fmt: skip
     list_filter = ("runtime", "active")
     fields = (
         "runtime",
@@ -352,8 +357,12 @@ class WebhookEndpointAdmin(Revealing):
         "description_as_read",
         "new_secret",
         "previous_secret_until",
+        "deleted_at",
+        "problem",
     )
-    readonly_fields = ("url_as_read", "description_as_read", "previous_secret_until")
+    readonly_fields = (
+        "url_as_read", "description_as_read", "previous_secret_until", "deleted_at", "problem",
+    )  # fmt: skip
 
     url_as_read = staticmethod(revealed("url", "URL as read"))
     description_as_read = staticmethod(revealed("description", "description as read"))
@@ -489,6 +498,14 @@ class EmailNotificationAdmin(ReadOnlyAdmin):
     list_filter = ("kind", "state")
 
 
+@admin.register(OutgoingEmail)
+class OutgoingEmailAdmin(ReadOnlyAdmin):
+    """The emails themselves (a digest carries several notifications): read-only."""
+
+    list_display = ("kind", "recipient", "state", "attempts", "not_before", "sent_at")
+    list_filter = ("kind", "state")
+
+
 @admin.register(AuditEvent)
 class AuditEventAdmin(ReadOnlyAdmin):
     """Read-only here, and append-only in the database whatever any admin did."""
@@ -504,15 +521,28 @@ class AuditEventAdmin(ReadOnlyAdmin):
 # --- task classes ---------------------------------------------------------------------------------
 
 
+class ShareInline(ReadOnlyInline):
+    """Whom the owner shared the class with, and whether with its history (the owner changes
+    that through the API, audited)."""
+
+    model = TaskClassShare
+    fields = ("runtime", "history", "created_at", "updated_at")
+    readonly_fields = fields
+    show_change_link = False
+    verbose_name = "share with another runtime"
+    verbose_name_plural = "shared with other runtimes (history: they pool values with the owner)"
+
+
 @admin.register(TaskClass)
 class TaskClassAdmin(Revealing):
     """Only ownership is changed here; classification has its own audited pages."""
 
-    list_display = ("key", "name", "owner")
+    list_display = ("key", "name", "owner", "open_slots")
     list_filter = ("owner",)
     search_fields = ("key", "name")
-    fields = ("key", "name", "owner")
-    readonly_fields = ("key", "name")
+    fields = ("key", "name", "owner", "open_slots")
+    readonly_fields = ("key", "name", "open_slots")
+    inlines = (ShareInline,)
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

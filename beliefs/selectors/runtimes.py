@@ -10,7 +10,14 @@ from functools import cache
 from django.db import connection
 from django.db.models import Prefetch
 
-from beliefs.models import Runtime, RuntimeAPIKey, WebhookDelivery, WebhookEndpoint
+from beliefs.models import (
+    Runtime,
+    RuntimeAPIKey,
+    TaskClass,
+    TaskClassShare,
+    WebhookDelivery,
+    WebhookEndpoint,
+)
 from beliefs.selectors import rows
 
 RECENT_DELIVERIES = 200
@@ -22,12 +29,33 @@ class RuntimeOverview:
     keys: list[RuntimeAPIKey]
     endpoints: list[WebhookEndpoint]
     deliveries: list[WebhookDelivery] = field(default_factory=list)
+    # The classes it owns, each with whom it is shared; and the other runtimes' classes it was
+    # shared with.
+    owned: list[TaskClass] = field(default_factory=list)
+    shared_with_it: list[TaskClassShare] = field(default_factory=list)
 
 
 def runtimes_overview(per_runtime: int = 10) -> list[RuntimeOverview]:
     runtimes = Runtime.objects.prefetch_related(
         Prefetch("keys", queryset=RuntimeAPIKey.objects.order_by("-created")),
         Prefetch("webhook_endpoints", queryset=WebhookEndpoint.objects.order_by("id")),
+        Prefetch(
+            "task_classes",
+            queryset=TaskClass.objects.order_by("key").prefetch_related(
+                Prefetch(
+                    "shares",
+                    queryset=TaskClassShare.objects.select_related("runtime").order_by(
+                        "runtime__name"
+                    ),
+                )
+            ),
+        ),
+        Prefetch(
+            "shared_classes",
+            queryset=TaskClassShare.objects.select_related("task_class__owner").order_by(
+                "task_class__key"
+            ),
+        ),
     ).order_by("name")
     recent: dict[int, list[WebhookDelivery]] = defaultdict(list)
     for delivery in WebhookDelivery.objects.select_related("event", "endpoint").order_by(
@@ -42,6 +70,8 @@ def runtimes_overview(per_runtime: int = 10) -> list[RuntimeOverview]:
             keys=list(r.keys.all()),
             endpoints=list(r.webhook_endpoints.all()),
             deliveries=recent.get(r.pk, []),
+            owned=list(r.task_classes.all()),
+            shared_with_it=list(r.shared_classes.all()),
         )
         for r in runtimes
     ]

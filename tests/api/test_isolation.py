@@ -199,3 +199,22 @@ def test_a_veto_retires_only_values_the_vetoing_runtime_could_carry(
 
     assert by_slot(_open_and_plan(runtime_b))["reference"]["rule"] == "R0"
     assert by_slot(_open_and_plan(a_history.runtime))["reference"]["value"] == "A-1"
+
+
+def test_staff_see_whom_a_class_is_shared_with(
+    a_history: Driver, runtime_b: JsonClient, signed_in: Any
+) -> None:
+    from django.contrib.auth.models import User
+
+    a_history.runtime.put_json(
+        f"{API}/task-classes/{CLASS}/shares/billing-agent/", {"history": True}
+    )
+    admin = User.objects.create_user("staffer", password="x", is_staff=True, is_superuser=True)
+    client = signed_in(admin)
+    page = client.get("/runtimes/").content.decode()
+    assert "shared with billing-agent (with its history)" in page
+    assert "pooling values with it" in page
+    task_class = TaskClassShare.objects.get().task_class
+    change = client.get(f"/admin/beliefs/taskclass/{task_class.pk}/change/")
+    assert change.status_code == 200
+    assert "billing-agent" in change.content.decode()

@@ -321,8 +321,9 @@ def hostile_rows(rt: Actor, root: User) -> None:
         runtime,
         description=f"for p\u0430ypal {HOSTILE}",
     )
+    open_transfer(rt)  # its events make deliveries (the URL is made hostile after them: an
+    # endpoint whose stored URL is not a URL is skipped and flagged by every later event)
     WebhookEndpoint.objects.filter(runtime=runtime).update(url=f"https://hooks.example/{HOSTILE}")
-    open_transfer(rt)
     TaskClass.objects.update(name=f"\u0440ayments {HOSTILE}")
     # A delivery whose error names the URL (no attempt is made: nothing leaves the machine).
     WebhookDelivery.objects.update(last_error=f"refused: url https://hooks.example/{HOSTILE}")

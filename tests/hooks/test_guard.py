@@ -158,7 +158,8 @@ def test_the_pinned_connection_goes_only_to_the_checked_addresses(
 ) -> None:
     """`post` connects to the addresses `check_destination` returned, one after the other,
     never to a fresh answer for the host name."""
-    from beliefs.services import webhooks as service
+    from beliefs import net
+    from beliefs.net import Deadline
 
     dest = check_destination(
         "https://hooks.example/x", _resolver(PUBLIC, "2606:4700::1"), allow_private=False
@@ -169,8 +170,10 @@ def test_the_pinned_connection_goes_only_to_the_checked_addresses(
         connected.append(address)
         raise ConnectionRefusedError("refused")
 
-    monkeypatch.setattr(service.socket, "create_connection", refuse)
-    monkeypatch.setattr(service, "resolve", lambda host, port: ["127.0.0.1"])
-    outcome = service.post(dest, {}, b"{}", 1.0)
+    monkeypatch.setattr(net.socket, "create_connection", refuse)
+    monkeypatch.setattr(
+        net.socket, "getaddrinfo", lambda *args, **kwargs: [(2, 1, 6, "", ("127.0.0.1", 443))]
+    )
+    outcome = net.post(dest, {}, b"{}", Deadline(1.0))
     assert not outcome.ok
     assert connected == [(PUBLIC, 443), ("2606:4700::1", 443)]

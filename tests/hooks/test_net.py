@@ -17,7 +17,7 @@ from tests.hooks.servers import CutServer, DripServer, TlsServer, self_signed
 
 
 def _dest(port: int) -> Destination:
-    return Destination("http", "127.0.0.1", port, "/hooks", ("127.0.0.1",))
+    return Destination("http", "127.0.0.1", port, "/hooks", ("127.0.0.1",), allow_private=True)
 
 
 def test_a_receiver_dripping_its_answer_cannot_stretch_the_deadline() -> None:
@@ -78,7 +78,9 @@ def test_a_complete_reply_is_read_with_its_status(reply: bytes, status: int, kep
 
 def test_the_request_line_and_host_header_are_what_was_checked() -> None:
     with CutServer(b"HTTP/1.1 204 No Content\r\n\r\n") as server:
-        dest = Destination("http", "hooks.example", server.port, "/a%C3%A9?x=1", ("127.0.0.1",))
+        dest = Destination(
+            "http", "hooks.example", server.port, "/a%C3%A9?x=1", ("127.0.0.1",), allow_private=True
+        )
         post(dest, {"webhook-id": "msg_1"}, b'{"a":1}', Deadline(5))
     (request,) = server.requests
     head = request.split(b"\r\n")
@@ -89,7 +91,9 @@ def test_the_request_line_and_host_header_are_what_was_checked() -> None:
 
 def test_a_target_that_is_not_ascii_is_an_error_not_a_crash() -> None:
     with CutServer(b"HTTP/1.1 204 No Content\r\n\r\n") as server:
-        dest = Destination("http", "127.0.0.1", server.port, "/hooks/é", ("127.0.0.1",))
+        dest = Destination(
+            "http", "127.0.0.1", server.port, "/hooks/é", ("127.0.0.1",), allow_private=True
+        )
         outcome = post(dest, {}, b"{}", Deadline(5))
     assert not outcome.ok and "UnicodeEncodeError" in outcome.error
 
@@ -121,11 +125,15 @@ def test_tls_goes_to_the_checked_address_and_checks_the_host_name(
 ) -> None:
     with TlsServer(*certificate) as server:
         # hooks.example resolves nowhere: the connection goes to the address that was checked.
-        dest = Destination("https", "hooks.example", server.port, "/hooks", ("127.0.0.1",))
+        dest = Destination(
+            "https", "hooks.example", server.port, "/hooks", ("127.0.0.1",), allow_private=True
+        )
         outcome = post(dest, {}, b"{}", Deadline(5))
         assert (outcome.status, outcome.error) == (204, "")
         assert server.server_names == ["hooks.example"]
-        wrong = Destination("https", "other.example", server.port, "/hooks", ("127.0.0.1",))
+        wrong = Destination(
+            "https", "other.example", server.port, "/hooks", ("127.0.0.1",), allow_private=True
+        )
         refused = post(wrong, {}, b"{}", Deadline(5))
     assert refused.status is None and "SSLCertVerificationError" in refused.error
     assert "other.example" in refused.error
@@ -136,7 +144,9 @@ def test_a_server_silent_during_the_tls_handshake_is_bounded_by_the_deadline(
     certificate: tuple[str, str],
 ) -> None:
     with TlsServer(*certificate, silent=True) as server:
-        dest = Destination("https", "hooks.example", server.port, "/hooks", ("127.0.0.1",))
+        dest = Destination(
+            "https", "hooks.example", server.port, "/hooks", ("127.0.0.1",), allow_private=True
+        )
         started = time.monotonic()
         outcome = post(dest, {}, b"{}", Deadline(1.0))
         took = time.monotonic() - started

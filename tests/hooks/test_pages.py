@@ -46,8 +46,10 @@ def test_staff_transfer_a_task_class_in_the_admin(staff: Client, rt: Actor) -> N
     open_transfer(rt)
     other, _ = runtime_key_of("billing-agent")
     task_class = TaskClass.objects.get(key="payments.transfer")
+    # As the browser posts the form: the owner, and the (read-only) shares inline's counts.
+    inline = {"shares-TOTAL_FORMS": "0", "shares-INITIAL_FORMS": "0"}
     response = staff.post(
-        f"/admin/beliefs/taskclass/{task_class.pk}/change/", {"owner": other.runtime.pk}
+        f"/admin/beliefs/taskclass/{task_class.pk}/change/", {"owner": other.runtime.pk, **inline}
     )
     assert response.status_code == 302, response.content[:500]
     assert TaskClass.objects.get(pk=task_class.pk).owner == other.runtime
