@@ -36,6 +36,11 @@ class Resolution:
     reason: str | None = None
     rejected: bool = False
     instance: dict[str, Any] = field(default_factory=dict, repr=False)
+    # Once ready: the signed receipt (verify it with `verify_receipt`, use it once with
+    # `redeem`) and its state (valid, redeemed, revoked, expired).
+    receipt: str | None = field(default=None, repr=False)
+    receipt_state: str | None = None
+    slots: tuple[str, ...] = ()
 
     @property
     def ready(self) -> bool:
@@ -74,6 +79,9 @@ class Resolution:
             reason=reason,
             rejected=bool(rejections),
             instance=dict(payload),
+            receipt=payload.get("receipt") or None,
+            receipt_state=payload.get("receipt_state"),
+            slots=tuple(str(s) for s in payload.get("slots") or ()),
         )
 
 
