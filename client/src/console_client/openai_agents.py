@@ -165,6 +165,8 @@ def console_tool(
         arguments = json.loads(arguments_json or "{}")
         async with spec.console() as client:
             instance = await spec.open(client, ctx.tool_name, ctx.tool_call_id, arguments)
+            if instance["status"] == READY and "receipt" not in instance:
+                instance = await client.get(instance["id"])  # the read names the receipt
             resolution = Resolution.from_payload(instance, client.base_url)
             if not resolution.ready:
                 why = f" ({resolution.reason})" if resolution.reason else ""
