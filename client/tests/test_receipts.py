@@ -357,3 +357,24 @@ def test_register_task_class_with_open_slots(console: Console, fake: FakeConsole
     fake.on("PUT", "task-classes/claude-code.Bash/", {"key": "claude-code.Bash"})
     console.register_task_class("claude-code.Bash", slots=[], open_slots=True)
     assert fake.bodies()[0]["open_slots"] is True
+
+
+@pytest.mark.parametrize(
+    ("state", "error"),
+    [
+        ("redeemed", ReceiptRedeemed),
+        ("revoked", ReceiptRevoked),
+        ("expired", ReceiptExpired),
+        (None, ReceiptInvalid),
+    ],
+)
+def test_a_ready_instance_without_its_token_names_why(
+    state: str | None, error: type[ReceiptError]
+) -> None:
+    from console_client import Resolution
+
+    payload = ready(BINDINGS) | {"receipt": None, "receipt_state": state}
+    with pytest.raises(error):
+        Resolution.from_payload(payload, BASE).usable_receipt()
+    valid = ready(BINDINGS) | {"receipt": "tok", "receipt_state": "valid"}
+    assert Resolution.from_payload(valid, BASE).usable_receipt() == "tok"

@@ -17,7 +17,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 
 from beliefs.models import TaskInstance
-from tests.client.conftest import LiveConsole, Person
+from tests.client.conftest import LiveConsole, Person, subprocess_environment
 from tests.client.transfer_graph import build
 from tests.client.transfer_tool import ARGUMENTS, SANDBOX, TRANSFER, Ledger
 
@@ -133,7 +133,7 @@ def test_a_persistent_checkpoint_resumes_in_another_process(
         capture_output=True,
         text=True,
         timeout=120,
-        env={"PATH": "/usr/bin:/bin"},
+        env=subprocess_environment(),
     )
     assert done.returncode == 0, done.stderr
     output: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])

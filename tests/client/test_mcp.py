@@ -19,7 +19,7 @@ from console_client.mcp import build_server
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 
 from beliefs.models import Prompt, PromptState, TaskInstance
-from tests.client.conftest import LiveConsole, Person
+from tests.client.conftest import LiveConsole, Person, subprocess_environment
 from tests.client.transfer_tool import ARGUMENTS, SANDBOX, TRANSFER, WORLD
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +44,7 @@ def _over_stdio(console: LiveConsole, use: Session, **environment: str) -> Any:
         command=sys.executable,
         args=["-m", "console_client.mcp"],
         cwd=ROOT,
-        env={"PATH": "/usr/bin:/bin", **_environment(console), **environment},
+        env=subprocess_environment(**_environment(console), **environment),
     )
 
     async def run() -> Any:

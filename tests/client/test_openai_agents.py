@@ -17,7 +17,7 @@ from console_client import InstanceExpired, ReceiptRedeemed, bindings_digest
 from console_client.openai_agents import ConsoleInstance, instance_of, resolve_interruptions
 
 from beliefs.models import TaskInstance
-from tests.client.conftest import LiveConsole, Person
+from tests.client.conftest import LiveConsole, Person, subprocess_environment
 from tests.client.scripted_model import RUN_CONFIG, SAID, agent
 from tests.client.transfer_tool import (
     ARGUMENTS,
@@ -177,7 +177,7 @@ def test_the_run_state_resumes_in_another_process(
         capture_output=True,
         text=True,
         timeout=120,
-        env={"OPENAI_AGENTS_DISABLE_TRACING": "1", "PATH": "/usr/bin:/bin"},
+        env=subprocess_environment(OPENAI_AGENTS_DISABLE_TRACING="1"),
     )
     assert done.returncode == 0, done.stderr
     output = json.loads(done.stdout.strip().splitlines()[-1])

@@ -35,7 +35,7 @@ from langgraph.types import interrupt
 
 from console_client.client import AsyncConsole, Console
 from console_client.digest import bindings_digest
-from console_client.errors import ApiError, NotReady, ReceiptInvalid, Rejected
+from console_client.errors import ApiError, NotReady, Rejected
 from console_client.models import AWAITING_USER, CANCELLED, Resolution
 
 INTERRUPT_TYPE = "console_confirmation"
@@ -104,8 +104,6 @@ def _rejected_or_unready(resolution: Resolution) -> None:
         )
     if not resolution.ready:
         raise NotReady(f"instance {resolution.instance_id} is {resolution.status}")
-    if not resolution.receipt:
-        raise ReceiptInvalid(f"instance {resolution.instance_id} is ready but unsigned")
 
 
 def _earlier_instances(
@@ -208,7 +206,7 @@ def confirm(
             resolution = console.wait(resolution.instance_id, timeout)
         _rejected_or_unready(resolution)
         bindings = resolution.verified_bindings()
-        receipt = console.verify_receipt(str(resolution.receipt), bindings=bindings)
+        receipt = console.verify_receipt(resolution.usable_receipt(), bindings=bindings)
         console.redeem(receipt.token, bindings_digest=receipt.bindings_digest)
         return bindings
     finally:
@@ -265,7 +263,7 @@ async def aconfirm(
             resolution = await console.wait(resolution.instance_id, timeout)
         _rejected_or_unready(resolution)
         bindings = resolution.verified_bindings()
-        receipt = await console.verify_receipt(str(resolution.receipt), bindings=bindings)
+        receipt = await console.verify_receipt(resolution.usable_receipt(), bindings=bindings)
         await console.redeem(receipt.token, bindings_digest=receipt.bindings_digest)
         return bindings
     finally:

@@ -7,7 +7,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console_client.digest import verify_bindings
-from console_client.errors import NotReady
+from console_client.errors import (
+    NotReady,
+    ReceiptExpired,
+    ReceiptInvalid,
+    ReceiptRedeemed,
+    ReceiptRevoked,
+)
 
 # Instance statuses.
 OPEN = "open"
@@ -56,6 +62,21 @@ class Resolution:
             why = f": {self.reason}" if self.reason else ""
             raise NotReady(f"instance {self.instance_id} is {self.status}{why}")
         return verify_bindings(self.bindings, self.digest)
+
+    def usable_receipt(self) -> str:
+        """The receipt, while it can still be used; else the `ReceiptError` of its state
+        (the console stops handing out a receipt once it is redeemed, revoked or expired)."""
+        if self.receipt:
+            return self.receipt
+        body = {"error": f"receipt_{self.receipt_state}", "fields": {}}
+        where = f"the receipt of instance {self.instance_id}"
+        if self.receipt_state == "redeemed":
+            raise ReceiptRedeemed(409, body | {"detail": f"{where} was already used"})
+        if self.receipt_state == "revoked":
+            raise ReceiptRevoked(409, body | {"detail": f"{where} was revoked"})
+        if self.receipt_state == "expired":
+            raise ReceiptExpired(f"{where} has expired")
+        raise ReceiptInvalid(f"instance {self.instance_id} is {self.status} and has no receipt")
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any], base_url: str) -> Resolution:

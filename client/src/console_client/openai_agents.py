@@ -41,7 +41,7 @@ from agents.tool_context import ToolContext
 from console_client import _core
 from console_client.client import AsyncConsole
 from console_client.digest import bindings_digest
-from console_client.errors import NotReady, ReceiptInvalid
+from console_client.errors import NotReady
 from console_client.models import AWAITING_USER, CANCELLED, OPEN, READY, Resolution
 
 World = Mapping[str, Mapping[str, Any]]
@@ -176,10 +176,9 @@ def console_tool(
                 )
             bindings = resolution.verified_bindings()
             accepted = {k: v for k, v in bindings.items() if k in schema.signature.parameters}
-            if not resolution.receipt:
-                raise ReceiptInvalid(f"instance {resolution.instance_id} is ready but unsigned")
             # The receipt must approve exactly what the function is given, and only once.
-            receipt = await client.verify_receipt(resolution.receipt, bindings=accepted)
+            token = resolution.usable_receipt()
+            receipt = await client.verify_receipt(token, bindings=accepted)
             await client.redeem(receipt.token, bindings_digest=receipt.bindings_digest)
         args, kwargs = schema.to_call_args(schema.params_pydantic_model(**accepted))
         if inspect.iscoroutinefunction(func):

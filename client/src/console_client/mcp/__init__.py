@@ -293,11 +293,10 @@ async def permission(
                 updated = {k: as_original_type(v, bindings[k]) for k, v in values.items()}
             except ValueError as wrong:
                 return _deny(f"The console returned a value of the wrong type: {wrong}")
-            if not resolution.receipt:
-                return _deny("The console returned no receipt for this approval")
             # Allow exactly what the person approved, once: the receipt must approve these
             # bindings, and redeeming it refuses any second use of the same confirmation.
-            receipt = await console.verify_receipt(resolution.receipt, bindings=bindings)
+            token = resolution.usable_receipt()
+            receipt = await console.verify_receipt(token, bindings=bindings)
             await console.redeem(receipt.token, bindings_digest=receipt.bindings_digest)
     except WaitTimeout as timed_out:
         await _cancel(pending, f"no answer within {timeout} s")
