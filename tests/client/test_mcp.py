@@ -44,7 +44,7 @@ def _over_stdio(console: LiveConsole, use: Session, **environment: str) -> Any:
         command=sys.executable,
         args=["-m", "console_client.mcp"],
         cwd=ROOT,
-        env=subprocess_environment(**_environment(console), **environment),
+        env=subprocess_environment(**{**_environment(console), **environment}),
     )
 
     async def run() -> Any:
