@@ -1,21 +1,37 @@
 """The admin, for staff: people and roles, runtimes and keys, webhook endpoints, deliveries
 (read-only, with redeliver), the audit log (read-only) and task class ownership.
 
-Changes that the domain audits go through the services, so the admin leaves the same trace as
-every other way in.
+Changes that the domain audits go through the services, or write the same audit events in the
+admin's own transaction (Django runs each save and delete of the admin in one), so the admin
+leaves the same trace as every other way in. Its forms check what the API checks, with the same
+validators, and show the message in the form.
+
+Untrusted text (names, URLs, descriptions, errors, audit data) is shown as read: hidden
+characters revealed as ⟨U+202E⟩ and words that mix look-alike scripts marked, in the lists and
+on read-only fields (`Revealing`). The models' `__str__` reveal too, for titles, links and
+filters.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.options import BaseModelAdmin
+from django.core.exceptions import FieldDoesNotExist, ValidationError
+from django.db import models, transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils import timezone
+from django.utils.html import format_html
 from rest_framework_api_key.admin import APIKeyModelAdmin
 from rest_framework_api_key.models import APIKey
 
-from beliefs.domain.webhooks import new_secret
+from beliefs.domain.vocabulary import MAX_LABEL_LENGTH
+from beliefs.domain.webhooks import check_secret, new_secret
+from beliefs.errors import ServiceError
 from beliefs.models import (
     AuditEvent,
     EmailNotification,
@@ -27,14 +43,87 @@ from beliefs.models import (
     WebhookEvent,
 )
 from beliefs.services import Actor, audit, runtime_key_revoke, task_class_transfer
-from beliefs.services.webhooks import delivery_redeliver, destination
+from beliefs.services.runtimes import check_runtime_name
+from beliefs.services.webhooks import (
+    PREVIOUS_SECRET_GRACE,
+    delivery_redeliver,
+    destination,
+    endpoint_delete,
+    parse_event_types,
+)
+from console.templatetags.console_tags import shown_checked, shown_list
 
 # Keys are runtime keys now; the library's own key model is no longer used.
 if admin.site.is_registered(APIKey):
     admin.site.unregister(APIKey)
 
+VIA = {"via": "admin"}
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+
+def _invalid(exc: ServiceError, field: str) -> ValidationError:
+    """A service's refusal as the form field's message."""
+    return ValidationError(exc.fields.get(field, [exc.detail])[0])
+
+
+# --- showing untrusted text -----------------------------------------------------------------
+
+_TEXT_FIELDS = (models.CharField, models.TextField, models.JSONField, models.ForeignKey)
+
+
+def revealed(name: str, label: str | None = None) -> Callable[[Any], str]:
+    """A column or read-only field showing `name` as read: escaped, hidden characters revealed,
+    look-alike letters marked."""
+
+    def show(obj: Any) -> str:
+        value = getattr(obj, name)
+        if value is None or value == "":
+            return "-"
+        if isinstance(value, models.Model):
+            value = str(value)
+        if isinstance(value, dict):  # JSON (audit data): indented, its lines kept
+            return format_html('<pre class="revealed-json">{}</pre>', shown_checked(value))
+        return shown_list(value) if isinstance(value, list) else shown_checked(value)
+
+    show.__name__ = name
+    return admin.display(description=label or name.replace("_", " "), ordering=name)(show)
+
+
+class RevealFields(BaseModelAdmin):
+    """Read-only fields (and every field of a page the user may only view) show their text as
+    read, through `revealed`; the editable ones stay inputs."""
+
+    def _reveal(self, field: Any) -> Any:
+        if not isinstance(field, str):
+            return field
+        try:
+            model_field = self.model._meta.get_field(field)
+        except FieldDoesNotExist:
+            return field  # a method of the admin: it shows what it returns
+        if not isinstance(model_field, _TEXT_FIELDS):
+            return field
+        cache: dict[str, Any] = self.__dict__.setdefault("_revealers", {})
+        if field not in cache:
+            cache[field] = revealed(field, str(model_field.verbose_name))
+        return cache[field]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return [self._reveal(f) for f in super().get_readonly_fields(request, obj)]
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = super().get_fields(request, obj)
+        view_only = obj is not None and not self.has_change_permission(request, obj)
+        readonly = set(self.get_readonly_fields(request, obj))
+        return [self._reveal(f) if view_only or self._reveal(f) in readonly else f for f in fields]
+
+
+class Revealing(RevealFields, admin.ModelAdmin):
+    """`RevealFields`, and the list's columns as read too."""
+
+    def get_list_display(self, request: HttpRequest) -> Any:
+        return [self._reveal(f) for f in super().get_list_display(request)]
+
+
+class ReadOnlyAdmin(Revealing):
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
@@ -45,7 +134,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
-class ReadOnlyInline(admin.TabularInline):
+class ReadOnlyInline(RevealFields, admin.TabularInline):
     """A runtime's related rows, listed read-only: each is changed on its own page."""
 
     extra = 0
@@ -68,29 +157,68 @@ class EndpointInline(ReadOnlyInline):
     readonly_fields = fields
 
 
+# --- runtimes and keys ------------------------------------------------------------------------
+
+
+class RuntimeForm(forms.ModelForm):
+    class Meta:
+        model = Runtime
+        fields = ("name",)
+
+    def clean_name(self) -> str:
+        try:
+            return check_runtime_name(self.cleaned_data["name"])
+        except ServiceError as exc:
+            raise _invalid(exc, "name") from None
+
+
 @admin.register(Runtime)
-class RuntimeAdmin(admin.ModelAdmin):
+class RuntimeAdmin(Revealing):
+    form = RuntimeForm
     list_display = ("name", "created_at")
     search_fields = ("name",)
+    fields = ("name", "name_as_read")
+    readonly_fields = ("name_as_read",)
     inlines = [KeyInline, EndpointInline]
+
+    name_as_read = staticmethod(revealed("name", "name as read"))
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # what a runtime owns must stay attributable; revoke its keys instead
 
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        actor = Actor.person(request.user)
+        before = Runtime.objects.get(pk=obj.pk).name if change else None
+        super().save_model(request, obj, form, change)
+        if not change:
+            audit("runtime.created", actor=actor, subject=obj.name, data=VIA)
+        elif before != obj.name:
+            audit(
+                "runtime.renamed",
+                actor=actor,
+                subject=obj.name,
+                data={"before": before, "after": obj.name, **VIA},
+            )
+
+
+_KEY_AUDITED = ("name", "expiry_date")
+
 
 @admin.register(RuntimeAPIKey)
-class RuntimeAPIKeyAdmin(APIKeyModelAdmin):
-    """Create (the key is shown once, in a message) and revoke; nothing else."""
+class RuntimeAPIKeyAdmin(Revealing, APIKeyModelAdmin):
+    """Create (the key is shown once, in a message), rename, set an expiry and revoke."""
 
     list_display = ("prefix", "runtime", "name", "created", "expiry_date", "revoked")
     list_filter = ("runtime", "revoked")  # type: ignore[assignment]  # the stub pins a 1-tuple
     search_fields = ("name", "prefix", "runtime__name")  # type: ignore[assignment]
-    fields = ("runtime", "name", "expiry_date", "revoked", "prefix")
+    fields = ("runtime", "name", "name_as_read", "expiry_date", "revoked", "prefix")
     actions = ["revoke"]
 
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
-        fields = tuple(super().get_readonly_fields(request, obj))
-        return fields + ("runtime",) if obj is not None else fields
+    name_as_read = staticmethod(revealed("name", "name as read"))
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = [*super().get_readonly_fields(request, obj), "name_as_read"]
+        return [*fields, "runtime"] if obj is not None else fields
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -98,20 +226,41 @@ class RuntimeAPIKeyAdmin(APIKeyModelAdmin):
     def save_model(  # type: ignore[override]  # the package's stub narrows obj
         self, request: HttpRequest, obj: Any, form: Any, change: bool
     ) -> None:
+        actor = Actor.person(request.user)
+        before = RuntimeAPIKey.objects.get(pk=obj.pk) if change else None
         revoking = change and obj.revoked and not obj._initial_revoked
         if revoking:
-            obj.revoked = False
-            super().save_model(request, obj, form, change)
-            runtime_key_revoke(key=obj, actor=Actor.person(request.user))
-            return
+            obj.revoked = False  # revoked below, by the service, which audits it
         super().save_model(request, obj, form, change)
-        if not change:
+        if before is None:
             audit(
                 "runtime_key.created",
-                actor=Actor.person(request.user),
+                actor=actor,
                 subject=obj.runtime.name,
-                data={"runtime": obj.runtime.name, "prefix": obj.prefix, "key_name": obj.name},
+                data={
+                    "runtime": obj.runtime.name,
+                    "prefix": obj.prefix,
+                    "key_name": obj.name,
+                    **VIA,
+                },
             )
+        else:
+            changed = [f for f in _KEY_AUDITED if getattr(before, f) != getattr(obj, f)]
+            if changed:
+                audit(
+                    "runtime_key.changed",
+                    actor=actor,
+                    subject=obj.runtime.name,
+                    data={
+                        "runtime": obj.runtime.name,
+                        "prefix": obj.prefix,
+                        "before": {f: _plain(getattr(before, f)) for f in changed},
+                        "after": {f: _plain(getattr(obj, f)) for f in changed},
+                        **VIA,
+                    },
+                )
+        if revoking:
+            runtime_key_revoke(key=obj, actor=actor)
 
     @admin.action(description="Revoke the selected keys (cannot be undone)")
     def revoke(self, request: HttpRequest, queryset: QuerySet[RuntimeAPIKey]) -> None:
@@ -120,45 +269,166 @@ class RuntimeAPIKeyAdmin(APIKeyModelAdmin):
         self.message_user(request, "Revoked.", messages.SUCCESS)
 
 
+def _plain(value: Any) -> Any:
+    """A value as the audit log's JSON holds it."""
+    return value.isoformat() if hasattr(value, "isoformat") else value
+
+
+# --- webhook endpoints --------------------------------------------------------------------------
+
+SECRET_HELP = (
+    "Leave empty to keep the current secret (a new endpoint gets a generated one, shown once). "
+    "Or paste a Standard Webhooks secret: whsec_ and the base64 of 24 to 64 random bytes; the "
+    "old one keeps signing for 24 hours beside it."
+)
+
+
+class WebhookEndpointForm(forms.ModelForm):
+    """The API's checks, through its validators: the address guard, the event types, the
+    description's length; and a secret, if one is typed, must be a Standard Webhooks secret."""
+
+    new_secret = forms.CharField(
+        required=False,
+        strip=True,
+        label="Signing secret",
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+        help_text=SECRET_HELP,
+    )
+
+    class Meta:
+        model = WebhookEndpoint
+        fields = ("runtime", "url", "event_types", "active", "description")
+
+    def clean_url(self) -> str:
+        url = self.cleaned_data["url"]
+        try:
+            destination(url)
+        except ServiceError as exc:
+            raise _invalid(exc, "url") from None
+        return str(url).strip()
+
+    def clean_event_types(self) -> list[str]:
+        try:
+            return parse_event_types(self.cleaned_data.get("event_types"))
+        except ServiceError as exc:
+            raise _invalid(exc, "event_types") from None
+
+    def clean_description(self) -> str:
+        value = self.cleaned_data.get("description") or ""
+        if len(value) > MAX_LABEL_LENGTH:
+            raise ValidationError(f"must be at most {MAX_LABEL_LENGTH} characters")
+        return str(value)
+
+    def clean_new_secret(self) -> str:
+        value = self.cleaned_data.get("new_secret") or ""
+        if not value:
+            return ""
+        try:
+            return check_secret(value)
+        except ValueError as exc:
+            raise ValidationError(str(exc)) from None
+
+
+_ENDPOINT_AUDITED = ("url", "event_types", "active", "description")
+
+
+def _endpoint_data(endpoint: WebhookEndpoint, **data: Any) -> dict[str, Any]:
+    """What the API's endpoint audit events record, and where the change came from."""
+    return {"endpoint": endpoint.pk, "runtime": endpoint.runtime.name, **data, **VIA}
+
+
 @admin.register(WebhookEndpoint)
-class WebhookEndpointAdmin(admin.ModelAdmin):
-    list_display = ("url", "runtime", "active", "created_at")
+class WebhookEndpointAdmin(Revealing):
+    form = WebhookEndpointForm
+    list_display = ("url", "runtime", "event_types", "description", "active", "created_at")
     list_filter = ("runtime", "active")
-    fields = ("runtime", "url", "event_types", "active", "description", "previous_secret_until")
-    readonly_fields = ("previous_secret_until",)
+    fields = (
+        "runtime",
+        "url",
+        "url_as_read",
+        "event_types",
+        "active",
+        "description",
+        "description_as_read",
+        "new_secret",
+        "previous_secret_until",
+    )
+    readonly_fields = ("url_as_read", "description_as_read", "previous_secret_until")
+
+    url_as_read = staticmethod(revealed("url", "URL as read"))
+    description_as_read = staticmethod(revealed("description", "description as read"))
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
-        # The URL passed the same guard as the API in the form's clean_url.
-        created = obj.pk is None
-        if created:
-            obj.secret = new_secret()
+        actor = Actor.person(request.user)
+        typed = form.cleaned_data.get("new_secret") or ""
+        if not change:
+            obj.secret = typed or new_secret()
+            super().save_model(request, obj, form, change)
+            audit(
+                "webhook_endpoint.created",
+                actor=actor,
+                subject=obj.url[:200],
+                data=_endpoint_data(obj, event_types=obj.event_types),
+            )
+            if not typed:
+                messages.warning(
+                    request,
+                    f"The signing secret for {obj} is {obj.secret}. Store it now: it is not "
+                    "shown again.",
+                )
+            return
+        before = WebhookEndpoint.objects.select_related("runtime").get(pk=obj.pk)
+        rotated = bool(typed) and typed != before.secret
+        if rotated:
+            obj.previous_secret = before.secret
+            obj.previous_secret_until = timezone.now() + PREVIOUS_SECRET_GRACE
+            obj.secret = typed
         super().save_model(request, obj, form, change)
-        if created:
-            messages.warning(
-                request,
-                f"The signing secret for {obj.url} is {obj.secret}. Store it now: it is not "
-                "shown again.",
+        changed = [f for f in _ENDPOINT_AUDITED if getattr(before, f) != getattr(obj, f)]
+        if before.runtime_id != obj.runtime_id:
+            changed.insert(0, "runtime")
+        if changed:
+
+            def value(endpoint: WebhookEndpoint, field: str) -> Any:
+                return endpoint.runtime.name if field == "runtime" else getattr(endpoint, field)
+
+            audit(
+                "webhook_endpoint.changed",
+                actor=actor,
+                subject=obj.url[:200],
+                data=_endpoint_data(
+                    obj,
+                    before={f: value(before, f) for f in changed},
+                    after={f: value(obj, f) for f in changed},
+                ),
+            )
+        if rotated:
+            audit(
+                "webhook_endpoint.secret_rotated",
+                actor=actor,
+                subject=obj.url[:200],
+                data=_endpoint_data(
+                    obj, previous_secret_until=obj.previous_secret_until.isoformat()
+                ),
             )
 
-    def get_form(
-        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
-    ) -> Any:
-        form = super().get_form(request, obj, change=change, **kwargs)
+    # Deleting goes through the service, which decides what deleting an endpoint means (and
+    # audits it); the confirmation page lists the endpoints, not a cascade it may not do.
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        endpoint_delete(endpoint=obj, actor=Actor.person(request.user))
 
-        def clean_url(self: Any) -> str:
-            from django.core.exceptions import ValidationError
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        with transaction.atomic():
+            for endpoint in queryset.select_related("runtime"):
+                endpoint_delete(endpoint=endpoint, actor=Actor.person(request.user))
 
-            from beliefs.errors import InvalidInput
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
+        endpoints = list(objs)
+        names = [f"Webhook endpoint: {endpoint}" for endpoint in endpoints]
+        return names, {"webhook endpoints": len(endpoints)}, set(), []
 
-            url = self.cleaned_data["url"]
-            try:
-                destination(url)
-            except InvalidInput as exc:
-                raise ValidationError(exc.detail) from None
-            return url
 
-        form.clean_url = clean_url  # type: ignore[attr-defined]
-        return form
+# --- deliveries, events, emails, the audit log ---------------------------------------------------
 
 
 @admin.register(WebhookDelivery)
@@ -180,11 +450,11 @@ class WebhookDeliveryAdmin(ReadOnlyAdmin):
 
     @admin.display(description="event")
     def event_type(self, obj: WebhookDelivery) -> str:
-        return obj.event.type
+        return shown_checked(obj.event.type)
 
     @admin.display(description="webhook-id")
     def webhook_id(self, obj: WebhookDelivery) -> str:
-        return obj.event.webhook_id
+        return shown_checked(obj.event.webhook_id)
 
     def get_actions(self, request: HttpRequest) -> dict[str, Any]:
         # Read-only otherwise, but redeliver is the point of this page.
@@ -231,8 +501,11 @@ class AuditEventAdmin(ReadOnlyAdmin):
         return {}
 
 
+# --- task classes ---------------------------------------------------------------------------------
+
+
 @admin.register(TaskClass)
-class TaskClassAdmin(admin.ModelAdmin):
+class TaskClassAdmin(Revealing):
     """Only ownership is changed here; classification has its own audited pages."""
 
     list_display = ("key", "name", "owner")

@@ -21,4 +21,9 @@ class BeliefsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.core import checks
+
+        from beliefs.signing import check_signing_keys
+
         connection_created.connect(_sqlite_real_parameter_limit)
+        checks.register(check_signing_keys, checks.Tags.security, deploy=True)

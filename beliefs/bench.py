@@ -96,8 +96,25 @@ def _recreate_postgres(url: str) -> None:
         conn.execute(f'CREATE DATABASE "{name}"')
 
 
+def _receipt_key() -> str:
+    """A receipts signing key for this benchmark run (production settings need one)."""
+    import tempfile
+
+    from beliefs.signing import new_key, write_key
+
+    path = Path(tempfile.mkdtemp(prefix="bench-receipts-")) / "signing.pem"
+    write_key(path, new_key())
+    return str(path)
+
+
 def _run_child(label: str, url: str, quick: bool, only: Sequence[str]) -> list[Row]:
-    env = {**os.environ, **PRODUCTION_ENV, "DATABASE_URL": url}
+    env = {
+        **os.environ,
+        **PRODUCTION_ENV,
+        "DATABASE_URL": url,
+        "CONSOLE_RECEIPT_SIGNING_KEYS": os.environ.get("CONSOLE_RECEIPT_SIGNING_KEYS")
+        or _receipt_key(),
+    }
     args = [sys.executable, "-m", "beliefs.bench", "--child", label]
     args += [f"--only={group}" for group in only]
     if quick:

@@ -68,3 +68,19 @@ class IdempotencyKeyMismatch(ServiceError, status=422, code="idempotency_key_mis
 
 class ServiceUnavailable(ServiceError, status=503, code="busy"):
     """The database was busy with competing changes; nothing was recorded."""
+
+    retry_after = 1  # seconds, sent as Retry-After
+
+
+class DatabaseUnavailable(ServiceUnavailable, code="database_unavailable"):
+    """The database could not be reached, or dropped the connection mid-request."""
+
+    retry_after = 2
+
+
+class LimitExceeded(InvalidInput, code="limit_exceeded"):
+    """More than a configured limit allows (slots, decisions, beliefs in one open)."""
+
+
+class TooManyOpenInstances(Conflict, code="too_many_open_instances"):
+    """The principal already has as many open instances from this runtime as allowed."""

@@ -16,6 +16,7 @@ from django.db.models import Q
 from rest_framework_api_key.models import AbstractAPIKey, APIKeyManager
 
 from beliefs.domain.policy import RiskClass, Route, Rule, Source
+from beliefs.domain.reveal import reveal
 from beliefs.domain.vocabulary import INSIGHTS_RUNS_SHOWN, OPEN_INSTANCE_STATUSES, VERDICTS
 
 RISK_CHOICES = [(r.value, r.value) for r in RiskClass]
@@ -36,7 +37,7 @@ class Runtime(models.Model):
         ordering = ["name"]
 
     def __str__(self) -> str:
-        return self.name
+        return reveal(self.name)  # shown by the admin: hidden characters as ⟨U+202E⟩
 
 
 class RuntimeAPIKeyManager(APIKeyManager):
@@ -56,6 +57,9 @@ class RuntimeAPIKey(AbstractAPIKey):
         verbose_name = "runtime API key"
         verbose_name_plural = "runtime API keys"
 
+    def __str__(self) -> str:
+        return reveal(str(self.name))
+
 
 class TaskClass(models.Model):
     key = models.CharField(max_length=200, unique=True)
@@ -66,6 +70,9 @@ class TaskClass(models.Model):
     owner = models.ForeignKey(
         Runtime, on_delete=models.PROTECT, null=True, blank=True, related_name="task_classes"
     )
+    # A tool passthrough (each call's arguments differ): a belief or an open may name a slot the
+    # class does not have, which registers it unclassified, in play only where it is named.
+    open_slots = models.BooleanField(default=False, db_default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -74,7 +81,7 @@ class TaskClass(models.Model):
         permissions = [("classify", "Can classify slot and decision risk")]
 
     def __str__(self) -> str:
-        return self.key
+        return reveal(self.key)
 
 
 class TaskClassShare(models.Model):
@@ -122,6 +129,11 @@ class Slot(models.Model):
     )
     suggested_risk = models.CharField(max_length=20, choices=RISK_CHOICES, blank=True)
     position = models.PositiveIntegerField(default=0)
+    # Declared by a registration; False for a slot an open-slots class grew from one call's
+    # arguments: it is in an action only where that action names it.
+    declared = models.BooleanField(default=True, db_default=True)
+    # A retired slot is no longer planned; its history stays.
+    retired_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -181,6 +193,11 @@ class TaskInstance(models.Model):
     )
     # The n-th attempt of this task class for this principal, 1-based.
     run_number = models.PositiveIntegerField()
+    # The keys of the slots this action uses, fixed when it is opened (named by the runtime, or
+    # every declared slot the class then had): planning, prompts and bindings cover these only.
+    action_slots = models.JSONField(default=list, blank=True)
+    # Who the receipt is for (its `aud`): the runtime's name unless it named another at open.
+    audience = models.CharField(max_length=200, blank=True)
     world = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=20, choices=InstanceStatus, default=InstanceStatus.OPEN)
     status_reason = models.TextField(blank=True)
@@ -194,6 +211,10 @@ class TaskInstance(models.Model):
     plan_json: str | None = None
     bindings = models.JSONField(null=True, blank=True)
     bindings_digest = models.CharField(max_length=64, blank=True)
+    # The signed receipt of the last time it became ready (revoked if it no longer is).
+    receipt = models.ForeignKey(
+        "Receipt", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     planned_at = models.DateTimeField(null=True, blank=True)
     # How many of its prompts are blocking: the questions this run put to its person, kept by
     # planning (which alone creates prompts and sets `blocking`) so /insights/ reads a number
@@ -459,11 +480,12 @@ class AuditEvent(models.Model):
         indexes = [models.Index(fields=["-created_at", "-id"], name="audit_newest_first")]
 
     def __str__(self) -> str:
-        return f"{self.kind} by {self.actor}"
+        return reveal(f"{self.kind} by {self.actor}")
 
 
 class RiskChangeRequest(models.Model):
-    """A downgrade out of irreversible (or clearing monotonic) waiting for a second classifier."""
+    """A change that lowers a guard (a downgrade out of irreversible, clearing monotonic,
+    weakening a scope order) waiting for a second classifier."""
 
     class State(models.TextChoices):
         PENDING = "pending"
@@ -473,6 +495,7 @@ class RiskChangeRequest(models.Model):
     class Field(models.TextChoices):
         RISK_CLASS = "risk_class"
         MONOTONIC = "monotonic"
+        SCOPE_ORDER = "scope_order"
 
     task_class = models.ForeignKey(TaskClass, on_delete=models.CASCADE, related_name="+")
     slot = models.ForeignKey(Slot, on_delete=models.CASCADE, null=True, blank=True)
@@ -609,7 +632,7 @@ class WebhookEndpoint(models.Model):
         ordering = ["runtime_id", "id"]
 
     def __str__(self) -> str:
-        return f"{self.runtime_id}: {self.url}"
+        return f"{self.runtime_id}: {reveal(self.url)}"
 
 
 class WebhookEvent(models.Model):
@@ -728,3 +751,49 @@ class PersonSettings(models.Model):
 
     def __str__(self) -> str:
         return f"settings of {self.user_id}"
+
+
+class Receipt(models.Model):
+    """A signed, single-use statement that a person approved exactly these bindings.
+
+    The token is a compact JWS (`beliefs.signing`); this row is the console's ledger of it:
+    one redemption per `jti` (a conditional UPDATE admits one), and revocation when the person
+    vetoes after ready or the instance is cancelled."""
+
+    jti = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    instance = models.ForeignKey(TaskInstance, on_delete=models.CASCADE, related_name="receipts")
+    audience = models.CharField(max_length=200)
+    bindings_digest = models.CharField(max_length=64)
+    token = models.TextField()
+    issued_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_reason = models.CharField(max_length=200, blank=True)
+    redeemed_at = models.DateTimeField(null=True, blank=True)
+    redeemed_by = models.ForeignKey(
+        RuntimeAPIKey, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-issued_at"]
+        constraints = [
+            # However often an instance is ready, one of its receipts at most is unrevoked.
+            models.UniqueConstraint(
+                fields=["instance"],
+                condition=Q(revoked_at__isnull=True),
+                name="receipt_one_live_per_instance",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"receipt {self.jti} of {self.instance_id}"
+
+    def state(self, now: datetime) -> str:
+        """revoked, redeemed, expired or valid: the one word the API and pages show."""
+        if self.revoked_at is not None:
+            return "revoked"
+        if self.redeemed_at is not None:
+            return "redeemed"
+        if self.expires_at <= now:
+            return "expired"
+        return "valid"

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import sys
+
+from django.contrib.auth.models import AnonymousUser
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+
+from beliefs.errors import DatabaseUnavailable, ServiceUnavailable
+from beliefs.services.retry import BUSY_DETAIL, UNAVAILABLE_DETAIL, as_unavailable
 
 MESSAGES = {
     400: ("invalid", "The request could not be understood; nothing was changed."),
     403: ("forbidden", "You do not have access to this."),
     404: ("not_found", "No such page or resource."),
     500: ("server_error", "Something went wrong on our side; nothing was changed."),
+    503: ("busy", "The database is busy; try again in a moment."),
 }
 
 
@@ -19,10 +26,11 @@ CSRF_DETAIL = (
 )
 
 
-def _answer(request: HttpRequest, status: int, detail: str = "") -> HttpResponse:
-    code, default = MESSAGES[status]
+def _answer(request: HttpRequest, status: int, detail: str = "", code: str = "") -> HttpResponse:
+    default_code, default = MESSAGES[status]
+    code = code or default_code
     detail = detail or default
-    if request.path.startswith("/api/"):
+    if request.path.startswith("/api/") or request.path == "/healthz":
         return JsonResponse({"error": code, "detail": detail, "fields": {}}, status=status)
     context = {"status": status, "detail": detail}
     if getattr(request, "htmx", False):
@@ -47,7 +55,27 @@ def page_not_found(request: HttpRequest, exception: Exception | None = None) -> 
     return _answer(request, 404)
 
 
+def unavailable(request: HttpRequest, error: ServiceUnavailable) -> HttpResponse:
+    """503 with Retry-After: the database was busy, or out of reach."""
+    detail = BUSY_DETAIL
+    if isinstance(error, DatabaseUnavailable):
+        detail = UNAVAILABLE_DETAIL
+        # The page renders without the database: its header would read the session and the
+        # person's roles, and fail again.
+        request.user = AnonymousUser()
+    if request.path.startswith("/api/"):
+        detail = error.detail  # the service's own words (API views answer through DRF)
+    response = _answer(request, 503, detail, error.code)
+    response["Retry-After"] = str(error.retry_after)
+    return response
+
+
 def server_error(request: HttpRequest) -> HttpResponse:
+    """Django's last resort, also for what fails outside a view (the session read that the
+    sign-in check makes before one): the database's trouble is a 503, anything else a 500."""
+    error = as_unavailable(sys.exc_info()[1] or Exception())
+    if error is not None:
+        return unavailable(request, error)
     return _answer(request, 500)
 
 

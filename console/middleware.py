@@ -8,7 +8,6 @@ from typing import Any
 
 from django.conf import settings
 from django.core.handlers.wsgi import LimitedStream
-from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils.cache import add_never_cache_headers
@@ -16,8 +15,8 @@ from django.utils.cache import add_never_cache_headers
 from beliefs.api.parsers import PARSED_JSON
 from beliefs.domain import jsonguard
 from beliefs.domain.jsonguard import Problem
-from beliefs.errors import ServiceUnavailable
-from beliefs.services.retry import is_retryable
+from beliefs.services.retry import as_unavailable
+from console import errors
 from console.templatetags.reveal import reveal
 
 
@@ -210,8 +209,10 @@ def _error(request: HttpRequest, status: int, code: str, detail: str) -> HttpRes
 
 
 class DatabaseBusyMiddleware:
-    """A page whose write lost every retry to competing changes answers 503 with a message
-    (and Retry-After), not a 500: nothing was recorded, and trying again will work."""
+    """A page whose database was busy (a write lost every retry to competing changes) or out of
+    reach (a restart, a cut connection) answers 503 with a message and Retry-After, not a 500:
+    trying again will work. What fails before or after the view (the session) reaches the
+    same answer through the 500 handler (`console.errors.server_error`)."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -220,16 +221,5 @@ class DatabaseBusyMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        busy = isinstance(exception, ServiceUnavailable) or (
-            isinstance(exception, DatabaseError) and is_retryable(exception)
-        )
-        if not busy:
-            return None
-        response = _error(
-            request,
-            503,
-            "busy",
-            "The database was busy with competing changes; nothing was recorded. Try again.",
-        )
-        response["Retry-After"] = "1"
-        return response
+        error = as_unavailable(exception)
+        return None if error is None else errors.unavailable(request, error)

@@ -272,6 +272,13 @@ CONSOLE_PROMPT_TTL = timedelta(seconds=env_int("CONSOLE_PROMPT_TTL_SECONDS", 24 
 CONSOLE_CONFIRM_DELAY_MS = env_int("CONSOLE_CONFIRM_DELAY_MS", 1000)
 # The largest JSON body the API reads (a proposal carries its whole graph).
 API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 10 * 1024 * 1024)
+# Limits on what one runtime can make the console hold (beliefs/services/limits.py): every page
+# and plan grows with them. A registration, or a belief for an undeclared slot, beyond them is
+# refused (400 limit_exceeded); so is an open once the person has this many open instances from
+# the runtime (409 too_many_open_instances).
+CONSOLE_MAX_SLOTS_PER_TASK_CLASS = env_int("CONSOLE_MAX_SLOTS_PER_TASK_CLASS", 300)
+CONSOLE_MAX_DECISIONS_PER_TASK_CLASS = env_int("CONSOLE_MAX_DECISIONS_PER_TASK_CLASS", 100)
+CONSOLE_MAX_OPEN_INSTANCES = env_int("CONSOLE_MAX_OPEN_INSTANCES", 50)
 # Proposal contract transition policy: "strict" (default) or "lenient".
 CONSOLE_TRANSITION_POLICY = os.environ.get("CONSOLE_TRANSITION_POLICY", "strict")
 if CONSOLE_TRANSITION_POLICY not in {"strict", "lenient"}:  # TransitionPolicy's values
@@ -293,6 +300,20 @@ CONSOLE_WEBHOOK_TIMEOUT_SECONDS = env_int("CONSOLE_WEBHOOK_TIMEOUT_SECONDS", 5)
 CONSOLE_WEBHOOK_RETRY_SECONDS: list[float] | None = None
 # Where people reach the console: the links in emails.
 CONSOLE_BASE_URL = os.environ.get("CONSOLE_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
+
+# --- Receipts ---------------------------------------------------------------------------------
+# What the console keeps outside the database (in development: the receipts' signing key).
+# Never inside the repository.
+CONSOLE_DATA_DIR = Path(
+    os.environ.get("CONSOLE_DATA_DIR")
+    or Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    / "confirmation-console"
+)
+# PEM files of the receipts' Ed25519 signing keys: the first signs, all are published (rotate
+# by putting a new key first). Required with DEBUG off; `manage.py receipt_key PATH` makes one.
+CONSOLE_RECEIPT_SIGNING_KEYS = env_list("CONSOLE_RECEIPT_SIGNING_KEYS", [])
+# How long a receipt may be redeemed or verified after the instance became ready.
+CONSOLE_RECEIPT_TTL = timedelta(seconds=env_int("CONSOLE_RECEIPT_TTL_SECONDS", 24 * 3600))
 
 # Email: printed to the console unless EMAIL_HOST is set, then sent by SMTP.
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "")

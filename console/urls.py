@@ -5,7 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
 
-from beliefs.api.views import healthz
+from beliefs.api.views import healthz, jwks
 from console.views.account import account_page
 from console.views.help import glossary
 from console.views.insights import insights_page
@@ -14,6 +14,7 @@ from console.views.start import SignInView, home
 
 urlpatterns = [
     path("healthz", login_not_required(healthz), name="healthz"),
+    path(".well-known/jwks.json", login_not_required(jwks), name="jwks"),
     path("accounts/login/", SignInView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/v1/", include("beliefs.api.urls")),

@@ -52,10 +52,13 @@ def register_task_class(
     name: str | None = None,
     slots: Sequence[Mapping[str, Any]] = (),
     decisions: Sequence[Mapping[str, Any]] = (),
+    open_slots: bool | None = None,
 ) -> TaskClass:
     body: dict[str, Any] = {"slots": list(slots), "decisions": list(decisions)}
     if name is not None:
         body["name"] = name
+    if open_slots is not None:
+        body["open_slots"] = open_slots
     return services.task_class_register(
         key=key, **parse(serializers.TaskClassIn, body, key=key), actor=actor
     )

@@ -59,6 +59,18 @@ def _audit_log_flushable_by_transactional_tests() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _receipt_signing_key(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Receipts are signed with a key made for the test session, never the developer's own
+    development key."""
+    from beliefs import signing
+
+    path = tmp_path_factory.mktemp("receipts") / "signing.pem"
+    signing.write_key(path, signing.new_key())
+    with override_settings(CONSOLE_RECEIPT_SIGNING_KEYS=[str(path)]):
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _fast_password_hasher() -> Iterator[None]:
     """Fixtures create users by the dozen; PBKDF2's deliberate slowness is not under test here
     (sign-in still checks passwords end to end, just with a cheap hash)."""

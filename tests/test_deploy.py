@@ -11,18 +11,25 @@ from typing import Any
 from unittest import mock
 
 import pytest
+from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
+from django.test import override_settings
+
+from console.checks import base_url_problem, check_base_url
 
 ROOT = Path(__file__).resolve().parents[1]
 PRODUCTION = {
     "DEBUG": "false",
     "DJANGO_SECRET_KEY": "a-long-random-production-secret-" + "x" * 40,
     "DJANGO_ALLOWED_HOSTS": "console.example.org",
+    "CONSOLE_BASE_URL": "https://console.example.org",
 }
 
 
 def manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DEBUG"))}
+    base = {
+        k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DEBUG", "CONSOLE_"))
+    }
     return subprocess.run(
         [sys.executable, "manage.py", *args],
         cwd=ROOT,
@@ -33,9 +40,91 @@ def manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_it_passes_check_deploy_under_production_settings() -> None:
-    result = manage("check", "--deploy", "--fail-level", "WARNING", env=PRODUCTION)
+@pytest.fixture
+def signing_key(tmp_path: Path) -> dict[str, str]:
+    """Production's receipts signing key, as `manage.py receipt_key` makes it."""
+    path = tmp_path / "receipt.pem"
+    made = manage("receipt_key", str(path), env={})
+    assert made.returncode == 0, made.stderr
+    return {"CONSOLE_RECEIPT_SIGNING_KEYS": str(path)}
+
+
+def test_it_passes_check_deploy_under_production_settings(signing_key: dict[str, str]) -> None:
+    result = manage("check", "--deploy", "--fail-level", "WARNING", env=PRODUCTION | signing_key)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_check_deploy_fails_without_a_receipts_signing_key(tmp_path: Path) -> None:
+    result = manage("check", "--deploy", env=PRODUCTION)
+    assert result.returncode != 0
+    assert "beliefs.E101" in result.stderr
+    unreadable = tmp_path / "nothing.pem"
+    unreadable.write_text("not a key")
+    broken = manage(
+        "check", "--deploy", env=PRODUCTION | {"CONSOLE_RECEIPT_SIGNING_KEYS": str(unreadable)}
+    )
+    assert broken.returncode != 0 and "beliefs.E102" in broken.stderr
+
+
+def test_check_deploy_fails_without_a_public_https_base_url() -> None:
+    unset = {k: v for k, v in PRODUCTION.items() if k != "CONSOLE_BASE_URL"}
+    for env in (unset, {**PRODUCTION, "CONSOLE_BASE_URL": "http://10.1.2.3:8000"}):
+        result = manage("check", "--deploy", env=env)
+        assert result.returncode != 0, result.stdout + result.stderr
+        assert "console.E001" in result.stderr
+        assert "CONSOLE_BASE_URL" in result.stderr
+
+
+def test_development_checks_pass_with_the_local_base_url() -> None:
+    # What `make run` relies on: DEBUG on, CONSOLE_BASE_URL left at http://127.0.0.1:8000.
+    result = manage("check", "--fail-level", "WARNING", env={"DEBUG": "true"})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert settings_under({"DEBUG": "true"})["CONSOLE_BASE_URL"] == "http://127.0.0.1:8000"
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("http://127.0.0.1:8000", "must be an https URL"),
+        ("http://console.example.org", "must be an https URL"),
+        ("console.example.org", "must be an https URL"),
+        ("", "must be an https URL"),
+        ("https://", "has no host"),
+        ("https://console.example.org:99999", "is not a URL"),
+        ("https://127.0.0.1", "loopback, private or reserved"),
+        ("https://[::1]:8443", "loopback, private or reserved"),
+        ("https://10.0.0.5", "loopback, private or reserved"),
+        ("https://172.16.3.4", "loopback, private or reserved"),
+        ("https://192.168.1.2:8443", "loopback, private or reserved"),
+        ("https://169.254.169.254", "loopback, private or reserved"),
+        ("https://100.64.0.1", "loopback, private or reserved"),
+        ("https://0.0.0.0", "loopback, private or reserved"),
+        ("https://[fd00::1]", "loopback, private or reserved"),
+        ("https://[::ffff:127.0.0.1]", "loopback, private or reserved"),
+        ("https://localhost", "local host"),
+        ("https://LOCALHOST.", "local host"),
+        ("https://app.localhost", "local host"),
+        ("https://printer.local", "local host"),
+        ("https://db.internal", "local host"),
+        ("https://console", "local host"),
+        ("https://alice:secret@console.example.org", "user name or password"),
+        ("https://console.example.org/?next=x", "query or a fragment"),
+        ("https://console.example.org/#top", "query or a fragment"),
+        ("https://console.example.org", None),
+        ("https://console.example.org:8443/console", None),
+        ("https://93.184.216.34", None),
+        ("https://[2606:2800:220:1:248:1893:25c8:1946]", None),
+    ],
+)
+def test_it_accepts_only_a_public_https_base_url(url: str, problem: str | None) -> None:
+    found = base_url_problem(url)
+    assert (found is None) == (problem is None), found
+    if problem is not None:
+        assert found is not None and problem in found
+        with override_settings(CONSOLE_BASE_URL=url):
+            (error,) = check_base_url()
+        assert error.id == "console.E001" and error.level == checks.ERROR
+        assert repr(url) in error.msg
 
 
 def settings_under(env: dict[str, str]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ REPO = Path(__file__).resolve().parents[1]
 # Lowest first. A module belongs to the first layer whose prefix names it.
 LAYERS: list[tuple[str, ...]] = [
     ("beliefs.domain",),
-    ("beliefs.errors", "beliefs.models", "beliefs.roles", "beliefs.apps"),
+    ("beliefs.errors", "beliefs.models", "beliefs.roles", "beliefs.signing", "beliefs.apps"),
     ("beliefs.selectors",),
     ("beliefs.services",),
     ("beliefs", "console"),  # the API, pages, commands, demo data

@@ -5,14 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.db import DatabaseError
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from beliefs.errors import InvalidInput, ServiceError, ServiceUnavailable
-from beliefs.services.retry import is_retryable
+from beliefs.services.retry import as_unavailable
 
 CODES = {
     400: "invalid",
@@ -62,7 +61,8 @@ def invalid_input(exc: exceptions.ValidationError) -> InvalidInput:
     """A serializer's refusal as the error the services raise (one shape for API and pages).
 
     The code says what kind of refusal it is when all of its parts agree: only unknown fields
-    (`unknown_field`), only missing ones (`missing_field`); anything else is `invalid`.
+    (`unknown_field`), only missing ones (`missing_field`), only lists over a limit
+    (`limit_exceeded`); anything else is `invalid`.
     """
     codes: set[str] = set()
     fields = _flatten(exc.detail, codes=codes)
@@ -72,19 +72,21 @@ def invalid_input(exc: exceptions.ValidationError) -> InvalidInput:
         code = "unknown_field"
     elif codes == {"required"}:
         code = "missing_field"
+    elif codes == {"limit_exceeded"}:
+        code = "limit_exceeded"
     return InvalidInput(f"{first_field}: {first_messages[0]}", code=code, fields=fields)
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, exceptions.ValidationError):
         exc = invalid_input(exc)
-    elif isinstance(exc, DatabaseError) and is_retryable(exc):
-        # A race the services could not retry (the retries ran out, or a read lost one).
-        exc = ServiceUnavailable("The database is busy; nothing was recorded. Try again.")
+    else:
+        # A race the retries could not win, or a database out of reach: 503, not 500.
+        exc = as_unavailable(exc) or exc
     if isinstance(exc, ServiceError):
         response = Response(exc.as_body(), status=exc.status)
-        if exc.status == status.HTTP_503_SERVICE_UNAVAILABLE:
-            response["Retry-After"] = "1"
+        if isinstance(exc, ServiceUnavailable):
+            response["Retry-After"] = str(exc.retry_after)
         return response
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()

@@ -37,7 +37,9 @@ from beliefs.models import (
     RecordedVia,
     Slot,
 )
+from beliefs.services import limits
 from beliefs.services.instances import BeliefSpec
+from beliefs.services.limits import Limit
 from beliefs.services.task_classes import DecisionSpec, SlotSpec
 
 MAX_INT = 2**31 - 1  # the database's integer columns
@@ -177,6 +179,25 @@ class StrictSerializer(serializers.Serializer):
         return value
 
 
+class LimitedSerializer(StrictSerializer):
+    """A strict input whose lists are refused by their length before any element is read:
+    `list_limits` maps each list field to its limit (20,000 slots cost seconds to validate)."""
+
+    list_limits: ClassVar[Mapping[str, Limit]] = {}
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            problems = limits.body_problems(data, self.list_limits)
+            if problems:
+                raise ValidationError(
+                    {
+                        field: [ErrorDetail(m, code="limit_exceeded") for m in messages]
+                        for field, messages in problems.items()
+                    }
+                )
+        return super().to_internal_value(data)
+
+
 # --- task classes --------------------------------------------------------------------------
 
 
@@ -239,9 +260,16 @@ def _no_duplicate_keys(specs: list[Any]) -> list[Any]:
     return specs
 
 
-class TaskClassIn(StrictSerializer):
+class TaskClassIn(LimitedSerializer):
+    list_limits = {"slots": limits.SLOTS, "decisions": limits.DECISIONS}
+
     key = KeyField(required=False, help_text="if sent, must equal the key in the URL")
     name = TextField(max_length=MAX_LABEL_LENGTH, allow_blank=True, allow_null=True, required=False)
+    open_slots = serializers.BooleanField(
+        required=False,
+        help_text="a tool passthrough: an action may name slots the class does not have, each "
+        "registered unclassified and in play only for the actions that name it",
+    )
     slots = SlotIn(many=True, required=False)
     decisions = DecisionIn(many=True, required=False)
 
@@ -269,6 +297,10 @@ class SlotOut(serializers.Serializer):
     effective_risk = serializers.ChoiceField(choices=RISKS)
     risk_reason = serializers.CharField()
     decisions = serializers.ListField(child=serializers.CharField())
+    declared = serializers.BooleanField(
+        help_text="false for a slot an open-slots class grew from one action's arguments"
+    )
+    retired = serializers.BooleanField(help_text="a retired slot is no longer planned")
 
 
 class DecisionOut(serializers.Serializer):
@@ -281,6 +313,7 @@ class DecisionOut(serializers.Serializer):
 class TaskClassOut(serializers.Serializer):
     key = serializers.CharField()
     name = serializers.CharField()
+    open_slots = serializers.BooleanField()
     slots = SlotOut(many=True)
     decisions = DecisionOut(many=True)
 
@@ -327,9 +360,24 @@ class BeliefIn(StrictSerializer):
         )
 
 
-class InstanceIn(StrictSerializer):
+class InstanceIn(LimitedSerializer):
+    list_limits = {"beliefs": limits.OPENING_BELIEFS}
+
     task_class = KeyField()
     principal = KeyField(help_text="the username of the end user")
+    slots = serializers.ListField(
+        child=KeyField(),
+        required=False,
+        allow_null=True,
+        help_text="the slots this action uses (default: every declared slot of the class); "
+        "planning, prompts and bindings cover exactly these",
+    )
+    audience = TextField(
+        max_length=MAX_LABEL_LENGTH,
+        required=False,
+        allow_blank=True,
+        help_text="whom the receipt is for (its aud; default: your runtime's name)",
+    )
     world = WorldField(required=False, allow_null=True)
     beliefs = BeliefIn(many=True, required=False)
 
@@ -420,11 +468,15 @@ class PromptOut(RoutedSlotOut):
     responded_at = serializers.DateTimeField(allow_null=True)
 
 
+RECEIPT_STATES = ["valid", "redeemed", "revoked", "expired"]
+
+
 class InstanceOut(serializers.Serializer):
     id = serializers.UUIDField()
     task_class = serializers.CharField()
     principal = serializers.CharField()
     run_number = serializers.IntegerField()
+    slots = serializers.ListField(child=serializers.CharField(), help_text="the action's slots")
     status = serializers.ChoiceField(choices=INSTANCE_STATUSES)
     status_reason = serializers.CharField(allow_null=True)
     blocking = serializers.IntegerField(help_text="open blocking prompts")
@@ -433,6 +485,12 @@ class InstanceOut(serializers.Serializer):
     bindings_digest = serializers.CharField(
         allow_null=True, help_text="SHA-256 of the canonical JSON of bindings"
     )
+    receipt = serializers.CharField(
+        allow_null=True,
+        help_text="once ready, and while valid: the signed receipt (compact JWS) a tool server "
+        "verifies against /.well-known/jwks.json and the arguments it executes",
+    )
+    receipt_state = serializers.ChoiceField(choices=RECEIPT_STATES, allow_null=True)
     plan = PlanItemOut(many=True)
     prompts = PromptOut(many=True)
     planned_at = serializers.DateTimeField(allow_null=True)
@@ -441,7 +499,9 @@ class InstanceOut(serializers.Serializer):
 
 
 class PlanOut(serializers.Serializer):
-    instance = serializers.UUIDField()
+    id = serializers.UUIDField()
+    instance = serializers.UUIDField(help_text="the same as id")
+    slots = serializers.ListField(child=serializers.CharField(), help_text="the action's slots")
     status = serializers.ChoiceField(choices=INSTANCE_STATUSES)
     blocking = serializers.IntegerField()
     bindings = ObjectField(allow_null=True)
@@ -459,6 +519,23 @@ class BeliefOut(serializers.Serializer):
     acquired_at = serializers.DateTimeField()
     world_ref = ObjectField(allow_null=True)
     status = serializers.ChoiceField(choices=BELIEF_STATUSES)
+
+
+class RedeemIn(StrictSerializer):
+    receipt = TextField(max_length=16384, help_text="the compact JWS, as the instance read gave it")
+    bindings_digest = TextField(
+        max_length=64,
+        required=False,
+        help_text="the digest of the arguments you are about to execute: refused unless it is "
+        "the receipt's",
+    )
+
+
+class RedeemOut(serializers.Serializer):
+    jti = serializers.UUIDField()
+    instance = serializers.UUIDField()
+    bindings_digest = serializers.CharField()
+    redeemed_at = serializers.DateTimeField()
 
 
 # --- prompts and responses -----------------------------------------------------------------

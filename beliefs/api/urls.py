@@ -22,6 +22,11 @@ task_class_and_instance_patterns = [
     api_path("task-classes/<str:key>/", views.TaskClassApi, "api-task-class"),
     api_path("task-classes/<str:key>/shares/", views.TaskClassSharesApi, "api-task-class-shares"),
     api_path(
+        "task-classes/<str:key>/slots/<str:slot>/retire/",
+        views.SlotRetireApi,
+        "api-slot-retire",
+    ),
+    api_path(
         "task-classes/<str:key>/shares/<str:runtime>/",
         views.TaskClassShareApi,
         "api-task-class-share",
@@ -32,6 +37,9 @@ task_class_and_instance_patterns = [
     api_path("instances/<uuid:instance_id>/world/", views.WorldApi, "api-world"),
     api_path("instances/<uuid:instance_id>/plan/", views.PlanApi, "api-plan"),
     api_path("instances/<uuid:instance_id>/cancel/", views.CancelApi, "api-cancel"),
+]
+receipt_patterns = [
+    api_path("receipts/redeem/", views.ReceiptRedeemApi, "api-receipt-redeem"),
 ]
 prompt_patterns = [
     api_path("prompts/", views.PromptListApi, "api-prompts"),
@@ -58,6 +66,7 @@ webhook_patterns = [
 urlpatterns = [
     *task_class_and_instance_patterns,
     *prompt_patterns,
+    *receipt_patterns,
     *proposal_patterns,
     *webhook_patterns,
     path("schema/", api(SpectacularAPIView.as_view()), name="api-schema"),

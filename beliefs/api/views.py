@@ -19,11 +19,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from beliefs import selectors, services
+from beliefs import selectors, services, signing
 from beliefs.api import serializers as s
 from beliefs.api.auth import IsPerson, IsRuntime, is_runtime
 from beliefs.api.conditional import conditional_response, json_response
-from beliefs.errors import InvalidInput
+from beliefs.errors import InvalidInput, NotFound
 from beliefs.models import RuntimeAPIKey, TaskInstance
 from beliefs.services import Actor, idempotency
 
@@ -91,7 +91,10 @@ def errors(*codes: int) -> dict[int, Any]:
         413: "The body is too large",
         415: "The body is not JSON",
         422: "An Idempotency-Key sent again with a different request",
-        503: "The database was busy with competing changes; nothing was recorded; try again",
+        503: (
+            "The database was busy with competing changes (`busy`; nothing was recorded) or out "
+            "of reach (`database_unavailable`); try again after `Retry-After` seconds"
+        ),
     }
     return {
         code: OpenApiResponse(s.ConflictOut if code in (409, 422) else s.ErrorOut, described[code])
@@ -99,7 +102,7 @@ def errors(*codes: int) -> dict[int, Any]:
     }
 
 
-READS = errors()
+READS = errors(503)
 WRITES = errors(409, 413, 415, 503)
 
 
@@ -132,7 +135,10 @@ class TaskClassApi(APIView):
         description=(
             "Adds slots and decisions and links slots to decisions. Fields left out of a later "
             "registration keep their values; decision links are never dropped. Risk classes "
-            "are refused: classifiers set them (`suggested_risk` is a hint)."
+            "are refused: classifiers set them (`suggested_risk` is a hint). A class holds at "
+            "most CONSOLE_MAX_SLOTS_PER_TASK_CLASS slots (300) and "
+            "CONSOLE_MAX_DECISIONS_PER_TASK_CLASS decisions (100): more is refused with 400 "
+            "`limit_exceeded`."
         ),
     )
     def put(self, request: Request, key: str) -> Response:
@@ -142,8 +148,30 @@ class TaskClassApi(APIView):
             name=data.get("name"),
             slots=data.get("slots", []),
             decisions=data.get("decisions", []),
+            open_slots=data.get("open_slots"),
             actor=actor(request),
         )
+        return Response(selectors.task_class_payload(selectors.task_class_with_slots(key)))
+
+
+class SlotRetireApi(APIView):
+    permission_classes = [IsRuntime]
+
+    @extend_schema(
+        request=None,
+        responses={200: s.TaskClassOut, **errors(409, 503)},
+        summary="Retire a slot of your task class (its owner)",
+        description=(
+            "A retired slot is no longer planned: open instances drop its prompt at their next "
+            "plan, and no new action may name it. Its history stays. Idempotent; audited."
+        ),
+    )
+    def post(self, request: Request, key: str, slot: str) -> Response:
+        task_class = selectors.task_class_for_owner(key, runtime_key(request).runtime_id)
+        found = task_class.slots.filter(key=slot).first()
+        if found is None:
+            raise NotFound(f"No slot {slot!r} in {key!r}.", code="unknown_slot")
+        services.slot_retire(slot=found, actor=actor(request))
         return Response(selectors.task_class_payload(selectors.task_class_with_slots(key)))
 
 
@@ -216,6 +244,8 @@ class InstanceCreateApi(APIView):
         description=(
             "A new run of the task class for `principal`, with the world as the runtime sees it "
             "and any beliefs it already holds. 404 names an unknown task class or principal. "
+            "409 `too_many_open_instances` when the person already has "
+            "CONSOLE_MAX_OPEN_INSTANCES (50) open instances from this runtime. "
             "With an `Idempotency-Key`, a repeat with the same body returns the first instance "
             "(200, `Idempotent-Replayed: true`); the same key with another body is refused (409)."
         ),
@@ -242,6 +272,8 @@ class InstanceCreateApi(APIView):
                 principal=data["principal"],
                 world=data.get("world"),
                 beliefs=data.get("beliefs", []),
+                slots=data.get("slots"),
+                audience=data.get("audience") or "",
                 actor=actor(request),
             )
 
@@ -449,6 +481,53 @@ class RespondApi(APIView):
                 "replayed": result.replayed,
             }
         )
+
+
+# --- receipts ------------------------------------------------------------------------------
+
+
+class ReceiptRedeemApi(APIView):
+    permission_classes = [IsRuntime]
+
+    @write_schema(
+        s.RedeemIn,
+        s.RedeemOut,
+        summary="Redeem a receipt, once (runtimes)",
+        description=(
+            "Before executing an approved action, a tool server (through the runtime's key) "
+            "redeems its receipt: 200 the first time; 409 `receipt_redeemed` after that, 409 "
+            "`receipt_revoked` once the person vetoed after ready or the instance was cancelled; "
+            "400 `receipt_invalid` (not signed by this console), `receipt_expired`, or "
+            "`digest_mismatch` (the `bindings_digest` given is not the receipt's); 404 for "
+            "another runtime's receipt. One redemption per receipt is a database rule."
+        ),
+    )
+    def post(self, request: Request) -> Response:
+        data = validated(s.RedeemIn, request.data)
+        redeemed = services.receipt_redeem(
+            token=data["receipt"],
+            key=runtime_key(request),
+            bindings_digest=data.get("bindings_digest"),
+        )
+        receipt = redeemed.receipt
+        assert receipt.redeemed_at is not None
+        return Response(
+            {
+                "jti": str(receipt.jti),
+                "instance": redeemed.instance_id,
+                "bindings_digest": receipt.bindings_digest,
+                "redeemed_at": receipt.redeemed_at.isoformat(),
+            }
+        )
+
+
+@require_GET
+def jwks(request: HttpRequest) -> JsonResponse:
+    """The receipts' public keys (RFC 7517): anyone may verify a receipt offline."""
+    response = JsonResponse(signing.jwks())
+    response["Cache-Control"] = "public, max-age=300"
+    response["Access-Control-Allow-Origin"] = "*"
+    return response
 
 
 @require_GET

@@ -20,7 +20,9 @@ IRREVERSIBLE_LEVEL = policy.risk_level(RiskClass.IRREVERSIBLE)
 CHOOSABLE_RISKS: tuple[RiskClass, ...] = policy.RISK_ORDER
 
 Target = Literal["slot", "decision"]
-ChangeField = Literal["risk_class", "monotonic", "slots"]
+ChangeField = Literal["risk_class", "monotonic", "slots", "scope_order"]
+ScopeOrder = tuple[str, ...] | None
+Value = RiskClass | bool | frozenset[str] | ScopeOrder
 
 
 # --- a monotonic slot's scope order -------------------------------------------------------------
@@ -55,6 +57,49 @@ def parse_scope_order(value: Any) -> list[str] | None:
     return order
 
 
+def scope_order_weakening(before: ScopeOrder, after: ScopeOrder) -> str | None:
+    """Why changing a scope order from `before` to `after` lowers the escalation guard, or None.
+
+    An answer that ranks above the person's earlier grant must be typed twice. A change is no
+    weaker exactly when `before` is kept whole, in its order, at the bottom of `after`: setting
+    an order where there was none, or adding new scopes above the highest one. Everything else
+    lowers the guard and needs a second classifier:
+    - clearing the order (no answer is an escalation any more);
+    - removing a scope (once it is gone it can be put back anywhere, below what it outranked);
+    - reversing any two existing scopes (the higher one becomes reachable by typing it once);
+    - adding a scope below an existing one (it is reached from that one by typing it once).
+    """
+    if not before or before == after:
+        return None
+    if not after:
+        return f"it clears the scope order {' < '.join(before)}"
+    reasons = []
+    removed = [s for s in before if s not in after]
+    if removed:
+        reasons.append(f"it removes {', '.join(removed)} from the scope order")
+    kept = [s for s in before if s in after]
+    rank = {s: i for i, s in enumerate(after)}
+    reversed_pairs = [
+        (low, high)
+        for i, low in enumerate(kept)
+        for high in kept[i + 1 :]
+        if rank[high] < rank[low]
+    ]
+    if reversed_pairs:
+        low, high = reversed_pairs[0]
+        more = len(reversed_pairs) - 1
+        reasons.append(
+            f"it puts {high} below {low}" + (f" (and {more} more pairs)" if more else "")
+        )
+    top = max((rank[s] for s in kept), default=-1)
+    below = [s for s in after[:top] if s not in before]
+    if below:
+        reasons.append(
+            f"it adds {', '.join(below)} below {after[top]} (new scopes go above the highest)"
+        )
+    return "; ".join(reasons) or None
+
+
 # --- the pure part: a task class's classification as plain data ------------------------------
 
 
@@ -69,6 +114,7 @@ class Classified:
 @dataclass(frozen=True)
 class SlotClass(Classified):
     monotonic: bool
+    scope_order: ScopeOrder = None  # no routing depends on it: it decides what escalates
 
 
 @dataclass(frozen=True)
@@ -83,7 +129,7 @@ class Change:
     target: Target
     key: str
     field: ChangeField
-    value: RiskClass | bool | frozenset[str]
+    value: Value
 
 
 @dataclass(frozen=True)
@@ -113,9 +159,11 @@ class Classes:
             for s in self.slots
         }
 
-    def current(self, change: Change) -> RiskClass | bool | frozenset[str]:
+    def current(self, change: Change) -> Value:
         if change.target == "slot":
             slot = self.slot(change.key)
+            if change.field == "scope_order":
+                return slot.scope_order
             return slot.risk if change.field == "risk_class" else slot.monotonic
         decision = self.decision(change.key)
         return decision.risk if change.field == "risk_class" else decision.slots
@@ -133,6 +181,7 @@ _Item = TypeVar("_Item", SlotClass, DecisionClass)
 _FIELD_ATTRIBUTES = {
     ("slot", "risk_class"): "risk",
     ("slot", "monotonic"): "monotonic",
+    ("slot", "scope_order"): "scope_order",
     ("decision", "risk_class"): "risk",
     ("decision", "slots"): "slots",
 }
@@ -144,8 +193,12 @@ def _changed(item: _Item, change: Change) -> _Item:
 
 
 def approval_reason(before: Classes, change: Change) -> str | None:
-    """Why `change` needs a second classifier (rules 1-3 of the module docstring), or None."""
+    """Why `change` needs a second classifier (rules 1-4 of the services' docstring), or None."""
     old = before.current(change)
+    if change.field == "scope_order":
+        assert not isinstance(old, RiskClass | bool | frozenset)
+        assert not isinstance(change.value, RiskClass | bool | frozenset)
+        return scope_order_weakening(old, change.value)
     if change.field == "monotonic" and old is True and change.value is False:
         return f"it clears monotonic on {change.key}"
     if (

@@ -6,6 +6,7 @@ No Django here: the resolver is passed in, so the guard is tested without a netw
 from __future__ import annotations
 
 import base64
+import binascii
 import ipaddress
 import secrets
 from collections.abc import Callable, Sequence
@@ -56,6 +57,28 @@ def new_secret() -> str:
     return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode("ascii")
 
 
+SECRET_MIN_BYTES, SECRET_MAX_BYTES = 24, 64
+SECRET_MESSAGE = (
+    f"must be a Standard Webhooks secret: {SECRET_PREFIX} and the base64 of "
+    f"{SECRET_MIN_BYTES} to {SECRET_MAX_BYTES} random bytes"
+)
+
+
+def check_secret(value: object) -> str:
+    """A signing secret someone typed, or ValueError(SECRET_MESSAGE): `whsec_`, then strict
+    base64 (padded, nothing else in it) of 24 to 64 bytes, as the spec recommends."""
+    if not isinstance(value, str) or not value.startswith(SECRET_PREFIX):
+        raise ValueError(SECRET_MESSAGE)
+    encoded = value[len(SECRET_PREFIX) :]
+    try:
+        raw = base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError(SECRET_MESSAGE) from None
+    if not SECRET_MIN_BYTES <= len(raw) <= SECRET_MAX_BYTES:
+        raise ValueError(SECRET_MESSAGE)
+    return value
+
+
 def new_webhook_id() -> str:
     return "msg_" + secrets.token_hex(16)
 
@@ -78,18 +101,138 @@ class Destination:
     port: int
     target: str  # path and query, as sent in the request line
     addresses: tuple[str, ...]  # what the host resolved to, all of them checked
+    allow_private: bool = False
+
+    def __post_init__(self) -> None:
+        # The pinned connection connects to these addresses and nothing else, so a Destination
+        # cannot hold one the guard refuses, however it was made.
+        if not self.allow_private:
+            for address in self.addresses:
+                why = non_public_reason(address)
+                if why is not None:
+                    raise UnsafeDestination(f"resolves to a non-public address ({address}: {why})")
 
 
 Resolver = Callable[[str, int], Sequence[str]]
 
 
+# The address guard. Python's `is_global` is not enough on its own: it calls IPv6 forms that
+# embed an IPv4 address global (`::ffff:0:7f00:1`, `::7f00:1`, `64:ff9b::a9fe:a9fe`,
+# `2002:7f00:1::1`), and site-local `fec0::/10`, multicast and some reserved ranges too. So the
+# guard decides from its own tables (IANA's special-purpose registries), unwraps every IPv6 form
+# that carries an IPv4 address and judges that address, and asks `is_global` last, only ever to
+# refuse more.
+
+_V4 = ipaddress.IPv4Network
+_V6 = ipaddress.IPv6Network
+
+# IPv4 ranges that are not globally reachable, with the reason a refusal names.
+NON_PUBLIC_V4: tuple[tuple[ipaddress.IPv4Network, str], ...] = (
+    (_V4("0.0.0.0/8"), "'this network' (0.0.0.0/8)"),
+    (_V4("10.0.0.0/8"), "private"),
+    (_V4("100.64.0.0/10"), "shared carrier-grade NAT space"),
+    (_V4("127.0.0.0/8"), "loopback"),
+    (_V4("169.254.0.0/16"), "link-local (cloud metadata lives there)"),
+    (_V4("172.16.0.0/12"), "private"),
+    (_V4("192.0.0.0/24"), "IETF protocol assignments"),
+    (_V4("192.0.2.0/24"), "documentation"),
+    (_V4("192.88.99.0/24"), "the deprecated 6to4 relay anycast"),
+    (_V4("192.168.0.0/16"), "private"),
+    (_V4("198.18.0.0/15"), "benchmarking"),
+    (_V4("198.51.100.0/24"), "documentation"),
+    (_V4("203.0.113.0/24"), "documentation"),
+    (_V4("224.0.0.0/4"), "multicast"),
+    (_V4("240.0.0.0/4"), "reserved or broadcast"),
+)
+
+# Every globally routable IPv6 unicast address is in 2000::/3; anything else is refused unless
+# it is one of the IPv4-carrying forms below whose IPv4 address is public.
+GLOBAL_UNICAST_V6 = _V6("2000::/3")
+NON_PUBLIC_V6: tuple[tuple[ipaddress.IPv6Network, str], ...] = (
+    (_V6("2001::/32"), "Teredo"),  # also inside 2001::/23, refused whole (below)
+    (_V6("2001:2::/48"), "benchmarking"),
+    (_V6("2001:db8::/32"), "documentation"),
+    (_V6("2001::/23"), "IETF protocol assignments"),
+    (_V6("3fff::/20"), "documentation"),
+)
+# Outside 2000::/3, named so that a refusal says what the address is.
+NAMED_V6: tuple[tuple[ipaddress.IPv6Network, str], ...] = (
+    (_V6("::/128"), "unspecified"),
+    (_V6("::1/128"), "loopback"),
+    (_V6("::/96"), "IPv4-compatible (deprecated)"),
+    (_V6("::ffff:0:0:0/96"), "IPv4-translated (a translator's internal form)"),
+    (_V6("64:ff9b:1::/48"), "local-use NAT64"),
+    (_V6("100::/64"), "discard-only"),
+    (_V6("5f00::/16"), "segment routing"),
+    (_V6("fc00::/7"), "unique-local (private)"),
+    (_V6("fe80::/10"), "link-local"),
+    (_V6("fec0::/10"), "site-local (deprecated)"),
+    (_V6("ff00::/8"), "multicast"),
+)
+# Forms that carry an IPv4 address in their low 32 bits, judged by that address.
+MAPPED_V6 = _V6("::ffff:0:0/96")  # IPv4-mapped: a dual-stack socket connects to the IPv4 address
+NAT64_V6 = _V6("64:ff9b::/96")  # the well-known NAT64 prefix (DNS64 answers on IPv6-only hosts)
+SIXTOFOUR_V6 = _V6("2002::/16")  # 6to4: the IPv4 address is in bits 16-47
+
+
+def non_public_reason(address: str) -> str | None:
+    """Why a resolved address may not receive webhooks, or None when it is public.
+
+    IPv4-mapped, NAT64 (64:ff9b::/96) and 6to4 addresses are judged by the IPv4 address they
+    carry: a public one behind them is a public host (on an IPv6-only network every IPv4-only
+    receiver resolves to its NAT64 form), a private one is a way round the guard.
+    IPv4-compatible (::/96, deprecated), IPv4-translated (::ffff:0:0:0/96, SIIT's internal form),
+    local-use NAT64 (64:ff9b:1::/48, a site's own translator) and Teredo (2001::/32, a client
+    tunnel whose address is obfuscated) are refused whatever they carry: no public receiver
+    lives there.
+    """
+    text = address.strip()
+    if "%" in text:
+        return "scoped (it names a network interface)"
+    try:
+        ip = ipaddress.ip_address(text)
+    except ValueError:
+        return "not an IP address"
+    if isinstance(ip, ipaddress.IPv4Address):
+        return _v4_reason(ip)
+    for network, form, embedded in (
+        (MAPPED_V6, "IPv4-mapped", ip.ipv4_mapped),
+        (NAT64_V6, "NAT64", _low32(ip)),
+        (SIXTOFOUR_V6, "6to4", ip.sixtofour),
+    ):
+        if ip in network:
+            assert embedded is not None  # every address of these networks carries one
+            why = _v4_reason(embedded)
+            return None if why is None else f"{form} form of {embedded}, {why}"
+    for network, why in NAMED_V6:
+        if ip in network:
+            return why
+    if ip not in GLOBAL_UNICAST_V6:
+        return "outside global unicast (2000::/3)"
+    for network, why in NON_PUBLIC_V6:
+        if ip in network:
+            return why
+    if not ip.is_global:
+        return "not globally routable"
+    return None
+
+
+def _low32(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address:
+    return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+
+
+def _v4_reason(ip: ipaddress.IPv4Address) -> str | None:
+    for network, why in NON_PUBLIC_V4:
+        if ip in network:
+            return why
+    if not ip.is_global:
+        return "not globally routable"
+    return None
+
+
 def is_public(address: str) -> bool:
-    """Globally routable: not loopback, private, link-local (cloud metadata lives at
-    169.254.169.254 and fd00:ec2::254), shared, reserved, multicast or unspecified."""
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not ip.is_multicast
+    """Globally routable: see `non_public_reason` for everything that is refused."""
+    return non_public_reason(address) is None
 
 
 def check_destination(url: str, resolve: Resolver, *, allow_private: bool) -> Destination:
@@ -127,15 +270,16 @@ def check_destination(url: str, resolve: Resolver, *, allow_private: bool) -> De
         raise UnsafeDestination(f"host {host!r} does not resolve") from None
     if not addresses:
         raise UnsafeDestination(f"host {host!r} does not resolve")
-    private = [a for a in addresses if not is_public(a)]
+    reasons = {a: why for a in addresses if (why := non_public_reason(a)) is not None}
+    private = list(reasons)
     if private and not allow_private:
         raise UnsafeDestination(
-            f"host {host!r} resolves to a non-public address ({private[0]}); only public "
-            "addresses may receive webhooks"
+            f"host {host!r} resolves to a non-public address ({private[0]}: "
+            f"{reasons[private[0]]}); only public addresses may receive webhooks"
         )
     if scheme == "http" and not (allow_private and len(private) == len(addresses)):
         raise UnsafeDestination("must be an https URL")
     target = parts.path or "/"
     if parts.query:
         target += "?" + parts.query
-    return Destination(scheme, host, port, target, addresses)
+    return Destination(scheme, host, port, target, addresses, allow_private)

@@ -3,6 +3,7 @@ the pages and the impact preview share."""
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -330,10 +331,18 @@ _SLOT_ROW_COLUMNS: tuple[tuple[type[Model], str], ...] = (
 )
 
 
+def _named_in(key: str, vendor: str) -> str:
+    """SQL: `key` is one of the keys of a JSON list given as a parameter (text)."""
+    if vendor == "postgresql":
+        return f"{key} IN (SELECT jsonb_array_elements_text(CAST(%s AS jsonb)))"
+    return f"{key} IN (SELECT value FROM json_each(%s))"
+
+
 @cache
-def _slot_rows_sql() -> str:
-    """Every slot of a task class in order, a row per decision it feeds (one with none when it
-    feeds none), each with the belief the slot binds for one instance.
+def _slot_rows_sql(vendor: str) -> str:
+    """The slots of one instance's action (its `action_slots`, unless retired) in the class's
+    order, a row per decision each feeds (one with none when it feeds none), each with the
+    belief the slot binds for the instance.
 
     Each slot's belief is picked once, in a materialised step of its own: joined on the pick's
     expression, PostgreSQL hashed the join and so ran both probes of every slot twice."""
@@ -346,6 +355,8 @@ def _slot_rows_sql() -> str:
         f'SELECT {", ".join(slot_columns)}, {pick} AS "pick"'
         f' FROM {rows.table(Slot, "s")} CROSS JOIN "me"'
         f" WHERE {col(Slot, 'task_class', 's')} = %s"
+        f" AND {col(Slot, 'retired_at', 's')} IS NULL"
+        f" AND {_named_in(col(Slot, 'key', 's'), vendor)}"
     )
     columns = [*slot_columns, col(Decision, "key"), col(Decision, "risk_class")]
     columns += _belief_columns("b")
@@ -374,11 +385,11 @@ class SlotRow:
 
 
 def slot_rows(instance: TaskInstance) -> list[SlotRow]:
-    """Every slot of the instance's task class, in order, with the decisions it feeds and the
+    """Every slot of the instance's action, in order, with the decisions it feeds and the
     belief it binds (the rule of `_pick_sql`): one query of fixed SQL, which planning runs on
     every request."""
     found = rows.fetch(
-        _slot_rows_sql(),
+        _slot_rows_sql(rows.vendor()),
         [
             instance.runtime_id,
             BeliefStatus.ACTIVE,
@@ -387,6 +398,7 @@ def slot_rows(instance: TaskInstance) -> list[SlotRow]:
             instance.principal_id,
             instance.run_number,
             instance.task_class_id,
+            json.dumps(list(instance.action_slots)),
         ],
         _SLOT_ROW_COLUMNS,
     )
@@ -445,7 +457,7 @@ def open_prompts_of(instance: TaskInstance) -> list[Prompt]:
 
 
 def slot_states(instance: TaskInstance) -> list[SlotState]:
-    """Every slot of the instance's task class, in order: its risk, chosen belief and route.
+    """Every slot of the instance's action, in order: its risk, chosen belief and route.
 
     One query (`slot_rows`), whatever the number of slots.
     """

@@ -15,6 +15,7 @@ from beliefs.domain.classes import (
     SlotRun,
     Snapshot,
     Target,
+    Value,
 )
 from beliefs.domain.policy import RiskClass
 from beliefs.domain.vocabulary import OPEN_INSTANCE_STATUSES
@@ -36,7 +37,15 @@ def classes_from(slots: Iterable[Slot], decisions: Iterable[Decision]) -> Classe
     slots = list(slots)
     key_of = {s.pk: s.key for s in slots}
     return Classes(
-        slots=tuple(SlotClass(s.key, RiskClass(s.risk_class), s.monotonic) for s in slots),
+        slots=tuple(
+            SlotClass(
+                s.key,
+                RiskClass(s.risk_class),
+                s.monotonic,
+                tuple(s.scope_order) if s.scope_order else None,
+            )
+            for s in slots
+        ),
         decisions=tuple(
             DecisionClass(
                 d.key,
@@ -76,7 +85,7 @@ def impact_snapshot(
         classes = classes_from(slots, task_class.decisions.order_by("id").prefetch_related("slots"))
     instances = list(
         open_instances_of(task_class)
-        .only("id", "principal_id", "run_number", "runtime_id", "status")
+        .only("id", "principal_id", "run_number", "runtime_id", "status", "action_slots")
         .order_by("created_at", "id")
     )
     if not instances:
@@ -85,6 +94,8 @@ def impact_snapshot(
     runs = []
     for instance in instances:
         for slot in slots:
+            if slot.key not in instance.action_slots:
+                continue  # not part of this action: planning does not route it
             belief, carried = chosen[instance.pk].get(slot.pk, (None, False))
             # The very facts `slot_states` gives routing for the same belief.
             runs.append(SlotRun(instance.pk, slot.key, belief_facts(belief, carried)))
@@ -109,12 +120,15 @@ def request_change(change_request: RiskChangeRequest) -> Change:
     else:
         assert change_request.decision is not None  # a request names a slot or a decision
         target, key = "decision", change_request.decision.key
-    value: RiskClass | bool = (
-        RiskClass(change_request.after)
-        if change_request.field == RiskChangeRequest.Field.RISK_CLASS
-        else bool(change_request.after)
-    )
-    field: ChangeField = "risk_class" if change_request.field == "risk_class" else "monotonic"
+    after = change_request.after
+    value: Value
+    field: ChangeField
+    if change_request.field == RiskChangeRequest.Field.RISK_CLASS:
+        field, value = "risk_class", RiskClass(after)
+    elif change_request.field == RiskChangeRequest.Field.SCOPE_ORDER:
+        field, value = "scope_order", tuple(after) if after else None
+    else:
+        field, value = "monotonic", bool(after)
     return Change(target, key, field, value)
 
 
@@ -125,4 +139,7 @@ def request_is_current(change_request: RiskChangeRequest, classes: Classes) -> b
     before = change_request.before
     if isinstance(current, RiskClass):
         return bool(current.value == before)
+    if change.field == "scope_order":
+        assert current is None or isinstance(current, tuple)
+        return (list(current) if current else None) == (before or None)
     return bool(current == before)

@@ -19,6 +19,7 @@ from beliefs.models import (
     InstanceStatus,
     Prompt,
     PromptState,
+    Receipt,
     Runtime,
     Slot,
     TaskClass,
@@ -102,6 +103,8 @@ def task_class_payload(task_class: TaskClass) -> dict[str, Any]:
                 "effective_risk": effective.risk.value,
                 "risk_reason": effective.reason,
                 "decisions": [d.key for d in slot.decisions.all()],
+                "declared": slot.declared,
+                "retired": slot.retired_at is not None,
             }
         )
     decisions = [
@@ -113,7 +116,13 @@ def task_class_payload(task_class: TaskClass) -> dict[str, Any]:
         }
         for d in task_class.decisions.all()
     ]
-    return {"key": task_class.key, "name": task_class.name, "slots": slots, "decisions": decisions}
+    return {
+        "key": task_class.key,
+        "name": task_class.name,
+        "open_slots": task_class.open_slots,
+        "slots": slots,
+        "decisions": decisions,
+    }
 
 
 def task_class_for_owner(key: str, runtime_id: int) -> TaskClass:
@@ -180,20 +189,29 @@ def prompt_detail(prompt: Prompt) -> dict[str, Any]:
     }
 
 
+def _receipt_fields(token: str | None, state: str | None) -> dict[str, Any]:
+    """The instance read's receipt: the token only while it can be used."""
+    return {"receipt": token if state == "valid" else None, "receipt_state": state}
+
+
 def instance_payload(instance: TaskInstance) -> dict[str, Any]:
     prompts = instance_prompts(instance)
     blocking = sum(1 for p in prompts if p.state == PromptState.OPEN and p.blocking)
+    receipt = instance.receipt
+    state = receipt.state(timezone.now()) if receipt is not None else None
     return {
         "id": str(instance.pk),
         "task_class": instance.task_class.key,
         "principal": instance.principal.get_username(),
         "run_number": instance.run_number,
+        "slots": instance.action_slots,
         "status": instance.status,
         "status_reason": instance.status_reason or None,
         "blocking": blocking,
         "world": instance.world,
         "bindings": instance.bindings,
         "bindings_digest": instance.bindings_digest or None,
+        **_receipt_fields(receipt.token if receipt is not None else None, state),
         "plan": instance.plan_items,
         "prompts": [prompt_detail(p) for p in prompts],
         "planned_at": instance.planned_at.isoformat() if instance.planned_at else None,
@@ -211,7 +229,9 @@ def plan_payload(instance: TaskInstance) -> dict[str, Any]:
         and item["prompt"]["state"] == PromptState.OPEN
     )
     return {
+        "id": str(instance.pk),
         "instance": str(instance.pk),
+        "slots": instance.action_slots,
         "status": instance.status,
         "blocking": blocking,
         "bindings": instance.bindings,
@@ -233,6 +253,7 @@ _INSTANCE_COLUMNS: tuple[tuple[type[Model], str], ...] = (
         for name in (
             "id",
             "run_number",
+            "action_slots",
             "status",
             "status_reason",
             "world",
@@ -246,6 +267,10 @@ _INSTANCE_COLUMNS: tuple[tuple[type[Model], str], ...] = (
     ),
     (TaskClass, "key"),
     (User, User.USERNAME_FIELD),
+    (Receipt, "token"),
+    (Receipt, "expires_at"),
+    (Receipt, "revoked_at"),
+    (Receipt, "redeemed_at"),
 )
 # fmt: off
 _PROMPT_COLUMNS: tuple[tuple[type[Model], str], ...] = (
@@ -284,6 +309,8 @@ def _instance_sql(owner: str) -> str:
         + f" ON {rows.column(TaskClass, 'id')} = {instance(TaskInstance, 'task_class')}"
         + f" INNER JOIN {rows.table(User)}"
         + f" ON {rows.column(User, 'id')} = {instance(TaskInstance, 'principal')}"
+        + f" LEFT OUTER JOIN {rows.table(Receipt)}"
+        + f" ON {rows.column(Receipt, 'jti')} = {instance(TaskInstance, 'receipt')}"
         + f" WHERE {instance(TaskInstance, 'id')} = %s AND {instance(TaskInstance, owner)} = %s"
     )
 
@@ -395,8 +422,9 @@ def instance_read(
     if not found:
         return None
     (
-        pk, run_number, status, status_reason, world, bindings, digest, plan_items,
-        planned_at, created_at, updated_at, task_class_key, username,
+        pk, run_number, slots, status, status_reason, world, bindings, digest, plan_items,
+        planned_at, created_at, updated_at, task_class_key, username, token, receipt_expires,
+        revoked_at, redeemed_at,
     ) = found[0]  # fmt: skip
     prompt_rows = rows.fetch(
         _prompts_sql(), [rows.prepare(Prompt, "instance", pk)], _PROMPT_COLUMNS
@@ -408,17 +436,24 @@ def instance_read(
         for p, row in zip(prompts, prompt_rows, strict=True)
     )
     blocking = sum(1 for p in prompts if p["state"] == PromptState.OPEN and p["blocking"])
+    state = None
+    if token is not None:
+        state = Receipt(
+            expires_at=receipt_expires, revoked_at=revoked_at, redeemed_at=redeemed_at
+        ).state(now)
     payload = {
         "id": str(pk),
         "task_class": task_class_key,
         "principal": username,
         "run_number": run_number,
+        "slots": slots,
         "status": status,
         "status_reason": status_reason or None,
         "blocking": blocking,
         "world": world,
         "bindings": bindings,
         "bindings_digest": digest or None,
+        **_receipt_fields(token, state),
         "plan": plan_items,
         "prompts": prompts,
         "planned_at": _iso(planned_at),

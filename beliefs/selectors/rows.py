@@ -122,6 +122,11 @@ def instance_of(model: type[M], values: Sequence[Any], names: Sequence[str] | No
     return instance
 
 
+def vendor() -> str:
+    """The default database's vendor ("postgresql", "sqlite"): where fixed SQL differs."""
+    return connections[DEFAULT_DB_ALIAS].vendor
+
+
 def placeholders(count: int) -> str:
     """`%s, %s, …`: the parameters of an `IN (…)` list of `count` values."""
     return ", ".join(["%s"] * count)

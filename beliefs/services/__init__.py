@@ -26,11 +26,13 @@ from beliefs.services.planning import (
     instance_plan_for_runtime,
     instances_replan_for_task_class,
 )
+from beliefs.services.receipts import receipt_redeem
 from beliefs.services.responses import RespondResult, prompt_respond, prompts_mark_shown
 from beliefs.services.runtimes import runtime_key_create, runtime_key_revoke, task_class_transfer
 from beliefs.services.task_classes import (
     DecisionSpec,
     SlotSpec,
+    slot_retire,
     task_class_register,
     task_class_share,
     task_class_unshare,
@@ -57,6 +59,8 @@ __all__ = [
     "instances_expire",
     "instances_replan_for_task_class",
     "prompt_respond",
+    "receipt_redeem",
+    "slot_retire",
     "prompts_mark_shown",
     "runtime_key_create",
     "runtime_key_revoke",

@@ -10,7 +10,11 @@ Four eyes. A change *lowers a guard* and needs a second classifier when:
 2. it sets a slot's or a decision's own class from `irreversible` or `unclassified` (which counts
    as irreversible) to `cosmetic`, `reversible` or `policy`; or
 3. after it, some slot whose effective risk is `irreversible` now would have a lower one (a
-   decision lowered, or a slot unlinked from an irreversible decision).
+   decision lowered, or a slot unlinked from an irreversible decision); or
+4. it weakens a slot's scope order, the ranking that decides which answers are escalations a
+   person must type twice: clearing it, removing a scope, reversing two scopes, or adding a
+   scope below an existing one (`classes.scope_order_weakening`). Setting an order where there
+   was none, or adding scopes above the highest, takes effect at once.
 
 Such a change does not take effect: it becomes a pending `RiskChangeRequest` that another
 classifier approves or refuses. Its requester may withdraw it (a refusal) but never approve it.
@@ -42,6 +46,7 @@ from beliefs.domain.classes import (
     Classes,
     EffectiveChange,
     Impact,
+    Value,
     approval_reason,
     effective_changes,
     impact_of,
@@ -117,11 +122,13 @@ def _lock_task_class(task_class: TaskClass) -> TaskClass:
     return TaskClass.objects.select_for_update(no_key=True).get(pk=task_class.pk)
 
 
-def _json(value: RiskClass | bool | frozenset[str]) -> Any:
+def _json(value: Value) -> Any:
     if isinstance(value, RiskClass):
         return value.value
     if isinstance(value, frozenset):
         return sorted(value)
+    if isinstance(value, tuple):
+        return list(value)
     return value
 
 
@@ -130,8 +137,9 @@ AUDIT_KINDS = {
     ("slot", "monotonic"): "classification.slot_monotonic",
     ("decision", "risk_class"): "classification.decision_risk",
     ("decision", "slots"): "classification.decision_slots",
+    ("slot", "scope_order"): "classification.slot_scope_order",
 }
-SCOPE_ORDER_KIND = "classification.slot_scope_order"
+SCOPE_ORDER_KIND = AUDIT_KINDS[("slot", "scope_order")]
 REQUESTED_KIND = "classification.change_requested"
 APPROVED_KIND = "classification.change_approved"
 REFUSED_KIND = "classification.change_refused"
@@ -144,6 +152,8 @@ def _describe(change: Change) -> str:
         return f"decision {change.key} is now fed by {shown}"
     if change.field == "monotonic":
         return f"slot {change.key} is {'now' if value else 'no longer'} monotonic"
+    if change.field == "scope_order":
+        return f"the scope order of {change.key} is now {', '.join(value) if value else 'none'}"
     return f"{change.target} {change.key} is now {value}"
 
 
@@ -155,6 +165,10 @@ def _write(change: Change, target: Slot | Decision, task_class: TaskClass) -> No
         assert isinstance(target, Slot)
         target.monotonic = bool(change.value)
         target.save(update_fields=["monotonic"])
+    elif change.field == "scope_order":
+        assert isinstance(target, Slot)
+        target.scope_order = _json(change.value)
+        target.save(update_fields=["scope_order"])
     else:
         target.risk_class = _json(change.value)
         target.save(update_fields=["risk_class"])
@@ -249,13 +263,16 @@ def _change(
             "already waiting for approval; approve or refuse it first.",
             code="change_already_pending",
         )
+    before, after = _json(classes.current(change)), _json(change.value)
+    if change.field == "scope_order":
+        before, after = before or [], after or []  # no order is [] here: NULL is not JSON
     change_request = RiskChangeRequest.objects.create(
         task_class=task_class,
         slot=slot,
         decision=decision,
         field=change.field,
-        before=_json(classes.current(change)),
-        after=_json(change.value),
+        before=before,
+        after=after,
         reason=reason,
         requested_by=_require_classifier(actor),
     )
@@ -274,15 +291,10 @@ def _change(
     )
 
 
-def _slot_in(slot: Slot) -> tuple[TaskClass, Slot]:
-    task_class = _lock_task_class(slot.task_class)
-    return task_class, Slot.objects.get(pk=slot.pk)
-
-
 def _set(
     target: Slot | Decision,
     field: ChangeField,
-    value: RiskClass | bool | frozenset[str],
+    value: Value,
     reason: str,
     actor: Actor,
 ) -> ChangeResult:
@@ -327,24 +339,11 @@ def slot_set_scope_order(
     *, slot: Slot, scope_order: Any, reason: Any, actor: Actor
 ) -> ChangeResult:
     """Set the ranking of a monotonic slot's values (lowest first). No routing depends on it:
-    it decides when an answer is an escalation that must be typed twice."""
+    it decides when an answer is an escalation that must be typed twice, so a change that
+    weakens it waits for a second classifier (rule 4)."""
     _require_classifier(actor)
     reason, order = _reason(reason), parse_scope_order(scope_order)
-    task_class, slot = _slot_in(slot)
-    before = slot.scope_order
-    if before == order:
-        return ChangeResult("unchanged", f"Nothing to change: the scope order of {slot.key}.")
-    slot.scope_order = order
-    slot.save(update_fields=["scope_order"])
-    audit(
-        SCOPE_ORDER_KIND,
-        actor=actor,
-        task_class=task_class,
-        subject=slot.key,
-        data=_change_data("slot", "scope_order", before, order, reason),
-    )
-    shown = ", ".join(order) if order else "none"
-    return ChangeResult("applied", f"Saved: the scope order of {slot.key} is now {shown}.")
+    return _set(slot, "scope_order", tuple(order) if order else None, reason, actor)
 
 
 @transaction.atomic

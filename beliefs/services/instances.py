@@ -12,7 +12,8 @@ from django.db.models import Max
 from django.utils import timezone
 
 from beliefs.domain.policy import Source
-from beliefs.errors import Conflict, NotFound
+from beliefs.domain.vocabulary import OPEN_INSTANCE_STATUSES
+from beliefs.errors import Conflict, InvalidInput, NotFound
 from beliefs.models import (
     AuditEvent,
     Belief,
@@ -22,11 +23,12 @@ from beliefs.models import (
     TaskClass,
     TaskInstance,
 )
+from beliefs.services import limits
 from beliefs.services.audit import Actor, audit, audit_all, audit_replaced
 from beliefs.services.lifecycle import close_instance, lock_instance, require_open
 from beliefs.services.planning import plan_locked
 from beliefs.services.retry import retry_on_race
-from beliefs.services.task_classes import require_may_open, slot_register_unknown
+from beliefs.services.task_classes import action_slots, default_action, require_may_open
 
 SUPERSEDED_REASON = "a newer belief was recorded"
 
@@ -55,8 +57,13 @@ def instance_open(
     principal: str,
     world: World | None = None,
     beliefs: Sequence[BeliefSpec] = (),
+    slots: Sequence[str] | None = None,
+    audience: str = "",
     actor: Actor,
 ) -> TaskInstance:
+    """Open a run of the task class for `principal`. `slots`: the slots this action uses
+    (default: every declared slot of the class); `audience`: whom its receipt is for (default:
+    the runtime)."""
     task_class = TaskClass.objects.filter(key=task_class_key).first()
     if task_class is None:
         raise NotFound(
@@ -74,6 +81,7 @@ def instance_open(
             fields={"principal": ["unknown user"]},
         )
     world = world or {}
+    keys = _action_keys(task_class, slots, beliefs, actor)
 
     # Two opens must not take the same run number. Locking the earlier runs is not enough (the
     # first run has none to lock, and Django drops FOR UPDATE from an aggregate query), so lock
@@ -81,6 +89,12 @@ def instance_open(
     # This is the first lock an open takes, and nothing else locks a user row, so there is one
     # order. No key update: other writers' foreign keys to the user need only a key share.
     get_user_model().objects.select_for_update(no_key=True).filter(pk=user.pk).exists()
+    # Counted under that lock, so racing opens queue and cannot pass the limit together.
+    limits.check_open_instances(
+        TaskInstance.objects.filter(
+            principal=user, runtime=actor.runtime, status__in=OPEN_INSTANCE_STATUSES
+        ).count()
+    )
     last = TaskInstance.objects.filter(principal=user, task_class=task_class).aggregate(
         m=Max("run_number")
     )["m"]
@@ -90,16 +104,53 @@ def instance_open(
         runtime=actor.runtime,
         opened_by=actor.key,
         run_number=(last or 0) + 1,
+        action_slots=keys,
+        audience=audience,
         world=world,
     )
     audit(
         "instance.opened",
         actor=actor,
         instance=instance,
-        data={"principal": principal, "run_number": instance.run_number, "world": world},
+        data={
+            "principal": principal,
+            "run_number": instance.run_number,
+            "world": world,
+            "slots": keys,
+            **({"audience": audience} if audience else {}),
+        },
     )
     _record_opening_beliefs(instance, beliefs, actor)
     return instance
+
+
+def _action_keys(
+    task_class: TaskClass,
+    named: Sequence[str] | None,
+    beliefs: Sequence[BeliefSpec],
+    actor: Actor,
+) -> list[str]:
+    """The keys of the action's slots: the ones named (each must be the class's, or the class
+    has open slots), or every declared slot plus any slot the opening beliefs name. Every
+    belief must be for a slot of the action."""
+    if named is not None:
+        action_slots(task_class, named, actor)
+        keys = list(dict.fromkeys(named))
+        outside = [i for i, spec in enumerate(beliefs) if spec.slot not in keys]
+        if outside:
+            index = outside[0]
+            raise InvalidInput(
+                f"beliefs[{index}].slot: {beliefs[index].slot!r} is not one of this action's slots",
+                code="slot_not_in_action",
+                fields={f"beliefs[{index}].slot": ["not one of the action's slots"]},
+            )
+        return keys
+    keys = default_action(task_class)
+    extra = [spec.slot for spec in beliefs if spec.slot not in keys]
+    if extra:
+        action_slots(task_class, extra, actor, field="beliefs")
+        keys += list(dict.fromkeys(extra))
+    return keys
 
 
 def _record_opening_beliefs(
@@ -113,9 +164,6 @@ def _record_opening_beliefs(
         return
     task_class = instance.task_class
     slots = {s.key: s for s in task_class.slots.filter(key__in={spec.slot for spec in specs})}
-    for spec in specs:
-        if spec.slot not in slots:
-            slots[spec.slot] = slot_register_unknown(task_class, spec.slot, actor)
     last = {spec.slot: index for index, spec in enumerate(specs)}
     acquired_at = timezone.now()
     beliefs = []
@@ -166,9 +214,17 @@ def _recorded_event(
 def _belief_record(*, instance: TaskInstance, spec: BeliefSpec, actor: Actor) -> Belief:
     acquired_at = timezone.now()
 
-    slot = instance.task_class.slots.filter(key=spec.slot).first()
-    if slot is None:
-        slot = slot_register_unknown(instance.task_class, spec.slot, actor)
+    slot = action_slots(instance.task_class, [spec.slot], actor, field="slot")[spec.slot]
+    if spec.slot not in instance.action_slots:
+        if not instance.task_class.open_slots or slot.declared:
+            raise InvalidInput(
+                f"slot: {spec.slot!r} is not one of this action's slots",
+                code="slot_not_in_action",
+                fields={"slot": ["not one of the action's slots"]},
+            )
+        # An open-slots class: recording a value for a slot names it in the action.
+        instance.action_slots = [*instance.action_slots, spec.slot]
+        instance.save(update_fields=["action_slots", "updated_at"])
     superseded = Belief.objects.filter(
         instance=instance, slot=slot, status=BeliefStatus.ACTIVE
     ).update(status=BeliefStatus.SUPERSEDED, status_reason=SUPERSEDED_REASON)

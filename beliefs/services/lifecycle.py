@@ -20,6 +20,7 @@ from beliefs.models import (
 from beliefs.selectors import rows
 from beliefs.selectors.beliefs import open_prompts_of
 from beliefs.services.notify import instance_status_changed
+from beliefs.services.receipts import receipt_revoke
 
 
 def lock_instance(instance: TaskInstance) -> TaskInstance:
@@ -66,9 +67,9 @@ def close_instance(
     instance: TaskInstance, status: InstanceStatus, prompt_state: PromptState, reason: str
 ) -> None:
     status_before = instance.status
-    instance.prompts.filter(state=PromptState.OPEN).update(
-        state=prompt_state, updated_at=timezone.now()
-    )
+    now = timezone.now()
+    instance.prompts.filter(state=PromptState.OPEN).update(state=prompt_state, updated_at=now)
+    receipt_revoke(instance, f"the instance was {status}", now)
     instance.status = status
     instance.status_reason = reason
     instance.bindings = None

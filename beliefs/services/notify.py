@@ -92,7 +92,14 @@ def instance_status_changed(instance: TaskInstance, before: str) -> None:
         _emit(instance, type, blocking=len(prompts), prompts=_prompt_summaries(prompts))
         _email_person(instance, EmailNotification.Kind.AWAITING_USER)
     elif status == InstanceStatus.READY:
-        _emit(instance, type, bindings=instance.bindings, bindings_digest=instance.bindings_digest)
+        receipt = instance.receipt
+        _emit(
+            instance,
+            type,
+            bindings=instance.bindings,
+            bindings_digest=instance.bindings_digest,
+            receipt=receipt.token if receipt is not None else None,
+        )
     else:
         _emit(instance, type, reason=instance.status_reason)
 

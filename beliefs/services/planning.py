@@ -28,6 +28,7 @@ from beliefs.services.audit import Actor, audit
 from beliefs.services.expiry import expire_locked_if_due
 from beliefs.services.lifecycle import instance_with_open_prompts, require_open
 from beliefs.services.notify import instance_status_changed
+from beliefs.services.receipts import receipt_issue, receipt_revoke
 from beliefs.services.retry import retry_on_race
 
 DESIRED_FIELDS = [
@@ -256,6 +257,12 @@ def plan_locked(
                 "updated_at",
             ]
         )
+    receipt = None
+    if instance.status == InstanceStatus.READY and status_before != InstanceStatus.READY:
+        receipt = receipt_issue(instance, now)
+    elif status_before == InstanceStatus.READY and instance.status != InstanceStatus.READY:
+        # A veto after ready reopened it: what the receipt approved no longer stands.
+        receipt_revoke(instance, "reopened by a veto after ready", now)
     if changes or instance.status == InstanceStatus.READY:
         audit(
             "instance.planned",
@@ -266,6 +273,7 @@ def plan_locked(
                 "blocking": blocking,
                 "changes": changes,
                 "bindings_digest": instance.bindings_digest,
+                **({"receipt": str(receipt.jti)} if receipt is not None else {}),
             },
         )
     instance_status_changed(instance, status_before)

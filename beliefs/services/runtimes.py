@@ -12,7 +12,8 @@ from beliefs.services.audit import Actor, audit, audit_replaced
 MAX_RUNTIME_NAME = 50
 
 
-def _runtime_name(name: object) -> str:
+def check_runtime_name(name: object) -> str:
+    """A runtime's name as given, checked: the admin and the key command take the same names."""
     if not isinstance(name, str) or not name.strip():
         raise field_error("name", "must be a non-empty name, e.g. billing-agent")
     name = name.strip()
@@ -27,7 +28,7 @@ def runtime_key_create(
 ) -> tuple[RuntimeAPIKey, str]:
     """A new key for the named runtime (created if needed). The key is returned once, here;
     only its hash is stored."""
-    name = _runtime_name(runtime_name)
+    name = check_runtime_name(runtime_name)
     runtime, created = Runtime.objects.get_or_create(name=name)
     if created:
         audit("runtime.created", actor=actor, subject=name)

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Count, Max
+from django.utils import timezone
 
 from beliefs.errors import InvalidInput, NotFound, PermissionDenied, field_error
 from beliefs.models import (
@@ -17,6 +18,7 @@ from beliefs.models import (
     TaskClass,
     TaskClassShare,
 )
+from beliefs.services import limits
 from beliefs.services.audit import Actor, audit
 from beliefs.services.retry import retry_on_race
 
@@ -56,6 +58,7 @@ def task_class_register(
     name: str | None = None,
     slots: Sequence[SlotSpec] = (),
     decisions: Sequence[DecisionSpec] = (),
+    open_slots: bool | None = None,
     actor: Actor,
 ) -> TaskClass:
     """Register or update a task class from a runtime's description (validated by the API).
@@ -65,7 +68,8 @@ def task_class_register(
     leaves them out (dropping one could let an irreversible decision leak).
     """
     task_class, created = TaskClass.objects.get_or_create(
-        key=key, defaults={"name": name or key, "owner": actor.runtime}
+        key=key,
+        defaults={"name": name or key, "owner": actor.runtime, "open_slots": bool(open_slots)},
     )
     # Concurrent registrations of one class queue here, so the second sees the first's slots.
     # No key update: instances being opened meanwhile only need the row to stay.
@@ -74,6 +78,12 @@ def task_class_register(
     if not created and name is not None:
         task_class.name = name or key
         task_class.save(update_fields=["name", "updated_at"])
+    open_slots_changed = (
+        not created and open_slots is not None and open_slots != task_class.open_slots
+    )
+    if open_slots_changed:
+        task_class.open_slots = bool(open_slots)
+        task_class.save(update_fields=["open_slots", "updated_at"])
 
     # Each kind of write is one statement whatever the number of slots and decisions.
     existing = {s.key: s for s in task_class.slots.all()}
@@ -108,9 +118,15 @@ def task_class_register(
         for field in spec.sent:
             value = getattr(spec, field)
             setattr(slot, field, (value or spec.key) if field == "label" else value)
+        stated = set(spec.sent)
+        if not slot.declared:  # a slot grown from an action's arguments, now declared
+            slot.declared = True
+            stated.add("declared")
         if slot.pk is not None:
             updated_slots[slot.pk] = slot
-            updated_fields |= spec.sent
+            updated_fields |= stated
+    # Before any write: the body's own lists were bounded by the API; this bounds the class.
+    limits.SLOTS.check("slots", len(existing))
     Slot.objects.bulk_create(new_slots)  # sets each slot's pk (RETURNING on both databases)
     if updated_fields:
         Slot.objects.bulk_update(list(updated_slots.values()), sorted(updated_fields))
@@ -135,6 +151,7 @@ def task_class_register(
             if decision.pk is not None:
                 relabelled[decision.pk] = decision
         links.extend((decision, existing[s]) for s in decision_spec.slots)
+    limits.DECISIONS.check("decisions", len(known))
     Decision.objects.bulk_create(new_decisions)
     Decision.objects.bulk_update(list(relabelled.values()), ["label"])
     # A link already there is kept as it is (a registration never drops one).
@@ -153,6 +170,7 @@ def task_class_register(
         data={
             "added_slots": added_slots,
             "added_decisions": added_decisions,
+            **({"open_slots": task_class.open_slots} if created or open_slots_changed else {}),
             **({"adopted_by": actor.runtime.name} if adopted and actor.runtime else {}),
         },
     )
@@ -179,16 +197,24 @@ def _claim(task_class: TaskClass, actor: Actor) -> bool:
     return False
 
 
-def slot_register_unknown(task_class: TaskClass, key: str, actor: Actor) -> Slot:
-    """A belief for a slot nobody declared registers it, unclassified (so irreversible).
-    Only the class's owner may add a slot this way: it changes the class."""
-    if not task_class.slots.filter(key=key).exists():
-        _claim(task_class, actor)
-    position = (task_class.slots.aggregate(m=Max("position"))["m"] or 0) + 1
+def _grow(task_class: TaskClass, key: str, actor: Actor) -> Slot:
+    """An open-slots class grows a slot from one call's arguments: registered unclassified
+    (so irreversible), not declared, so it is in play only for the actions that name it. Within
+    the class's slot limit, like a registration."""
+    # The count rides on the position's query: no statement more per slot.
+    present = task_class.slots.aggregate(m=Max("position"), n=Count("pk"))
+    if present["n"] >= limits.SLOTS.value:
+        raise limits.SLOTS.exceeded("slot", present["n"] + 1)
+    position = (present["m"] or 0) + 1
     slot, created = Slot.objects.get_or_create(
         task_class=task_class,
         key=key,
-        defaults={"label": key, "value_type": Slot.ValueType.JSON, "position": position},
+        defaults={
+            "label": key,
+            "value_type": Slot.ValueType.JSON,
+            "position": position,
+            "declared": False,
+        },
     )
     if created:
         audit(
@@ -196,8 +222,60 @@ def slot_register_unknown(task_class: TaskClass, key: str, actor: Actor) -> Slot
             actor=actor,
             task_class=task_class,
             subject=key,
-            data={"reason": "belief recorded for an undeclared slot"},
+            data={"reason": "named by an action of a class with open slots"},
         )
+    return slot
+
+
+def action_slots(
+    task_class: TaskClass, keys: Sequence[str], actor: Actor, *, field: str = "slots"
+) -> dict[str, Slot]:
+    """The class's slots of these keys, for an action that names them. A key the class does
+    not have is refused (`unknown_slot`), and nothing is stored, unless the class has open
+    slots: then it is registered for the action. A retired slot is refused (`slot_retired`)."""
+    found = {s.key: s for s in task_class.slots.filter(key__in=set(keys))}
+    unknown = [k for k in dict.fromkeys(keys) if k not in found]
+    if unknown and not task_class.open_slots:
+        raise InvalidInput(
+            f"{field}: the task class {task_class.key!r} has no slot "
+            + ", ".join(repr(k) for k in unknown)
+            + ": register it first (PUT /api/v1/task-classes/{key}/), or register the class "
+            "with open_slots if every call names its own",
+            code="unknown_slot",
+            fields={field: [f"unknown slot {k!r}" for k in unknown]},
+        )
+    retired = [k for k in keys if k in found and found[k].retired_at is not None]
+    if retired:
+        raise InvalidInput(
+            f"{field}: the slot {retired[0]!r} is retired and no longer used",
+            code="slot_retired",
+            fields={field: [f"retired slot {k!r}" for k in retired]},
+        )
+    for key in unknown:
+        found[key] = _grow(task_class, key, actor)
+    return found
+
+
+def default_action(task_class: TaskClass) -> list[str]:
+    """The keys of an action that names none: every declared slot not retired, in order."""
+    return list(
+        task_class.slots.filter(declared=True, retired_at__isnull=True)
+        .order_by("position", "id")
+        .values_list("key", flat=True)
+    )
+
+
+@transaction.atomic
+def slot_retire(*, slot: Slot, actor: Actor) -> Slot:
+    """A retired slot is no longer planned (its history stays): by the class's owner or a
+    classifier. Idempotent."""
+    task_class = slot.task_class
+    if actor.user is None:
+        _claim(task_class, actor)
+    if slot.retired_at is None:
+        slot.retired_at = timezone.now()
+        slot.save(update_fields=["retired_at"])
+        audit("slot.retired", actor=actor, task_class=task_class, subject=slot.key, data={})
     return slot
 
 

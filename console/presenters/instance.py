@@ -27,7 +27,12 @@ from beliefs.models import (
     TaskInstance,
 )
 from console.forms import form_value
-from console.templatetags.reveal import display_text, hidden_characters, plain_text
+from console.templatetags.reveal import (
+    display_text,
+    hidden_characters,
+    mixed_script_note,
+    plain_text,
+)
 
 RESTATEMENT_VALUE_LIMIT = 60
 # Up to this many choices are radio buttons; more become a drop-down list.
@@ -397,20 +402,32 @@ class Card:
         return []
 
     @cached_property
+    def read(self) -> list[Any]:
+        """Everything a person reads on this card, as checked for deceptive characters."""
+        p = self.prompt
+        return [
+            p.slot.label,
+            p.prefill,
+            p.context_value,
+            p.response_value,
+            p.world_ref,
+            p.world_now,
+            [[e.get("key"), e.get("old"), e.get("new")] for e in self.diff],
+        ]
+
+    @cached_property
     def hidden(self) -> list[str]:
         """Hidden characters anywhere a person reads on this card."""
-        p = self.prompt
-        return hidden_characters(
-            [
-                p.slot.label,
-                p.prefill,
-                p.context_value,
-                p.response_value,
-                p.world_ref,
-                p.world_now,
-                [[e.get("key"), e.get("old"), e.get("new")] for e in self.diff],
-            ]
-        )
+        return hidden_characters(self.read)
+
+    @cached_property
+    def mixed(self) -> str:
+        """The words on this card that mix look-alike scripts, explained; "" for none."""
+        return mixed_script_note(self.read)
+
+    @property
+    def flagged(self) -> bool:
+        return bool(self.hidden or self.mixed)
 
 
 def _vetoed_after_ready(veto: Prompt, shown: list[Prompt]) -> bool:
@@ -481,7 +498,8 @@ class Part:
     label: str
     text: str
     pending: bool
-    flagged: bool
+    flagged: bool  # hidden characters
+    mixed: str = ""  # mixed-script words, explained
 
 
 @dataclass(frozen=True)
@@ -507,7 +525,8 @@ def restatement(instance: TaskInstance, decisions: list[Decision]) -> list[Sente
         if len(text) > RESTATEMENT_VALUE_LIMIT:
             text = text[: RESTATEMENT_VALUE_LIMIT - 1] + "…"
         flagged = bool(hidden_characters([item.get("label"), value]))
-        return Part(item.get("label") or key, text, pending, flagged)
+        mixed = mixed_script_note([item.get("label"), value])
+        return Part(item.get("label") or key, text, pending, flagged, mixed)
 
     sentences = []
     fed: set[str] = set()
@@ -562,6 +581,7 @@ def banner_context(
         "blocking_count": len(open_blocking),
         "bindings": bindings,
         "bindings_flagged": bool(hidden_characters(instance.bindings or {})),
+        "bindings_mixed": mixed_script_note([[row["label"], row["value"]] for row in bindings]),
     }
 
 

@@ -13,7 +13,7 @@ from django import template
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import mark_safe
 
-from console.templatetags.reveal import display_text, plain_text, reveal_parts
+from console.templatetags.reveal import display_text, mixed_script_note, plain_text, reveal_parts
 
 register = template.Library()
 
@@ -33,6 +33,53 @@ def shown(value: Any) -> str:
             for p, hidden in reveal_parts(plain_text(value))
         )
     )
+
+
+MIXED_SCRIPTS_TITLE = (
+    "Letters from different alphabets that look alike are mixed in one word, so it may not "
+    "be the word it looks like"
+)
+
+
+@register.filter
+def mixed_mark(value: Any) -> str:
+    """A visible mark, with its explanation, after a value whose words mix look-alike scripts
+    (Latin with Cyrillic or Greek); "" for any other value."""
+    note = mixed_script_note(value)
+    if not note:
+        return ""
+    return format_html(
+        ' <span class="flag-inline mixed-script" role="note" title="{}">'
+        "\N{WARNING SIGN} look-alike letters: {}</span>",
+        MIXED_SCRIPTS_TITLE,
+        note,
+    )
+
+
+@register.filter
+def shown_checked(value: Any) -> str:
+    """`shown`, then the mixed-script mark: for staff pages, which show values in tables."""
+    return format_html("{}{}", shown(value), mixed_mark(value))
+
+
+@register.filter
+def shown_list(value: Any) -> str:
+    """A list as "a, b, c", each item shown and checked like `shown_checked`; anything else
+    (a stored value that is not a list) shown as it is."""
+    if not isinstance(value, list):
+        return shown_checked(value)
+    return mark_safe(  # noqa: S308 - built from escaped parts only
+        ", ".join(shown_checked(plain_text(item, compact=True)) for item in value)
+    )
+
+
+@register.filter
+def shown_order(order: Any) -> str:
+    """A scope order, lowest first, as "read < write < admin", each scope revealed and escaped
+    once (`join` would escape the scopes before `shown` escapes them again); "none" for none."""
+    if not order:
+        return "none"
+    return shown(" < ".join(str(scope) for scope in order))
 
 
 @register.filter

@@ -133,6 +133,17 @@ class SlotForm(forms.Form):
             self.slot.scope_order or None
         )
 
+    def previewed(self) -> list[Change]:
+        """The changes a preview weighs: the risk changes, and a changed scope order (which
+        re-routes nothing, but may wait for a second classifier)."""
+        changes = self.changes()
+        if self.scope_order_changed():
+            order = self.cleaned_data["scope_order"]
+            changes.append(
+                Change("slot", self.slot.key, "scope_order", tuple(order) if order else None)
+            )
+        return changes
+
 
 class DecisionForm(forms.Form):
     risk_class = forms.ChoiceField(required=False, label="Risk class")
@@ -380,9 +391,13 @@ def _announce(request: AuthedHttpRequest, results: list[ChangeResult]) -> None:
             messages.info(request, result.message)
 
 
+def _previewed(form: SlotForm | DecisionForm) -> list[Change]:
+    return form.previewed() if isinstance(form, SlotForm) else form.changes()
+
+
 def _keep_impact(task_class: TaskClass, bound: Bound, form: SlotForm | DecisionForm) -> None:
     """A refused save keeps the row's impact preview in view."""
-    if form.is_valid() and (changes := form.changes()):
+    if form.is_valid() and (changes := _previewed(form)):
         bound.impact = impact_of(impact_snapshot(task_class), changes)
 
 
@@ -511,7 +526,7 @@ def _preview(request: AuthedHttpRequest, task_class: TaskClass, bound: Bound) ->
     status = 400
     if form.is_valid():
         status = 200
-        changes = form.changes()
+        changes = _previewed(form)
         bound.nothing = not changes
         if changes:
             bound.impact = impact_of(impact_snapshot(task_class), changes)

@@ -36,6 +36,8 @@ from console.presenters.instance import (
 from console.templatetags.reveal import display_text
 
 RECENT_LIMIT = 10
+INBOX_PAGE_SIZE = 25
+MAX_INBOX_PAGE = 10_000
 FIELD_NAMES = {"reason": "Your reason: "}
 
 
@@ -82,8 +84,25 @@ def _instance_context(
 # --- the inbox -----------------------------------------------------------------------------
 
 
+def _page_number(raw: str | None) -> int:
+    """?page=N as a page number: anything but a whole number from 1 is the first page, and a
+    number past MAX_INBOX_PAGE is that page (its offset must stay a number the database takes;
+    the list is long past its end by then)."""
+    if raw is None or not raw.isascii() or not raw.isdigit():
+        return 1
+    digits = raw.lstrip("0") or "0"
+    if len(digits) > len(str(MAX_INBOX_PAGE)):
+        return MAX_INBOX_PAGE
+    return min(max(int(digits), 1), MAX_INBOX_PAGE)
+
+
 def _inbox_context(request: AuthedHttpRequest) -> dict[str, Any]:
+    """One page of the waiting instances. One row past the page says whether another page
+    follows, so the inbox counts nothing (the count would aggregate every waiting instance's
+    prompts); a page past the end says so."""
     now = timezone.now()
+    page = _page_number(request.GET.get("page"))
+    start = (page - 1) * INBOX_PAGE_SIZE
     decisions = Prefetch("task_class__decisions", queryset=Decision.objects.order_by("id"))
     waiting = (
         selectors.inbox_instances(request.user)
@@ -105,7 +124,15 @@ def _inbox_context(request: AuthedHttpRequest) -> dict[str, Any]:
         .select_related("task_class")
         .order_by("-updated_at")[:RECENT_LIMIT]
     )
-    return {"waiting": list(waiting), "recent": list(recent), "now": now}
+    rows = list(waiting[start : start + INBOX_PAGE_SIZE + 1])
+    return {
+        "waiting": rows[:INBOX_PAGE_SIZE],
+        "recent": list(recent),
+        "now": now,
+        "page": page,
+        "has_next": len(rows) > INBOX_PAGE_SIZE,
+        "past_the_end": page > 1 and not rows,
+    }
 
 
 @require_GET

@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from beliefs.models import AuditEvent, Belief, PromptResponse, Slot
+from beliefs.models import AuditEvent, Belief, PromptResponse, Slot, TaskInstance
 from tests.api.conftest import API, Driver
 from tests.conftest import JsonClient, runtime_key_of
 from tests.examples import examples
@@ -238,16 +238,29 @@ def test_it_refuses_registration_by_a_person(
     _error(response, 403)
 
 
-def test_it_registers_an_unknown_slot_as_unclassified(api: Driver, instance_id: str) -> None:
+def test_it_refuses_a_belief_for_a_slot_the_class_does_not_have(
+    api: Driver, instance_id: str
+) -> None:
+    before = api.runtime.get(f"{API}/task-classes/payments.transfer/").json()
     response = api.runtime.post_json(
         f"{API}/instances/{instance_id}/beliefs/",
         {"slot": "ship_to", "value": "1 Main St", "source": "user", "world_ref": {"zip": "1"}},
     )
-    assert response.status_code == 201, response.json()
-    task_class = api.runtime.get(f"{API}/task-classes/payments.transfer/").json()
-    (slot,) = [s for s in task_class["slots"] if s["key"] == "ship_to"]
-    assert (slot["risk_class"], slot["effective_risk"]) == ("unclassified", "irreversible")
-    assert slot["risk_reason"] == "unclassified: treated as irreversible"
+    body = _error(response, 400, code="unknown_slot")
+    assert body["fields"] == {"slot": ["unknown slot 'ship_to'"]}
+    # Nothing is stored: the class is as it was, and no belief was recorded.
+    assert api.runtime.get(f"{API}/task-classes/payments.transfer/").json() == before
+    assert not Belief.objects.filter(value="1 Main St").exists()
+
+
+def test_it_refuses_opening_an_action_with_an_unknown_slot(api: Driver, transfer: str) -> None:
+    response = api.runtime.post_json(
+        f"{API}/instances/",
+        {"task_class": transfer, "principal": "alice", "slots": ["recipient_account", "ref"]},
+    )
+    body = _error(response, 400, code="unknown_slot")
+    assert body["fields"] == {"slots": ["unknown slot 'ref'"]}
+    assert not TaskInstance.objects.exists()
 
 
 # --- responding ----------------------------------------------------------------------------

@@ -66,5 +66,5 @@ def test_line_separators_in_a_value_are_escaped_as_in_every_answer(
 def test_an_indent_asked_for_is_honoured(api: Driver, instance_id: str) -> None:
     compact = json.loads(_plan(api, instance_id))
     indented = _plan(api, instance_id, HTTP_ACCEPT="application/json; indent=2")
-    assert indented.startswith(b'{\n  "instance": ')
+    assert indented.startswith(b'{\n  "id": ')
     assert json.loads(indented) == compact

@@ -146,11 +146,12 @@ def test_opening_with_a_belief_per_slot_runs_the_same_queries_at_5_and_200_slots
         "principal": "alice",
         "beliefs": [{"slot": k, "value": "v", "source": "tool"} for k in keys],
     }
-    # 1 the API key; the service: 2 savepoint, 3 the task class, 4 the principal, 5 its row
-    # locked, 6 its last run number, 7 the instance, 8 its audit event, 9 the slots, 10 the
-    # beliefs in one INSERT, 11 their audit events in one INSERT, 12 release; 13 the answer's
-    # prompts (none yet).
-    with django_assert_num_queries(13):
+    # 1 the API key; the service: 2 savepoint, 3 the task class, 4 the principal, 5 the
+    # action's slots (every declared one), 6 the principal's row locked, 7 its open instances
+    # from this runtime counted (the limit), 8 its last run number, 9 the instance, 10 its audit
+    # event, 11 the slots, 12 the beliefs in one INSERT, 13 their audit events in one INSERT,
+    # 14 release; 15 the answer's prompts (none yet).
+    with django_assert_num_queries(15):
         response = api.runtime.post_json(f"{API}/instances/", body)
     assert response.status_code == 201, response.json()
     instance_id = response.json()["id"]

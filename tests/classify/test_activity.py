@@ -134,3 +134,19 @@ def test_it_offers_every_kind_and_the_latest_actors(
     monkeypatch.setattr(classify, "ACTIVITY_ACTORS_FROM", 1)  # the latest event: system's
     assert classify.recent_actors("") == ["system"]
     assert classify.recent_actors("carol") == ["carol", "system"]  # the selected one stays
+
+
+def test_it_marks_look_alike_letters_in_subjects_and_values(
+    carol_client: Client, carol: User
+) -> None:
+    audit(
+        "classification.slot_risk",
+        actor=Actor(user=carol),
+        task_class=shop(),
+        subject="\u0440ayee<b>",
+        data={"before": "x", "after": "p\u0430ypal\u202e", "reason": "r"},
+    )
+    html = carol_client.get("/activity/?kind=classification.slot_risk").content.decode()
+    assert "\u201c\u0440ayee\u201d mixes Cyrillic and Latin letters" in html
+    assert "\u201cp\u0430ypal\u201d mixes Cyrillic and Latin letters" in html
+    assert "<b>" not in html.split("<tbody>")[1] and "\u202e" not in html

@@ -464,3 +464,73 @@ def test_it_lists_the_unclassified_queue_first(
     assert "treated as irreversible until classified" in queue
     assert "policy" in queue  # the runtime's suggestion
     assert "entity_id" not in queue
+
+
+# --- four eyes on scope orders -------------------------------------------------------------
+
+HX_HEADERS = {"HX-Request": "true"}
+
+
+def test_a_weaker_scope_order_waits_on_the_page_and_a_second_classifier_approves_it(
+    signed_in: Callable[[User], Client], carol: User, cathy: User
+) -> None:
+    contract()
+    form = {"risk_class": "policy", "monotonic": "on", "reason": "flip"}
+    preview = signed_in(carol).post(
+        slot_url("scope") + "preview/", {**form, "scope_order": "write, read"}, headers=HX_HEADERS
+    )
+    assert preview.status_code == 200
+    assert "Needs a second classifier" in preview.content.decode()
+    response = signed_in(carol).post(
+        slot_url("scope"), {**form, "scope_order": "write, read"}, headers=HX_HEADERS
+    )
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "Not applied yet: it puts write below read" in html
+    assert slot("scope").scope_order == ["read", "write"]
+    change_request = RiskChangeRequest.objects.get()
+    html = signed_in(cathy).get("/classify/legal.sign_contract/").content.decode()
+    assert f'id="request-{change_request.pk}"' in html
+    assert 'scope order <span class="scope-order">read &lt; write</span> → ' in html
+    assert "Waiting for approval: scope order write &lt; read" in html
+    approved = signed_in(cathy).post(
+        f"/classify/legal.sign_contract/requests/{change_request.pk}/",
+        {"action": "approve", "reason": "checked"},
+    )
+    assert approved.status_code == 302
+    assert slot("scope").scope_order == ["write", "read"]
+
+
+def test_a_scope_order_with_new_scopes_on_top_saves_at_once_and_scopes_are_escaped(
+    signed_in: Callable[[User], Client], carol: User
+) -> None:
+    contract()
+    order = "read, write, <b>admin</b>&amp;\u202e"
+    response = signed_in(carol).post(
+        slot_url("scope"),
+        {"risk_class": "policy", "monotonic": "on", "scope_order": order, "reason": "r"},
+        headers=HX_HEADERS,
+    )
+    assert response.status_code == 200
+    assert slot("scope").scope_order == ["read", "write", "<b>admin</b>&amp;\u202e"]
+    assert not RiskChangeRequest.objects.exists()
+    # Cleared, then shown read-only once the slot is no longer monotonic: escaped once.
+    Slot.objects.filter(key="scope").update(monotonic=False)
+    html = signed_in(carol).get("/classify/legal.sign_contract/").content.decode()
+    assert "read &lt; write &lt; &lt;b&gt;admin&lt;/b&gt;&amp;amp;" in html
+    assert "<b>admin" not in html and "\u202e" not in html
+
+
+def test_the_classifier_pages_mark_look_alike_letters_in_names_and_labels(
+    signed_in: Callable[[User], Client], carol: User
+) -> None:
+    task_class = contract()
+    TaskClass.objects.filter(pk=task_class.pk).update(name="Sign \u0440ayments <b>x</b>")
+    Slot.objects.filter(key="name").update(label="C\u043eunterparty")
+    for url in ("/classify/", "/classify/legal.sign_contract/"):
+        html = signed_in(carol).get(url).content.decode()
+        assert "\u201c\u0440ayments\u201d mixes Cyrillic and Latin letters" in html, url
+        assert "<b>x</b>" not in html and "&lt;b&gt;x&lt;/b&gt;" in html
+    html = signed_in(carol).get("/classify/legal.sign_contract/").content.decode()
+    assert "\u201cC\u043eunterparty\u201d mixes Cyrillic and Latin letters" in html
+    assert "U+043E CYRILLIC SMALL LETTER O" in html

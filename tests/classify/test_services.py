@@ -443,18 +443,122 @@ def test_it_refuses_unknown_slots_in_a_decision(carol: User) -> None:
     ("given", "stored"),
     [
         ("read, write, admin", ["read", "write", "admin"]),
-        (["read", "admin"], ["read", "admin"]),
-        ("", None),
+        (["read", "write", "admin", "root"], ["read", "write", "admin", "root"]),
     ],
 )
-def test_it_sets_a_scope_order(carol: User, given: object, stored: object) -> None:
+def test_it_sets_a_scope_order_that_only_adds_scopes_at_the_top(
+    carol: User, given: object, stored: object
+) -> None:
     contract()
-    c.slot_set_scope_order(
+    result = c.slot_set_scope_order(
         slot=slot("scope"), scope_order=given, reason="r", actor=Actor(user=carol)
     )
+    assert result.outcome == "applied"
     assert slot("scope").scope_order == stored
     [event] = events("classification.slot_scope_order")
     assert (event.data["before"], event.data["after"]) == (["read", "write"], stored)
+    assert not RiskChangeRequest.objects.exists()
+
+
+def test_it_sets_a_scope_order_where_there_was_none(carol: User) -> None:
+    contract()
+    result = c.slot_set_scope_order(
+        slot=slot("reminder"), scope_order="low, high", reason="r", actor=Actor(user=carol)
+    )
+    assert result.outcome == "applied"
+    assert slot("reminder").scope_order == ["low", "high"]
+
+
+# Until 0016 these took effect with one classifier; they weaken the escalation guard.
+@pytest.mark.parametrize(
+    ("given", "stored", "why"),
+    [
+        ("write, read", ["write", "read"], "it puts write below read"),
+        (["read", "admin"], ["read", "admin"], "it removes write"),
+        ("read", None, "at least two"),  # not even a valid order: refused, not requested
+        ("", None, "it clears the scope order read < write"),
+        ("guest, read, write", ["guest", "read", "write"], "it adds guest below write"),
+        ("read, admin, write", ["read", "admin", "write"], "it adds admin below write"),
+    ],
+)
+def test_it_holds_a_weaker_scope_order_for_a_second_classifier(
+    carol: User, cathy: User, given: str, stored: object, why: str
+) -> None:
+    contract()
+    if why == "at least two":
+        with pytest.raises(InvalidInput, match=why):
+            c.slot_set_scope_order(
+                slot=slot("scope"), scope_order=given, reason="r", actor=Actor(user=carol)
+            )
+        return
+    result = c.slot_set_scope_order(
+        slot=slot("scope"), scope_order=given, reason="flatten it", actor=Actor(user=carol)
+    )
+    assert result.outcome == "requested"
+    assert why in result.message and "second classifier" in result.message
+    assert slot("scope").scope_order == ["read", "write"]
+    assert not events("classification.slot_scope_order")
+    change_request = result.request
+    assert change_request is not None
+    assert (change_request.field, change_request.before, change_request.after) == (
+        "scope_order",
+        ["read", "write"],
+        stored or [],  # a request stores "no order" as []
+    )
+    [requested] = events("classification.change_requested")
+    assert why in requested.data["why"]
+    with pytest.raises(PermissionDenied, match="cannot approve it"):
+        c.risk_change_request_approve(
+            change_request=change_request, reason="mine", actor=Actor(user=carol)
+        )
+    approved = c.risk_change_request_approve(
+        change_request=change_request, reason="checked", actor=Actor(user=cathy)
+    )
+    assert approved.outcome == "applied"
+    assert slot("scope").scope_order == stored
+    [applied] = events("classification.slot_scope_order")
+    assert (applied.data["before"], applied.data["after"]) == (["read", "write"], stored)
+    assert (applied.data["requested_by"], applied.data["approved_by"]) == ("carol", "cathy")
+
+
+def test_one_scope_order_request_waits_at_a_time_and_a_refusal_keeps_the_order(
+    carol: User, cathy: User
+) -> None:
+    contract()
+    result = c.slot_set_scope_order(
+        slot=slot("scope"), scope_order="write, read", reason="r", actor=Actor(user=carol)
+    )
+    assert result.request is not None
+    with pytest.raises(Conflict, match="already waiting"):
+        c.slot_set_scope_order(
+            slot=slot("scope"), scope_order="", reason="r", actor=Actor(user=cathy)
+        )
+    c.risk_change_request_refuse(
+        change_request=result.request, reason="no", actor=Actor(user=cathy)
+    )
+    assert slot("scope").scope_order == ["read", "write"]
+    again = c.slot_set_scope_order(
+        slot=slot("scope"), scope_order="", reason="r", actor=Actor(user=cathy)
+    )
+    assert again.outcome == "requested"
+
+
+def test_a_scope_order_request_is_out_of_date_once_the_order_changed(
+    carol: User, cathy: User
+) -> None:
+    contract()
+    result = c.slot_set_scope_order(
+        slot=slot("scope"), scope_order="write, read", reason="r", actor=Actor(user=carol)
+    )
+    assert result.request is not None
+    c.slot_set_scope_order(
+        slot=slot("scope"), scope_order="read, write, admin", reason="r", actor=Actor(user=cathy)
+    )
+    with pytest.raises(Conflict, match="changed since"):
+        c.risk_change_request_approve(
+            change_request=result.request, reason="ok", actor=Actor(user=cathy)
+        )
+    assert slot("scope").scope_order == ["read", "write", "admin"]
 
 
 @pytest.mark.parametrize("bad", ["admin", "read, read", "read, , admin", 3, ["a", 1]])

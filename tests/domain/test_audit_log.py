@@ -87,7 +87,8 @@ def test_it_still_appends(event: AuditEvent) -> None:
 def test_it_audits_every_service(runtime_key: tuple[RuntimeAPIKey, str], alice: User) -> None:
     rt = Actor(key=runtime_key[0])
     transfer(rt)
-    register_task_class(key="payments.transfer", slots=[{"key": "memo"}], actor=rt)
+    # Open slots: the belief for "undeclared" below grows the class (for that instance only).
+    register_task_class(key="payments.transfer", slots=[{"key": "memo"}], actor=rt, open_slots=True)
     instance = open_instance(
         task_class_key="payments.transfer",
         principal="alice",

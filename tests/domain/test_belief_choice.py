@@ -137,6 +137,7 @@ def test_the_chosen_belief_per_slot_is_todays_rule(
                 principal=principals[p],
                 run_number=r,
                 runtime=None if which is None else runtimes[which],
+                action_slots=[s.key for s in slots[c]],
             )
             for (p, c, r), which in zip(keys, run_runtimes, strict=True)
         }
@@ -174,7 +175,9 @@ def test_a_chosen_beliefs_instance_comes_without_its_large_columns(alice: User) 
     run1 = TaskInstance.objects.create(
         task_class=task_class, principal=alice, run_number=1, world={"s": {"big": "x" * 1000}}
     )
-    run2 = TaskInstance.objects.create(task_class=task_class, principal=alice, run_number=2)
+    run2 = TaskInstance.objects.create(
+        task_class=task_class, principal=alice, run_number=2, action_slots=["s"]
+    )
     Belief.objects.create(
         instance=run1, principal=alice, slot=slot, value=1, source="user", acquired_at=T0
     )

@@ -69,6 +69,8 @@ def server(db: None) -> Iterator[str]:
         "DJANGO_SECRET_KEY": settings.SECRET_KEY,
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
         "DJANGO_SECURE_SSL_REDIRECT": "false",
+        # The test session's receipts key (production settings need one to sign).
+        "CONSOLE_RECEIPT_SIGNING_KEYS": ",".join(settings.CONSOLE_RECEIPT_SIGNING_KEYS),
         "DATABASE_URL": (
             f"postgres://{database['USER']}@{database['HOST'] or '127.0.0.1'}:"
             f"{database['PORT'] or 5432}/{database['NAME']}"

@@ -742,9 +742,11 @@ def test_it_refuses_a_risk_class_from_a_runtime_and_stores_a_suggestion(rt: Acto
     assert (slot.risk_class, slot.suggested_risk) == ("unclassified", "cosmetic")
 
 
-def test_it_registers_an_unknown_slot_unclassified(
+def test_an_open_slots_class_grows_a_slot_only_for_the_action_that_names_it(
     rt: Actor, alice: User, transfer_class: TaskClass
 ) -> None:
+    transfer_class.open_slots = True
+    transfer_class.save()
     instance = _open(rt, alice)
     record_belief(
         instance=instance,
@@ -752,12 +754,30 @@ def test_it_registers_an_unknown_slot_unclassified(
         actor=rt,
     )
     slot = transfer_class.slots.get(key="ship_to")
-    assert slot.risk_class == "unclassified"
+    assert slot.risk_class == "unclassified" and not slot.declared
     instance = _plan(instance, rt)
     item = _items(instance)["ship_to"]
     assert (item["route"], item["rule"]) == ("CONFIRM", "R4")
     assert item["effective_risk"] == "irreversible"
     assert item["risk_reason"] == "unclassified: treated as irreversible"
+    # Another action of the class does not grow a question for it.
+    other = _plan(_open(rt, alice), rt)
+    assert "ship_to" not in _items(other)
+    assert "ship_to" not in other.action_slots
+
+
+def test_a_belief_for_a_slot_the_class_does_not_have_is_refused(
+    rt: Actor, alice: User, transfer_class: TaskClass
+) -> None:
+    instance = _open(rt, alice)
+    with pytest.raises(InvalidInput) as refused:
+        record_belief(
+            instance=instance,
+            data={"slot": "ship_to", "value": "1 Main St", "source": "tool"},
+            actor=rt,
+        )
+    assert refused.value.code == "unknown_slot"
+    assert not transfer_class.slots.filter(key="ship_to").exists()
 
 
 def test_it_keeps_decision_links_a_later_registration_leaves_out(

@@ -124,3 +124,53 @@ def test_a_host_name_that_cannot_be_encoded_is_a_400_not_a_500(runtime: JsonClie
     response = runtime.post_json(f"{API}/webhook-endpoints/", {"url": "https://" + "ä" * 70 + "/"})
     assert response.status_code == 400, response.content
     assert list(response.json()["fields"]) == ["url"]
+
+
+@pytest.mark.parametrize("hidden", ["64:ff9b::7f00:1", "::7f00:1", "2002:7f00:1::1", "fec0::1"])
+def test_delivery_refuses_an_embedded_loopback_answer_before_connecting(
+    runtime: JsonClient, rt: Actor, monkeypatch: pytest.MonkeyPatch, hidden: str
+) -> None:
+    """A name that resolved to a public address at registration and to an IPv6 form of
+    loopback at delivery is refused at the attempt, and nothing is connected to."""
+    from beliefs.services import webhooks as service
+
+    monkeypatch.setattr(service, "resolve", lambda host, port: [PUBLIC])
+    created = runtime.post_json(f"{API}/webhook-endpoints/", {"url": "https://hooks.example/"})
+    assert created.status_code == 201, created.json()
+    connected: list[Any] = []
+
+    def connect(*args: Any, **kwargs: Any) -> Any:
+        connected.append(args)
+        raise ConnectionRefusedError("refused")
+
+    monkeypatch.setattr(service, "resolve", lambda host, port: [hidden])
+    monkeypatch.setattr(service.socket, "create_connection", connect)
+    with override_settings(CONSOLE_WEBHOOK_ALLOW_PRIVATE=False):
+        open_transfer(rt)
+        run_worker()
+    delivery = WebhookDelivery.objects.get()
+    assert connected == []
+    assert "non-public" in delivery.last_error and hidden in delivery.last_error
+
+
+def test_the_pinned_connection_goes_only_to_the_checked_addresses(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`post` connects to the addresses `check_destination` returned, one after the other,
+    never to a fresh answer for the host name."""
+    from beliefs.services import webhooks as service
+
+    dest = check_destination(
+        "https://hooks.example/x", _resolver(PUBLIC, "2606:4700::1"), allow_private=False
+    )
+    connected: list[Any] = []
+
+    def refuse(address: Any, *args: Any, **kwargs: Any) -> Any:
+        connected.append(address)
+        raise ConnectionRefusedError("refused")
+
+    monkeypatch.setattr(service.socket, "create_connection", refuse)
+    monkeypatch.setattr(service, "resolve", lambda host, port: ["127.0.0.1"])
+    outcome = service.post(dest, {}, b"{}", 1.0)
+    assert not outcome.ok
+    assert connected == [(PUBLIC, 443), ("2606:4700::1", 443)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -10,7 +11,7 @@ from django.test import Client
 from django.utils import timezone
 
 from beliefs import services
-from beliefs.models import Prompt, TaskInstance
+from beliefs.models import InstanceStatus, Prompt, TaskClass, TaskInstance
 from tests.browser import scenarios
 from tests.web.conftest import HTMX
 
@@ -113,6 +114,95 @@ def test_it_runs_the_same_queries_for_2_and_50_prompts(
     # 3 the waiting instances with their counts and next expiry, 4 their decisions (prefetch),
     # 5 the recently finished instances,
     # 6 and 7 the user's and the groups' permissions (the header's roles).
+    with django_assert_num_queries(7):
+        response = alice_client.get(url)
+    assert response.status_code == 200
+
+
+# --- pages ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def sixty_waiting(alice: User) -> list[str]:
+    """Sixty instances waiting for alice, one minute apart; their ids newest first."""
+    task_class = TaskClass.objects.create(key="bulk.inbox", name="Bulk inbox")
+    now = timezone.now()
+    instances = TaskInstance.objects.bulk_create(
+        TaskInstance(
+            task_class=task_class,
+            principal=alice,
+            run_number=n,
+            status=InstanceStatus.AWAITING_USER,
+        )
+        for n in range(1, 61)
+    )
+    for n, instance in enumerate(instances, start=1):
+        TaskInstance.objects.filter(pk=instance.pk).update(
+            created_at=now - timedelta(minutes=60 - n)
+        )
+    return [str(instance.pk) for instance in reversed(instances)]
+
+
+def _listed(html: str) -> list[str]:
+    return re.findall(r'id="inbox-link-([0-9a-f-]+)"', html)
+
+
+def test_it_pages_the_waiting_list_newest_first_without_gaps_or_repeats(
+    sixty_waiting: list[str], alice_client: Client
+) -> None:
+    pages = [alice_client.get("/" if n == 1 else f"/?page={n}").content.decode() for n in (1, 2, 3)]
+    assert [len(_listed(html)) for html in pages] == [25, 25, 10]
+    assert [i for html in pages for i in _listed(html)] == sixty_waiting
+    first, second, last = pages
+    assert 'href="/?page=2" rel="next"' in first and 'rel="prev"' not in first
+    assert 'href="/" rel="prev"' in second and 'href="/?page=3" rel="next"' in second
+    assert 'href="/?page=2" rel="prev"' in last and 'rel="next"' not in last
+    assert "Page 2" in second
+
+
+def test_it_shows_no_page_links_when_one_page_holds_everything(
+    vendor: TaskInstance, alice_client: Client
+) -> None:
+    assert 'class="pagination"' not in alice_client.get("/").content.decode()
+
+
+def test_the_polled_rows_keep_their_page(sixty_waiting: list[str], alice_client: Client) -> None:
+    html = alice_client.get("/?page=2").content.decode()
+    assert 'hx-get="/inbox/rows/?page=2"' in html
+    rows = alice_client.get("/inbox/rows/?page=2", **HTMX).content.decode()
+    assert rows.strip().startswith('<div id="inbox-rows" hx-get="/inbox/rows/?page=2"')
+    assert _listed(rows) == sixty_waiting[25:50]
+
+
+@pytest.mark.parametrize("page", ["4", "99", "10000", "99999999999999999999999", "0" * 50 + "7"])
+def test_a_page_past_the_end_says_so(
+    sixty_waiting: list[str], alice_client: Client, page: str
+) -> None:
+    response = alice_client.get(f"/?page={page}")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert _listed(html) == []
+    assert "There is no page" in html and 'href="/">Go to the first page' in html
+    assert "Nothing is waiting for you" not in html
+
+
+@pytest.mark.parametrize("page", ["abc", "0", "-1", "1.5", "", "٣"])
+def test_a_page_that_is_no_page_number_is_the_first(
+    sixty_waiting: list[str], alice_client: Client, page: str
+) -> None:
+    response = alice_client.get(f"/?page={page}")
+    assert response.status_code == 200
+    assert _listed(response.content.decode()) == sixty_waiting[:25]
+
+
+@pytest.mark.parametrize("url", ["/?page=2", "/inbox/rows/?page=3"])
+def test_a_later_page_runs_the_same_queries(
+    url: str,
+    sixty_waiting: list[str],
+    alice_client: Client,
+    django_assert_num_queries,  # noqa: ANN001
+) -> None:
+    # The same seven as the first page: the page's rows and one more (no count).
     with django_assert_num_queries(7):
         response = alice_client.get(url)
     assert response.status_code == 200

@@ -1,0 +1,70 @@
+"""System checks of the console's own settings, for `manage.py check --deploy`.
+
+CONSOLE_BASE_URL is where the links in emails send people. Its default suits `make run`
+(http://127.0.0.1:8000); in production a link to a loopback, private or plain-http address
+is at best dead and at worst somebody else's page, so the deploy check refuses it. The server
+still starts without one (see README, Production): the pages use relative links, and a
+production-settings server on loopback (the benchmark, the HTTP tests) is legitimate.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.apps import AppConfig
+from django.conf import settings
+from django.core import checks
+
+# Names that only resolve inside a machine or a private network (RFC 6761, 6762, 8375).
+LOCAL_SUFFIXES = (".localhost", ".local", ".localdomain", ".internal", ".lan", ".home.arpa")
+
+
+def base_url_problem(url: str) -> str | None:
+    """What makes `url` unfit as the public base of the links in emails, or None."""
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # raises for a port that is not a number in range
+    except ValueError:
+        return "is not a URL"
+    if parts.scheme != "https":
+        return "must be an https URL"
+    host = (parts.hostname or "").rstrip(".")
+    if not host:
+        return "has no host"
+    if parts.username is not None or parts.password is not None:
+        return "must not carry a user name or password"
+    if parts.query or parts.fragment:
+        return "must not carry a query or a fragment (the links are appended to it)"
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    if address is not None:
+        if not address.is_global:
+            return "names a loopback, private or reserved address"
+        return None
+    if host == "localhost" or host.endswith(LOCAL_SUFFIXES) or "." not in host:
+        return "names a local host, not one people reach from elsewhere"
+    return None
+
+
+@checks.register(checks.Tags.security, deploy=True)
+def check_base_url(
+    app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    url = settings.CONSOLE_BASE_URL
+    problem = base_url_problem(url)
+    if problem is None:
+        return []
+    return [
+        checks.Error(
+            f"CONSOLE_BASE_URL {problem}: it is {url!r}, and the links in emails would send "
+            "people there.",
+            hint="Set CONSOLE_BASE_URL to the public https address of the console, e.g. "
+            "https://console.example.org.",
+            id="console.E001",
+        )
+    ]
