@@ -28,6 +28,9 @@ def instance(status: str, **extra: Any) -> dict[str, Any]:
         "bindings": None,
         "bindings_digest": None,
         "prompts": [],
+        "receipt": None,
+        "receipt_state": None,
+        "slots": [],
     }
     payload.update(extra)
     return payload

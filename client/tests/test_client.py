@@ -254,6 +254,7 @@ def test_resolve_returns_at_once_when_nothing_blocks(console: Console, fake: Fak
     plan = {"instance": INSTANCE_ID, "status": "ready", "blocking": 0, "items": []}
     plan |= {"bindings": bindings, "bindings_digest": ready(bindings)["bindings_digest"]}
     fake.on("POST", PATH + "plan/", plan)
+    fake.on("GET", PATH, ready(bindings) | {"receipt": "the.receipt.token"})
     resolution = console.resolve(
         "payments.refund",
         "alice",
@@ -270,7 +271,9 @@ def test_resolve_returns_at_once_when_nothing_blocks(console: Console, fake: Fak
         {"slot": "note", "value": "thanks", "source": "inference"},
     ]
     assert fake.requests[0].headers["Idempotency-Key"] == "k1"
-    assert [r.method for r in fake.requests] == ["POST", "POST"]
+    # The plan's answer carries no receipt, so the ready instance is read once for it.
+    assert [r.method for r in fake.requests] == ["POST", "POST", "GET"]
+    assert resolution.receipt == "the.receipt.token"
 
 
 def test_resolve_waits_for_the_person(console: Console, fake: FakeConsole) -> None:

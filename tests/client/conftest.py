@@ -44,6 +44,16 @@ def _sync_orm_allowed() -> Iterator[None]:
             os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before
 
 
+def subprocess_environment(**extra: str) -> dict[str, str]:
+    """A child process's environment: a bare PATH, and this process's PYTHONPATH when it has
+    one, so the child imports the same console_client as the test (a worktree's, not the
+    installed one)."""
+    environment = {"PATH": "/usr/bin:/bin"}
+    if os.environ.get("PYTHONPATH"):
+        environment["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return {**environment, **extra}
+
+
 @dataclass
 class LiveConsole:
     url: str

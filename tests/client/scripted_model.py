@@ -18,6 +18,8 @@ from agents.handoffs import Handoff
 from agents.items import TResponseInputItem, TResponseStreamEvent
 from agents.models.interface import ModelTracing
 from openai.types.responses import (
+    Response,
+    ResponseCompletedEvent,
     ResponseFunctionToolCall,
     ResponseOutputMessage,
     ResponseOutputText,
@@ -75,10 +77,26 @@ class ScriptedModel(Model):
             )
         return ModelResponse(output=[item], usage=Usage(), response_id=None)
 
-    # The SDK's Model interface requires this method, but the tests never stream, so it takes
-    # whatever get_response takes rather than spelling out the same parameters again.
-    def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[TResponseStreamEvent]:
-        raise NotImplementedError("the scripted model does not stream")
+    # Streamed runs (`Runner.run_streamed`) get the same turn as one completed response; the
+    # SDK reads the turn's items from it. It takes whatever get_response takes.
+    async def stream_response(
+        self, *args: Any, **kwargs: Any
+    ) -> AsyncIterator[TResponseStreamEvent]:
+        turn = await self.get_response(*args, **kwargs)
+        response = Response(
+            id="resp_1",
+            created_at=0,
+            model="scripted",
+            object="response",
+            output=turn.output,
+            parallel_tool_calls=False,
+            tool_choice="auto",
+            tools=[],
+            status="completed",
+        )
+        yield ResponseCompletedEvent(
+            type="response.completed", response=response, sequence_number=0
+        )
 
 
 RUN_CONFIG = RunConfig(tracing_disabled=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import subprocess
@@ -10,19 +11,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from console_client import InstanceExpired, bindings_digest
+from console_client import InstanceExpired, ReceiptRedeemed, bindings_digest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 
 from beliefs.models import TaskInstance
-from tests.client.conftest import LiveConsole, Person
+from tests.client.conftest import LiveConsole, Person, subprocess_environment
 from tests.client.transfer_graph import build
 from tests.client.transfer_tool import ARGUMENTS, SANDBOX, TRANSFER, Ledger
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = {"configurable": {"thread_id": "transfer-thread-1"}}
 INPUT = {"recipient_account": ARGUMENTS["recipient_account"]}
+CORRECTED = "NL91 ABNA 0417 1643 00"
 
 
 def _instances(console: LiveConsole) -> list[TaskInstance]:
@@ -57,6 +59,8 @@ def test_a_blocking_plan_interrupts_and_resumes_with_the_edit(
         "blocking": 1,
         "task_class": TRANSFER,
         "principal": "alice",
+        "node": "send",
+        "name": "",
     }
     assert ledger.calls == []
     corrected = "NL91 ABNA 0417 1643 00"
@@ -129,7 +133,7 @@ def test_a_persistent_checkpoint_resumes_in_another_process(
         capture_output=True,
         text=True,
         timeout=120,
-        env={"PATH": "/usr/bin:/bin"},
+        env=subprocess_environment(),
     )
     assert done.returncode == 0, done.stderr
     output: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -137,3 +141,66 @@ def test_a_persistent_checkpoint_resumes_in_another_process(
     assert output["result"]["receipt"] == "sent to " + corrected
     assert ledger.calls == []
     assert len(_instances(console)) == 1
+
+
+# --- async nodes, update_state, receipts ----------------------------------------------------
+
+
+def test_an_async_node_pauses_and_resumes_with_the_edit(
+    console: LiveConsole, person: Person
+) -> None:
+    ledger = Ledger()
+    graph = build(console.url, console.key, ledger, InMemorySaver(), TRANSFER, asynchronous=True)
+
+    async def run() -> dict[str, Any]:
+        paused = await graph.ainvoke(INPUT, CONFIG)
+        assert paused["__interrupt__"][0].value["type"] == "console_confirmation"
+        # The event loop stays free while the node waits: the person answers from this loop.
+        answer = asyncio.create_task(asyncio.to_thread(person.answer, "edit", value=CORRECTED))
+        result: dict[str, Any] = await graph.ainvoke(Command(resume=True), CONFIG)
+        await answer
+        return result
+
+    result = asyncio.run(run())
+    assert result["receipt"] == "sent to " + CORRECTED
+    assert ledger.calls == [{"recipient_account": CORRECTED, "memo": "rent"}]
+    (instance,) = _instances(console)
+    assert instance.status == "ready"
+
+
+def test_update_state_cancels_the_superseded_instance_and_asks_for_the_new_one(
+    console: LiveConsole, person: Person
+) -> None:
+    ledger = Ledger()
+    graph = build(console.url, console.key, ledger, InMemorySaver(), TRANSFER)
+    graph.invoke(INPUT, CONFIG)
+    (first,) = _instances(console)
+    graph.update_state(CONFIG, {"recipient_account": CORRECTED})
+    paused = graph.invoke(None, CONFIG)
+    (interrupt,) = paused["__interrupt__"]
+    old, new = sorted(_instances(console), key=lambda i: i.created_at)
+    assert old.pk == first.pk and interrupt.value["instance_id"] == str(new.pk)
+    assert (old.status, new.status) == ("cancelled", "awaiting_user")
+    # The person's inbox holds the new request only.
+    (prompt,) = person.open_prompts()
+    assert prompt["prefill"] == CORRECTED
+    person.respond(prompt, "confirm")
+    result = graph.invoke(Command(resume=True), CONFIG)
+    assert result["receipt"] == "sent to " + CORRECTED
+    assert ledger.calls == [{"recipient_account": CORRECTED, "memo": "rent"}]
+
+
+def test_a_replay_from_an_old_checkpoint_does_not_act_twice(
+    console: LiveConsole, person: Person
+) -> None:
+    ledger = Ledger()
+    graph = build(console.url, console.key, ledger, InMemorySaver(), TRANSFER)
+    graph.invoke(INPUT, CONFIG)
+    person.answer("confirm")
+    graph.invoke(Command(resume=True), CONFIG)
+    assert ledger.calls == [ARGUMENTS]
+    # Replaying the paused checkpoint runs the node again on the same confirmation.
+    paused = next(s for s in graph.get_state_history(CONFIG) if s.next == ("send",))
+    with pytest.raises(ReceiptRedeemed):
+        graph.invoke(Command(resume=True), paused.config)
+    assert ledger.calls == [ARGUMENTS]

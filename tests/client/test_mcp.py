@@ -7,7 +7,9 @@ import asyncio
 import json
 import os
 import sys
+import threading
 from collections.abc import Awaitable, Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -16,7 +18,8 @@ from console_client import bindings_digest
 from console_client.mcp import build_server
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 
-from tests.client.conftest import LiveConsole, Person
+from beliefs.models import Prompt, PromptState, TaskInstance
+from tests.client.conftest import LiveConsole, Person, subprocess_environment
 from tests.client.transfer_tool import ARGUMENTS, SANDBOX, TRANSFER, WORLD
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,14 +37,14 @@ def _environment(console: LiveConsole) -> dict[str, str]:
     }
 
 
-def _over_stdio(console: LiveConsole, use: Session) -> Any:
+def _over_stdio(console: LiveConsole, use: Session, **environment: str) -> Any:
     """Start the MCP server as a subprocess over stdio, as an agent host does, and run `use`
     with a client session."""
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "console_client.mcp"],
         cwd=ROOT,
-        env={"PATH": "/usr/bin:/bin", **_environment(console)},
+        env=subprocess_environment(**{**_environment(console), **environment}),
     )
 
     async def run() -> Any:
@@ -217,3 +220,158 @@ def test_request_permission_denies_with_the_persons_reason(
         "behavior": "deny",
         "message": "The person rejected this in the confirmation console: never force-push main",
     }
+
+
+# --- one call, its own keys, its own types, once --------------------------------------------
+
+
+def _answer_every_prompt(
+    person: Person, done: threading.Event, edits: dict[str, Any] | None = None
+) -> Future[list[str]]:
+    """Answer each blocking prompt as it appears (an edit where `edits` names its slot, else a
+    confirm) until `done` is set; the slots asked, in order."""
+
+    def run() -> list[str]:
+        asked: list[str] = []
+        while not done.is_set():
+            for prompt in person.open_prompts():
+                asked.append(prompt["slot"])
+                if prompt["slot"] in (edits or {}):
+                    person.respond(prompt, "edit", value=(edits or {})[prompt["slot"]])
+                else:
+                    person.respond(prompt, "confirm")
+            done.wait(0.05)
+        return asked
+
+    executor = ThreadPoolExecutor(max_workers=1)
+    future = executor.submit(run)
+    executor.shutdown(wait=False)
+    return future
+
+
+def _permission_over_stdio(
+    console: LiveConsole,
+    person: Person,
+    calls: list[dict[str, Any]],
+    edits: dict[str, Any] | None = None,
+    **environment: str,
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Ask request_permission for each call in turn over one stdio session while the person
+    answers every prompt; the answers, and the slots the person was asked."""
+    done = threading.Event()
+    asked = _answer_every_prompt(person, done, edits)
+
+    async def use(session: ClientSession) -> list[dict[str, Any]]:
+        answers = []
+        for call in calls:
+            is_error, text = await _call(session, "request_permission", **call)
+            assert not is_error, text
+            answers.append(json.loads(text))
+        return answers
+
+    try:
+        answers = _over_stdio(console, use, **environment)
+    finally:
+        done.set()
+    return answers, asked.result(timeout=30)
+
+
+def test_a_call_is_asked_only_its_own_keys(console: LiveConsole, person: Person) -> None:
+    earlier = {"command": "npm test", "timeout": 60000, "description": "run the tests"}
+    later = {"command": "terraform apply"}
+    answers, asked = _permission_over_stdio(
+        console,
+        person,
+        [
+            {"tool_name": "Bash", "input": earlier, "tool_use_id": "toolu_1"},
+            {"tool_name": "Bash", "input": later, "tool_use_id": "toolu_2"},
+        ],
+        edits={"command": "terraform plan"},
+    )
+    assert answers == [
+        {"behavior": "allow", "updatedInput": {**earlier, "command": "terraform plan"}},
+        {"behavior": "allow", "updatedInput": {"command": "terraform plan"}},
+    ]
+    # The later call was asked about its one key, not the keys the earlier call brought.
+    assert sorted(asked[:3]) == ["command", "description", "timeout"]
+    assert asked[3:] == ["command"]
+    with console.exclusive():
+        last = TaskInstance.objects.order_by("created_at").last()
+        assert last is not None and sorted(last.bindings) == ["command"]
+
+
+def test_an_edited_boolean_comes_back_a_boolean(console: LiveConsole, person: Person) -> None:
+    call = {"command": "npm run dev", "run_in_background": True, "timeout": 120000}
+    answers, _ = _permission_over_stdio(
+        console,
+        person,
+        [{"tool_name": "Bash", "input": call, "tool_use_id": "toolu_1"}],
+        edits={"run_in_background": "false", "timeout": "60000"},  # as a browser form sends
+    )
+    (answer,) = answers
+    assert answer["updatedInput"] == {
+        "command": "npm run dev",
+        "run_in_background": False,
+        "timeout": 60000,
+    }
+    updated = answer["updatedInput"]
+    assert updated["run_in_background"] is False and type(updated["timeout"]) is int
+
+
+def test_the_same_tool_use_is_allowed_once(console: LiveConsole, person: Person) -> None:
+    call = {"tool_name": "Bash", "input": {"command": "ls"}, "tool_use_id": "toolu_1"}
+    answers, asked = _permission_over_stdio(console, person, [call, call])
+    assert answers[0] == {"behavior": "allow", "updatedInput": {"command": "ls"}}
+    assert answers[1]["behavior"] == "deny"
+    assert "receipt_redeemed" in answers[1]["message"]
+    assert asked == ["command"]  # the repeat found the same instance: asked once
+
+
+def test_a_timeout_cancels_the_instance_before_it_denies(console: LiveConsole) -> None:
+    async def use(session: ClientSession) -> tuple[bool, str]:
+        return await _call(
+            session,
+            "request_permission",
+            tool_name="Bash",
+            input={"command": "rm -rf build"},
+            tool_use_id="toolu_1",
+        )
+
+    is_error, text = _over_stdio(console, use, CONSOLE_WAIT_TIMEOUT="0.3")
+    assert not is_error, text
+    answer = json.loads(text)
+    assert answer["behavior"] == "deny"
+    assert "cancelled" in answer["message"]
+    with console.exclusive():
+        (instance,) = TaskInstance.objects.all()
+        assert instance.status == "cancelled"
+        assert not Prompt.objects.filter(instance=instance, state=PromptState.OPEN).exists()
+
+
+def test_the_wait_sends_progress_notifications(console: LiveConsole, person: Person) -> None:
+    progressed = threading.Event()
+    messages: list[str | None] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        messages.append(message)
+        progressed.set()
+
+    def answer_after_progress() -> dict[str, Any]:
+        assert progressed.wait(30), "no progress notification while waiting"
+        return person.answer("confirm")
+
+    executor = ThreadPoolExecutor(max_workers=1)
+    answered = executor.submit(answer_after_progress)
+    executor.shutdown(wait=False)
+
+    async def use(session: ClientSession) -> Any:
+        return await session.call_tool(
+            "request_permission",
+            {"tool_name": "Bash", "input": {"command": "ls"}},
+            progress_callback=on_progress,
+        )
+
+    result = _over_stdio(console, use, CONSOLE_PROGRESS_INTERVAL="0.1")
+    answered.result(timeout=30)
+    assert json.loads(result.content[0].text)["behavior"] == "allow"
+    assert messages and "/instances/" in str(messages[0])

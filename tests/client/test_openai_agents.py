@@ -11,12 +11,13 @@ from typing import Any
 
 import httpx
 import pytest
-from agents import Runner, RunResult, RunState
-from console_client import InstanceExpired, bindings_digest
-from console_client.openai_agents import resolve_interruptions
+from agents import Runner, RunResult, RunResultStreaming, RunState
+from agents.exceptions import UserError
+from console_client import InstanceExpired, ReceiptRedeemed, bindings_digest
+from console_client.openai_agents import ConsoleInstance, instance_of, resolve_interruptions
 
 from beliefs.models import TaskInstance
-from tests.client.conftest import LiveConsole, Person
+from tests.client.conftest import LiveConsole, Person, subprocess_environment
 from tests.client.scripted_model import RUN_CONFIG, SAID, agent
 from tests.client.transfer_tool import (
     ARGUMENTS,
@@ -46,8 +47,15 @@ def _instance(console: LiveConsole) -> dict[str, Any]:
     return response.json()
 
 
-async def _run(tool: Any, input_or_state: Any) -> RunResult:
-    return await Runner.run(agent(tool, ARGUMENTS), input_or_state, run_config=RUN_CONFIG)
+async def _run(tool: Any, input_or_state: Any, arguments: dict[str, Any] = ARGUMENTS) -> RunResult:
+    return await Runner.run(agent(tool, arguments), input_or_state, run_config=RUN_CONFIG)
+
+
+def _changed(corrected: str) -> str:
+    return (
+        "The person changed values in the confirmation console; the tool ran with theirs, not "
+        f'yours: recipient_account: "{ARGUMENTS["recipient_account"]}" → "{corrected}"'
+    )
 
 
 def test_a_silent_plan_runs_the_tool_without_a_pause(console: LiveConsole) -> None:
@@ -85,7 +93,8 @@ def test_an_edit_in_the_console_reaches_the_tool(console: LiveConsole, person: P
     result = asyncio.run(resume())
     answered.result(timeout=30)
     assert ledger.calls == [{"recipient_account": corrected, "memo": "rent"}]
-    assert result.final_output == SAID + "sent to " + corrected
+    # The model is told that the person changed its value, and to what.
+    assert result.final_output == SAID + "sent to " + corrected + "\n\n" + _changed(corrected)
     instance = _instance(console)
     assert instance["bindings"] == {"recipient_account": corrected, "memo": "rent"}
     assert instance["bindings_digest"] == bindings_digest(instance["bindings"])
@@ -168,12 +177,12 @@ def test_the_run_state_resumes_in_another_process(
         capture_output=True,
         text=True,
         timeout=120,
-        env={"OPENAI_AGENTS_DISABLE_TRACING": "1", "PATH": "/usr/bin:/bin"},
+        env=subprocess_environment(OPENAI_AGENTS_DISABLE_TRACING="1"),
     )
     assert done.returncode == 0, done.stderr
     output = json.loads(done.stdout.strip().splitlines()[-1])
     assert output["calls"] == [{"recipient_account": corrected, "memo": "rent"}]
-    assert output["final_output"] == SAID + "sent to " + corrected
+    assert output["final_output"] == SAID + "sent to " + corrected + "\n\n" + _changed(corrected)
     assert ledger.calls == []  # this process never ran the tool
 
 
@@ -189,3 +198,80 @@ def test_run_state_round_trips_before_the_person_answers(console: LiveConsole) -
     state = asyncio.run(reload())
     (item,) = state.get_interruptions()
     assert item.tool_name == "send_transfer"
+
+
+# --- receipts: a confirmation binds one call, once ------------------------------------------
+
+OTHER = {"recipient_account": "GB33 BUKB 2020 1555 5555 55", "memo": "999 EUR"}
+
+
+def _instances(console: LiveConsole) -> list[TaskInstance]:
+    with console.exclusive():
+        return list(TaskInstance.objects.order_by("created_at"))
+
+
+def test_a_call_id_reused_with_other_arguments_is_asked_again(
+    console: LiveConsole, person: Person
+) -> None:
+    ledger, _ = _answered_run(console, person, "confirm")
+    assert ledger.calls == [ARGUMENTS]
+    tool = _tool(console, ledger)
+    # The same call id (the scripted model always uses one), other arguments: a new instance
+    # that the person is asked about, and nothing runs meanwhile.
+    again = asyncio.run(_run(tool, "pay someone 999 EUR", OTHER))
+    assert len(again.interruptions) == 1
+    assert ledger.calls == [ARGUMENTS]
+    first, second = _instances(console)
+    assert (first.status, second.status) == ("ready", "awaiting_user")
+    prompt = person.wait_for_prompt()
+    assert (prompt["slot"], prompt["prefill"]) == ("recipient_account", OTHER["recipient_account"])
+
+
+def test_one_confirmation_runs_the_tool_once(console: LiveConsole, person: Person) -> None:
+    ledger = Ledger()
+    tool = _tool(console, ledger)
+    first = asyncio.run(_run(tool, "pay Bob his rent"))
+    person.answer("confirm")
+    stored = asyncio.run(resolve_interruptions(first, timeout=30)).to_string()
+
+    async def resume() -> RunResult:
+        state = await RunState.from_string(agent(tool, ARGUMENTS), stored)
+        return await _run(tool, state)
+
+    asyncio.run(resume())
+    assert ledger.calls == [ARGUMENTS]
+    # The same approved state resumed a second time: the receipt is spent, the tool never runs.
+    with pytest.raises(UserError) as refused:  # the SDK wraps what the tool raised
+        asyncio.run(resume())
+    assert isinstance(refused.value.__cause__, ReceiptRedeemed)
+    assert ledger.calls == [ARGUMENTS]
+    assert _instance(console)["receipt_state"] == "redeemed"
+
+
+async def _streamed(tool: Any, input_or_state: Any) -> RunResultStreaming:
+    result = Runner.run_streamed(agent(tool, ARGUMENTS), input_or_state, run_config=RUN_CONFIG)
+    async for _ in result.stream_events():
+        pass
+    return result
+
+
+def test_a_streamed_run_resolves(console: LiveConsole, person: Person) -> None:
+    ledger = Ledger()
+    tool = _tool(console, ledger)
+    first = asyncio.run(_streamed(tool, "pay Bob his rent"))
+    (interruption,) = first.interruptions
+    pending = asyncio.run(instance_of(interruption))
+    instance_id = _instance(console)["id"]
+    assert pending == ConsoleInstance(
+        instance_id, f"{console.url}/instances/{instance_id}/", "awaiting_user"
+    )
+    corrected = "NL91 ABNA 0417 1643 00"
+    person.answer("edit", value=corrected)
+
+    async def resume() -> RunResultStreaming:
+        state = await resolve_interruptions(first, timeout=30)
+        return await _streamed(tool, state)
+
+    result = asyncio.run(resume())
+    assert ledger.calls == [{"recipient_account": corrected, "memo": "rent"}]
+    assert result.final_output == SAID + "sent to " + corrected + "\n\n" + _changed(corrected)

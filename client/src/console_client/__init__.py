@@ -4,6 +4,8 @@ from console_client import Console
 with Console("http://127.0.0.1:8000", api_key) as console:
     resolution = console.resolve("payments.refund", "alice", {"iban": "NL91..."})
     bindings = resolution.verified_bindings()
+    receipt = console.verify_receipt(resolution.receipt, bindings=bindings)  # signature, digest
+    console.redeem(receipt.token)                                           # once only
 """
 
 from console_client.client import AsyncConsole, Console
@@ -19,6 +21,16 @@ from console_client.errors import (
     NotFound,
     NotReady,
     PayloadTooLarge,
+    ReceiptAudienceMismatch,
+    ReceiptDigestMismatch,
+    ReceiptError,
+    ReceiptExpired,
+    ReceiptInvalid,
+    ReceiptIssuerMismatch,
+    ReceiptKeyUnknown,
+    ReceiptRedeemed,
+    ReceiptRevoked,
+    ReceiptSignatureInvalid,
     Rejected,
     ServerError,
     Unauthorized,
@@ -27,10 +39,12 @@ from console_client.errors import (
     WebhookVerificationError,
 )
 from console_client.models import Resolution
+from console_client.receipts import Approval, Receipt, Redemption, verify_receipt
 from console_client.webhooks import WebhookEvent, verify_webhook
 
 __all__ = [
     "ApiError",
+    "Approval",
     "AsyncConsole",
     "BadRequest",
     "Conflict",
@@ -42,6 +56,18 @@ __all__ = [
     "NotFound",
     "NotReady",
     "PayloadTooLarge",
+    "Receipt",
+    "ReceiptAudienceMismatch",
+    "ReceiptDigestMismatch",
+    "ReceiptError",
+    "ReceiptExpired",
+    "ReceiptInvalid",
+    "ReceiptIssuerMismatch",
+    "ReceiptKeyUnknown",
+    "ReceiptRedeemed",
+    "ReceiptRevoked",
+    "ReceiptSignatureInvalid",
+    "Redemption",
     "Rejected",
     "Resolution",
     "ServerError",
@@ -53,5 +79,6 @@ __all__ = [
     "bindings_digest",
     "canonical_json",
     "verify_bindings",
+    "verify_receipt",
     "verify_webhook",
 ]

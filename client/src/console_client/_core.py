@@ -20,6 +20,7 @@ import httpx
 
 from console_client.errors import InstanceExpired, WaitTimeout, error_for
 from console_client.models import AWAITING_USER, EXPIRED, Resolution
+from console_client.receipts import JWKS_PATH, Receipt, Redemption, key_id, verify_receipt
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 USER_AGENT = "confirmation-console-client/0.1"
@@ -116,6 +117,7 @@ def register_task_class(
     name: str | None,
     slots: Sequence[Mapping[str, Any]],
     decisions: Sequence[Mapping[str, Any]],
+    open_slots: bool | None = None,
 ) -> Call:
     data: dict[str, Any] = {
         "slots": [dict(s) for s in slots],
@@ -123,6 +125,8 @@ def register_task_class(
     }
     if name is not None:
         data["name"] = name
+    if open_slots is not None:
+        data["open_slots"] = open_slots
     return Call("PUT", f"task-classes/{_key(key)}/", data)
 
 
@@ -132,12 +136,18 @@ def open_instance(
     world: Mapping[str, Any] | None,
     beliefs: Sequence[Mapping[str, Any]] | None,
     idempotency_key: str | None,
+    slots: Sequence[str] | None = None,
+    audience: str | None = None,
 ) -> Call:
     data: dict[str, Any] = {"task_class": task_class, "principal": principal}
     if world is not None:
         data["world"] = dict(world)
     if beliefs is not None:
         data["beliefs"] = [dict(b) for b in beliefs]
+    if slots is not None:
+        data["slots"] = list(slots)
+    if audience is not None:
+        data["audience"] = audience
     headers = {"Idempotency-Key": idempotency_key} if idempotency_key is not None else {}
     return Call("POST", "instances/", data, headers)
 
@@ -210,6 +220,22 @@ def cancel(instance_id: str, reason: str | None) -> Call:
     return Call("POST", instance_path(instance_id) + "cancel/", data)
 
 
+def redeem(token: str, digest: str | None) -> Call:
+    data = {"receipt": token}
+    if digest is not None:
+        data["bindings_digest"] = digest
+    return Call("POST", "receipts/redeem/", data, parse=_redemption)
+
+
+def _redemption(response: httpx.Response) -> Redemption:
+    return Redemption.from_payload(decode(response))
+
+
+def jwks(base_url: str) -> Call:
+    """The console's public keys; outside /api/v1/, so by its absolute URL."""
+    return Call("GET", base_url + JWKS_PATH)
+
+
 def _changed(response: httpx.Response) -> tuple[Any, str | None] | None:
     """None for a 304 (the instance is as it was); else its JSON and its new ETag."""
     if response.status_code == 304:
@@ -270,3 +296,53 @@ class Backoff:
         delay = self.next if remaining is None else max(0.0, min(self.next, remaining))
         self.next = min(self.next * self.factor, self.most)
         return delay
+
+
+class KeyCache:
+    """The console's JWKS as last fetched: fetched when first needed, and again when a receipt
+    names a key it does not list (the console rotated its keys) or it is older than `max_age`.
+    A refetch for an unknown key waits `min_interval` seconds after the last one, so tokens with
+    made-up key ids cannot turn every check into a request."""
+
+    def __init__(self, max_age: float = 3600.0, min_interval: float = 5.0) -> None:
+        self.max_age = max_age
+        self.min_interval = min_interval
+        self.jwks: dict[str, Any] | None = None
+        self.fetched_at = 0.0
+
+    def lists(self, kid: str) -> bool:
+        keys = (self.jwks or {}).get("keys")
+        return isinstance(keys, list) and any(
+            isinstance(k, Mapping) and k.get("kid") == kid for k in keys
+        )
+
+    def stale_for(self, kid: str) -> bool:
+        age = time.monotonic() - self.fetched_at
+        if self.jwks is None or age > self.max_age:
+            return True
+        return not self.lists(kid) and age > self.min_interval
+
+    def store(self, jwks: Any) -> None:
+        self.jwks = jwks if isinstance(jwks, dict) else {"keys": []}
+        self.fetched_at = time.monotonic()
+
+
+def verified(
+    token: str,
+    keys: KeyCache,
+    base_url: str,
+    bindings: Mapping[str, Any] | None,
+    audience: str | None,
+    issuer: str | None,
+) -> Program[Receipt]:
+    """Verify a receipt with the console's keys, fetching them first when needed."""
+    if keys.stale_for(key_id(token)):
+        keys.store((yield jwks(base_url)))
+    return verify_receipt(
+        token, keys.jwks or {}, bindings=bindings, audience=audience, issuer=issuer
+    )
+
+
+def one(call: Call) -> Program[Any]:
+    """A program of one request: its parsed response."""
+    return (yield call)

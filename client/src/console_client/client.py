@@ -21,7 +21,8 @@ import httpx
 
 from console_client import _core
 from console_client._core import Call, Program, Sleep
-from console_client.models import AWAITING_USER, OPEN, Resolution, page_url
+from console_client.models import AWAITING_USER, OPEN, READY, Resolution, page_url
+from console_client.receipts import Receipt, Redemption
 
 DEFAULT_POLL_INTERVAL = 0.5
 DEFAULT_MAX_POLL_INTERVAL = 10.0
@@ -35,13 +36,17 @@ Json = dict[str, Any]
 # What a method returns: the value itself for `Console`, a coroutine of it for `AsyncConsole`.
 JsonResult = TypeVar("JsonResult")
 ResolutionResult = TypeVar("ResolutionResult")
+RedemptionResult = TypeVar("RedemptionResult")
+ReceiptResult = TypeVar("ReceiptResult")
 # What the constructor takes as `transport` and `sleep`: httpx's sync or async transport, and a
 # sleep that returns or one that is awaited.
 Transport = TypeVar("Transport", httpx.BaseTransport, httpx.AsyncBaseTransport)
 Sleeper = TypeVar("Sleeper")
 
 
-class _Api(ABC, Generic[JsonResult, ResolutionResult, Transport, Sleeper]):
+class _Api(
+    ABC, Generic[JsonResult, ResolutionResult, RedemptionResult, ReceiptResult, Transport, Sleeper]
+):
     """The API, one method per endpoint, plus `wait` and `resolve`; sync or async by subclass.
 
     Every method raises a typed `ApiError` (BadRequest, Unauthorized, Forbidden, NotFound,
@@ -65,6 +70,7 @@ class _Api(ABC, Generic[JsonResult, ResolutionResult, Transport, Sleeper]):
         self.base_url, key = _core.settings(base_url, api_key)
         self.poll_interval = poll_interval
         self.max_poll_interval = max_poll_interval
+        self._keys = _core.KeyCache()
         self._open(timeout, transport, _core.client_options(self.base_url, key), sleep)
 
     @abstractmethod
@@ -82,8 +88,9 @@ class _Api(ABC, Generic[JsonResult, ResolutionResult, Transport, Sleeper]):
         """Send one request; its parsed response (awaitable in the async client)."""
 
     @abstractmethod
-    def _run(self, program: Program[Resolution]) -> ResolutionResult:
-        """Run a program of requests and sleeps; its result (awaitable in the async client)."""
+    def _run(self, program: Program[Any]) -> Any:
+        """Run a program of requests and sleeps; its result (awaitable in the async client).
+        Typed by the public methods, whose result types the subclass fixes."""
 
     def page_url(self, instance_id: str) -> str:
         """The instance's page for its principal: send the person there."""
@@ -98,9 +105,14 @@ class _Api(ABC, Generic[JsonResult, ResolutionResult, Transport, Sleeper]):
         name: str | None = None,
         slots: Sequence[Mapping[str, Any]] = (),
         decisions: Sequence[Mapping[str, Any]] = (),
+        open_slots: bool | None = None,
     ) -> JsonResult:
-        """Register or update a task class; returns it with each slot's effective risk."""
-        return self._send(_core.register_task_class(key, name, slots, decisions))
+        """Register or update a task class; returns it with each slot's effective risk.
+
+        `open_slots=True` is for tool passthroughs (a permission prompt for any tool): a key
+        the class does not have is registered as an unclassified slot, in play only for the
+        instances that name it in `slots`."""
+        return self._send(_core.register_task_class(key, name, slots, decisions, open_slots))
 
     def open_instance(
         self,
@@ -110,9 +122,16 @@ class _Api(ABC, Generic[JsonResult, ResolutionResult, Transport, Sleeper]):
         world: Mapping[str, Any] | None = None,
         beliefs: Sequence[Mapping[str, Any]] | None = None,
         idempotency_key: str | None = None,
+        slots: Sequence[str] | None = None,
+        audience: str | None = None,
     ) -> JsonResult:
-        """Open an instance; with `idempotency_key`, a repeat returns the first instance."""
-        call = _core.open_instance(task_class, principal, world, beliefs, idempotency_key)
+        """Open an instance; with `idempotency_key`, a repeat returns the first instance.
+
+        `slots` are the slots this action uses (default: every slot of the class); `audience`
+        is the `aud` of its receipt (default: this runtime's name)."""
+        call = _core.open_instance(
+            task_class, principal, world, beliefs, idempotency_key, slots, audience
+        )
         return self._send(call)
 
     def record_belief(
@@ -144,6 +163,31 @@ class _Api(ABC, Generic[JsonResult, ResolutionResult, Transport, Sleeper]):
         """Cancel the instance, with an optional reason; a cancelled one stays so."""
         return self._send(_core.cancel(instance_id, reason))
 
+    def redeem(self, token: str, bindings_digest: str | None = None) -> RedemptionResult:
+        """Use a receipt, once: the first call returns the `Redemption`; any later one raises
+        `ReceiptRedeemed` (409), a vetoed or cancelled one `ReceiptRevoked` (409). With
+        `bindings_digest`, the console also checks it is the receipt's (400 digest_mismatch)."""
+        result: RedemptionResult = self._run(_core.one(_core.redeem(token, bindings_digest)))
+        return result
+
+    def jwks(self) -> JsonResult:
+        """The console's public receipt keys (`/.well-known/jwks.json`), fetched now."""
+        return self._send(_core.jwks(self.base_url))
+
+    def verify_receipt(
+        self,
+        token: str,
+        *,
+        bindings: Mapping[str, Any] | None = None,
+        audience: str | None = None,
+        issuer: str | None = None,
+    ) -> ReceiptResult:
+        """`verify_receipt` with this console's keys (fetched once and cached; fetched again
+        when a receipt names a key not seen yet, as after a rotation). Raises a `ReceiptError`."""
+        program = _core.verified(token, self._keys, self.base_url, bindings, audience, issuer)
+        result: ReceiptResult = self._run(program)
+        return result
+
     # --- waiting and the common case -----------------------------------------------------
 
     def wait(self, instance_id: str, timeout: float | None = None) -> ResolutionResult:
@@ -153,7 +197,8 @@ class _Api(ABC, Generic[JsonResult, ResolutionResult, Transport, Sleeper]):
         Raises `InstanceExpired` when the person did not answer in time and `WaitTimeout`
         when `timeout` seconds pass first.
         """
-        return self._run(self._waiting(instance_id, timeout))
+        result: ResolutionResult = self._run(self._waiting(instance_id, timeout))
+        return result
 
     def _waiting(self, instance_id: str, timeout: float | None) -> Program[Resolution]:
         backoff = _core.Backoff(self.poll_interval, self.max_poll_interval)
@@ -171,28 +216,44 @@ class _Api(ABC, Generic[JsonResult, ResolutionResult, Transport, Sleeper]):
         idempotency_key: str | None = None,
         wait: bool = True,
         timeout: float | None = None,
+        slots: Sequence[str] | None = None,
+        audience: str | None = None,
     ) -> ResolutionResult:
         """The common case: open with one belief per value and the world, plan, and return at
         once when nothing blocks; else wait for the person (or, with `wait=False`, return the
-        awaiting Resolution with the page URL to send them to)."""
+        awaiting Resolution with the page URL to send them to). A ready Resolution carries
+        its `receipt`.
+
+        `slots` are the slots the action uses. By default none are named, so the action uses
+        every slot of its class: a slot the values leave out is asked of the person rather
+        than dropped from the action. Pass `slots=list(values)` when the values are the whole
+        action (a tool call passed through as it is). A value for a slot the class does not
+        have raises `BadRequest` (unknown_slot), and nothing is stored."""
 
         def steps() -> Program[Resolution]:
             beliefs = _core.beliefs_from_values(values, world, source, turn)
-            call = _core.open_instance(task_class, principal, world, beliefs, idempotency_key)
+            call = _core.open_instance(
+                task_class, principal, world, beliefs, idempotency_key, slots, audience
+            )
             payload = yield call
             if payload["status"] == OPEN:
                 payload = yield _core.plan(payload["id"])
+            instance_id = payload.get("id") or payload["instance"]
             if payload["status"] == AWAITING_USER:
                 if not wait:
                     return Resolution.from_payload(payload, self.base_url)
-                instance_id = payload.get("id") or payload["instance"]
                 return (yield from self._waiting(instance_id, timeout))
+            if payload["status"] == READY and "receipt" not in payload:
+                payload = yield _core.get(instance_id)  # the plan's answer carries no receipt
             return _core.settle(payload, self.base_url)
 
-        return self._run(steps())
+        result: ResolutionResult = self._run(steps())
+        return result
 
 
-class Console(_Api[Json, Resolution, httpx.BaseTransport, Callable[[float], None]]):
+class Console(
+    _Api[Json, Resolution, Redemption, Receipt, httpx.BaseTransport, Callable[[float], None]]
+):
     """A runtime's client. `Console()` reads CONSOLE_URL and CONSOLE_API_KEY from the environment.
 
     Every method raises a typed `ApiError` (BadRequest, Unauthorized, Forbidden, NotFound,
@@ -227,7 +288,7 @@ class Console(_Api[Json, Resolution, httpx.BaseTransport, Callable[[float], None
         payload: Json = self._do(call)
         return payload
 
-    def _run(self, program: Program[Resolution]) -> Resolution:
+    def _run(self, program: Program[Any]) -> Any:
         run = _core.Run(program)
         while run.step is not None:
             run.send(self._do(run.step))
@@ -244,6 +305,8 @@ class AsyncConsole(
     _Api[
         Coroutine[Any, Any, Json],
         Coroutine[Any, Any, Resolution],
+        Coroutine[Any, Any, Redemption],
+        Coroutine[Any, Any, Receipt],
         httpx.AsyncBaseTransport,
         Callable[[float], Awaitable[None]],
     ]
@@ -278,7 +341,7 @@ class AsyncConsole(
         payload: Json = await self._do(call)
         return payload
 
-    async def _run(self, program: Program[Resolution]) -> Resolution:
+    async def _run(self, program: Program[Any]) -> Any:
         run = _core.Run(program)
         while run.step is not None:
             run.send(await self._do(run.step))

@@ -66,10 +66,6 @@ ERRORS_BY_STATUS: dict[int, type[ApiError]] = {
 }
 
 
-def error_for(status: int, body: dict[str, Any]) -> ApiError:
-    return ERRORS_BY_STATUS.get(status, ServerError)(status, body)
-
-
 class WaitEnded(ConsoleError):
     """A wait ended without bindings; `instance` is the instance as last read."""
 
@@ -105,3 +101,57 @@ class NotReady(ConsoleError):
 
 class WebhookVerificationError(ConsoleError):
     """A webhook's signature, timestamp or headers did not check out: drop the request."""
+
+
+class ReceiptError(ConsoleError):
+    """Base of every refusal of a receipt: do not execute the action."""
+
+
+class ReceiptInvalid(ReceiptError):
+    """Malformed, the wrong type or algorithm, a claim missing, or issued in the future."""
+
+
+class ReceiptKeyUnknown(ReceiptError):
+    """The header names a key (`kid`) the console's JWKS does not list."""
+
+
+class ReceiptSignatureInvalid(ReceiptError):
+    """The signature does not verify: the token was changed, or signed by someone else."""
+
+
+class ReceiptExpired(ReceiptError):
+    """The receipt's `exp` has passed."""
+
+
+class ReceiptAudienceMismatch(ReceiptError):
+    """The receipt was issued for another audience (`aud`)."""
+
+
+class ReceiptIssuerMismatch(ReceiptError):
+    """The receipt was issued by another console (`iss`)."""
+
+
+class ReceiptDigestMismatch(ReceiptError, DigestMismatch):
+    """The arguments about to be executed are not the ones the person approved."""
+
+
+class ReceiptRedeemed(Conflict, ReceiptError):
+    """409 receipt_redeemed: this confirmation was already used; do not execute it again."""
+
+
+class ReceiptRevoked(Conflict, ReceiptError):
+    """409 receipt_revoked: the person vetoed after approving, or the instance was cancelled."""
+
+
+# 409s that refuse a receipt, raised as their own type (still a Conflict) so that an adapter
+# can tell "already used" from any other conflict.
+CONFLICTS_BY_CODE: dict[str, type[ApiError]] = {
+    "receipt_redeemed": ReceiptRedeemed,
+    "receipt_revoked": ReceiptRevoked,
+}
+
+
+def error_for(status: int, body: dict[str, Any]) -> ApiError:
+    if status == 409 and str(body.get("error")) in CONFLICTS_BY_CODE:
+        return CONFLICTS_BY_CODE[str(body["error"])](status, body)
+    return ERRORS_BY_STATUS.get(status, ServerError)(status, body)

@@ -4,52 +4,83 @@
         bindings = confirm("payments.transfer", "alice", {"recipient_account": state["iban"]})
         return {"receipt": bank.transfer(**bindings)}   # the values the person confirmed
 
+    async def send(state):                              # an async node: aconfirm
+        bindings = await aconfirm("payments.transfer", "alice", {...})
+
     graph = builder.compile(checkpointer=SqliteSaver(conn))
     graph.invoke(inputs, config)                 # pauses: result["__interrupt__"][0].value["url"]
     graph.invoke(Command(resume=True), config)   # after the person answered in the console
 
-The instance is opened with an Idempotency-Key made of the thread id and the node's task, so the
-node's re-run after a resume finds the same instance instead of opening a new one. Take the values
-and world from the graph state: a re-run that computes different ones is refused (409) rather
-than confirmed silently. The resume value is not trusted for anything: the bindings always come
-from the console, digest checked.
+The instance is opened with the values as beliefs and exactly their keys as the action's slots
+(`slots=` names others, which the person is then asked for). Its Idempotency-Key is the thread,
+the step, the node's task and the digest of the values, so the node's re-run after a resume
+finds the same instance, and a re-run with other values (after `update_state`) is a new
+instance: the one it supersedes is cancelled then, so the person's inbox never keeps a request
+nobody waits for. Before returning the bindings, `confirm` verifies the instance's signed
+receipt against them and redeems it: a confirmation is returned once; a replay of the node
+from an older checkpoint raises `ReceiptRedeemed` instead of acting twice. The resume value is
+not trusted for anything: the bindings always come from the console, digest checked.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.config import get_config
 from langgraph.types import interrupt
 
-from console_client.client import Console
-from console_client.errors import NotReady, Rejected
+from console_client.client import AsyncConsole, Console
+from console_client.digest import bindings_digest
+from console_client.errors import ApiError, NotReady, Rejected
 from console_client.models import AWAITING_USER, CANCELLED, Resolution
 
 INTERRUPT_TYPE = "console_confirmation"
 MAX_KEY_LENGTH = 200
+DEFAULT_TIMEOUT = 300.0  # seconds a resumed node waits for the person before WaitTimeout
+# How far back a node looks for the instance of an earlier run that its new values supersede.
+SUPERSEDED_LOOKBACK = 20
+# LangGraph hands a node its checkpointer in the config under this key (langgraph's
+# CONFIG_KEY_CHECKPOINTER, internal there, so spelled out here).
+_CHECKPOINTER = "__pregel_checkpointer"
 
 
-def idempotency_key(name: str = "") -> str:
-    """The key of this node run: thread, step and task (stable across the re-run on resume)."""
+def _node_identity(name: str) -> tuple[str, str, str, str]:
     config = get_config()
     configurable = config.get("configurable", {})
     metadata = config.get("metadata", {})
     thread = configurable.get("thread_id")
     if thread is None:
         raise ValueError("confirm() needs a thread_id in the config (and a checkpointer)")
-    step = metadata.get("langgraph_step", "")
+    step = str(metadata.get("langgraph_step", ""))
     task = configurable.get("checkpoint_ns") or metadata.get("langgraph_node", "")
-    key = f"langgraph:{thread}:{step}:{task}" + (f":{name}" if name else "")
+    return str(thread), step, str(task), str(metadata.get("langgraph_node", ""))
+
+
+def idempotency_key(
+    name: str = "",
+    values: Mapping[str, Any] | None = None,
+    world: Mapping[str, Any] | None = None,
+    slots: Sequence[str] | None = None,
+) -> str:
+    """The key of this node run and these values: thread, step, task (stable across the re-run
+    on resume) and the digest of what is asked, so other values are another instance."""
+    thread, step, task, _ = _node_identity(name)
+    asked = bindings_digest({"values": dict(values or {}), "world": world, "slots": slots})
+    key = f"langgraph:{thread}:{step}:{task}" + (f":{name}" if name else "") + f":{asked}"
     if len(key) > MAX_KEY_LENGTH:
         key = "langgraph:" + hashlib.sha256(key.encode("utf-8")).hexdigest()
     return key
 
 
-def interrupt_payload(resolution: Resolution, task_class: str, principal: str) -> dict[str, Any]:
-    """What the graph's caller sees in `__interrupt__`: where to send the person."""
+def interrupt_payload(
+    resolution: Resolution, task_class: str, principal: str, node: str = "", name: str = ""
+) -> dict[str, Any]:
+    """What the graph's caller sees in `__interrupt__`: where to send the person (`node` and
+    `name` let a later run of the node find, and cancel, the instance it supersedes)."""
     return {
         "type": INTERRUPT_TYPE,
         "instance_id": resolution.instance_id,
@@ -57,10 +88,12 @@ def interrupt_payload(resolution: Resolution, task_class: str, principal: str) -
         "blocking": resolution.blocking,
         "task_class": task_class,
         "principal": principal,
+        "node": node,
+        "name": name,
     }
 
 
-def _bindings(resolution: Resolution) -> dict[str, Any]:
+def _rejected_or_unready(resolution: Resolution) -> None:
     if resolution.status == CANCELLED:
         reason = resolution.reason
         raise Rejected(
@@ -71,7 +104,63 @@ def _bindings(resolution: Resolution) -> dict[str, Any]:
         )
     if not resolution.ready:
         raise NotReady(f"instance {resolution.instance_id} is {resolution.status}")
-    return resolution.verified_bindings()
+
+
+def _earlier_instances(
+    tuples: Iterable[CheckpointTuple], node: str, name: str, current: str
+) -> set[str]:
+    """Instances that earlier runs of this node (same node, same name) paused on."""
+    found: set[str] = set()
+    for checkpoint in tuples:
+        for _task, channel, value in checkpoint.pending_writes or []:
+            if channel != "__interrupt__":
+                continue
+            for pause in value if isinstance(value, list | tuple) else [value]:
+                payload = getattr(pause, "value", None)
+                if (
+                    isinstance(payload, dict)
+                    and payload.get("type") == INTERRUPT_TYPE
+                    and payload.get("node") == node
+                    and payload.get("name") == name
+                    and payload.get("instance_id") != current
+                ):
+                    found.add(str(payload["instance_id"]))
+    return found
+
+
+def _history_config() -> tuple[BaseCheckpointSaver[Any] | None, dict[str, Any]]:
+    config = get_config()
+    configurable = config.get("configurable", {})
+    checkpointer = configurable.get(_CHECKPOINTER)
+    namespace = str(configurable.get("checkpoint_ns") or "")
+    parent = namespace.rsplit("|", 1)[0] if "|" in namespace else ""
+    history = {
+        "configurable": {"thread_id": configurable.get("thread_id"), "checkpoint_ns": parent}
+    }
+    return (checkpointer if isinstance(checkpointer, BaseCheckpointSaver) else None), history
+
+
+def _superseded(node: str, name: str, current: str) -> set[str]:
+    checkpointer, history = _history_config()
+    if checkpointer is None:
+        return set()
+    tuples = checkpointer.list(history, limit=SUPERSEDED_LOOKBACK)  # type: ignore[arg-type]
+    return _earlier_instances(tuples, node, name, current)
+
+
+async def _asuperseded(node: str, name: str, current: str) -> set[str]:
+    checkpointer, history = _history_config()
+    if checkpointer is None:
+        return set()
+    try:
+        tuples = [t async for t in checkpointer.alist(history, limit=SUPERSEDED_LOOKBACK)]  # type: ignore[arg-type]
+    except NotImplementedError:  # a sync-only checkpointer (SqliteSaver) in an async graph
+        return await asyncio.to_thread(_superseded, node, name, current)
+    return _earlier_instances(tuples, node, name, current)
+
+
+def _cancel_reason(current: str) -> str:
+    return f"superseded: the graph asked again with other values (instance {current})"
 
 
 def confirm(
@@ -82,16 +171,22 @@ def confirm(
     world: Mapping[str, Any] | None = None,
     console: Console | None = None,
     name: str = "",
-    timeout: float | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    slots: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Inside a node: the bindings the console confirms for `values` (beliefs of source
-    `inference`, with `world`). Returns at once when nothing blocks; else pauses the graph with
-    `interrupt()` and, once resumed, waits for the console (at most `timeout` seconds).
+    `inference`, with `world`), verified against their receipt, which is redeemed. Returns at
+    once when nothing blocks; else pauses the graph with `interrupt()` and, once resumed,
+    waits for the console (at most `timeout` seconds, then `WaitTimeout`; the instance stays
+    open and a later resume waits again).
 
-    Raises `Rejected` (with the person's `reason`) when the person rejected it, and
-    `InstanceExpired` when they did not answer in time. `name` tells apart several confirm()
-    calls in one node.
+    Raises `Rejected` (with the person's `reason`) when the person rejected it,
+    `InstanceExpired` when they did not answer in time, and `ReceiptRedeemed` when this
+    confirmation was already returned once. `name` tells apart several confirm() calls in one
+    node. `slots` are the action's slots (default: the keys of `values`).
     """
+    slots = list(values) if slots is None else list(slots)
+    _, _, _, node = _node_identity(name)
     own = console is None
     console = console or Console()
     try:
@@ -100,13 +195,77 @@ def confirm(
             principal,
             values,
             world=world,
-            idempotency_key=idempotency_key(name),
+            idempotency_key=idempotency_key(name, values, world, slots),
             wait=False,
+            slots=slots,
         )
+        for earlier in _superseded(node, name, resolution.instance_id):
+            _cancel_if_waiting(console, earlier, _cancel_reason(resolution.instance_id))
         if resolution.status == AWAITING_USER:
-            interrupt(interrupt_payload(resolution, task_class, principal))
+            interrupt(interrupt_payload(resolution, task_class, principal, node, name))
             resolution = console.wait(resolution.instance_id, timeout)
-        return _bindings(resolution)
+        _rejected_or_unready(resolution)
+        bindings = resolution.verified_bindings()
+        receipt = console.verify_receipt(resolution.usable_receipt(), bindings=bindings)
+        console.redeem(receipt.token, bindings_digest=receipt.bindings_digest)
+        return bindings
     finally:
         if own:
             console.close()
+
+
+def _cancel_if_waiting(console: Console, instance_id: str, reason: str) -> None:
+    try:
+        if console.get(instance_id).get("status") == AWAITING_USER:
+            console.cancel(instance_id, reason)
+    except ApiError:  # gone, answered or cancelled meanwhile: nothing left to clean up
+        pass
+
+
+async def _acancel_if_waiting(console: AsyncConsole, instance_id: str, reason: str) -> None:
+    try:
+        if (await console.get(instance_id)).get("status") == AWAITING_USER:
+            await console.cancel(instance_id, reason)
+    except ApiError:
+        pass
+
+
+async def aconfirm(
+    task_class: str,
+    principal: str,
+    values: Mapping[str, Any],
+    *,
+    world: Mapping[str, Any] | None = None,
+    console: AsyncConsole | None = None,
+    name: str = "",
+    timeout: float | None = DEFAULT_TIMEOUT,
+    slots: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """`confirm` for async nodes: the same, with `AsyncConsole`, never blocking the loop."""
+    slots = list(values) if slots is None else list(slots)
+    _, _, _, node = _node_identity(name)
+    own = console is None
+    console = console or AsyncConsole()
+    try:
+        resolution = await console.resolve(
+            task_class,
+            principal,
+            values,
+            world=world,
+            idempotency_key=idempotency_key(name, values, world, slots),
+            wait=False,
+            slots=slots,
+        )
+        for earlier in await _asuperseded(node, name, resolution.instance_id):
+            await _acancel_if_waiting(console, earlier, _cancel_reason(resolution.instance_id))
+        if resolution.status == AWAITING_USER:
+            interrupt(interrupt_payload(resolution, task_class, principal, node, name))
+            resolution = await console.wait(resolution.instance_id, timeout)
+        _rejected_or_unready(resolution)
+        bindings = resolution.verified_bindings()
+        receipt = await console.verify_receipt(resolution.usable_receipt(), bindings=bindings)
+        await console.redeem(receipt.token, bindings_digest=receipt.bindings_digest)
+        return bindings
+    finally:
+        if own:
+            await console.close()

@@ -7,7 +7,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console_client.digest import verify_bindings
-from console_client.errors import NotReady
+from console_client.errors import (
+    NotReady,
+    ReceiptExpired,
+    ReceiptInvalid,
+    ReceiptRedeemed,
+    ReceiptRevoked,
+)
 
 # Instance statuses.
 OPEN = "open"
@@ -36,6 +42,11 @@ class Resolution:
     reason: str | None = None
     rejected: bool = False
     instance: dict[str, Any] = field(default_factory=dict, repr=False)
+    # Once ready: the signed receipt (verify it with `verify_receipt`, use it once with
+    # `redeem`) and its state (valid, redeemed, revoked, expired).
+    receipt: str | None = field(default=None, repr=False)
+    receipt_state: str | None = None
+    slots: tuple[str, ...] = ()
 
     @property
     def ready(self) -> bool:
@@ -51,6 +62,21 @@ class Resolution:
             why = f": {self.reason}" if self.reason else ""
             raise NotReady(f"instance {self.instance_id} is {self.status}{why}")
         return verify_bindings(self.bindings, self.digest)
+
+    def usable_receipt(self) -> str:
+        """The receipt, while it can still be used; else the `ReceiptError` of its state
+        (the console stops handing out a receipt once it is redeemed, revoked or expired)."""
+        if self.receipt:
+            return self.receipt
+        body = {"error": f"receipt_{self.receipt_state}", "fields": {}}
+        where = f"the receipt of instance {self.instance_id}"
+        if self.receipt_state == "redeemed":
+            raise ReceiptRedeemed(409, body | {"detail": f"{where} was already used"})
+        if self.receipt_state == "revoked":
+            raise ReceiptRevoked(409, body | {"detail": f"{where} was revoked"})
+        if self.receipt_state == "expired":
+            raise ReceiptExpired(f"{where} has expired")
+        raise ReceiptInvalid(f"instance {self.instance_id} is {self.status} and has no receipt")
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any], base_url: str) -> Resolution:
@@ -74,6 +100,9 @@ class Resolution:
             reason=reason,
             rejected=bool(rejections),
             instance=dict(payload),
+            receipt=payload.get("receipt") or None,
+            receipt_state=payload.get("receipt_state"),
+            slots=tuple(str(s) for s in payload.get("slots") or ()),
         )
 
 

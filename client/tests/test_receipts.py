@@ -1,0 +1,380 @@
+"""verify_receipt against a JWKS, with test receipts signed here (PyJWT + Ed25519); redeem and
+the receipt-aware parts of resolve against the scripted console."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import jwt
+import pytest
+from conftest import BASE, INSTANCE_ID, KEY, FakeConsole, instance, ready
+from console_client import (
+    Approval,
+    BadRequest,
+    Console,
+    DigestMismatch,
+    ReceiptAudienceMismatch,
+    ReceiptDigestMismatch,
+    ReceiptError,
+    ReceiptExpired,
+    ReceiptInvalid,
+    ReceiptIssuerMismatch,
+    ReceiptKeyUnknown,
+    ReceiptRedeemed,
+    ReceiptRevoked,
+    ReceiptSignatureInvalid,
+    Redemption,
+    bindings_digest,
+    verify_receipt,
+)
+from console_client.errors import Conflict
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+AT = "2026-12-01T10:00:00+00:00"
+BINDINGS = {"recipient_account": "NL91 ABNA 0417 1643 00", "amount": 120, "memo": "rent"}
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+class Signer:
+    """An Ed25519 key as the console holds it: signs receipts, publishes its JWK."""
+
+    def __init__(self, kid: str) -> None:
+        self.kid = kid
+        self.key = Ed25519PrivateKey.generate()
+
+    def jwk(self) -> dict[str, str]:
+        raw = self.key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+        return {"kty": "OKP", "crv": "Ed25519", "x": _b64(raw), "kid": self.kid, "alg": "EdDSA"}
+
+    def sign(self, headers: dict[str, Any] | None = None, **changes: Any) -> str:
+        now = int(time.time())
+        claims: dict[str, Any] = {
+            "iss": BASE,
+            "sub": "alice",
+            "aud": "agent-runtime",
+            "jti": str(uuid.uuid4()),
+            "iat": now,
+            "exp": now + 3600,
+            "instance": INSTANCE_ID,
+            "task_class": "payments.transfer",
+            "decisions": ["send_transfer"],
+            "bindings_digest": bindings_digest(BINDINGS),
+            "approvals": [{"slot": "recipient_account", "action": "edit", "by": "alice", "at": AT}],
+        }
+        claims.update(changes)
+        header = {"kid": self.kid, "typ": "approval-receipt+jwt", **(headers or {})}
+        header = {name: value for name, value in header.items() if value is not None}
+        return jwt.encode(claims, self.key, algorithm="EdDSA", headers=header)
+
+
+@pytest.fixture
+def first() -> Signer:
+    return Signer("key-1")
+
+
+@pytest.fixture
+def second() -> Signer:
+    return Signer("key-2")
+
+
+def _jwks(*signers: Signer) -> dict[str, Any]:
+    return {"keys": [s.jwk() for s in signers]}
+
+
+def test_a_receipt_verifies_into_its_typed_claims(first: Signer) -> None:
+    token = first.sign()
+    receipt = verify_receipt(token, _jwks(first), bindings=BINDINGS, audience="agent-runtime")
+    assert receipt.token == token
+    assert (receipt.instance_id, receipt.task_class, receipt.principal) == (
+        INSTANCE_ID,
+        "payments.transfer",
+        "alice",
+    )
+    assert (receipt.audience, receipt.issuer, receipt.key_id) == ("agent-runtime", BASE, "key-1")
+    assert receipt.decisions == ("send_transfer",)
+    assert receipt.bindings_digest == bindings_digest(BINDINGS)
+    assert receipt.approvals == (
+        Approval(
+            slot="recipient_account",
+            action="edit",
+            by="alice",
+            at=datetime(2026, 12, 1, 10, tzinfo=UTC),
+        ),
+    )
+    assert receipt.expires_at > receipt.issued_at
+    with pytest.raises(AttributeError):
+        receipt.jti = "other"  # type: ignore[misc]
+
+
+def test_rotation_a_token_signed_by_the_second_key_verifies(first: Signer, second: Signer) -> None:
+    receipt = verify_receipt(second.sign(), _jwks(first, second), bindings=BINDINGS)
+    assert receipt.key_id == "key-2"
+
+
+def test_an_unknown_kid_fails(first: Signer, second: Signer) -> None:
+    with pytest.raises(ReceiptKeyUnknown, match="key-2"):
+        verify_receipt(second.sign(), _jwks(first))
+
+
+def test_a_key_that_claims_anothers_kid_fails_the_signature(first: Signer) -> None:
+    impostor = Signer("key-1")
+    with pytest.raises(ReceiptSignatureInvalid):
+        verify_receipt(impostor.sign(), _jwks(first))
+
+
+@pytest.mark.parametrize(
+    ("claim", "value"),
+    [
+        ("bindings_digest", "0" * 64),
+        ("instance", str(uuid.uuid4())),
+        ("sub", "mallory"),
+        ("aud", "another-runtime"),
+        ("exp", int(time.time()) + 10**6),
+        ("decisions", []),
+    ],
+)
+def test_a_changed_claim_fails_the_signature(first: Signer, claim: str, value: Any) -> None:
+    header, payload, signature = first.sign().split(".")
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    claims[claim] = value
+    forged = ".".join([header, _b64(json.dumps(claims).encode()), signature])
+    with pytest.raises(ReceiptSignatureInvalid):
+        verify_receipt(forged, _jwks(first))
+
+
+def test_the_wrong_arguments_fail_the_digest(first: Signer) -> None:
+    other = {**BINDINGS, "amount": 999}
+    with pytest.raises(ReceiptDigestMismatch, match="approves") as caught:
+        verify_receipt(first.sign(), _jwks(first), bindings=other)
+    assert isinstance(caught.value, DigestMismatch)  # caught by code that catches either
+    fewer = {k: v for k, v in BINDINGS.items() if k != "memo"}
+    with pytest.raises(ReceiptDigestMismatch):
+        verify_receipt(first.sign(), _jwks(first), bindings=fewer)
+
+
+def test_an_expired_receipt_fails(first: Signer) -> None:
+    past = int(time.time()) - 7200
+    with pytest.raises(ReceiptExpired):
+        verify_receipt(first.sign(iat=past, exp=past + 60), _jwks(first), bindings=BINDINGS)
+
+
+def test_another_audience_or_issuer_fails(first: Signer) -> None:
+    token = first.sign()
+    with pytest.raises(ReceiptAudienceMismatch):
+        verify_receipt(token, _jwks(first), audience="payments-service")
+    with pytest.raises(ReceiptIssuerMismatch):
+        verify_receipt(token, _jwks(first), issuer="https://evil.test")
+    assert verify_receipt(token, _jwks(first), issuer=BASE).issuer == BASE
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "not a token",
+        "a.b.c",
+        "",
+    ],
+)
+def test_a_malformed_token_is_invalid(first: Signer, token: str) -> None:
+    with pytest.raises(ReceiptInvalid):
+        verify_receipt(token, _jwks(first))
+
+
+@pytest.mark.parametrize(
+    "header",
+    [{"typ": "JWT"}, {"kid": None}, {"kid": ""}],
+)
+def test_a_header_that_is_not_a_receipts_is_invalid(first: Signer, header: dict[str, Any]) -> None:
+    with pytest.raises(ReceiptInvalid):
+        verify_receipt(first.sign(headers=header), _jwks(first))
+
+
+def test_another_algorithm_is_invalid(first: Signer) -> None:
+    token = jwt.encode(
+        {"sub": "alice"}, "shared-secret-of-32-bytes-or-more!", algorithm="HS256",
+        headers={"kid": "key-1", "typ": "approval-receipt+jwt"},
+    )  # fmt: skip
+    with pytest.raises(ReceiptInvalid, match="EdDSA"):
+        verify_receipt(token, _jwks(first))
+
+
+@pytest.mark.parametrize("missing", ["jti", "instance", "bindings_digest", "aud", "exp", "sub"])
+def test_a_missing_claim_is_invalid(first: Signer, missing: str) -> None:
+    with pytest.raises(ReceiptInvalid, match=missing):
+        verify_receipt(first.sign(**{missing: None}), _jwks(first))
+
+
+def test_every_refusal_is_a_receipt_error() -> None:
+    for error in (
+        ReceiptInvalid, ReceiptKeyUnknown, ReceiptSignatureInvalid, ReceiptExpired,
+        ReceiptAudienceMismatch, ReceiptIssuerMismatch, ReceiptDigestMismatch,
+        ReceiptRedeemed, ReceiptRevoked,
+    ):  # fmt: skip
+        assert issubclass(error, ReceiptError)
+
+
+# --- the console's side: JWKS fetched and cached, redeem ------------------------------------
+
+
+def _console(fake: FakeConsole) -> Console:
+    return Console(BASE, KEY, transport=httpx.MockTransport(fake))
+
+
+def _serve_jwks(fake: FakeConsole, *key_sets: dict[str, Any]) -> list[httpx.Request]:
+    fetched: list[httpx.Request] = []
+    served = list(key_sets)
+
+    def jwks(request: httpx.Request) -> httpx.Response:
+        fetched.append(request)
+        return httpx.Response(200, json=served.pop(0) if len(served) > 1 else served[0])
+
+    fake.routes[("GET", "/.well-known/jwks.json")] = [jwks]
+    return fetched
+
+
+def test_the_console_fetches_its_jwks_once_and_again_after_a_rotation(
+    fake: FakeConsole, first: Signer, second: Signer
+) -> None:
+    fetched = _serve_jwks(fake, _jwks(first), _jwks(first, second))
+    console = _console(fake)
+    assert console.verify_receipt(first.sign(), bindings=BINDINGS).key_id == "key-1"
+    assert console.verify_receipt(first.sign()).key_id == "key-1"
+    assert len(fetched) == 1
+    assert str(fetched[0].url) == f"{BASE}/.well-known/jwks.json"
+    console._keys.fetched_at -= 60  # a refetch for an unknown key waits a few seconds
+    assert console.verify_receipt(second.sign()).key_id == "key-2"
+    assert len(fetched) == 2
+
+
+def test_a_key_still_unknown_after_a_refetch_fails(
+    fake: FakeConsole, first: Signer, second: Signer
+) -> None:
+    _serve_jwks(fake, _jwks(first))
+    with pytest.raises(ReceiptKeyUnknown):
+        _console(fake).verify_receipt(second.sign())
+
+
+def test_redeem_returns_a_typed_redemption(fake: FakeConsole) -> None:
+    digest = bindings_digest(BINDINGS)
+    answer = {
+        "jti": "j1",
+        "instance": INSTANCE_ID,
+        "bindings_digest": digest,
+        "redeemed_at": "2026-12-01T10:00:00+00:00",
+    }
+    fake.on("POST", "receipts/redeem/", answer)
+    redemption = _console(fake).redeem("token", bindings_digest=digest)
+    assert redemption == Redemption(
+        jti="j1",
+        instance_id=INSTANCE_ID,
+        bindings_digest=digest,
+        redeemed_at=datetime(2026, 12, 1, 10, tzinfo=UTC),
+    )
+    assert fake.bodies() == [{"receipt": "token", "bindings_digest": digest}]
+    _console(fake).redeem("token")
+    assert fake.bodies()[-1] == {"receipt": "token"}
+
+
+@pytest.mark.parametrize(
+    ("code", "error"), [("receipt_redeemed", ReceiptRedeemed), ("receipt_revoked", ReceiptRevoked)]
+)
+def test_a_second_redemption_raises_its_own_conflict(
+    fake: FakeConsole, code: str, error: type[Conflict]
+) -> None:
+    fake.on("POST", "receipts/redeem/", (409, {"error": code, "detail": "no", "fields": {}}))
+    with pytest.raises(error) as caught:
+        _console(fake).redeem("token")
+    assert isinstance(caught.value, Conflict) and caught.value.status == 409
+
+
+def test_redeem_in_the_async_console(fake: FakeConsole, first: Signer) -> None:
+    import asyncio
+
+    from console_client import AsyncConsole
+
+    fake.on("POST", "receipts/redeem/", {"jti": "j", "instance": INSTANCE_ID})
+    _serve_jwks(fake, _jwks(first))
+
+    async def run() -> tuple[Redemption, str]:
+        async with AsyncConsole(BASE, KEY, transport=httpx.MockTransport(fake)) as console:
+            receipt = await console.verify_receipt(first.sign(), bindings=BINDINGS)
+            return await console.redeem(receipt.token), receipt.key_id
+
+    redemption, kid = asyncio.run(run())
+    assert (redemption.jti, kid) == ("j", "key-1")
+
+
+# --- resolve: slots, audience, the receipt --------------------------------------------------
+
+
+def test_resolve_names_no_slots_by_default_and_passes_slots_and_audience(
+    console: Console, fake: FakeConsole
+) -> None:
+    fake.on("POST", "instances/", (200, ready({"iban": "NL91"}) | {"receipt": "tok"}))
+    console.resolve("payments.refund", "alice", {"iban": "NL91"})
+    console.resolve(
+        "payments.refund", "alice", {"iban": "NL91"}, slots=["iban"], audience="refunds"
+    )
+    default, named = fake.bodies()
+    assert "slots" not in default and "audience" not in default
+    assert (named["slots"], named["audience"]) == (["iban"], "refunds")
+
+
+def test_a_ready_plan_is_read_again_for_its_receipt(console: Console, fake: FakeConsole) -> None:
+    bindings = {"iban": "NL91"}
+    fake.on("POST", "instances/", (201, instance("open")))
+    plan = {"instance": INSTANCE_ID, "status": "ready", "bindings": bindings}
+    fake.on("POST", f"instances/{INSTANCE_ID}/plan/", plan | {"bindings_digest": "x"})
+    read = ready(bindings) | {"receipt": "tok", "receipt_state": "valid"}
+    fake.on("GET", f"instances/{INSTANCE_ID}/", read)
+    resolution = console.resolve("payments.refund", "alice", bindings)
+    assert (resolution.receipt, resolution.receipt_state) == ("tok", "valid")
+    assert resolution.verified_bindings() == bindings
+
+
+def test_resolve_with_an_unknown_key_raises_the_consoles_400(
+    console: Console, fake: FakeConsole
+) -> None:
+    body = {"error": "unknown_slot", "detail": "no slot ref", "fields": {"slots": ["ref"]}}
+    fake.on("POST", "instances/", (400, body))
+    with pytest.raises(BadRequest) as caught:
+        console.resolve("payments.refund", "alice", {"iban": "NL91", "ref": "r1"})
+    assert caught.value.error == "unknown_slot"
+    assert len(fake.requests) == 1  # nothing planned after the refusal
+
+
+def test_register_task_class_with_open_slots(console: Console, fake: FakeConsole) -> None:
+    fake.on("PUT", "task-classes/claude-code.Bash/", {"key": "claude-code.Bash"})
+    console.register_task_class("claude-code.Bash", slots=[], open_slots=True)
+    assert fake.bodies()[0]["open_slots"] is True
+
+
+@pytest.mark.parametrize(
+    ("state", "error"),
+    [
+        ("redeemed", ReceiptRedeemed),
+        ("revoked", ReceiptRevoked),
+        ("expired", ReceiptExpired),
+        (None, ReceiptInvalid),
+    ],
+)
+def test_a_ready_instance_without_its_token_names_why(
+    state: str | None, error: type[ReceiptError]
+) -> None:
+    from console_client import Resolution
+
+    payload = ready(BINDINGS) | {"receipt": None, "receipt_state": state}
+    with pytest.raises(error):
+        Resolution.from_payload(payload, BASE).usable_receipt()
+    valid = ready(BINDINGS) | {"receipt": "tok", "receipt_state": "valid"}
+    assert Resolution.from_payload(valid, BASE).usable_receipt() == "tok"
