@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import unicodedata
+from collections.abc import Iterator
 from typing import Any
 
 KEPT = frozenset("\n\t")
@@ -65,21 +66,25 @@ def reveal_parts(text: str) -> list[tuple[str, bool]]:
     return parts
 
 
-def hidden_characters(value: Any) -> list[str]:
-    """The hidden characters in a JSON value (strings and object keys, at any depth), as
-    sorted "U+XXXX" codes without repeats; [] when there is none."""
-    found: set[str] = set()
+def texts_in(value: Any) -> Iterator[str]:
+    """Every string in a JSON value: itself, or its objects' keys and values and its lists'
+    items, however deep."""
     stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            found.update(code(c) for c in item if is_hidden(c))
+            yield item
         elif isinstance(item, dict):
             stack.extend(item.keys())
             stack.extend(item.values())
         elif isinstance(item, list | tuple):
             stack.extend(item)
-    return sorted(found)
+
+
+def hidden_characters(value: Any) -> list[str]:
+    """The hidden characters in a JSON value (strings and object keys, at any depth), as
+    sorted "U+XXXX" codes without repeats; [] when there is none."""
+    return sorted({code(c) for text in texts_in(value) for c in text if is_hidden(c)})
 
 
 def has_hidden(value: Any) -> bool:
@@ -138,18 +143,7 @@ def word_scripts(word: str) -> list[str]:
 def mixed_script_words(value: Any) -> list[str]:
     """The words of a JSON value (strings and object keys, at any depth) that mix Latin with
     Cyrillic or Greek letters, sorted, without repeats; [] when there is none."""
-    found: set[str] = set()
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            found.update(w for w in _words(item) if len(word_scripts(w)) > 1)
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list | tuple):
-            stack.extend(item)
-    return sorted(found)
+    return sorted({w for text in texts_in(value) for w in _words(text) if len(word_scripts(w)) > 1})
 
 
 def mixed_script_note(value: Any) -> str:
