@@ -428,6 +428,8 @@ class Bench:
                 TaskInstance(
                     task_class=task_class,
                     principal=user,
+                    # The measured run's own runtime: its history is what it carries.
+                    runtime=self.actor.runtime,
                     run_number=run,
                     status=InstanceStatus.READY,
                     planned_at=start + timedelta(days=run),
@@ -491,8 +493,9 @@ class Bench:
             cursor.execute(
                 "INSERT INTO beliefs_taskinstance (id, task_class_id, principal_id, run_number,"
                 " world, status, status_reason, plan_items, bindings_digest, idempotency_hash,"
-                " created_at, updated_at) SELECT gen_random_uuid(), %s, u.id, 1, '{}', 'ready',"
-                " '', '[]', '', '', now(), now() FROM auth_user u WHERE u.username LIKE 'other-%%'",
+                " action_slots, audience, created_at, updated_at) SELECT gen_random_uuid(), %s,"
+                " u.id, 1, '{}', 'ready', '', '[]', '', '', '[]', '', now(), now()"
+                " FROM auth_user u WHERE u.username LIKE 'other-%%'",
                 [run.task_class_id],
             )
             cursor.execute(
@@ -539,7 +542,7 @@ class Bench:
                 run = n // len(user_ids) + 1  # one run number per principal, as is unique
                 yield (
                     pk, task_class.pk, user_ids[n % len(user_ids)], run, "{}", "ready", "",
-                    "[]", "", "", at, len(slot_ids), at, at,
+                    "[]", "", "", at, len(slot_ids), "[]", "", at, at,
                 )  # fmt: skip
 
         self.bulk_load(
@@ -557,6 +560,8 @@ class Bench:
                 "idempotency_hash",
                 "planned_at",
                 "blocking_asked",  # the blocking prompts loaded below
+                "action_slots",  # finished runs: not planned again
+                "audience",
                 "created_at",
                 "updated_at",
             ),  # fmt: skip
