@@ -86,3 +86,17 @@ def test_a_runtimes_name_is_shown_as_data(alice: User, signed_in: type[Client]) 
     assert "<img src=x" not in note
     assert "&lt;img src=x" in note
     assert "\u202e" not in note and "U+202E" in note
+
+
+def test_an_earlier_value_shown_for_reference_names_who_reported_it(
+    alice: User, signed_in: type[Client]
+) -> None:
+    """An ASK with the earlier value as read-only context (R5: no world reference) still says
+    whose value it was."""
+    agent = _runtime("billing-agent")
+    _class(agent)
+    _run(agent, [{"slot": "iban", "value": "GB33", "source": "user"}])
+    later = _run(agent)
+    iban = _card(signed_in(alice), later, "iban")
+    assert "for reference only" in iban
+    assert "billing-agent reports you gave it" in iban
