@@ -20,9 +20,10 @@ import asyncio
 import contextlib
 import re
 import time
+import weakref
 from uuid import UUID
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import SyncToAsync, sync_to_async
 from django.core.handlers.asgi import ASGIRequest
 from django.db import connection
 from django.http import HttpRequest, HttpResponse
@@ -34,9 +35,16 @@ MAX_WAIT = 60
 # Without a notification from other processes (SQLite; PostgreSQL before its LISTEN connection
 # is up), how often a waiter re-reads.
 POLL_SECONDS = 0.5
+# Reads of waiting requests running at once, per process: a change wakes every waiter of the
+# instance together, and each read takes a database connection (500 at once would exhaust
+# PostgreSQL's connections; 8 at a time answer them all within about a second).
+READS_AT_ONCE = 8
 _WAIT = re.compile(r'^\s*wait\s*=\s*"?(\d{1,9})"?\s*$', re.IGNORECASE)
 
 _read_view = InstanceDetailApi.as_view()
+_read_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def preferred_wait(header: str | None) -> int | None:
@@ -55,9 +63,8 @@ def _read(request: HttpRequest, instance_id: UUID, *, release: bool) -> HttpResp
     render = getattr(response, "render", None)
     if callable(render):
         response = render()
-    if release and not connection.in_atomic_block:
-        # A waiter keeps no database connection between its reads.
-        connection.close()
+    if release:  # a waiter keeps no database connection between its reads
+        _close_connection()
     return response
 
 
@@ -67,14 +74,23 @@ async def instance_detail(request: HttpRequest, instance_id: UUID) -> HttpRespon
         return await sync_to_async(_read)(request, instance_id, release=False)
     key = str(instance_id)
     deadline = time.monotonic() + wait
+    asgi = isinstance(request, ASGIRequest)
+    if asgi:
+        await _release_request_thread()
     # Other processes' changes: heard through LISTEN (PostgreSQL under ASGI), else polled.
-    heard = isinstance(request, ASGIRequest) and await changes.listening()
+    heard = asgi and await changes.listening()
+    loop = asyncio.get_running_loop()
+    # Under ASGI each read runs on the loop's shared threads and gives its connection back;
+    # under WSGI in the request's own thread, the test's transaction included.
+    read = sync_to_async(_read, thread_sensitive=not asgi)
     while True:
         # Watching before reading: a change committed between the two still wakes us.
         changed = changes.watch(key)
         try:
             remaining = deadline - time.monotonic()
-            response = await sync_to_async(_read)(request, instance_id, release=remaining > 0)
+            slots = _read_slots.setdefault(loop, asyncio.Semaphore(READS_AT_ONCE))
+            async with slots:
+                response = await read(request, instance_id, release=asgi or remaining > 0)
             if response.status_code != 304 or remaining <= 0:
                 break
             with contextlib.suppress(TimeoutError):
@@ -84,6 +100,29 @@ async def instance_detail(request: HttpRequest, instance_id: UUID) -> HttpRespon
     if response.status_code in (200, 304):
         response["Preference-Applied"] = f"wait={wait}"
     return response
+
+
+async def _release_request_thread() -> None:
+    """Let the thread Django's ASGI handler keeps for this request go while it waits.
+
+    Django runs a request's sync code (the middlewares' hooks) in a thread of its own, kept
+    until the response (asgiref's `ThreadSensitiveContext`): idle, but one per waiter. Its
+    database connection is closed and the thread ended; should the response's hooks need one,
+    they start another."""
+    context = SyncToAsync.thread_sensitive_context.get(None)
+    if context is None:
+        return
+    executor = SyncToAsync.context_to_thread_executor.get(context)
+    if executor is None:
+        return
+    await sync_to_async(_close_connection)()
+    SyncToAsync.context_to_thread_executor.pop(context, None)
+    executor.shutdown(wait=False)
+
+
+def _close_connection() -> None:
+    if not connection.in_atomic_block:
+        connection.close()
 
 
 # What the router, the CSRF and sign-in middlewares and the OpenAPI generator read off a view.
