@@ -187,3 +187,27 @@ def test_a_waiter_on_one_process_wakes_at_a_change_through_another(
     assert response.headers["ETag"] != tag
     assert answered_at - changed_at < 1.0
     assert answered_at - started < 25.0  # woken, not timed out
+
+
+def test_pages_and_the_api_answer_as_ever_under_uvicorn(
+    servers: list[str], opened: tuple[str, dict[str, str]]
+) -> None:
+    path, headers = opened
+    base = servers[0]
+    page = requests.get(f"{base}/accounts/login/", timeout=30)
+    assert page.status_code == 200 and "text/html" in page.headers["Content-Type"]
+    assert "no-store" in page.headers["Cache-Control"]
+    assert "Content-Security-Policy" in page.headers
+    assert requests.get(f"{base}/", timeout=30, allow_redirects=False).status_code == 302
+    plain = requests.get(f"{base}{path}", headers=headers, timeout=30)
+    assert plain.status_code == 200 and "Preference-Applied" not in plain.headers
+    same = requests.get(
+        f"{base}{path}", headers={**headers, "If-None-Match": plain.headers["ETag"]}
+    )
+    assert same.status_code == 304
+    stranger = requests.get(f"{base}{path}", headers={"Authorization": "Api-Key nope"}, timeout=30)
+    assert stranger.status_code in (401, 403) and stranger.json()["error"]
+    too_large = requests.post(
+        f"{base}/api/v1/instances/", data=b"x" * (settings.API_MAX_BODY_BYTES + 1), headers=headers
+    )
+    assert too_large.status_code == 413 and too_large.json()["error"] == "too_large"
