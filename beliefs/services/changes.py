@@ -110,19 +110,14 @@ async def listening(timeout: float = 2.0) -> bool:
 async def _listen(ready: asyncio.Event) -> None:
     import psycopg  # PostgreSQL only
 
-    database = connections["default"].settings_dict
-    params = {
-        "dbname": database["NAME"],
-        "user": database["USER"] or None,
-        "password": database["PASSWORD"] or None,
-        "host": database["HOST"] or None,
-        "port": database["PORT"] or None,
-    }
+    # As Django connects (host, credentials, sslmode and the other OPTIONS), less what only its
+    # own sync cursors use.
+    params = connections["default"].get_connection_params()
+    for name in ("cursor_factory", "context", "prepare_threshold"):
+        params.pop(name, None)
     while True:
         try:
-            conn = await psycopg.AsyncConnection.connect(
-                **{k: v for k, v in params.items() if v is not None}, autocommit=True
-            )
+            conn = await psycopg.AsyncConnection.connect(**params, autocommit=True)
             async with conn:
                 await conn.execute(f"LISTEN {CHANNEL}")
                 ready.set()
