@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: run test install lint format bench clean
+.PHONY: run serve test install lint format bench clean
 
 $(STAMP): pyproject.toml client/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,16 @@ run: $(STAMP)
 	$(PY) manage.py worker & worker=$$!; \
 	trap 'kill $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT INT TERM; \
 	$(PY) manage.py runserver 127.0.0.1:$(PORT)
+
+## The production server: uvicorn on 0.0.0.0:$PORT with $WEB_CONCURRENCY processes (default 2),
+## one event loop each, so a process holds thousands of long-polls (Prefer: wait). Settings
+## from the environment (see README, Production); run `manage.py worker` beside it. Under ASGI
+## a request's sync code runs in a thread of its own, so connections are not kept across
+## requests (DATABASE_CONN_MAX_AGE=0, as Django advises for ASGI) unless you set it.
+WEB_CONCURRENCY ?= 2
+serve: $(STAMP)
+	DATABASE_CONN_MAX_AGE=$${DATABASE_CONN_MAX_AGE:-0} $(VENV)/bin/uvicorn console.asgi:application \
+	  --host 0.0.0.0 --port $(PORT) --workers $(WEB_CONCURRENCY) --no-server-header
 
 ## Lint, then the whole test suite in two processes (browser tests need /usr/bin/chromium)
 ## with mypy running beside it (its report is printed after pytest's), then the client's own

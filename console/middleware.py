@@ -1,3 +1,11 @@
+"""The console's middlewares.
+
+Each is a `MiddlewareMixin` (hooks, no `__call__` of its own) and the static files' is made
+async-capable: under ASGI Django then calls the chain without a thread, running only each hook
+in one, so a long-poll (`beliefs.api.longpoll`) holds no thread while it waits. A sync-only
+middleware would run everything inside it in a thread held for the whole wait.
+"""
+
 from __future__ import annotations
 
 import dataclasses
@@ -6,11 +14,14 @@ from collections.abc import Callable
 from io import BytesIO
 from typing import Any
 
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.core.handlers.wsgi import LimitedStream
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils.cache import add_never_cache_headers
+from django.utils.deprecation import MiddlewareMixin
+from whitenoise.middleware import WhiteNoiseMiddleware
 
 from beliefs.api.parsers import PARSED_JSON
 from beliefs.domain import jsonguard
@@ -20,17 +31,41 @@ from console import errors
 from console.templatetags.reveal import reveal
 
 
-class ApiBodyLimitMiddleware:
+class StaticFilesMiddleware(WhiteNoiseMiddleware):
+    """WhiteNoise, async-capable (WhiteNoise's own is sync only): serving a static file is a
+    lookup of the path among the files collected at start-up and an open file to stream."""
+
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response: Callable[[HttpRequest], Any], *args: Any, **kw: Any) -> None:
+        super().__init__(get_response, *args, **kw)
+        if iscoroutinefunction(get_response):
+            markcoroutinefunction(self)
+
+    def __call__(self, request: HttpRequest) -> Any:
+        if iscoroutinefunction(self):
+            return self._acall(request)
+        return super().__call__(request)
+
+    async def _acall(self, request: HttpRequest) -> HttpResponse:
+        if self.autorefresh:  # DEBUG: looked up on disk, each time
+            static_file = self.find_file(request.path_info)
+        else:
+            static_file = self.files.get(request.path_info)
+        if static_file is not None:
+            return self.serve(static_file, request)
+        return await self.get_response(request)
+
+
+class ApiBodyLimitMiddleware(MiddlewareMixin):
     """Refuse API bodies over API_MAX_BODY_BYTES with a JSON 413 before anything reads them.
 
     Django's DATA_UPLOAD_MAX_MEMORY_SIZE guards form posts only; DRF's JSON parser reads the
     stream directly, so without this an API body could be any size.
     """
 
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
+    def process_request(self, request: HttpRequest) -> HttpResponse | None:
         if request.path.startswith("/api/"):
             try:
                 length = int(request.META.get("CONTENT_LENGTH") or 0)
@@ -45,10 +80,10 @@ class ApiBodyLimitMiddleware:
                     },
                     status=413,
                 )
-        return self.get_response(request)
+        return None
 
 
-class NoStorePagesMiddleware:
+class NoStorePagesMiddleware(MiddlewareMixin):
     """Pages are never kept by the browser: Back and Forward fetch the current state.
 
     A page shows a person's answers and what still waits for them; a copy from the browser's
@@ -57,17 +92,13 @@ class NoStorePagesMiddleware:
     page restored from the back/forward cache.
     """
 
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        response = self.get_response(request)
+    def process_response(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
         if response.get("Content-Type", "").startswith("text/html"):
             add_never_cache_headers(response)
         return response
 
 
-class InputGuardMiddleware:
+class InputGuardMiddleware(MiddlewareMixin):
     """One guard at the edge, before CSRF or a view reads the request.
 
     It refuses, with a 400 naming the field, what the database cannot store or what would only
@@ -80,12 +111,8 @@ class InputGuardMiddleware:
     terminated (gunicorn does), and refused with 411 elsewhere: Django would read it as empty.
     """
 
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        refusal = _read_chunked_body(request)
-        return refusal or self.get_response(request)
+    def process_request(self, request: HttpRequest) -> HttpResponse | None:
+        return _read_chunked_body(request)
 
     def process_view(
         self,
@@ -208,17 +235,11 @@ def _error(request: HttpRequest, status: int, code: str, detail: str) -> HttpRes
     return render(request, "error.html", {"status": status, "detail": detail}, status=status)
 
 
-class DatabaseBusyMiddleware:
+class DatabaseBusyMiddleware(MiddlewareMixin):
     """A page whose database was busy (a write lost every retry to competing changes) or out of
     reach (a restart, a cut connection) answers 503 with a message and Retry-After, not a 500:
     trying again will work. What fails before or after the view (the session) reaches the
     same answer through the 500 handler (`console.errors.server_error`)."""
-
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         error = as_unavailable(exception)

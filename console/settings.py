@@ -112,7 +112,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "console.middleware.ApiBodyLimitMiddleware",
     "console.middleware.NoStorePagesMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "console.middleware.StaticFilesMiddleware",  # WhiteNoise, async-capable
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     # Before CSRF, whose check reads a form body: nothing reads a body the guard has not seen.

@@ -6,7 +6,7 @@ from django.urls import URLPattern, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.views import APIView
 
-from beliefs.api import proposals, views, webhooks
+from beliefs.api import longpoll, proposals, views, webhooks
 
 # The API authenticates by itself (runtime key or session) and answers JSON, so Django's
 # LoginRequiredMiddleware, which redirects to the sign-in page, must leave it alone.
@@ -32,7 +32,8 @@ task_class_and_instance_patterns = [
         "api-task-class-share",
     ),
     api_path("instances/", views.InstanceCreateApi, "api-instances"),
-    api_path("instances/<uuid:instance_id>/", views.InstanceDetailApi, "api-instance"),
+    # Async, for `Prefer: wait` (a long-poll); the plain read is InstanceDetailApi's.
+    path("instances/<uuid:instance_id>/", api(longpoll.instance_detail), name="api-instance"),
     api_path("instances/<uuid:instance_id>/beliefs/", views.BeliefCreateApi, "api-beliefs"),
     api_path("instances/<uuid:instance_id>/world/", views.WorldApi, "api-world"),
     api_path("instances/<uuid:instance_id>/plan/", views.PlanApi, "api-plan"),

@@ -296,9 +296,21 @@ class InstanceDetailApi(APIView):
         summary="An instance, its plan, prompts and (once ready) final bindings",
         description=(
             "For the runtime that opened it and for its principal; 404 for anyone else. Sends "
-            "an `ETag`; with `If-None-Match` naming it, 304 and no body."
+            "an `ETag`; with `If-None-Match` naming it, 304 and no body.\n\n"
+            "A long-poll: with `Prefer: wait=N` (RFC 7240; N seconds, at most 60) as well, the "
+            "answer waits until the instance's ETag changes (200 and the new body) or N seconds "
+            "pass (304), and carries `Preference-Applied: wait=N`. An invalid `Prefer` is "
+            "ignored."
         ),
-        parameters=[OpenApiParameter("If-None-Match", str, OpenApiParameter.HEADER)],
+        parameters=[
+            OpenApiParameter("If-None-Match", str, OpenApiParameter.HEADER),
+            OpenApiParameter(
+                "Prefer",
+                str,
+                OpenApiParameter.HEADER,
+                description="`wait=N`: wait up to N seconds (at most 60) for a change.",
+            ),
+        ],
     )
     def get(self, request: Request, instance_id: UUID) -> HttpResponse:
         if is_runtime(request):

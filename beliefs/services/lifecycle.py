@@ -19,6 +19,7 @@ from beliefs.models import (
 )
 from beliefs.selectors import rows
 from beliefs.selectors.beliefs import open_prompts_of
+from beliefs.services.changes import instance_changed
 from beliefs.services.notify import instance_status_changed
 from beliefs.services.receipts import receipt_revoke
 
@@ -91,6 +92,9 @@ def _read_instance(pk: Any, runtime_id: int | None, *, lock: bool) -> TaskInstan
     if not found:
         raise NotFound("No such instance.")
     if lock:
+        # Every writer of an instance takes this lock: the one place that tells its waiters
+        # (on commit; a lock taken for nothing costs them a read).
+        instance_changed(pk)
         return _instance_of(found[0])
     return rows.instance_of(TaskInstance, found[0], [name for _, name in _UNLOCKED_COLUMNS])
 

@@ -25,6 +25,7 @@ from beliefs.models import (
 )
 from beliefs.selectors.beliefs import SlotState, belief_summary, open_prompts_of, slot_states
 from beliefs.services.audit import Actor, audit
+from beliefs.services.changes import instance_changed
 from beliefs.services.expiry import expire_locked_if_due
 from beliefs.services.lifecycle import instance_with_open_prompts, require_open
 from beliefs.services.notify import instance_status_changed
@@ -366,6 +367,7 @@ def instances_replan_for_task_class(*, task_class: TaskClass, actor: Actor) -> i
         .select_related("task_class", "principal")
         .order_by("pk")
     ):
+        instance_changed(instance.pk)  # locked here, not by `lock_instance`
         plan_locked(instance, actor)
         count += 1
     return count

@@ -27,6 +27,7 @@ from beliefs.models import (
     TaskInstance,
 )
 from beliefs.services.audit import Actor, audit
+from beliefs.services.changes import instance_changed
 from beliefs.signing import ReceiptTokenInvalid, sign, verify
 
 APPROVING_ACTIONS = ("confirm", "edit", "answer")
@@ -183,6 +184,8 @@ def receipt_redeem(
             code="receipt_redeemed",
         )
     receipt.redeemed_at, receipt.redeemed_by = now, key
+    # The instance read shows the receipt's state; this changes it without the instance's lock.
+    instance_changed(receipt.instance_id)
     audit(
         "receipt.redeemed",
         actor=Actor(key=key),

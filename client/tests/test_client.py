@@ -372,3 +372,70 @@ def test_async_resolve_and_errors(async_console: AsyncConsole, fake: FakeConsole
         await async_console.close()
 
     asyncio.run(run())
+
+
+# --- wait: the long-poll (Prefer: wait) ------------------------------------------------------
+
+
+def _long_polling(fake: FakeConsole, *payloads: dict[str, Any]) -> None:
+    """A console that applies `Prefer: wait`: each GET answers the next payload (the last
+    repeats), 304 when it is the one the client has, with Preference-Applied."""
+    served = list(payloads)
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        payload = served.pop(0) if len(served) > 1 else served[0]
+        tag = '"' + str(abs(hash(json.dumps(payload, sort_keys=True)))) + '"'
+        applied = (
+            {"Preference-Applied": request.headers["Prefer"]} if "Prefer" in request.headers else {}
+        )
+        if request.headers.get("If-None-Match") == tag:
+            return httpx.Response(304, headers={"ETag": tag, **applied})
+        return httpx.Response(200, json=payload, headers={"ETag": tag, **applied})
+
+    fake.on("GET", PATH, answer)
+
+
+def test_wait_long_polls_and_asks_again_at_once(
+    console: Console, fake: FakeConsole, sleeps: list[float]
+) -> None:
+    waiting = instance("awaiting_user")
+    _long_polling(fake, waiting, waiting, waiting, ready({"iban": "NL91"}))
+    resolution = console.wait(INSTANCE_ID)
+    assert resolution.ready and resolution.bindings == {"iban": "NL91"}
+    assert [r.headers["Prefer"] for r in fake.requests] == ["wait=25"] * 4
+    tags = [r.headers.get("If-None-Match") for r in fake.requests]
+    assert tags[0] is None and tags[1] is not None and len(set(tags[1:3])) == 1
+    assert sleeps == []  # the console waited; the client never sleeps
+    # The HTTP read timeout outlasts the wait (the client's own is 30 s).
+    assert fake.requests[0].extensions["timeout"]["read"] > 25
+
+
+def test_wait_long_polls_no_longer_than_its_timeout(
+    console: Console, fake: FakeConsole, sleeps: list[float]
+) -> None:
+    _long_polling(fake, instance("awaiting_user"), ready({"a": 1}))
+    console.wait(INSTANCE_ID, timeout=7.5)
+    assert fake.requests[0].headers["Prefer"] == "wait=7"
+
+
+def test_wait_falls_back_to_polling_when_the_console_ignores_prefer(
+    console: Console, fake: FakeConsole, sleeps: list[float]
+) -> None:
+    waiting = instance("awaiting_user")
+    fake.on("GET", PATH, waiting, waiting, waiting, ready({"a": 1}))  # no Preference-Applied
+    assert console.wait(INSTANCE_ID).ready
+    assert fake.requests[0].headers["Prefer"] == "wait=25"
+    assert all("Prefer" not in r.headers for r in fake.requests[1:])
+    assert len(fake.requests) == 4
+    assert sleeps == [0.5, 0.75, 1.125]
+
+
+def test_the_async_wait_long_polls_too(
+    async_console: AsyncConsole, fake: FakeConsole, sleeps: list[float]
+) -> None:
+    waiting = instance("awaiting_user")
+    _long_polling(fake, waiting, waiting, ready({"a": 1}))
+    resolution = asyncio.run(async_console.wait(INSTANCE_ID))
+    assert resolution.ready
+    assert [r.headers["Prefer"] for r in fake.requests] == ["wait=25"] * 3
+    assert sleeps == []

@@ -54,6 +54,9 @@ class Call:
     json: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     parse: Callable[[httpx.Response], Any] = decode
+    # Seconds to wait for the answer, where the client's own timeout would be too short (a
+    # long-poll); None: the client's.
+    timeout: float | None = None
 
 
 @dataclass(frozen=True)
@@ -243,21 +246,58 @@ def _changed(response: httpx.Response) -> tuple[Any, str | None] | None:
     return decode(response), response.headers.get("ETag")
 
 
-def poll(instance_id: str, etag: str | None) -> Call:
-    """A conditional GET: with the last ETag seen, an unchanged instance costs a 304."""
+def poll(instance_id: str, etag: str | None, wait: int | None = None) -> Call:
+    """A conditional GET: with the last ETag seen, an unchanged instance costs a 304.
+
+    With `wait`, a long-poll (`Prefer: wait=N`): the console answers when the instance changes
+    or after N seconds. The answer's parse is then (what `_changed` gives, whether the console
+    applied the preference)."""
     headers = {"If-None-Match": etag} if etag else {}
-    return Call("GET", instance_path(instance_id), headers=headers, parse=_changed)
+    if wait is None:
+        return Call("GET", instance_path(instance_id), headers=headers, parse=_changed)
+    headers["Prefer"] = f"wait={wait}"
+    return Call(
+        "GET",
+        instance_path(instance_id),
+        headers=headers,
+        parse=_long_polled,
+        timeout=wait + LONG_POLL_GRACE,
+    )
+
+
+# How long a long-poll asks the console to wait (it holds at most 60 s; under the 30 s that
+# proxies commonly allow an idle answer), and how much longer the client waits for the answer.
+LONG_POLL_SECONDS = 25
+LONG_POLL_GRACE = 15.0
+
+
+def _long_polled(response: httpx.Response) -> tuple[tuple[Any, str | None] | None, bool]:
+    return _changed(response), "Preference-Applied" in response.headers
 
 
 def wait(
     instance_id: str, timeout: float | None, base_url: str, backoff: Backoff
 ) -> Program[Resolution]:
-    """Poll, backing off, until the instance leaves awaiting_user; see `Console.wait`."""
+    """Wait until the instance leaves awaiting_user; see `Console.wait`.
+
+    Long-polls while the console applies `Prefer: wait` (each answer comes when the instance
+    changes, so it is asked again at once); polls backing off, as before, once a console
+    answers without `Preference-Applied` (one that does not know the preference)."""
     deadline = None if timeout is None else time.monotonic() + timeout
     etag: str | None = None
     payload: dict[str, Any] = {}
+    long_poll = True
     while True:
-        changed = yield poll(instance_id, etag)
+        remaining = None if deadline is None else deadline - time.monotonic()
+        asked = None
+        if long_poll and (remaining is None or remaining >= 1):
+            asked = (
+                LONG_POLL_SECONDS if remaining is None else min(LONG_POLL_SECONDS, int(remaining))
+            )
+        if asked is None:
+            changed = yield poll(instance_id, etag)
+        else:
+            changed, long_poll = yield poll(instance_id, etag, asked)
         if changed is not None:
             payload, etag = changed
         if payload.get("status") != AWAITING_USER:
@@ -268,7 +308,8 @@ def wait(
                 f"instance {instance_id} still awaits the person after {timeout} s",
                 payload,
             )
-        yield Sleep(backoff(remaining))
+        if asked is None or not long_poll:
+            yield Sleep(backoff(remaining))
 
 
 def settle(payload: Mapping[str, Any], base_url: str) -> Resolution:

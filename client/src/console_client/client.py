@@ -191,7 +191,9 @@ class _Api(
     # --- waiting and the common case -----------------------------------------------------
 
     def wait(self, instance_id: str, timeout: float | None = None) -> ResolutionResult:
-        """Poll (with If-None-Match, backing off) until the instance leaves awaiting_user.
+        """Wait until the instance leaves awaiting_user: long-polls (If-None-Match with
+        `Prefer: wait=25`, answered the moment the person acts), or, from a console that does
+        not apply the preference, polls with If-None-Match, backing off.
 
         Returns the Resolution (ready; cancelled, with `rejected` and `reason`; or open).
         Raises `InstanceExpired` when the person did not answer in time and `WaitTimeout`
@@ -297,7 +299,9 @@ class Console(
     def _do(self, step: Call | Sleep) -> Any:
         if isinstance(step, Sleep):
             return self._sleep(step.seconds)
-        response = self._http.request(step.method, step.path, json=step.json, headers=step.headers)
+        response = self._http.request(
+            step.method, step.path, json=step.json, headers=step.headers, **_timeout(step)
+        )
         return step.parse(response)
 
 
@@ -351,6 +355,11 @@ class AsyncConsole(
         if isinstance(step, Sleep):
             return await self._sleep(step.seconds)
         response = await self._http.request(
-            step.method, step.path, json=step.json, headers=step.headers
+            step.method, step.path, json=step.json, headers=step.headers, **_timeout(step)
         )
         return step.parse(response)
+
+
+def _timeout(call: Call) -> dict[str, Any]:
+    """The call's own timeout where it has one (a long-poll outlasts the client's)."""
+    return {} if call.timeout is None else {"timeout": call.timeout}
