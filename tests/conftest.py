@@ -189,3 +189,10 @@ def demo(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
         call_command("demo", stdout=out)
         yield out.getvalue()
         transaction.set_rollback(True)
+
+
+def notify_queries() -> int:
+    """The statements an instance write adds for its change notification: `pg_notify` on
+    PostgreSQL (sent in the writing transaction, so it is delivered on commit to every app
+    server); none elsewhere, where the in-process wake is not a query."""
+    return 1 if connections["default"].vendor == "postgresql" else 0

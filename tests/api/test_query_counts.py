@@ -13,6 +13,7 @@ from django.test import Client
 from beliefs.models import AuditEvent, Belief, Prompt
 from beliefs.roles import CLASSIFIERS_GROUP, REVIEWERS_GROUP, grant_role
 from tests.api.conftest import API, Driver
+from tests.conftest import notify_queries
 
 pytestmark = pytest.mark.django_db
 
@@ -59,8 +60,9 @@ def test_planning_runs_the_same_queries_at_5_and_200_slots(
     # open prompts (open: no expiry to check), 7 the slots with their decisions and chosen
     # beliefs, 8 the new prompts in one INSERT, 9 the instance, 10 the audit event; the outbox,
     # in the same transaction: 11 the blocking prompts, 12 the instance's runtime, 13 the
-    # event's sequence, 14 the event, 15 the runtime's endpoints; 16 release.
-    with django_assert_num_queries(16):
+    # event's sequence, 14 the event, 15 the runtime's endpoints; 16 release; and on PostgreSQL
+    # the change notification.
+    with django_assert_num_queries(16 + notify_queries()):
         first = api.runtime.post_json(plan)
     assert first.status_code == 200
     assert Prompt.objects.filter(instance_id=run2).count() == slots
@@ -89,8 +91,9 @@ def test_reads_and_a_response_run_the_same_queries_at_5_and_200_slots(
     # next turn, 14 the new belief, 15 the response's belief, 16 the prompt, 17 the audit
     # event; the re-plan: 18 open prompts, 19 the slots with their decisions and beliefs, 20 the
     # instance; 21 the instance re-read, 22 release; the answer: 23 the prompt, 24 the
-    # instance's prompts, 25 its task class, 26 its principal.
-    with django_assert_num_queries(26):
+    # instance's prompts, 25 its task class, 26 its principal; and on PostgreSQL the change
+    # notification.
+    with django_assert_num_queries(26 + notify_queries()):
         response = api.respond(prompt, "confirm")
     assert response.status_code == 200, response.json()
 

@@ -21,6 +21,7 @@ from beliefs.models import (
 )
 from tests.browser import scenarios
 from tests.builders import set_world
+from tests.conftest import notify_queries
 from tests.web.conftest import HTMX, marked
 
 pytestmark = pytest.mark.django_db
@@ -354,8 +355,9 @@ def test_it_runs_the_same_queries_for_2_and_50_prompts(
     # the render:  27 the instance re-read, 28 prompts, 29 shown_at of the new question,
     #   30 decisions, 31 their slots, 32 and 33 permissions for the header;
     # and, after the audit event of the veto, the belief.vetoed event: 34 its sequence number,
-    #   35 its row (the scenario's instance has no runtime, so no endpoint is looked up).
-    with django_assert_num_queries(35):
+    #   35 its row (the scenario's instance has no runtime, so no endpoint is looked up); and on
+    #   PostgreSQL the change notification.
+    with django_assert_num_queries(35 + notify_queries()):
         response = post(alice_client, surfaced, action="veto")
     assert response.status_code == 200
 
