@@ -57,7 +57,9 @@ def test_a_reply_cut_after_the_status_line_is_a_failed_attempt(
         open_transfer(rt)
         run_worker()
         delivery = WebhookDelivery.objects.get()
-        assert (delivery.state, delivery.attempts, delivery.delivered_at) == (Pending, 1, None)
+        # As below: with 0.05 s retries a slow machine may have run more attempts already.
+        assert delivery.state != Sending and delivery.attempts >= 1
+        assert delivery.delivered_at is None
         assert "IncompleteResponse" in delivery.last_error
         work_until(_failed)
     delivery.refresh_from_db()
