@@ -137,7 +137,8 @@ def test_an_email_outlives_an_smtp_outage(rt: Actor, alice_with_email: User) -> 
         open_transfer(rt)
         run_worker()
         email = OutgoingEmail.objects.get()
-        assert (email.state, email.attempts) == ("pending", 1)
+        # Retries are 0.05 s apart: a slow machine may already have run more in this batch.
+        assert email.state == "pending" and 1 <= email.attempts <= 8
         assert email.last_error == "ConnectionRefusedError: SMTP is down"
         work_until(_settled)
     email.refresh_from_db()
@@ -176,7 +177,9 @@ def test_a_dripping_smtp_server_cannot_hold_an_email_past_its_deadline(
             took = time.monotonic() - started
     finally:
         server.close()
-    assert took < 2.5, took  # the per-read EMAIL_TIMEOUT (10 s) never came into it
+    # The 1 s deadline cut it: dripping, the exchange would take far longer, and the per-read
+    # EMAIL_TIMEOUT (10 s) never came into it. Bounded generously for a loaded machine.
+    assert took < 5, took
     assert "DeadlineExceeded" in result
     email.refresh_from_db()
     assert (email.state, email.attempts) == ("pending", 1)
