@@ -23,9 +23,8 @@ from console.views.enduser import _inbox_context, _instance_context, _instance_o
 
 
 def _answer(found: HttpResponse | None) -> HttpResponse:
-    response = found if found is not None else HttpResponse(status=204)
-    response["Cache-Control"] = "no-store"
-    return response
+    # (Every page answer is sent Cache-Control: no-store by the middleware, these too.)
+    return found if found is not None else HttpResponse(status=204)
 
 
 def _rendered(request: AuthedHttpRequest, template: str, context: dict[str, Any]) -> HttpResponse:
