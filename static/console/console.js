@@ -297,7 +297,7 @@
           return response.text().then(function (html) {
             if (started === liveEpoch && inFlight === 0) {
               applyLive(target, html);
-              livePoll(0);
+              livePoll(100); // (never a tight loop, whatever the server answers)
             } else {
               livePoll(250); // a request of the person's own crossed it: ask again, afresh
             }
