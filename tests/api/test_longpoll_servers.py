@@ -69,6 +69,14 @@ def servers(db: None) -> Iterator[list[str]]:
         "DATABASE_CONN_MAX_AGE": "0",
         "LOG_LEVEL": "WARNING",
     }
+    # Production settings serve static files by their manifest, which the pages need (a fresh
+    # clone has none until collectstatic has run).
+    subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "--verbosity", "0"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+    )
     processes, bases = [], []
     for _ in range(2):
         port = _free_port()
