@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import time
 from collections.abc import Callable, Iterator
 from io import StringIO
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
-from django.db import connections, transaction
+from django.db import OperationalError, connections, transaction
 from django.test import Client, TransactionTestCase, override_settings
 from rest_framework.test import APIClient
 
@@ -27,7 +28,7 @@ def _flush_past_the_audit_triggers(flush: Callable[..., None]) -> Callable[..., 
     lifted, and they are put back before anything else runs."""
     append_only = importlib.import_module("beliefs.migrations.0002_audit_append_only")
 
-    def teardown(self: TransactionTestCase) -> None:
+    def once(self: TransactionTestCase) -> None:
         aliases = [alias for alias in connections if alias in (self.databases or ())]
         for alias in aliases:
             with connections[alias].cursor() as cursor:
@@ -46,6 +47,21 @@ def _flush_past_the_audit_triggers(flush: Callable[..., None]) -> Callable[..., 
                     else:
                         for statement in append_only.SQLITE_UP:
                             cursor.execute(statement)
+
+    def teardown(self: TransactionTestCase) -> None:
+        """`once`, until no other connection holds the tables: a page's long-poll may still be
+        reading in a live-server thread after its browser page closed (SQLite's shared-cache
+        test database then says "database table is locked"). Each such read is short: wait for
+        it, with a deadline, as a person would wait for the page."""
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                once(self)
+                return
+            except OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
 
     return teardown
 
