@@ -5,16 +5,30 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: run serve test install lint format bench clean
+.PHONY: run serve test install lock lint format bench clean
 
-$(STAMP): pyproject.toml client/pyproject.toml
+## Installs exactly what requirements.lock pins (with their hashes), then the project and the
+## client without resolving anything again, so two installs a month apart are the same.
+$(STAMP): pyproject.toml client/pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet ".[test]"
-	$(PY) -m pip install --quiet -e "./client[openai-agents,langgraph,mcp,test]"
+	$(PY) -m pip install --quiet --require-hashes --no-deps -r requirements.lock
+	$(PY) -m pip install --quiet --no-deps . -e ./client
 	touch $(STAMP)
 
 install: $(STAMP)
+
+## Re-resolve requirements.lock from the ranges in pyproject.toml and client/pyproject.toml
+## with pip-tools in a throwaway virtualenv, keeping every pin that still fits: run it after
+## editing a range. `make lock UPGRADE=django` moves that package to its newest allowed version,
+## `make lock UPGRADE=all` moves them all. Review the diff, run `make test`, commit both.
+LOCKENV := $(VENV)-lock
+lock:
+	$(PYTHON) -m venv $(LOCKENV)
+	$(LOCKENV)/bin/pip install --quiet "pip-tools>=7.4"
+	$(LOCKENV)/bin/pip-compile --quiet --all-extras --strip-extras --generate-hashes \
+	  --allow-unsafe --no-emit-index-url --no-emit-find-links --output-file requirements.lock \
+	  $(if $(filter all,$(UPGRADE)),--upgrade,$(if $(UPGRADE),--upgrade-package $(UPGRADE))) pyproject.toml client/pyproject.toml
+	rm -rf $(LOCKENV)
 
 ## Serve the demo on http://127.0.0.1:8000 with one background worker beside it (SQLite unless
 ## DATABASE_URL is set). Ctrl-C stops both; so does the server stopping on its own.
