@@ -1,5 +1,6 @@
 """Demo proposal validations: every verdict, every finding code the validator can produce, and
-the seed's Part 7 walkthrough (57J.63), all on the seed's office-savings graph.
+the office-savings walkthrough of the contract's source document (its runs are named
+``walkthrough-57J.63-…`` after that example's number there), all on its office-savings graph.
 
 ``seed_demo_proposals()`` is idempotent: each case is stored once, keyed by its ``run``.
 """
@@ -22,7 +23,7 @@ PROVIDER = "demo-provider"
 MEANING = "uncertainty about projected office savings realism"
 SAVINGS_LABEL = "Uncertainty about projected office savings realism"
 
-# The seed's 57J.63 graph: a claim about office savings, the facts behind it and its unknowns.
+# The walkthrough's graph: a claim about office savings, the facts behind it and its unknowns.
 GRAPH: dict[str, Any] = {
     "nodes": [
         {"id": "c1", "type": "claim", "label": "The smaller office saves money", "value": 0.6},
@@ -73,7 +74,7 @@ class Case:
 
 
 CASES: list[Case] = [
-    # The seed's Part 7 walkthrough.
+    # The office-savings walkthrough: one answer, three ways a model may turn it into an update.
     Case(
         "walkthrough-57J.63-case-A",
         {
@@ -229,7 +230,7 @@ CASES: list[Case] = [
         },
         days_ago=0,
     ),
-    # The identity rule (v0.21).
+    # The identity rule: an added unknown must not repeat an unresolved one.
     Case(
         "identity-duplicate-unknown",
         {

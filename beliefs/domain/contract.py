@@ -6,11 +6,13 @@ after reading a user's answer). ``validate_proposal`` checks, in this order of p
 - schema: the shape of both, unknown fields refused (pydantic, strict: no coercion of ``"true"``);
 - references: updated and resolved ids exist, resolved ids are unresolved unknowns, added ids
   are new and unique, added edges join nodes that exist or are added and are not already there;
-- identity (v0.21): an added unknown whose normalised label equals an existing unresolved
+- identity: an added unknown whose normalised label equals an existing unresolved
   unknown's label is refused, the model should reuse that node; likewise two added unknowns with
   one normalised label;
 - contract: ``answerMeaning.structuralActionRequired`` is compared with the proposal's shape
-  (invariants V1-V4 of the seed's Part 6), only when ``answerMeaning`` is present.
+  (the contract's invariants: V1, a declared change must change the graph; V2, an undeclared
+  change is accepted with a note; V3, a missing declaration costs what the policy says; V4,
+  declared false with no meaningful change passes), only when ``answerMeaning`` is present.
 
 Nothing here reads English. Labels are compared only after case and whitespace normalisation;
 the declaration is a boolean compared with the mutation arrays.
@@ -72,7 +74,7 @@ __all__ = [
 
 
 class TransitionPolicy(enum.StrEnum):
-    """What a missing declaration costs (seed Part 8)."""
+    """What a missing ``structuralActionRequired`` declaration costs."""
 
     STRICT = "strict"  # missing declaration with userSupportedMeaning: always REJECT
     LENIENT = "lenient"  # REJECT only when there is no meaningful change, else a warning
@@ -534,7 +536,7 @@ class _Checker:
                 )
 
     def check_added_nodes(self) -> None:
-        # Identity rule (v0.21): existing unresolved unknowns by normalised label.
+        # The identity rule: existing unresolved unknowns by normalised label.
         unresolved: dict[str, Node] = {}
         for node in self.nodes.values():
             if node.type == UNKNOWN_TYPE and node.status == "unresolved":

@@ -30,7 +30,7 @@ DECIDERS: tuple[Explanation, ...] = (
     ),
     Explanation(
         "identity",
-        "Identity rule (v0.21)",
+        "Identity rule",
         "an added unknown repeats an existing unresolved one; reuse that node.",
     ),
     Explanation("V1", "V1", "declared true but no meaningful change, so REJECT."),
