@@ -26,7 +26,7 @@ from beliefs.models import (
     RecordedVia,
     TaskInstance,
 )
-from console.forms import form_value
+from console.forms.respond import form_value
 from console.templatetags.reveal import (
     display_text,
     hidden_characters,

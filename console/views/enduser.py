@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 from beliefs import selectors, services
 from beliefs.errors import Conflict, InvalidInput, NotFound
 from beliefs.models import Decision, InstanceStatus, Prompt, PromptState, TaskInstance
-from console.forms import parse_response, typed_values
+from console.forms.respond import parse_response, typed_values
 from console.http import AuthedHttpRequest
 from console.presenters.instance import (
     DONE_WORDS,

@@ -27,6 +27,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from beliefs import schemas
 from beliefs.domain.contract import FINDING_CODES, UNKNOWN_TYPE
 from beliefs.domain.vocabulary import MAX_TEXT_LENGTH, VERDICTS
 from beliefs.errors import InvalidInput, NotFound
@@ -52,7 +53,7 @@ reviewer_required = role_required(is_reviewer, "Only reviewers may see proposal 
 @require_GET
 @reviewer_required
 def proposal_list(request: AuthedHttpRequest) -> HttpResponse:
-    form = proposal_reads.ProposalFilterForm(request.GET)
+    form = schemas.ProposalFilterForm(request.GET)
     if not form.is_valid():
         refused = {"form": form, "page": None, "counts": None}
         return render(request, "proposals/list.html", refused, status=400)
@@ -154,7 +155,7 @@ def _csv_lines(rows: Iterable[ProposalValidation]) -> Iterator[str]:
 @require_GET
 @reviewer_required
 def proposal_export(request: AuthedHttpRequest) -> HttpResponse | StreamingHttpResponse:
-    form = proposal_reads.ProposalFilterForm(request.GET)
+    form = schemas.ProposalFilterForm(request.GET)
     if not form.is_valid():
         context = {"form": form, "page": None, "counts": None}
         return render(request, "proposals/list.html", context, status=400)
@@ -555,7 +556,7 @@ def code_chart(codes: list[proposal_reads.CodeFrequency]) -> CodeChart:
 @require_GET
 @reviewer_required
 def proposal_stats(request: AuthedHttpRequest) -> HttpResponse:
-    form = proposal_reads.ProposalFilterForm(request.GET)
+    form = schemas.ProposalFilterForm(request.GET)
     if form.is_valid():
         filters = dict(form.cleaned_data)
         end = filters.get("to") or timezone.localdate()
