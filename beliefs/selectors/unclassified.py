@@ -3,16 +3,29 @@ and decisions, first come first."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TypedDict
+
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
 from beliefs.domain.policy import RiskClass
 from beliefs.models import Decision, RiskChangeRequest, Slot, TaskClass
 
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
 UNCLASSIFIED = RiskClass.UNCLASSIFIED.value
 
 
-def task_classes_counted() -> QuerySet[TaskClass]:
+class TaskClassCounts(TypedDict):
+    slot_count: int
+    decision_count: int
+    unclassified_slots: int
+    unclassified_decisions: int
+    pending_count: int
+
+
+def task_classes_counted() -> QuerySet[WithAnnotations[TaskClass, TaskClassCounts]]:
     """Every task class by key, in one query, with `slot_count`, `decision_count`, how many of
     each are unclassified (`unclassified_slots`, `unclassified_decisions`) and its pending
     four-eyes requests (`pending_count`)."""
