@@ -291,8 +291,8 @@ class Bench:
     # -- data ------------------------------------------------------------------------------
 
     def task_class(self, key: str, slots: int) -> Any:
-        from beliefs.api.serializers import TaskClassIn, parse
         from beliefs.models import Decision, TaskClass
+        from beliefs.schemas import TaskClassIn, parse
         from beliefs.services import task_class_register
 
         keys = [f"s{i:03d}" for i in range(slots)]
@@ -311,7 +311,7 @@ class Bench:
     def open_and_plan(
         self, key: str, principal: str, beliefs: list[dict[str, Any]], world: dict[str, Any]
     ) -> Any:
-        from beliefs.api.serializers import InstanceIn, parse
+        from beliefs.schemas import InstanceIn, parse
         from beliefs.services import instance_open, instance_plan
 
         data = parse(

@@ -16,10 +16,10 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from beliefs import services
-from beliefs.api.serializers import BeliefIn, TaskClassIn, WorldIn, parse
 from beliefs.demo_proposals import seed_demo_proposals
 from beliefs.models import PromptState, RuntimeAPIKey, TaskClass, TaskInstance
 from beliefs.roles import CLASSIFIERS_GROUP, REVIEWERS_GROUP, ensure_role_groups, grant_role
+from beliefs.schemas import BeliefIn, TaskClassIn, WorldIn, parse
 from beliefs.services import SYSTEM, Actor, classification
 from beliefs.services.runtimes import runtime_key_create
 

@@ -23,9 +23,9 @@ from django.utils.cache import add_never_cache_headers
 from django.utils.deprecation import MiddlewareMixin
 from whitenoise.middleware import WhiteNoiseMiddleware
 
-from beliefs.api.parsers import PARSED_JSON
 from beliefs.domain import jsonguard
 from beliefs.domain.jsonguard import Problem
+from beliefs.jsonbody import PARSED_JSON
 from beliefs.services.retry import as_unavailable
 from console import errors
 from console.templatetags.reveal import reveal

@@ -228,7 +228,7 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "beliefs.api.errors.exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["beliefs.api.parsers.GuardedJSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["beliefs.jsonbody.GuardedJSONParser"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
@@ -251,7 +251,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "InstanceStatusEnum": "beliefs.api.serializers.INSTANCE_STATUSES",
         "BeliefStatusEnum": "beliefs.api.serializers.BELIEF_STATUSES",
-        "RiskClassEnum": "beliefs.api.serializers.RISKS",
+        "RiskClassEnum": "beliefs.schemas.RISKS",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

@@ -5,10 +5,10 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
 
-from beliefs.api.views import healthz, jwks
 from console.views.account import account_page
 from console.views.help import glossary
 from console.views.insights import insights_page
+from console.views.public import healthz, jwks
 from console.views.runtimes import endpoint_send_test, runtimes_page
 from console.views.start import SignInView, home
 

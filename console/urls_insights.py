@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, path
 
-from console.views import classify
+from console.views import activity
 
 urlpatterns: list[URLPattern | URLResolver] = [
-    path("activity/", classify.activity, name="activity"),
+    path("activity/", activity.activity, name="activity"),
 ]

@@ -10,10 +10,9 @@ from typing import Any
 
 from django.contrib.auth.models import User
 
-from beliefs import services
-from beliefs.api import serializers
-from beliefs.api.serializers import parse
+from beliefs import schemas, services
 from beliefs.models import Belief, Decision, Prompt, PromptState, Slot, TaskClass, TaskInstance
+from beliefs.schemas import parse
 from beliefs.services import SYSTEM, Actor
 
 
@@ -42,7 +41,8 @@ def open_prompt(instance: TaskInstance, slot: str) -> Prompt:
 
 # --- the services, called with what a runtime would send -----------------------------------
 # The services take typed, validated arguments; these helpers validate a runtime's JSON with
-# the API's own serializers first, so a refused input raises the API's InvalidInput.
+# the input schemas the API reads (`beliefs.schemas`), so a refused input raises the API's
+# InvalidInput.
 
 
 def register_task_class(
@@ -60,7 +60,7 @@ def register_task_class(
     if open_slots is not None:
         body["open_slots"] = open_slots
     return services.task_class_register(
-        key=key, **parse(serializers.TaskClassIn, body, key=key), actor=actor
+        key=key, **parse(schemas.TaskClassIn, body, key=key), actor=actor
     )
 
 
@@ -77,7 +77,7 @@ def open_instance(
         body["world"] = world
     if beliefs is not None:
         body["beliefs"] = beliefs
-    data = parse(serializers.InstanceIn, body)
+    data = parse(schemas.InstanceIn, body)
     return services.instance_open(
         task_class_key=data["task_class"],
         principal=data["principal"],
@@ -89,13 +89,13 @@ def open_instance(
 
 def record_belief(*, instance: TaskInstance, data: Mapping[str, Any], actor: Actor) -> Belief:
     return services.belief_record(
-        instance=instance, belief=parse(serializers.BeliefIn, dict(data)), actor=actor
+        instance=instance, belief=parse(schemas.BeliefIn, dict(data)), actor=actor
     )
 
 
 def set_world(*, instance: TaskInstance, world: Any, actor: Actor) -> TaskInstance:
     return services.instance_set_world(
-        instance=instance, world=parse(serializers.WorldIn, {"world": world})["world"], actor=actor
+        instance=instance, world=parse(schemas.WorldIn, {"world": world})["world"], actor=actor
     )
 
 

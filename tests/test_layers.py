@@ -24,6 +24,8 @@ LAYERS: list[tuple[str, ...]] = [
     ),
     ("beliefs.selectors",),
     ("beliefs.services",),
+    # The inputs both faces read: the API and the pages share them, so they sit below both.
+    ("beliefs.schemas",),
     ("beliefs", "console"),  # the API, pages, commands, demo data
 ]
 
@@ -78,6 +80,23 @@ def test_it_imports_only_from_the_same_layer_or_below() -> None:
     assert upward == []
     # The walk sees the project's imports (planning reads the belief choice from a selector).
     assert "beliefs.selectors.beliefs" in graph["beliefs.services.planning"]
+
+
+def test_the_pages_never_import_the_api() -> None:
+    graph = _graph()
+    reaching = [
+        f"{importer} imports {imported}"
+        for importer, imports in graph.items()
+        if importer.startswith("console")
+        for imported in imports
+        if imported == "beliefs.api" or imported.startswith("beliefs.api.")
+    ]
+    assert reaching == []
+    # The pages and the API read their inputs from one module, below both of them.
+    assert "beliefs.schemas" in graph["console.forms.respond"]
+    assert "beliefs.schemas" in graph["beliefs.api.views"]
+    assert _layer("beliefs.schemas") < min(_layer("beliefs.api.views"), _layer("console.forms"))
+    assert not any(m.startswith(("beliefs.api", "console")) for m in graph["beliefs.schemas"])
 
 
 def test_it_has_no_import_cycle() -> None:

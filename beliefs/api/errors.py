@@ -10,7 +10,8 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from beliefs.errors import InvalidInput, ServiceError, ServiceUnavailable
+from beliefs.errors import ServiceError, ServiceUnavailable
+from beliefs.schemas import invalid_input
 from beliefs.services.retry import as_unavailable
 
 CODES = {
@@ -24,57 +25,6 @@ CODES = {
     415: "unsupported_media_type",
     429: "throttled",
 }
-
-
-def _flatten(detail: Any, prefix: str = "", codes: set[str] | None = None) -> dict[str, list[str]]:
-    """DRF's nested errors as {"slots[0].risk_class": [messages]}; `codes` collects their codes.
-
-    An object's own error (DRF's "non_field_errors") is named by the object's path.
-    """
-    fields: dict[str, list[str]] = {}
-    if isinstance(detail, dict):
-        for key, value in detail.items():
-            if key == "non_field_errors" and prefix:
-                name = prefix
-            elif isinstance(key, int):  # a list's errors, keyed by index
-                name = f"{prefix}[{key}]"
-            else:
-                name = f"{prefix}.{key}" if prefix else str(key)
-            for path, messages in _flatten(value, name, codes).items():
-                fields.setdefault(path, []).extend(messages)
-    elif isinstance(detail, list):
-        if all(not isinstance(item, dict | list) for item in detail):
-            fields[prefix or "non_field_errors"] = [str(item) for item in detail]
-            if codes is not None:
-                codes.update(getattr(item, "code", "invalid") for item in detail)
-        else:
-            for index, item in enumerate(detail):
-                fields.update(_flatten(item, f"{prefix}[{index}]", codes))
-    else:
-        fields[prefix or "non_field_errors"] = [str(detail)]
-        if codes is not None:
-            codes.add(getattr(detail, "code", "invalid"))
-    return fields
-
-
-def invalid_input(exc: exceptions.ValidationError) -> InvalidInput:
-    """A serializer's refusal as the error the services raise (one shape for API and pages).
-
-    The code says what kind of refusal it is when all of its parts agree: only unknown fields
-    (`unknown_field`), only missing ones (`missing_field`), only lists over a limit
-    (`limit_exceeded`); anything else is `invalid`.
-    """
-    codes: set[str] = set()
-    fields = _flatten(exc.detail, codes=codes)
-    first_field, first_messages = next(iter(fields.items()), ("", ["invalid input"]))
-    code = "invalid"
-    if codes == {"unknown_field"}:
-        code = "unknown_field"
-    elif codes == {"required"}:
-        code = "missing_field"
-    elif codes == {"limit_exceeded"}:
-        code = "limit_exceeded"
-    return InvalidInput(f"{first_field}: {first_messages[0]}", code=code, fields=fields)
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:

@@ -21,6 +21,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from beliefs import schemas
 from beliefs.api import serializers as s
 from beliefs.api.auth import is_runtime
 from beliefs.api.views import READS, actor, query, validated, write_schema
@@ -43,7 +44,7 @@ class ProposalValidateApi(APIView):
     json_documents = ("graph", "update")
 
     @write_schema(
-        s.ValidateIn,
+        schemas.ValidateIn,
         s.ValidateOut,
         status=201,
         summary="Validate a proposal against the contract and store the result",
@@ -54,7 +55,7 @@ class ProposalValidateApi(APIView):
         ),
     )
     def post(self, request: Request) -> Response:
-        data = validated(s.ValidateIn, request.data)
+        data = validated(schemas.ValidateIn, request.data)
         validation = proposal_writes.proposal_validate_and_store(
             graph=data["graph"],
             update=data["update"],
@@ -90,16 +91,16 @@ class ProposalListApi(APIView):
             OpenApiParameter("model", {"type": "string", "maxLength": 200}),
             OpenApiParameter("from", OpenApiTypes.DATE, description="first day (inclusive)"),
             OpenApiParameter("to", OpenApiTypes.DATE, description="last day (inclusive)"),
-            s.PageQuery,
+            schemas.PageQuery,
         ],
         responses={200: s.ValidationPageOut, **READS},
         summary="Stored validations, newest first (reviewers)",
     )
     def get(self, request: Request) -> Response:
-        query(s.PageQuery, request, only=("limit", "offset"))  # the form checks the filters
-        form = proposal_reads.ProposalFilterForm(request.query_params)
+        query(schemas.PageQuery, request, only=("limit", "offset"))  # the form checks the filters
+        form = schemas.ProposalFilterForm(request.query_params)
         if not form.is_valid():
-            raise proposal_reads.filter_errors(form)
+            raise schemas.filter_errors(form)
         rows = proposal_reads.validation_rows(
             proposal_reads.validations_filtered(form.cleaned_data)
         )

@@ -9,9 +9,7 @@ from typing import Any
 from uuid import UUID
 
 from django.contrib.auth.models import User
-from django.db import connection
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.views.decorators.http import require_GET
+from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.pagination import LimitOffsetPagination
@@ -19,7 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from beliefs import selectors, services, signing
+from beliefs import schemas, selectors, services
 from beliefs.api import serializers as s
 from beliefs.api.auth import IsPerson, IsRuntime, is_runtime
 from beliefs.api.conditional import conditional_response, json_response
@@ -129,7 +127,7 @@ class TaskClassApi(APIView):
         return Response(selectors.task_class_payload(selectors.task_class_with_slots(key)))
 
     @write_schema(
-        s.TaskClassIn,
+        schemas.TaskClassIn,
         s.TaskClassOut,
         summary="Register or update a task class (runtimes)",
         description=(
@@ -142,7 +140,7 @@ class TaskClassApi(APIView):
         ),
     )
     def put(self, request: Request, key: str) -> Response:
-        data = validated(s.TaskClassIn, request.data, key=key)
+        data = validated(schemas.TaskClassIn, request.data, key=key)
         services.task_class_register(
             key=key,
             name=data.get("name"),
@@ -195,7 +193,7 @@ class TaskClassShareApi(APIView):
     permission_classes = [IsRuntime]
 
     @write_schema(
-        s.ShareIn,
+        schemas.ShareIn,
         s.ShareOut,
         summary="Share a task class with another runtime (its owner)",
         description=(
@@ -208,7 +206,7 @@ class TaskClassShareApi(APIView):
     )
     def put(self, request: Request, key: str, runtime: str) -> Response:
         task_class = selectors.task_class_for_owner(key, runtime_key(request).runtime_id)
-        data = validated(s.ShareIn, request.data)
+        data = validated(schemas.ShareIn, request.data)
         share = services.task_class_share(
             task_class=task_class,
             runtime_name=runtime,
@@ -238,7 +236,7 @@ class InstanceCreateApi(APIView):
     permission_classes = [IsRuntime]
 
     @extend_schema(
-        request=s.InstanceIn,
+        request=schemas.InstanceIn,
         responses={201: s.InstanceOut, 200: s.InstanceOut, **WRITES},
         summary="Open an instance for a person (runtimes)",
         description=(
@@ -264,7 +262,7 @@ class InstanceCreateApi(APIView):
         ],
     )
     def post(self, request: Request) -> Response:
-        data = validated(s.InstanceIn, request.data)
+        data = validated(schemas.InstanceIn, request.data)
 
         def open_() -> TaskInstance:
             return services.instance_open(
@@ -329,7 +327,7 @@ class BeliefCreateApi(APIView):
     permission_classes = [IsRuntime]
 
     @write_schema(
-        s.BeliefIn,
+        schemas.BeliefIn,
         s.BeliefOut,
         status=201,
         summary="Record a belief for a slot (runtimes)",
@@ -341,7 +339,9 @@ class BeliefCreateApi(APIView):
     def post(self, request: Request, instance_id: str) -> Response:
         instance = instance_for(request, instance_id)
         belief = services.belief_record(
-            instance=instance, belief=validated(s.BeliefIn, request.data), actor=actor(request)
+            instance=instance,
+            belief=validated(schemas.BeliefIn, request.data),
+            actor=actor(request),
         )
         return Response(
             {
@@ -383,7 +383,7 @@ def instance_change_api(
 
 WorldApi = instance_change_api(
     "put",
-    s.WorldIn,
+    schemas.WorldIn,
     lambda instance, data, by: services.instance_set_world(
         instance=instance, world=data["world"], actor=by
     ),
@@ -416,7 +416,7 @@ class PlanApi(APIView):
 
 CancelApi = instance_change_api(
     "post",
-    s.CancelIn,
+    schemas.CancelIn,
     lambda instance, data, by: services.instance_cancel(
         instance=instance, actor=by, reason=data.get("reason") or ""
     ),
@@ -432,12 +432,12 @@ class PromptListApi(APIView):
     permission_classes = [IsPerson]
 
     @extend_schema(
-        parameters=[s.PromptQuery],
+        parameters=[schemas.PromptQuery],
         responses={200: s.PromptPageOut, **READS},
         summary="Your own prompts, newest first (people)",
     )
     def get(self, request: Request) -> Response:
-        filters = query(s.PromptQuery, request)
+        filters = query(schemas.PromptQuery, request)
         prompts = selectors.prompts_for_user(person(request), filters.get("state"))
         paginator = LimitOffsetPagination()
         page = paginator.paginate_queryset(prompts, request, view=self) or []
@@ -448,7 +448,7 @@ class RespondApi(APIView):
     permission_classes = [IsPerson]
 
     @extend_schema(
-        request=s.RespondIn,
+        request=schemas.RespondIn,
         responses={200: s.RespondOut, **WRITES, **errors(422)},
         summary="Answer one of your prompts (the principal only)",
         description=(
@@ -468,7 +468,7 @@ class RespondApi(APIView):
         ],
     )
     def post(self, request: Request, prompt_id: int) -> Response:
-        data = validated(s.RespondIn, request.data)
+        data = validated(schemas.RespondIn, request.data)
         key = request.headers.get("Idempotency-Key") or None
         if key is not None and len(key) > MAX_IDEMPOTENCY_KEY_LENGTH:
             raise InvalidInput(
@@ -502,7 +502,7 @@ class ReceiptRedeemApi(APIView):
     permission_classes = [IsRuntime]
 
     @write_schema(
-        s.RedeemIn,
+        schemas.RedeemIn,
         s.RedeemOut,
         summary="Redeem a receipt, once (runtimes)",
         description=(
@@ -515,7 +515,7 @@ class ReceiptRedeemApi(APIView):
         ),
     )
     def post(self, request: Request) -> Response:
-        data = validated(s.RedeemIn, request.data)
+        data = validated(schemas.RedeemIn, request.data)
         redeemed = services.receipt_redeem(
             token=data["receipt"],
             key=runtime_key(request),
@@ -531,20 +531,3 @@ class ReceiptRedeemApi(APIView):
                 "redeemed_at": receipt.redeemed_at.isoformat(),
             }
         )
-
-
-@require_GET
-def jwks(request: HttpRequest) -> JsonResponse:
-    """The receipts' public keys (RFC 7517): anyone may verify a receipt offline."""
-    response = JsonResponse(signing.jwks())
-    response["Cache-Control"] = "public, max-age=300"
-    response["Access-Control-Allow-Origin"] = "*"
-    return response
-
-
-@require_GET
-def healthz(request: HttpRequest) -> JsonResponse:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1")
-        cursor.fetchone()
-    return JsonResponse({"status": "ok"})

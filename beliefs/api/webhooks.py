@@ -10,10 +10,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from beliefs.api.auth import IsRuntime, runtime_of
-from beliefs.api.serializers import StrictSerializer, TextField
 from beliefs.api.views import READS, WRITES, actor, validated
 from beliefs.domain.vocabulary import MAX_LABEL_LENGTH
 from beliefs.domain.webhooks import EVENT_TYPES
+from beliefs.schemas import StrictSerializer, TextField
 from beliefs.services import webhooks
 
 MAX_URL_LENGTH = 2000

@@ -7,7 +7,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django import forms
 from django.contrib.auth.models import User
 from django.db.models import (
     Count,
@@ -22,8 +21,8 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from beliefs.domain.contract import FINDING_CODES
-from beliefs.domain.vocabulary import MAX_LABEL_LENGTH, VERDICTS
-from beliefs.errors import InvalidInput, NotFound
+from beliefs.domain.vocabulary import VERDICTS
+from beliefs.errors import NotFound
 from beliefs.models import (
     ProposalAnnotation,
     ProposalFinding,
@@ -31,48 +30,6 @@ from beliefs.models import (
 )
 
 # --- filters -------------------------------------------------------------------------------
-
-
-class ProposalFilterForm(forms.Form):
-    """The filters of the list, the export, the statistics and the API (all GET parameters)."""
-
-    verdict = forms.ChoiceField(
-        required=False, choices=[("", "Any verdict"), *((v, v) for v in VERDICTS)]
-    )
-    code = forms.ChoiceField(
-        required=False,
-        label="Finding",
-        choices=[("", "Any finding"), *((c, c) for c in FINDING_CODES)],
-    )
-    provider = forms.CharField(required=False, max_length=MAX_LABEL_LENGTH)
-    model = forms.CharField(required=False, max_length=MAX_LABEL_LENGTH)
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        # "from" is a Python keyword, so these two cannot be class attributes.
-        date_widget = forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d")
-        self.fields["from"] = forms.DateField(
-            required=False, label="From", input_formats=["%Y-%m-%d"], widget=date_widget
-        )
-        self.fields["to"] = forms.DateField(
-            required=False, label="To", input_formats=["%Y-%m-%d"], widget=date_widget
-        )
-        for name in ("from", "to"):
-            self.fields[name].error_messages["invalid"] = "Enter a date as YYYY-MM-DD."
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean() or {}
-        start, end = data.get("from"), data.get("to")
-        if start and end and start > end:
-            self.add_error("to", "must not be before 'from'.")
-        return data
-
-
-def filter_errors(form: forms.Form) -> InvalidInput:
-    """The form's errors as the API's 400."""
-    fields = {name: [str(m) for m in messages] for name, messages in form.errors.items()}
-    first_name, first = next(iter(fields.items()))
-    return InvalidInput(f"{first_name}: {first[0]}", code="invalid_filter", fields=fields)
 
 
 def _day_start(day: dt.date) -> dt.datetime:

@@ -1,4 +1,5 @@
-"""The instance page as a person reads it: cards, assumption lines, the outcome, in plain words.
+"""The instance page's cards and assumption lines as a person reads them, in plain words (the
+sentence at the top is `restatement`, the state `outcome`, the words themselves `words`).
 
 Everything a template would otherwise work out from route strings, risk classes or settings is
 decided here once: whether a card can still be answered, how long its buttons wait, what its
@@ -26,7 +27,15 @@ from beliefs.models import (
     RecordedVia,
     TaskInstance,
 )
-from console.forms import form_value
+from console.forms.respond import form_value
+from console.presenters.words import (
+    DONE_WORDS,
+    PROVENANCE_WORDS,
+    SOURCE_WORDS,
+    STATE_WORDS,
+    plain_problem,
+    risk_words,
+)
 from console.templatetags.reveal import (
     display_text,
     hidden_characters,
@@ -34,69 +43,8 @@ from console.templatetags.reveal import (
     plain_text,
 )
 
-RESTATEMENT_VALUE_LIMIT = 60
 # Up to this many choices are radio buttons; more become a drop-down list.
 MAX_RADIO_CHOICES = 6
-FINISHED = (InstanceStatus.READY, InstanceStatus.CANCELLED, InstanceStatus.EXPIRED)
-
-DONE_WORDS: dict[str, str] = {
-    "confirm": "Confirmed",
-    "edit": "Edited and confirmed",
-    "answer": "Answered",
-    "reject": "Rejected",
-    "veto": "Vetoed",
-}
-STATE_WORDS: dict[str, str] = {
-    PromptState.CANCELLED: "Not needed: the action was cancelled",
-    PromptState.EXPIRED: "Not answered in time",
-    PromptState.SUPERSEDED: "No longer needed",
-}
-RISK_WORDS = {
-    RiskClass.IRREVERSIBLE: "Cannot be undone",
-    RiskClass.POLICY: "Governed by a policy",
-    RiskClass.REVERSIBLE: "Can be undone",
-    RiskClass.COSMETIC: "Cosmetic",
-    RiskClass.UNCLASSIFIED: "Cannot be undone",
-}
-# How a runtime came by a value, after its name: "billing-agent got it from a tool".
-PROVENANCE_WORDS = {
-    "tool": "got it from a tool",
-    "inference": "guessed it",
-    "default": "used a default",
-}
-SOURCE_WORDS = {
-    "user": "you",
-    "tool": "a tool the agent used",
-    "inference": "the agent's own guess",
-    "default": "a default",
-}
-
-
-def risk_words(risk: str) -> str:
-    try:
-        return RISK_WORDS[RiskClass(risk)]
-    except ValueError:
-        return risk
-
-
-def plain_problem(problem: str) -> str:
-    """A service's field message ("must be one of a, b") as a sentence for a person."""
-    text = problem.strip().rstrip(".")
-    if text == "is required":
-        return "Enter a value."
-    if match := re.fullmatch(r"must be one of (.+)", text):
-        return f"Choose one of: {match.group(1)}."
-    if match := re.fullmatch(r"must be at most (\d+) characters", text):
-        return f"Use at most {int(match.group(1)):,} characters."
-    if text == "must be a number":
-        return "Enter a number, for example 1250 or 12.50."
-    if text == "must be true or false":
-        return "Choose yes or no."
-    if text == "must be a date written YYYY-MM-DD":
-        return "Enter a date written YYYY-MM-DD, for example 2026-11-02."
-    if text.startswith("must "):
-        return "It " + text + "."
-    return text[:1].upper() + text[1:] + "."
 
 
 @dataclass(frozen=True)
@@ -489,100 +437,6 @@ def all_cards(groups: dict[str, Any]) -> list[Card]:
             flat.append(line.followup)
     cards: list[Card] = groups["cards"]
     return flat + cards
-
-
-@dataclass(frozen=True)
-class Part:
-    """One value in the restatement; label and text are untrusted, shown with `|shown`."""
-
-    label: str
-    text: str
-    pending: bool
-    flagged: bool  # hidden characters
-    mixed: str = ""  # mixed-script words, explained
-
-
-@dataclass(frozen=True)
-class Sentence:
-    action: str
-    parts: list[Part]
-
-
-def restatement(instance: TaskInstance, decisions: list[Decision]) -> list[Sentence]:
-    """The action in plain words, one sentence per decision: "Send transfer: amount 250, …".
-
-    Values come from the last plan (or the final bindings): what would bind if the person
-    agreed now. Values that feed no decision close with "Also: …".
-    """
-    items = {item["slot"]: item for item in instance.plan_items or []}
-    bindings = instance.bindings if instance.status == InstanceStatus.READY else None
-
-    def part(key: str) -> Part:
-        item = items[key]
-        value = bindings[key] if bindings and key in bindings else item.get("value")
-        pending = value is None and item.get("route") == Route.ASK
-        text = "" if pending else plain_text(value, compact=True)
-        if len(text) > RESTATEMENT_VALUE_LIMIT:
-            text = text[: RESTATEMENT_VALUE_LIMIT - 1] + "…"
-        flagged = bool(hidden_characters([item.get("label"), value]))
-        mixed = mixed_script_note([item.get("label"), value])
-        return Part(item.get("label") or key, text, pending, flagged, mixed)
-
-    sentences = []
-    fed: set[str] = set()
-    for decision in decisions:
-        feeds = {slot.key for slot in decision.slots.all()}
-        keys = [k for k in items if k in feeds]
-        fed.update(keys)
-        sentences.append(Sentence(decision.label, [part(k) for k in keys]))
-    rest = [k for k in items if k not in fed]
-    if rest:
-        action = "Also" if sentences else instance.task_class.name
-        sentences.append(Sentence(action, [part(k) for k in rest]))
-    return sentences
-
-
-def _status_is(status: InstanceStatus) -> property:
-    """A read-only flag: whether the instance is in `status`."""
-    return property(lambda outcome: outcome.status == status)
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """The instance's state at the top of its page."""
-
-    status: str
-    blocking_count: int
-    focus: bool = False
-
-    # The flags the templates branch on, one a status.
-    waiting = _status_is(InstanceStatus.AWAITING_USER)
-    ready = _status_is(InstanceStatus.READY)
-    cancelled = _status_is(InstanceStatus.CANCELLED)
-    expired = _status_is(InstanceStatus.EXPIRED)
-
-    @property
-    def finished(self) -> bool:
-        return self.status in FINISHED
-
-
-def banner_context(
-    instance: TaskInstance, cards: list[Card], *, focus: bool = False
-) -> dict[str, Any]:
-    open_blocking = [c for c in cards if c.is_open and c.prompt.blocking]
-    labels = {item["slot"]: item.get("label") or item["slot"] for item in instance.plan_items}
-    bindings = [
-        {"key": key, "label": labels.get(key, key), "value": value}
-        for key, value in (instance.bindings or {}).items()
-    ]
-    return {
-        "instance": instance,
-        "outcome": Outcome(instance.status, len(open_blocking), focus),
-        "blocking_count": len(open_blocking),
-        "bindings": bindings,
-        "bindings_flagged": bool(hidden_characters(instance.bindings or {})),
-        "bindings_mixed": mixed_script_note([[row["label"], row["value"]] for row in bindings]),
-    }
 
 
 def page_facts(instance: TaskInstance, decisions: list[Decision], principal: str) -> PageFacts:

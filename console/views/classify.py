@@ -1,64 +1,44 @@
 """The classifier console: task classes, slot and decision classes, four-eyes
-approvals, the routing matrix and the audit log.
+approvals and the routing matrix (the audit log is `console.views.activity`).
 
-Views parse a form, call the services in `beliefs.services.classification` and render. An
-htmx request gets the fragment it swaps (`classify/_classification.html`,
+Views parse a form (`console.forms.classify`), call the services in
+`beliefs.services.classification` and render what `console.presenters.classification` puts
+together. An htmx request gets the fragment it swaps (`classify/_classification.html`,
 `classify/_impact.html`); a plain form post gets a redirect or the whole page, so everything
 works without JavaScript.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
-from typing import Any, cast
 
 from django import forms
 from django.contrib import messages
-from django.core.paginator import Paginator
-from django.db import connection
-from django.db.models import Count, OuterRef, Q, Subquery
-from django.db.models.functions import Coalesce
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from beliefs.domain import policy
-from beliefs.domain.classes import CHOOSABLE_RISKS, Change, DecisionClass, Impact, impact_of
-from beliefs.domain.policy import RiskClass
-from beliefs.errors import InvalidInput, ServiceError
-from beliefs.models import (
-    AuditEvent,
-    Decision,
-    RiskChangeRequest,
-    Slot,
-    TaskClass,
-)
+from beliefs.domain.classes import Change, impact_of
+from beliefs.errors import ServiceError
+from beliefs.models import Decision, RiskChangeRequest, Slot, TaskClass
 from beliefs.roles import is_classifier
-from beliefs.selectors.classification import (
-    classes_from,
-    impact_snapshot,
-    open_instances_of,
-    pending_requests,
-    request_change,
-    request_is_current,
-)
+from beliefs.selectors import unclassified
+from beliefs.selectors.classification import impact_snapshot
 from beliefs.services import Actor
 from beliefs.services.classification import (
     ChangeResult,
     classification_save,
-    parse_scope_order,
     risk_change_request_approve,
     risk_change_request_refuse,
 )
+from console.forms.classify import DecisionForm, RequestDecisionForm, SlotForm
 from console.http import AuthedHttpRequest, role_required
+from console.presenters.classification import Bound, class_context
 
-UNCLASSIFIED = RiskClass.UNCLASSIFIED.value
 QUEUE_LIMIT = 100
-ACTIVITY_PAGE_SIZE = 50
 
 
 # Signed-in people without the classifier permission get 403.
@@ -67,193 +47,7 @@ classifier_required = role_required(
 )
 
 
-# --- forms -----------------------------------------------------------------------------------
-
-REASON_REQUIRED = "Give a reason for this change: it is kept in the audit log."
-
-
-def _risk_choices(current: str) -> list[tuple[str, str]]:
-    choices = [(r.value, r.value) for r in CHOOSABLE_RISKS]
-    if current == UNCLASSIFIED:
-        # Keeping the slot unclassified is "no change", not a class one can choose.
-        choices.insert(0, ("", "unclassified (choose a class)"))
-    return choices
-
-
-def _reason_field() -> forms.CharField:
-    return forms.CharField(
-        max_length=2000,
-        required=True,
-        strip=True,
-        error_messages={"required": REASON_REQUIRED},
-    )
-
-
-class SlotForm(forms.Form):
-    risk_class = forms.ChoiceField(required=False, label="Own risk class")
-    monotonic = forms.BooleanField(required=False, label="Monotonic")
-    scope_order = forms.CharField(required=False, max_length=2000, label="Scope order")
-    reason = _reason_field()
-
-    def __init__(self, *args: Any, slot: Slot, preview: bool = False, **kwargs: Any) -> None:
-        kwargs.setdefault("auto_id", f"slot-{slot.pk}-%s")
-        kwargs.setdefault(
-            "initial",
-            {
-                "risk_class": "" if slot.risk_class == UNCLASSIFIED else slot.risk_class,
-                "monotonic": slot.monotonic,
-                "scope_order": ", ".join(slot.scope_order or []),
-            },
-        )
-        super().__init__(*args, **kwargs)
-        self.slot = slot
-        cast(forms.ChoiceField, self.fields["risk_class"]).choices = _risk_choices(slot.risk_class)
-        self.fields["reason"].required = not preview
-
-    def clean_scope_order(self) -> Any:
-        if "scope_order" not in self.data:
-            return None  # the field is shown for monotonic slots only: absent means unchanged
-        try:
-            return parse_scope_order(self.cleaned_data["scope_order"])
-        except InvalidInput as exc:
-            raise forms.ValidationError(exc.fields["scope_order"][0]) from None
-
-    def changes(self) -> list[Change]:
-        """The risk changes the form asks for, in the order the services take them."""
-        slot, data = self.slot, self.cleaned_data
-        changes = []
-        if data["risk_class"] and data["risk_class"] != slot.risk_class:
-            changes.append(Change("slot", slot.key, "risk_class", RiskClass(data["risk_class"])))
-        if data["monotonic"] != slot.monotonic:
-            changes.append(Change("slot", slot.key, "monotonic", data["monotonic"]))
-        return changes
-
-    def scope_order_changed(self) -> bool:
-        return "scope_order" in self.data and self.cleaned_data["scope_order"] != (
-            self.slot.scope_order or None
-        )
-
-    def previewed(self) -> list[Change]:
-        """The changes a preview weighs: the risk changes, and a changed scope order (which
-        re-routes nothing, but may wait for a second classifier)."""
-        changes = self.changes()
-        if self.scope_order_changed():
-            order = self.cleaned_data["scope_order"]
-            changes.append(
-                Change("slot", self.slot.key, "scope_order", tuple(order) if order else None)
-            )
-        return changes
-
-
-class DecisionForm(forms.Form):
-    risk_class = forms.ChoiceField(required=False, label="Risk class")
-    slots = forms.MultipleChoiceField(
-        required=False, widget=forms.CheckboxSelectMultiple, label="Slots it is fed by"
-    )
-    reason = _reason_field()
-
-    def __init__(
-        self,
-        *args: Any,
-        decision: Decision,
-        slot_keys: list[str],
-        linked: list[str],
-        preview: bool = False,
-        **kwargs: Any,
-    ) -> None:
-        kwargs.setdefault("auto_id", f"decision-{decision.pk}-%s")
-        kwargs.setdefault(
-            "initial",
-            {
-                "risk_class": "" if decision.risk_class == UNCLASSIFIED else decision.risk_class,
-                "slots": linked,
-            },
-        )
-        super().__init__(*args, **kwargs)
-        self.decision = decision
-        self.linked = linked
-        cast(forms.ChoiceField, self.fields["risk_class"]).choices = _risk_choices(
-            decision.risk_class
-        )
-        cast(forms.ChoiceField, self.fields["slots"]).choices = [(k, k) for k in slot_keys]
-        self.fields["reason"].required = not preview
-
-    def changes(self) -> list[Change]:
-        decision, data = self.decision, self.cleaned_data
-        changes = []
-        if data["risk_class"] and data["risk_class"] != decision.risk_class:
-            changes.append(
-                Change("decision", decision.key, "risk_class", RiskClass(data["risk_class"]))
-            )
-        if set(data["slots"]) != set(self.linked):
-            changes.append(Change("decision", decision.key, "slots", frozenset(data["slots"])))
-        return changes
-
-
-class RequestDecisionForm(forms.Form):
-    action = forms.ChoiceField(choices=[("approve", "Approve"), ("refuse", "Refuse")])
-    reason = _reason_field()
-
-    def __init__(self, *args: Any, change_request: RiskChangeRequest, **kwargs: Any) -> None:
-        kwargs.setdefault("auto_id", f"request-{change_request.pk}-%s")
-        super().__init__(*args, **kwargs)
-
-
 # --- the task class page ----------------------------------------------------------------------
-
-
-@dataclass(kw_only=True)
-class ChangeRow:
-    """What the slot and the decision rows share: their id on the page, the requests waiting
-    for approval, and the impact preview of their change form."""
-
-    dom_id: str
-    pending: list[RiskChangeRequest]
-    impact: Impact | None = None
-    nothing: bool = False  # a preview found no risk change in the form
-
-
-@dataclass(kw_only=True)
-class SlotRow(ChangeRow):
-    slot: Slot
-    form: SlotForm
-    effective: policy.EffectiveRisk
-    decisions: list[DecisionClass]
-
-
-@dataclass(kw_only=True)
-class DecisionRow(ChangeRow):
-    decision: Decision
-    form: DecisionForm
-    slots: list[str]
-
-
-@dataclass
-class PendingRow:
-    request: RiskChangeRequest
-    target: str
-    impact: Impact | None
-    current: bool
-    own: bool
-    form: RequestDecisionForm
-
-
-@dataclass
-class Bound:
-    """A row whose form came from the request (errors, or a preview) instead of the database."""
-
-    kind: str  # "slot" | "decision" | "request"
-    pk: int
-    form: SlotForm | DecisionForm | RequestDecisionForm
-    impact: Impact | None = None
-    nothing: bool = False  # a preview found no risk change in the form
-
-
-def _target_label(change_request: RiskChangeRequest) -> str:
-    if change_request.slot is not None:
-        return f"slot {change_request.slot.key}"
-    assert change_request.decision is not None  # a request names a slot or a decision
-    return f"decision {change_request.decision.key}"
 
 
 def _task_class(key: str) -> TaskClass:
@@ -261,91 +55,6 @@ def _task_class(key: str) -> TaskClass:
     if task_class is None:
         raise Http404("No such task class.")
     return task_class
-
-
-def _class_context(
-    request: AuthedHttpRequest,
-    task_class: TaskClass,
-    bound: Bound | None = None,
-    focus: str = "",
-) -> dict[str, Any]:
-    """Everything the task class page shows, in a constant number of queries:
-    slots, decisions, their links, pending requests, open instances (and their beliefs when a
-    pending request needs an impact preview)."""
-    slots = list(task_class.slots.order_by("position", "id"))
-    decisions = list(task_class.decisions.order_by("id").prefetch_related("slots"))
-    classes = classes_from(slots, decisions)
-    effective = classes.effective()
-    slot_keys = [s.key for s in slots]
-    pending = pending_requests(task_class)
-    snapshot = impact_snapshot(task_class, classes, slots) if pending else None
-    open_instances = (
-        snapshot.open_instances if snapshot is not None else open_instances_of(task_class).count()
-    )
-
-    def bound_for(kind: str, pk: int) -> Bound | None:
-        return bound if bound is not None and bound.kind == kind and bound.pk == pk else None
-
-    slot_rows = []
-    for slot in slots:
-        this = bound_for("slot", slot.pk)
-        slot_rows.append(
-            SlotRow(
-                dom_id=f"slot-{slot.pk}",
-                slot=slot,
-                form=this.form if this else SlotForm(slot=slot),  # type: ignore[arg-type]
-                effective=effective[slot.key],
-                decisions=classes.decisions_fed_by(slot.key),
-                pending=[r for r in pending if r.slot_id == slot.pk],
-                impact=this.impact if this else None,
-                nothing=bool(this and this.nothing),
-            )
-        )
-    decision_rows = []
-    for decision, facts in zip(decisions, classes.decisions, strict=True):
-        linked = [k for k in slot_keys if k in facts.slots]
-        this = bound_for("decision", decision.pk)
-        decision_rows.append(
-            DecisionRow(
-                dom_id=f"decision-{decision.pk}",
-                decision=decision,
-                form=this.form  # type: ignore[arg-type]
-                if this
-                else DecisionForm(decision=decision, slot_keys=slot_keys, linked=linked),
-                slots=linked,
-                pending=[r for r in pending if r.decision_id == decision.pk],
-                impact=this.impact if this else None,
-                nothing=bool(this and this.nothing),
-            )
-        )
-    pending_rows = []
-    for change_request in pending:
-        this = bound_for("request", change_request.pk)
-        current = request_is_current(change_request, classes)
-        pending_rows.append(
-            PendingRow(
-                request=change_request,
-                target=_target_label(change_request),
-                impact=impact_of(snapshot, [request_change(change_request)])
-                if snapshot is not None and current
-                else None,
-                current=current,
-                own=change_request.requested_by_id == request.user.pk,
-                form=this.form  # type: ignore[arg-type]
-                if this
-                else RequestDecisionForm(change_request=change_request),
-            )
-        )
-    return {
-        "task_class": task_class,
-        "slot_rows": slot_rows,
-        "decision_rows": decision_rows,
-        "pending_rows": pending_rows,
-        "open_instances": open_instances,
-        "unclassified_count": sum(1 for s in slots if s.risk_class == UNCLASSIFIED),
-        # The element an htmx swap hands the keyboard focus to (static/console/console.js).
-        "focus": focus,
-    }
 
 
 def _render_class(
@@ -358,7 +67,7 @@ def _render_class(
 ) -> HttpResponse:
     if not focus and bound is not None:
         focus = "pending" if bound.kind == "request" else f"{bound.kind}-{bound.pk}"
-    context = _class_context(request, task_class, bound, focus)
+    context = class_context(request, task_class, bound, focus)
     template = "classify/_classification.html" if request.htmx else "classify/task_class.html"
     return render(request, template, context, status=status)
 
@@ -577,38 +286,9 @@ def request_decide(request: AuthedHttpRequest, key: str, request_id: int) -> Htt
 @classifier_required
 def index(request: AuthedHttpRequest) -> HttpResponse:
     """Every task class with its counts; the queue of unclassified slots and decisions first."""
-    task_classes = TaskClass.objects.annotate(
-        slot_count=Count("slots", distinct=True),
-        unclassified_slots=Count("slots", filter=Q(slots__risk_class=UNCLASSIFIED), distinct=True),
-        unclassified_decisions=Count(
-            "decisions", filter=Q(decisions__risk_class=UNCLASSIFIED), distinct=True
-        ),
-        decision_count=Count("decisions", distinct=True),
-        pending_count=Coalesce(
-            Subquery(
-                RiskChangeRequest.objects.filter(
-                    task_class=OuterRef("pk"), state=RiskChangeRequest.State.PENDING
-                )
-                .values("task_class")
-                .annotate(n=Count("id"))
-                .values("n")
-            ),
-            0,
-        ),
-    ).order_by("key")
-    queue = (
-        Slot.objects.filter(risk_class=UNCLASSIFIED)
-        .select_related("task_class")
-        .order_by("task_class__key", "position", "id")
-    )
-    decision_queue = (
-        Decision.objects.filter(risk_class=UNCLASSIFIED)
-        .select_related("task_class")
-        .order_by("task_class__key", "id")
-    )
-    rows = list(task_classes)
-    queue_list = list(queue[: QUEUE_LIMIT + 1])
-    decision_list = list(decision_queue[: QUEUE_LIMIT + 1])
+    rows = list(unclassified.task_classes_counted())
+    queue_list = unclassified.unclassified_slots(QUEUE_LIMIT + 1)
+    decision_list = unclassified.unclassified_decisions(QUEUE_LIMIT + 1)
     return render(
         request,
         "classify/index.html",
@@ -643,148 +323,3 @@ def matrix(request: AuthedHttpRequest) -> HttpResponse:
             groups.append(MatrixGroup(cell.risk.value, cell.monotonic, []))
         groups[-1].cells.append(cell)
     return render(request, "classify/matrix.html", {"groups": groups})
-
-
-# --- the audit log -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ActivityFilter:
-    """One of the audit log's filters: a query parameter chosen from a list."""
-
-    name: str
-    label: str
-    blank: str  # what the choice that filters nothing says
-    choices: list[str]
-    selected: str
-
-    @property
-    def dom_id(self) -> str:
-        return "filter-" + self.name.replace("_", "-")
-
-
-@require_GET
-@classifier_required
-def activity(request: AuthedHttpRequest) -> HttpResponse:
-    """The audit log, newest first, filterable by task class, actor and kind; one page at a
-    time: a count, a page of events, and the three lists the filters offer."""
-    events = AuditEvent.objects.select_related("task_class").order_by("-created_at", "-id")
-    task_class_key = request.GET.get("task_class", "").strip()
-    actor = request.GET.get("actor", "").strip()
-    kind = request.GET.get("kind", "").strip()
-    if task_class_key:
-        events = events.filter(task_class__key=task_class_key)
-    if actor:
-        events = events.filter(actor=actor)
-    if kind.endswith(".*"):
-        events = events.filter(kind__startswith=kind[:-1])
-    elif kind:
-        events = events.filter(kind=kind)
-    page = CappedPaginator(events, ACTIVITY_PAGE_SIZE).get_page(request.GET.get("page"))
-    kinds = audit_kinds()
-    families = sorted({k.split(".")[0] + ".*" for k in kinds if "." in k})
-    query = request.GET.copy()
-    query.pop("page", None)
-    return render(
-        request,
-        "activity/index.html",
-        {
-            "page": page,
-            "events": [_event_row(e) for e in page.object_list],
-            "filters": [
-                ActivityFilter(
-                    "task_class",
-                    "Task class",
-                    "any",
-                    list(TaskClass.objects.order_by("key").values_list("key", flat=True)),
-                    task_class_key,
-                ),
-                ActivityFilter("actor", "Actor", "anyone", recent_actors(actor), actor),
-                ActivityFilter("kind", "Kind", "any", families + kinds, kind),
-            ],
-            "query": query.urlencode(),
-        },
-    )
-
-
-# The log only grows, so nothing on its page may read all of it: the count stops at this many
-# events ("10000+"), and the actor filter offers the actors of this many latest events.
-ACTIVITY_COUNT_CAP = 10_000
-ACTIVITY_ACTORS_FROM = 2_000
-
-
-class CappedPaginator(Paginator):
-    """Counts at most ACTIVITY_COUNT_CAP + 1 rows; `capped` says the true count is higher."""
-
-    capped = False
-
-    @cached_property
-    def count(self) -> int:
-        counted: int = self.object_list[: ACTIVITY_COUNT_CAP + 1].count()  # type: ignore[attr-defined]  # a QuerySet here
-        self.capped = counted > ACTIVITY_COUNT_CAP
-        return min(counted, ACTIVITY_COUNT_CAP)
-
-
-def audit_kinds() -> list[str]:
-    """Every distinct kind, one index probe per kind (a loose index scan), not a scan of the
-    log: kinds are a few dozen, events millions."""
-    table = connection.ops.quote_name(AuditEvent._meta.db_table)
-    sql = f"""
-        WITH RECURSIVE kinds(kind) AS (
-            SELECT MIN(kind) FROM {table}
-            UNION ALL
-            SELECT (SELECT MIN(kind) FROM {table} WHERE kind > kinds.kind)
-            FROM kinds WHERE kinds.kind IS NOT NULL
-        )
-        SELECT kind FROM kinds WHERE kind IS NOT NULL
-    """  # noqa: S608 - the table name is the model's, nothing from a request
-    with connection.cursor() as cursor:
-        cursor.execute(sql)
-        return [row[0] for row in cursor.fetchall()]
-
-
-def recent_actors(selected: str) -> list[str]:
-    """The actors of the latest events, and the one selected (its filter must stay shown)."""
-    # Read and deduplicated here: as a subquery, PostgreSQL would hash it and scan the log.
-    actors = set(
-        AuditEvent.objects.order_by("-created_at", "-id").values_list("actor", flat=True)[
-            :ACTIVITY_ACTORS_FROM
-        ]
-    )
-    if selected:
-        actors.add(selected)
-    return sorted(actors)
-
-
-@dataclass(frozen=True)
-class EventRow:
-    event: AuditEvent
-    before: str
-    after: str
-    reason: str
-    has_change: bool
-    other: dict[str, Any]
-
-
-BRIEF_LENGTH = 80
-
-
-def _brief(value: Any) -> str:
-    """A before/after value on one line: text as it is, anything else as JSON, cut short."""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return (
-        text if len(text) <= BRIEF_LENGTH else text[: BRIEF_LENGTH - 1] + "\N{HORIZONTAL ELLIPSIS}"
-    )
-
-
-def _event_row(event: AuditEvent) -> EventRow:
-    data = event.data if isinstance(event.data, dict) else {"data": event.data}
-    shown = {"before", "after", "reason"}
-    return EventRow(
-        event=event,
-        before=_brief(data.get("before")),
-        after=_brief(data.get("after")),
-        reason=str(data.get("reason") or ""),
-        has_change="before" in data or "after" in data,
-        other={k: v for k, v in data.items() if k not in shown},
-    )

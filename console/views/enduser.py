@@ -2,7 +2,7 @@
 
 Views parse, fetch through the principal check (outsiders get 404), call one service and render.
 Each swap target is one `_name.html` partial that the full page includes and the endpoint
-renders alone; the presenters in `console.presenters.instance` give both the same context.
+renders alone; the presenters in `console.presenters` give both the same context.
 """
 
 from __future__ import annotations
@@ -21,18 +21,12 @@ from django.views.decorators.http import require_GET, require_POST
 from beliefs import selectors, services
 from beliefs.errors import Conflict, InvalidInput, NotFound
 from beliefs.models import Decision, InstanceStatus, Prompt, PromptState, TaskInstance
-from console.forms import parse_response, typed_values
+from console.forms.respond import parse_response, typed_values
 from console.http import AuthedHttpRequest
-from console.presenters.instance import (
-    DONE_WORDS,
-    Card,
-    all_cards,
-    banner_context,
-    cards_for,
-    page_facts,
-    plain_problem,
-    restatement,
-)
+from console.presenters.instance import Card, all_cards, cards_for, page_facts
+from console.presenters.outcome import banner_context
+from console.presenters.restatement import restatement
+from console.presenters.words import DONE_WORDS, plain_problem
 from console.templatetags.reveal import display_text
 
 RECENT_LIMIT = 10

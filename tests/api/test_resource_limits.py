@@ -12,8 +12,8 @@ from django.contrib.auth.models import User
 from django.db import connection, connections
 from django.test import override_settings
 
+from beliefs import schemas as s
 from beliefs import services
-from beliefs.api import serializers as s
 from beliefs.errors import TooManyOpenInstances
 from beliefs.models import Belief, Decision, InstanceStatus, RuntimeAPIKey, Slot, TaskInstance
 from beliefs.services import Actor

@@ -107,10 +107,10 @@ def test_it_shows_a_classification_made_on_the_pages(carol_client: Client) -> No
 def test_it_counts_a_long_log_up_to_a_cap_and_says_so(
     carol_client: Client, carol: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from console.views import classify
+    from console.presenters import activity
 
     task_class = shop()
-    monkeypatch.setattr(classify, "ACTIVITY_COUNT_CAP", 60)
+    monkeypatch.setattr(activity, "ACTIVITY_COUNT_CAP", 60)
     fill(task_class, carol, 40)
     html = carol_client.get("/activity/").content.decode()
     assert f"{AuditEvent.objects.count()} events." in html  # under the cap: the exact count
@@ -122,7 +122,7 @@ def test_it_counts_a_long_log_up_to_a_cap_and_says_so(
 def test_it_offers_every_kind_and_the_latest_actors(
     carol_client: Client, carol: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from console.views import classify
+    from beliefs.selectors import activity
 
     task_class = shop()
     fill(task_class, carol, 3)  # system, carol, carol
@@ -130,10 +130,10 @@ def test_it_offers_every_kind_and_the_latest_actors(
     # The loose index scan finds exactly the distinct kinds, in order.
     every = set(AuditEvent.objects.values_list("kind", flat=True))
     assert "instance.cancelled" in every
-    assert classify.audit_kinds() == sorted(every)
-    monkeypatch.setattr(classify, "ACTIVITY_ACTORS_FROM", 1)  # the latest event: system's
-    assert classify.recent_actors("") == ["system"]
-    assert classify.recent_actors("carol") == ["carol", "system"]  # the selected one stays
+    assert activity.audit_kinds() == sorted(every)
+    monkeypatch.setattr(activity, "ACTIVITY_ACTORS_FROM", 1)  # the latest event: system's
+    assert activity.recent_actors("") == ["system"]
+    assert activity.recent_actors("carol") == ["carol", "system"]  # the selected one stays
 
 
 def test_it_marks_look_alike_letters_in_subjects_and_values(

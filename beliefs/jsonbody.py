@@ -1,4 +1,5 @@
-"""The API's one body parser: JSON, read once.
+"""A JSON body, read once: the key the edge guard leaves the parsed body under, and the API's
+one body parser, which takes it from there.
 
 The edge guard (`console.middleware.InputGuardMiddleware`) parses a JSON body before anything
 else reads it, refuses what cannot be stored, and leaves the parsed value on the request under

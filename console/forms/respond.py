@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from beliefs.api.serializers import RespondFormIn, parse
 from beliefs.errors import InvalidInput, field_error
 from beliefs.models import Prompt, Slot
+from beliefs.schemas import RespondFormIn, parse
 
 
 def form_value(value: Any, value_type: str = Slot.ValueType.STRING) -> str:

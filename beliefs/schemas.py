@@ -1,0 +1,539 @@
+"""Every input the console reads, typed: the JSON API's bodies and queries, a card's answer
+and the proposal filters. The API and the pages both import them from here, so the two faces of
+the console refuse the same things with the same words.
+
+Inputs are validated here, at the edge, and turned into the typed arguments the services take
+(`SlotSpec`, `BeliefSpec`, ...): a service never parses untrusted data. Every input refuses
+fields it does not know, the same way everywhere (`unknown_field`). A refusal becomes the
+`InvalidInput` the services raise (`invalid_input`), one shape for the API and the pages.
+
+The respond form of the web page takes what the API's respond takes; it uses `RespondFormIn`,
+the same fields read from a form post.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from django import forms
+from rest_framework import serializers
+from rest_framework.exceptions import ErrorDetail, ValidationError
+
+from beliefs.domain.canonical import canonical_json
+from beliefs.domain.classes import parse_scope_order
+from beliefs.domain.contract import FINDING_CODES
+from beliefs.domain.policy import RiskClass, Source
+from beliefs.domain.vocabulary import (
+    MAX_KEY_LENGTH,
+    MAX_LABEL_LENGTH,
+    MAX_TEXT_LENGTH,
+    VERDICTS,
+    Action,
+)
+from beliefs.errors import InvalidInput
+from beliefs.models import PromptState, Slot
+from beliefs.services import limits
+from beliefs.services.instances import BeliefSpec
+from beliefs.services.limits import Limit
+from beliefs.services.task_classes import DecisionSpec, SlotSpec
+
+MAX_INT = 2**31 - 1  # the database's integer columns
+MAX_PAGE = 1000
+RISK_FIELDS = ("risk_class", "risk", "effective_risk")
+# Choice sets the OpenAPI document names once each (settings.SPECTACULAR_SETTINGS).
+RISKS = [r.value for r in RiskClass]
+RISK_MESSAGE = "risk classes are set by classifiers, not runtimes"
+
+# --- fields --------------------------------------------------------------------------------
+
+
+class TextField(serializers.CharField):
+    """Text, and only text: a number or a boolean is refused rather than turned into a string.
+    (DRF's CharField also refuses NUL and lone surrogates, should a caller skip the edge guard.)"""
+
+    default_error_messages = {
+        "invalid": "must be text",
+        "max_length": "must be at most {max_length} characters",
+    }
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class KeyField(TextField):
+    """A task class, slot or decision key, or a username: non-empty text, trimmed."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("max_length", MAX_KEY_LENGTH)
+        kwargs.setdefault(
+            "error_messages",
+            {"blank": "must be a non-empty string", "invalid": "must be a non-empty string"},
+        )
+        super().__init__(**kwargs)
+
+
+class WholeNumberField(serializers.IntegerField):
+    """A JSON integer, and only that: "3", 1.5 and true are refused (JSON has a number type)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("max_value", MAX_INT)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class AnyJSONField(serializers.JSONField):
+    """Any JSON value (a belief value, a world statement's leaf, a proposal document)."""
+
+
+class ObjectField(serializers.DictField):
+    """A JSON object whose values may be anything."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("child", AnyJSONField(allow_null=True))
+        super().__init__(**kwargs)
+
+
+class WorldField(serializers.DictField):
+    """The world as a runtime states it: {slot_key: {...}}, each slot's statement an object."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("child", ObjectField())
+        kwargs.setdefault("help_text", "{slot_key: {...}}: the world now, one object per slot")
+        super().__init__(**kwargs)
+
+
+class ScopeOrderField(serializers.ListField):
+    """A monotonic slot's scopes, lowest first: the rule the classifier form applies too."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("child", TextField(max_length=MAX_LABEL_LENGTH))
+        kwargs.setdefault("min_length", 2)
+        kwargs.setdefault("help_text", "at least two distinct scopes, lowest first")
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> list[str] | None:
+        if not isinstance(data, list) or not all(isinstance(s, str) for s in data):
+            raise ValidationError(self._message())
+        try:
+            return parse_scope_order(data)
+        except ValueError:
+            raise ValidationError(self._message()) from None
+
+    @staticmethod
+    def _message() -> str:
+        return "must be a list of at least two distinct non-empty strings, lowest first"
+
+
+# --- the strict base -----------------------------------------------------------------------
+
+
+class StrictSerializer(serializers.Serializer):
+    """An input that refuses what it does not know instead of ignoring it.
+
+    `refused` names fields that are refused with a message of their own (a runtime sending a
+    risk class is told who sets risk classes). A missing required field says "required".
+    """
+
+    refused: ClassVar[Mapping[str, str]] = {}
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        fields = super().get_fields()
+        for field in fields.values():
+            if str(field.error_messages.get("required")) == "This field is required.":
+                field.error_messages["required"] = "required"
+        return fields
+
+    def to_internal_value(self, data: Any) -> Any:
+        errors: dict[str, list[ErrorDetail]] = {}
+        if isinstance(data, Mapping):
+            for name in data:
+                if name in self.fields:
+                    continue
+                message = self.refused.get(str(name))
+                errors[str(name)] = (
+                    [ErrorDetail(message, code="invalid")]
+                    if message
+                    else [ErrorDetail("unknown field", code="unknown_field")]
+                )
+        try:
+            value = super().to_internal_value(data)
+        except ValidationError as exc:
+            if not errors or not isinstance(exc.detail, dict):
+                raise
+            raise ValidationError({**errors, **exc.detail}) from None
+        if errors:
+            raise ValidationError(errors)
+        return value
+
+
+class LimitedSerializer(StrictSerializer):
+    """A strict input whose lists are refused by their length before any element is read:
+    `list_limits` maps each list field to its limit (20,000 slots cost seconds to validate)."""
+
+    list_limits: ClassVar[Mapping[str, Limit]] = {}
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            problems = limits.body_problems(data, self.list_limits)
+            if problems:
+                raise ValidationError(
+                    {
+                        field: [ErrorDetail(m, code="limit_exceeded") for m in messages]
+                        for field, messages in problems.items()
+                    }
+                )
+        return super().to_internal_value(data)
+
+
+# --- task classes --------------------------------------------------------------------------
+
+
+class SlotIn(StrictSerializer):
+    refused = {
+        **dict.fromkeys(RISK_FIELDS, f"{RISK_MESSAGE}; send suggested_risk instead"),
+    }
+
+    key = KeyField()
+    label = TextField(max_length=MAX_LABEL_LENGTH, allow_blank=True, required=False)
+    value_type = serializers.ChoiceField(choices=Slot.ValueType.values, required=False)
+    choices = serializers.ListField(
+        child=AnyJSONField(allow_null=True),
+        allow_empty=False,
+        required=False,
+        allow_null=True,
+        help_text="the values the slot may take, each distinct",
+    )
+    scope_order = ScopeOrderField(required=False, allow_null=True)
+    suggested_risk = serializers.ChoiceField(
+        choices=RISKS,
+        required=False,
+        allow_null=True,
+        help_text="a hint for classifiers; never a risk class",
+    )
+
+    def validate_choices(self, value: list[Any] | None) -> list[Any] | None:
+        if value is not None and len(set(map(canonical_json, value))) != len(value):
+            raise ValidationError("must be a non-empty list of distinct values")
+        return value
+
+    def validate(self, attrs: dict[str, Any]) -> SlotSpec:
+        fields = dict(attrs)
+        key = fields.pop("key")
+        if "suggested_risk" in fields:
+            fields["suggested_risk"] = fields["suggested_risk"] or ""
+        if "value_type" in fields and fields["value_type"] is None:
+            fields["value_type"] = Slot.ValueType.STRING
+        return SlotSpec.stated(key, **fields)
+
+
+class DecisionIn(StrictSerializer):
+    refused = dict.fromkeys(RISK_FIELDS, RISK_MESSAGE)
+
+    key = KeyField()
+    label = TextField(max_length=MAX_LABEL_LENGTH, allow_blank=True, required=False)
+    slots = serializers.ListField(child=KeyField(), required=False, help_text="slot keys")
+
+    def validate(self, attrs: dict[str, Any]) -> DecisionSpec:
+        return DecisionSpec(
+            key=attrs["key"], label=attrs.get("label", ""), slots=tuple(attrs.get("slots", ()))
+        )
+
+
+def _no_duplicate_keys(specs: list[Any]) -> list[Any]:
+    keys = [spec.key for spec in specs]
+    dupes = sorted({k for k in keys if keys.count(k) > 1})
+    if dupes:
+        raise ValidationError(f"duplicate key {dupes[0]!r}")
+    return specs
+
+
+class TaskClassIn(LimitedSerializer):
+    list_limits = {"slots": limits.SLOTS, "decisions": limits.DECISIONS}
+
+    key = KeyField(required=False, help_text="if sent, must equal the key in the URL")
+    name = TextField(max_length=MAX_LABEL_LENGTH, allow_blank=True, allow_null=True, required=False)
+    open_slots = serializers.BooleanField(
+        required=False,
+        help_text="a tool passthrough: an action may name slots the class does not have, each "
+        "registered unclassified and in play only for the actions that name it",
+    )
+    slots = SlotIn(many=True, required=False)
+    decisions = DecisionIn(many=True, required=False)
+
+    def validate_key(self, value: str) -> str:
+        if value != self.context.get("key"):
+            raise ValidationError("differs from the key in the URL")
+        return value
+
+    def validate_slots(self, value: list[SlotSpec]) -> list[SlotSpec]:
+        return _no_duplicate_keys(value)
+
+    def validate_decisions(self, value: list[DecisionSpec]) -> list[DecisionSpec]:
+        return _no_duplicate_keys(value)
+
+
+class ShareIn(StrictSerializer):
+    history = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="also pool the values of the class's people with this runtime: the owner and "
+        "every runtime with history carry each other's values",
+    )
+
+
+# --- instances and beliefs -----------------------------------------------------------------
+
+
+class BeliefIn(StrictSerializer):
+    slot = KeyField(help_text="an unknown slot is registered, unclassified")
+    value = AnyJSONField(allow_null=True)
+    source = serializers.ChoiceField(choices=[s.value for s in Source])
+    turn = WholeNumberField(min_value=0, required=False)
+    world_ref = ObjectField(required=False, allow_null=True)
+
+    def validate(self, attrs: dict[str, Any]) -> BeliefSpec:
+        return BeliefSpec(
+            slot=attrs["slot"],
+            value=attrs["value"],
+            source=Source(attrs["source"]),
+            turn=attrs.get("turn", 0),
+            world_ref=attrs.get("world_ref"),
+        )
+
+
+class InstanceIn(LimitedSerializer):
+    list_limits = {"beliefs": limits.OPENING_BELIEFS}
+
+    task_class = KeyField()
+    principal = KeyField(help_text="the username of the end user")
+    slots = serializers.ListField(
+        child=KeyField(),
+        required=False,
+        allow_null=True,
+        help_text="the slots this action uses (default: every declared slot of the class); "
+        "planning, prompts and bindings cover exactly these",
+    )
+    audience = TextField(
+        max_length=MAX_LABEL_LENGTH,
+        required=False,
+        allow_blank=True,
+        help_text="whom the receipt is for (its aud; default: your runtime's name)",
+    )
+    world = WorldField(required=False, allow_null=True)
+    beliefs = BeliefIn(many=True, required=False)
+
+
+class WorldIn(StrictSerializer):
+    world = WorldField()
+
+
+class CancelIn(StrictSerializer):
+    reason = TextField(
+        max_length=MAX_TEXT_LENGTH, allow_blank=True, allow_null=True, required=False
+    )
+
+
+class RedeemIn(StrictSerializer):
+    receipt = TextField(max_length=16384, help_text="the compact JWS, as the instance read gave it")
+    bindings_digest = TextField(
+        max_length=64,
+        required=False,
+        help_text="the digest of the arguments you are about to execute: refused unless it is "
+        "the receipt's",
+    )
+
+
+# --- prompts and responses -----------------------------------------------------------------
+
+VERSION_MESSAGE = "must be the prompt version you saw (a whole number)"
+ACTION_MESSAGE = f"must be one of {', '.join(a.value for a in Action)}"
+_VERSION_ERRORS: dict[str, Any] = dict.fromkeys(
+    ("required", "invalid", "null", "min_value", "max_value", "max_string_length"),
+    VERSION_MESSAGE,
+)
+
+
+class RespondIn(StrictSerializer):
+    action = serializers.ChoiceField(
+        choices=[a.value for a in Action],
+        error_messages=dict.fromkeys(("invalid_choice", "required", "null"), ACTION_MESSAGE),
+    )
+    version = WholeNumberField(
+        min_value=1, error_messages=_VERSION_ERRORS, help_text="the prompt version you saw"
+    )
+    value = AnyJSONField(allow_null=True, required=False, help_text="for edit and answer")
+    value_confirmation = AnyJSONField(
+        allow_null=True,
+        required=False,
+        help_text="the value typed a second time, for a scope escalation",
+    )
+    reason = TextField(
+        max_length=MAX_TEXT_LENGTH,
+        allow_blank=True,
+        allow_null=True,
+        required=False,
+        help_text="for reject and veto",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        attrs["reason"] = attrs.get("reason") or ""
+        return attrs
+
+
+class RespondFormIn(serializers.Serializer):
+    """What a card's form posts: the respond fields as text (the value is read by the page,
+    which knows the slot's type); other form fields (the CSRF token) are the page's own."""
+
+    action = serializers.ChoiceField(
+        choices=[a.value for a in Action],
+        error_messages=dict.fromkeys(("invalid_choice", "required", "null"), ACTION_MESSAGE),
+    )
+    version = serializers.IntegerField(
+        min_value=1, max_value=MAX_INT, error_messages=_VERSION_ERRORS
+    )
+    reason = TextField(max_length=MAX_TEXT_LENGTH, allow_blank=True, required=False)
+
+
+class PageQuery(StrictSerializer):
+    limit = serializers.IntegerField(min_value=1, max_value=MAX_PAGE, required=False)
+    offset = serializers.IntegerField(min_value=0, max_value=MAX_INT, required=False)
+
+
+class PromptQuery(PageQuery):
+    state = serializers.ChoiceField(choices=PromptState.values, required=False)
+
+
+# --- proposals -----------------------------------------------------------------------------
+
+
+class SourceIn(StrictSerializer):
+    provider = TextField(max_length=200, allow_blank=True, allow_null=True, required=False)
+    model = TextField(max_length=200, allow_blank=True, allow_null=True, required=False)
+    run = TextField(max_length=200, allow_blank=True, allow_null=True, required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, str]:
+        return {name: text for name, text in attrs.items() if text is not None}
+
+
+class ValidateIn(StrictSerializer):
+    graph = AnyJSONField(
+        allow_null=True,
+        help_text="{nodes: [...], edges: [...]}: the graph before; anything else is judged",
+    )
+    update = AnyJSONField(
+        allow_null=True,
+        help_text="the model's proposal; its schema is GET proposals/contract-schema/",
+    )
+    source = SourceIn(required=False, allow_null=True)
+
+
+class ProposalFilterForm(forms.Form):
+    """The filters of the list, the export, the statistics and the API (all GET parameters)."""
+
+    verdict = forms.ChoiceField(
+        required=False, choices=[("", "Any verdict"), *((v, v) for v in VERDICTS)]
+    )
+    code = forms.ChoiceField(
+        required=False,
+        label="Finding",
+        choices=[("", "Any finding"), *((c, c) for c in FINDING_CODES)],
+    )
+    provider = forms.CharField(required=False, max_length=MAX_LABEL_LENGTH)
+    model = forms.CharField(required=False, max_length=MAX_LABEL_LENGTH)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # "from" is a Python keyword, so these two cannot be class attributes.
+        date_widget = forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d")
+        self.fields["from"] = forms.DateField(
+            required=False, label="From", input_formats=["%Y-%m-%d"], widget=date_widget
+        )
+        self.fields["to"] = forms.DateField(
+            required=False, label="To", input_formats=["%Y-%m-%d"], widget=date_widget
+        )
+        for name in ("from", "to"):
+            self.fields[name].error_messages["invalid"] = "Enter a date as YYYY-MM-DD."
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        start, end = data.get("from"), data.get("to")
+        if start and end and start > end:
+            self.add_error("to", "must not be before 'from'.")
+        return data
+
+
+def filter_errors(form: forms.Form) -> InvalidInput:
+    """The form's errors as the API's 400."""
+    fields = {name: [str(m) for m in messages] for name, messages in form.errors.items()}
+    first_name, first = next(iter(fields.items()))
+    return InvalidInput(f"{first_name}: {first[0]}", code="invalid_filter", fields=fields)
+
+
+# --- refusals ------------------------------------------------------------------------------
+
+
+def _flatten(detail: Any, prefix: str = "", codes: set[str] | None = None) -> dict[str, list[str]]:
+    """DRF's nested errors as {"slots[0].risk_class": [messages]}; `codes` collects their codes.
+
+    An object's own error (DRF's "non_field_errors") is named by the object's path.
+    """
+    fields: dict[str, list[str]] = {}
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            if key == "non_field_errors" and prefix:
+                name = prefix
+            elif isinstance(key, int):  # a list's errors, keyed by index
+                name = f"{prefix}[{key}]"
+            else:
+                name = f"{prefix}.{key}" if prefix else str(key)
+            for path, messages in _flatten(value, name, codes).items():
+                fields.setdefault(path, []).extend(messages)
+    elif isinstance(detail, list):
+        if all(not isinstance(item, dict | list) for item in detail):
+            fields[prefix or "non_field_errors"] = [str(item) for item in detail]
+            if codes is not None:
+                codes.update(getattr(item, "code", "invalid") for item in detail)
+        else:
+            for index, item in enumerate(detail):
+                fields.update(_flatten(item, f"{prefix}[{index}]", codes))
+    else:
+        fields[prefix or "non_field_errors"] = [str(detail)]
+        if codes is not None:
+            codes.add(getattr(detail, "code", "invalid"))
+    return fields
+
+
+def invalid_input(exc: ValidationError) -> InvalidInput:
+    """A serializer's refusal as the error the services raise (one shape for API and pages).
+
+    The code says what kind of refusal it is when all of its parts agree: only unknown fields
+    (`unknown_field`), only missing ones (`missing_field`), only lists over a limit
+    (`limit_exceeded`); anything else is `invalid`.
+    """
+    codes: set[str] = set()
+    fields = _flatten(exc.detail, codes=codes)
+    first_field, first_messages = next(iter(fields.items()), ("", ["invalid input"]))
+    code = "invalid"
+    if codes == {"unknown_field"}:
+        code = "unknown_field"
+    elif codes == {"required"}:
+        code = "missing_field"
+    elif codes == {"limit_exceeded"}:
+        code = "limit_exceeded"
+    return InvalidInput(f"{first_field}: {first_messages[0]}", code=code, fields=fields)
+
+
+def parse(serializer: type[serializers.Serializer], data: Any, **context: Any) -> Any:
+    """Validated data for a caller outside an API view (a page, the demo seed), or the
+    InvalidInput a service would raise, with the API's field paths."""
+    checked = serializer(data=data, context=context)
+    if not checked.is_valid():
+        raise invalid_input(ValidationError(checked.errors))
+    return checked.validated_data

@@ -1,0 +1,63 @@
+"""The action in plain words at the top of the instance page: one sentence per decision, each
+value as it would bind if the person agreed now."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from beliefs.domain.policy import Route
+from beliefs.models import Decision, InstanceStatus, TaskInstance
+from console.templatetags.reveal import hidden_characters, mixed_script_note, plain_text
+
+RESTATEMENT_VALUE_LIMIT = 60
+
+
+@dataclass(frozen=True)
+class Part:
+    """One value in the restatement; label and text are untrusted, shown with `|shown`."""
+
+    label: str
+    text: str
+    pending: bool
+    flagged: bool  # hidden characters
+    mixed: str = ""  # mixed-script words, explained
+
+
+@dataclass(frozen=True)
+class Sentence:
+    action: str
+    parts: list[Part]
+
+
+def restatement(instance: TaskInstance, decisions: list[Decision]) -> list[Sentence]:
+    """The action in plain words, one sentence per decision: "Send transfer: amount 250, …".
+
+    Values come from the last plan (or the final bindings): what would bind if the person
+    agreed now. Values that feed no decision close with "Also: …".
+    """
+    items = {item["slot"]: item for item in instance.plan_items or []}
+    bindings = instance.bindings if instance.status == InstanceStatus.READY else None
+
+    def part(key: str) -> Part:
+        item = items[key]
+        value = bindings[key] if bindings and key in bindings else item.get("value")
+        pending = value is None and item.get("route") == Route.ASK
+        text = "" if pending else plain_text(value, compact=True)
+        if len(text) > RESTATEMENT_VALUE_LIMIT:
+            text = text[: RESTATEMENT_VALUE_LIMIT - 1] + "…"
+        flagged = bool(hidden_characters([item.get("label"), value]))
+        mixed = mixed_script_note([item.get("label"), value])
+        return Part(item.get("label") or key, text, pending, flagged, mixed)
+
+    sentences = []
+    fed: set[str] = set()
+    for decision in decisions:
+        feeds = {slot.key for slot in decision.slots.all()}
+        keys = [k for k in items if k in feeds]
+        fed.update(keys)
+        sentences.append(Sentence(decision.label, [part(k) for k in keys]))
+    rest = [k for k in items if k not in fed]
+    if rest:
+        action = "Also" if sentences else instance.task_class.name
+        sentences.append(Sentence(action, [part(k) for k in rest]))
+    return sentences
