@@ -17,6 +17,10 @@ MAX_LABEL_LENGTH = 200  # names and labels
 MAX_TEXT_LENGTH = 2000  # a typed value, a reason, a note
 MAX_JSON_DEPTH = 32  # nesting of any JSON body; a proposal needs four levels
 MAX_PATH_LENGTH = 500  # a finding's JSON path as stored
+MAX_URL_LENGTH = 2000  # a webhook endpoint's URL
+MAX_SECRET_LENGTH = 200  # a webhook signing secret as stored
+MAX_IDEMPOTENCY_KEY_LENGTH = 200  # an Idempotency-Key header
+MAX_PROBLEM_LENGTH = 500  # why a stored webhook endpoint is skipped, for staff
 # /insights/ follows the first runs of each task class; a partial index holds exactly the
 # planned instances of these runs, so changing it needs a migration.
 INSIGHTS_RUNS_SHOWN = 10
@@ -48,10 +52,6 @@ ACTIONS_BY_ROUTE: dict[str, tuple[Action, ...]] = {
 VALUE_ACTIONS = frozenset({Action.CONFIRM, Action.EDIT, Action.ANSWER})
 # Actions whose value the person typed (compared when a response is repeated).
 TYPED_ACTIONS = frozenset({Action.EDIT, Action.ANSWER})
-
-# Instance statuses: an open instance may still change; a closed one never binds anew.
-OPEN_INSTANCE_STATUSES = frozenset({"open", "awaiting_user"})
-CLOSED_INSTANCE_STATUSES = frozenset({"ready", "cancelled", "expired"})
 
 
 def runtime_label(name: str) -> str:

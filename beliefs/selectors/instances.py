@@ -25,6 +25,9 @@ from beliefs.models import (
     TaskClass,
     TaskClassShare,
     TaskInstance,
+    TaskInstanceQuerySet,
+    blocking_open_q,
+    is_blocking_open,
     is_overdue,
 )
 from beliefs.selectors import rows
@@ -57,15 +60,13 @@ def prompts_for_user(user: User, state: str | None = None) -> QuerySet[Prompt]:
     return qs.order_by("-created_at", "-id")
 
 
-def inbox_instances(user: User) -> QuerySet[TaskInstance]:
+def inbox_instances(user: User) -> TaskInstanceQuerySet:
     """The user's instances awaiting them, newest first, with counts of blocking prompts."""
     return (
         _instances()
         .filter(principal=user, status=InstanceStatus.AWAITING_USER)
         .annotate(
-            blocking_count=Count(
-                "prompts", filter=Q(prompts__state=PromptState.OPEN, prompts__blocking=True)
-            ),
+            blocking_count=Count("prompts", filter=blocking_open_q("prompts__")),
             assumption_count=Count(
                 "prompts", filter=Q(prompts__state=PromptState.OPEN, prompts__blocking=False)
             ),
@@ -196,7 +197,7 @@ def _receipt_fields(token: str | None, state: str | None) -> dict[str, Any]:
 
 def instance_payload(instance: TaskInstance) -> dict[str, Any]:
     prompts = instance_prompts(instance)
-    blocking = sum(1 for p in prompts if p.state == PromptState.OPEN and p.blocking)
+    blocking = sum(1 for p in prompts if p.is_blocking_open)
     receipt = instance.receipt
     state = receipt.state(timezone.now()) if receipt is not None else None
     return {
@@ -224,9 +225,7 @@ def plan_payload(instance: TaskInstance) -> dict[str, Any]:
     blocking = sum(
         1
         for item in instance.plan_items
-        if item["prompt"]
-        and item["prompt"]["blocking"]
-        and item["prompt"]["state"] == PromptState.OPEN
+        if item["prompt"] and is_blocking_open(item["prompt"]["state"], item["prompt"]["blocking"])
     )
     return {
         "id": str(instance.pk),
@@ -435,7 +434,7 @@ def instance_read(
         is_overdue(p["state"], p["blocking"], row[_EXPIRES_AT], now)
         for p, row in zip(prompts, prompt_rows, strict=True)
     )
-    blocking = sum(1 for p in prompts if p["state"] == PromptState.OPEN and p["blocking"])
+    blocking = sum(1 for p in prompts if is_blocking_open(p["state"], p["blocking"]))
     state = None
     if token is not None:
         state = Receipt(

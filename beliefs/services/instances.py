@@ -12,7 +12,6 @@ from django.db.models import Max
 from django.utils import timezone
 
 from beliefs.domain.policy import Source
-from beliefs.domain.vocabulary import OPEN_INSTANCE_STATUSES
 from beliefs.errors import Conflict, InvalidInput, NotFound
 from beliefs.models import (
     AuditEvent,
@@ -92,7 +91,7 @@ def instance_open(
     # Counted under that lock, so racing opens queue and cannot pass the limit together.
     limits.check_open_instances(
         TaskInstance.objects.filter(
-            principal=user, runtime=actor.runtime, status__in=OPEN_INSTANCE_STATUSES
+            principal=user, runtime=actor.runtime, status__in=InstanceStatus.open()
         ).count()
     )
     last = TaskInstance.objects.filter(principal=user, task_class=task_class).aggregate(

@@ -268,7 +268,7 @@ def _require_answerable(instance: TaskInstance, prompt: Prompt, answer: Answer) 
         raise field_error("action", f"a {prompt.route} prompt takes {', '.join(allowed)}")
     if answer.action is Action.VETO:
         # A veto may reopen a ready instance: the value must not be reused even there.
-        if instance.status not in (InstanceStatus.AWAITING_USER, InstanceStatus.READY):
+        if not instance.accepts_veto:
             raise Conflict(
                 f"The instance is {instance.status}.", code=f"instance_{instance.status}"
             )

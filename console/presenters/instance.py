@@ -37,7 +37,6 @@ from console.templatetags.reveal import (
 RESTATEMENT_VALUE_LIMIT = 60
 # Up to this many choices are radio buttons; more become a drop-down list.
 MAX_RADIO_CHOICES = 6
-FINISHED = (InstanceStatus.READY, InstanceStatus.CANCELLED, InstanceStatus.EXPIRED)
 
 DONE_WORDS: dict[str, str] = {
     "confirm": "Confirmed",
@@ -110,6 +109,7 @@ class PageFacts:
     """What every card of one instance page shares."""
 
     status: str
+    accepts_veto: bool  # `TaskInstance.accepts_veto`
     principal: str
     decision_labels: dict[str, str]
 
@@ -172,10 +172,7 @@ class Card:
     @property
     def can_veto(self) -> bool:
         """An assumption can be vetoed while the instance waits and after it is ready."""
-        return self.is_open and self.facts.status in (
-            InstanceStatus.AWAITING_USER,
-            InstanceStatus.READY,
-        )
+        return self.is_open and self.facts.accepts_veto
 
     @property
     def veto_after_ready(self) -> bool:
@@ -563,13 +560,13 @@ class Outcome:
 
     @property
     def finished(self) -> bool:
-        return self.status in FINISHED
+        return self.status in InstanceStatus.closed()
 
 
 def banner_context(
     instance: TaskInstance, cards: list[Card], *, focus: bool = False
 ) -> dict[str, Any]:
-    open_blocking = [c for c in cards if c.is_open and c.prompt.blocking]
+    open_blocking = [c for c in cards if c.prompt.is_blocking_open]
     labels = {item["slot"]: item.get("label") or item["slot"] for item in instance.plan_items}
     bindings = [
         {"key": key, "label": labels.get(key, key), "value": value}
@@ -588,6 +585,7 @@ def banner_context(
 def page_facts(instance: TaskInstance, decisions: list[Decision], principal: str) -> PageFacts:
     return PageFacts(
         status=instance.status,
+        accepts_veto=instance.accepts_veto,
         principal=principal,
         decision_labels={d.key: d.label for d in decisions},
     )

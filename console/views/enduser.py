@@ -11,7 +11,7 @@ from typing import Any
 from uuid import UUID
 
 from django.contrib import messages
-from django.db.models import Min, Prefetch, Q
+from django.db.models import Prefetch
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from beliefs import selectors, services
 from beliefs.errors import Conflict, InvalidInput, NotFound
-from beliefs.models import Decision, InstanceStatus, Prompt, PromptState, TaskInstance
+from beliefs.models import Decision, InstanceStatus, Prompt, TaskInstance
 from console.forms import parse_response, typed_values
 from console.http import AuthedHttpRequest
 from console.presenters.instance import (
@@ -104,23 +104,10 @@ def _inbox_context(request: AuthedHttpRequest) -> dict[str, Any]:
     page = _page_number(request.GET.get("page"))
     start = (page - 1) * INBOX_PAGE_SIZE
     decisions = Prefetch("task_class__decisions", queryset=Decision.objects.order_by("id"))
-    waiting = (
-        selectors.inbox_instances(request.user)
-        .annotate(
-            next_expiry=Min(
-                "prompts__expires_at",
-                filter=Q(prompts__state=PromptState.OPEN, prompts__blocking=True),
-            )
-        )
-        # Past its TTL it no longer waits for anyone; opening it shows it expired.
-        .filter(Q(next_expiry__isnull=True) | Q(next_expiry__gt=now))
-        .prefetch_related(decisions)
-    )
+    # Past its TTL an instance no longer waits for anyone; opening it shows it expired.
+    waiting = selectors.inbox_instances(request.user).waiting(now).prefetch_related(decisions)
     recent = (
-        TaskInstance.objects.filter(
-            principal=request.user,
-            status__in=[InstanceStatus.READY, InstanceStatus.CANCELLED, InstanceStatus.EXPIRED],
-        )
+        TaskInstance.objects.filter(principal=request.user, status__in=InstanceStatus.closed())
         .select_related("task_class")
         .order_by("-updated_at")[:RECENT_LIMIT]
     )
@@ -200,11 +187,7 @@ def prompt_respond(request: AuthedHttpRequest, instance_id: UUID, prompt_id: int
         "typed": typed if status == 400 else {},
         "focus": True,
     }
-    finished_now = instance.status != status_before and instance.status in (
-        InstanceStatus.READY,
-        InstanceStatus.CANCELLED,
-        InstanceStatus.EXPIRED,
-    )
+    finished_now = instance.status != status_before and instance.status in InstanceStatus.closed()
     context = _instance_context(
         request, instance, overrides={prompt.pk: override}, focus_outcome=finished_now
     )
