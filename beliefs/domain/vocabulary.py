@@ -54,6 +54,59 @@ VALUE_ACTIONS = frozenset({Action.CONFIRM, Action.EDIT, Action.ANSWER})
 TYPED_ACTIONS = frozenset({Action.EDIT, Action.ANSWER})
 
 
+class AuditKind(StrEnum):
+    """Every kind of audit event, `<what>.<happened>`: the activity page filters by these and
+    by their families (`instance.*`)."""
+
+    BELIEF_RECORDED = "belief.recorded"
+    CLASSIFICATION_CHANGE_APPROVED = "classification.change_approved"
+    CLASSIFICATION_CHANGE_REFUSED = "classification.change_refused"
+    CLASSIFICATION_CHANGE_REQUESTED = "classification.change_requested"
+    CLASSIFICATION_DECISION_RISK = "classification.decision_risk"
+    CLASSIFICATION_DECISION_SLOTS = "classification.decision_slots"
+    CLASSIFICATION_SLOT_MONOTONIC = "classification.slot_monotonic"
+    CLASSIFICATION_SLOT_RISK = "classification.slot_risk"
+    CLASSIFICATION_SLOT_SCOPE_ORDER = "classification.slot_scope_order"
+    INSTANCE_CANCELLED = "instance.cancelled"
+    INSTANCE_EXPIRED = "instance.expired"
+    INSTANCE_OPENED = "instance.opened"
+    INSTANCE_PLANNED = "instance.planned"
+    INSTANCE_WORLD_SET = "instance.world_set"
+    PERSON_EMAIL_NOTIFICATIONS_SET = "person.email_notifications_set"
+    PROMPT_ANSWER = "prompt.answer"
+    PROMPT_CONFIRM = "prompt.confirm"
+    PROMPT_EDIT = "prompt.edit"
+    PROMPT_REJECT = "prompt.reject"
+    PROMPT_VETO = "prompt.veto"
+    PROPOSAL_ANNOTATED = "proposal.annotated"
+    PROPOSAL_VALIDATED = "proposal.validated"
+    RECEIPT_REDEEMED = "receipt.redeemed"
+    RUNTIME_CREATED = "runtime.created"
+    RUNTIME_RENAMED = "runtime.renamed"
+    RUNTIME_KEY_CHANGED = "runtime_key.changed"
+    RUNTIME_KEY_CREATED = "runtime_key.created"
+    RUNTIME_KEY_REVOKED = "runtime_key.revoked"
+    SLOT_REGISTERED_UNCLASSIFIED = "slot.registered_unclassified"
+    SLOT_RETIRED = "slot.retired"
+    TASK_CLASS_OWNER_CHANGED = "task_class.owner_changed"
+    TASK_CLASS_REGISTERED = "task_class.registered"
+    TASK_CLASS_SHARE_CHANGED = "task_class.share_changed"
+    TASK_CLASS_SHARED = "task_class.shared"
+    TASK_CLASS_UNSHARED = "task_class.unshared"
+    TASK_CLASS_UPDATED = "task_class.updated"
+    WEBHOOK_REDELIVERED = "webhook.redelivered"
+    WEBHOOK_TEST_SENT = "webhook.test_sent"
+    WEBHOOK_ENDPOINT_CHANGED = "webhook_endpoint.changed"
+    WEBHOOK_ENDPOINT_CREATED = "webhook_endpoint.created"
+    WEBHOOK_ENDPOINT_DELETED = "webhook_endpoint.deleted"
+    WEBHOOK_ENDPOINT_SECRET_ROTATED = "webhook_endpoint.secret_rotated"
+
+    @classmethod
+    def of_response(cls, action: Action) -> AuditKind:
+        """The kind of a person's response to a prompt."""
+        return cls(f"prompt.{action.value}")
+
+
 def runtime_label(name: str) -> str:
     """How a runtime is named in the audit log and on the pages."""
     return f"runtime:{name}"

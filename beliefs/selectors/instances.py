@@ -25,7 +25,6 @@ from beliefs.models import (
     TaskClass,
     TaskClassShare,
     TaskInstance,
-    TaskInstanceQuerySet,
     blocking_open_q,
     is_blocking_open,
     is_overdue,
@@ -60,19 +59,19 @@ def prompts_for_user(user: User, state: str | None = None) -> QuerySet[Prompt]:
     return qs.order_by("-created_at", "-id")
 
 
-def inbox_instances(user: User) -> TaskInstanceQuerySet:
-    """The user's instances awaiting them, newest first, with counts of blocking prompts."""
-    return (
-        _instances()
-        .filter(principal=user, status=InstanceStatus.AWAITING_USER)
-        .annotate(
-            blocking_count=Count("prompts", filter=blocking_open_q("prompts__")),
-            assumption_count=Count(
-                "prompts", filter=Q(prompts__state=PromptState.OPEN, prompts__blocking=False)
-            ),
-        )
-        .order_by("-created_at")
+def inbox_instances(user: User, now: datetime | None = None) -> QuerySet[TaskInstance]:
+    """The user's instances awaiting them, newest first, with counts of blocking prompts; with
+    `now`, only those still waiting then (`TaskInstanceQuerySet.waiting`, with `next_expiry`)."""
+    mine = TaskInstance.objects.select_related("task_class", "principal").filter(principal=user)
+    awaiting = (
+        mine.waiting(now) if now is not None else mine.filter(status=InstanceStatus.AWAITING_USER)
     )
+    return awaiting.annotate(
+        blocking_count=Count("prompts", filter=blocking_open_q("prompts__")),
+        assumption_count=Count(
+            "prompts", filter=Q(prompts__state=PromptState.OPEN, prompts__blocking=False)
+        ),
+    ).order_by("-created_at")
 
 
 def task_class_with_slots(key: str) -> TaskClass:

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from beliefs.domain.vocabulary import AuditKind
 from beliefs.errors import Conflict, InvalidInput, NotFound
 from beliefs.models import (
     Decision,
@@ -187,7 +188,7 @@ def receipt_redeem(
     # The instance read shows the receipt's state; this changes it without the instance's lock.
     instance_changed(receipt.instance_id)
     audit(
-        "receipt.redeemed",
+        AuditKind.RECEIPT_REDEEMED,
         actor=Actor(key=key),
         instance=receipt.instance,
         subject=str(receipt.jti),

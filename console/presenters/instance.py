@@ -8,16 +8,17 @@ page and every htmx swap, so both always agree.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
-from typing import Any
+from typing import Any, assert_never
 
 from django.conf import settings
 
-from beliefs.domain.policy import RiskClass, Route
+from beliefs.domain.policy import RiskClass, RiskReason, RiskReasonKind, Route, Rule
+from beliefs.domain.problems import Problem, ProblemCode
 from beliefs.domain.vocabulary import MAX_TEXT_LENGTH
+from beliefs.errors import InvalidInput
 from beliefs.models import (
     Decision,
     InstanceStatus,
@@ -35,6 +36,7 @@ from console.templatetags.reveal import (
 )
 
 RESTATEMENT_VALUE_LIMIT = 60
+MONOTONIC_WORDS = "A wrong value could grant more than you mean to."
 # Up to this many choices are radio buttons; more become a drop-down list.
 MAX_RADIO_CHOICES = 6
 
@@ -78,24 +80,53 @@ def risk_words(risk: str) -> str:
         return risk
 
 
-def plain_problem(problem: str) -> str:
-    """A service's field message ("must be one of a, b") as a sentence for a person."""
-    text = problem.strip().rstrip(".")
-    if text == "is required":
-        return "Enter a value."
-    if match := re.fullmatch(r"must be one of (.+)", text):
-        return f"Choose one of: {match.group(1)}."
-    if match := re.fullmatch(r"must be at most (\d+) characters", text):
-        return f"Use at most {int(match.group(1)):,} characters."
-    if text == "must be a number":
-        return "Enter a number, for example 1250 or 12.50."
-    if text == "must be true or false":
-        return "Choose yes or no."
-    if text == "must be a date written YYYY-MM-DD":
-        return "Enter a date written YYYY-MM-DD, for example 2026-11-02."
-    if text.startswith("must "):
-        return "It " + text + "."
-    return text[:1].upper() + text[1:] + "."
+def problem_words(problem: Problem) -> str:
+    """A field's problem as a sentence for a person."""
+    p = problem.params
+    match problem.code:
+        case ProblemCode.REQUIRED:
+            return "Enter a value."
+        case ProblemCode.TOO_LONG:
+            return f"Use at most {p['limit']:,} characters."
+        case ProblemCode.NOT_A_NUMBER:
+            return "Enter a number, for example 1250 or 12.50."
+        case ProblemCode.NOT_FINITE:
+            return "It must be a finite number."
+        case ProblemCode.NOT_TRUE_OR_FALSE:
+            return "Choose yes or no."
+        case ProblemCode.NOT_TEXT:
+            return "It must be text."
+        case ProblemCode.NOT_A_DATE:
+            return "Enter a date written YYYY-MM-DD, for example 2026-11-02."
+        case ProblemCode.NOT_A_CHOICE:
+            return f"Choose one of: {', '.join(p['choices'])}."
+        case ProblemCode.NOT_JSON:
+            return f"Is not valid JSON ({p['detail']})."
+        case ProblemCode.ACTION_NOT_TAKEN:
+            return f"A {p['route']} prompt takes {', '.join(p['allowed'])}."
+        case ProblemCode.NOT_A_VERSION:
+            return "It must be the prompt version you saw (a whole number)."
+        case ProblemCode.ESCALATION_UNCONFIRMED:
+            return problem.message + "."
+        case ProblemCode.VALUE_CHANGED:
+            return "Changed: use “Use this value instead” to keep it."
+        case _ as unreachable:
+            assert_never(unreachable)
+
+
+def as_sentence(message: str) -> str:
+    """A message without a code (the API's words) as a sentence."""
+    text = message.strip()
+    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
+
+
+def field_words(exc: InvalidInput, name: str) -> list[str]:
+    """The problems of one field of a refusal, in words: mapped from their codes, or the
+    message as a sentence where a problem has none."""
+    problems = exc.problems.get(name)
+    if problems:
+        return [problem_words(p) for p in problems]
+    return [as_sentence(m) for m in exc.fields.get(name, [])]
 
 
 @dataclass(frozen=True)
@@ -126,7 +157,7 @@ class Card:
     facts: PageFacts
     message: str = ""
     status: int = 200
-    errors: dict[str, list[str]] = field(default_factory=dict)
+    errors: dict[str, list[str]] = field(default_factory=dict)  # field: problems, in words
     typed: dict[str, str] = field(default_factory=dict)
     followup: Card | None = None
     focus: bool = False
@@ -237,48 +268,56 @@ class Card:
     @property
     def why(self) -> str:
         """Why the person is asked, in one sentence."""
-        rule = self.prompt.rule
         if self.after_veto:
             return "You vetoed the earlier value, so the agent needs the right one from you."
-        if rule == "R0":
-            return "The agent has no value for this yet."
-        if rule == "R3":
-            return (
-                "This sets a permission level, so you type it yourself: an earlier value is "
-                "never filled in for you."
-            )
-        if rule == "R4":
-            return f"This value is not from you: in this run {self.provenance}."
-        if rule == "R5":
-            return (
-                f"There is a value from an earlier run ({self.provenance}), but nothing records "
-                "what it referred to then, so you are asked afresh."
-            )
-        if rule == "R6":
-            return (
-                f"This value is from an earlier run: {self.provenance}. Check that it still "
-                "holds: things may have changed since."
-            )
-        return "The agent will use this value unless you veto it."
+        match Rule(self.prompt.rule):
+            case Rule.NO_BELIEF:
+                return "The agent has no value for this yet."
+            case Rule.MONOTONIC_TYPED_AFRESH:
+                return (
+                    "This sets a permission level, so you type it yourself: an earlier value is "
+                    "never filled in for you."
+                )
+            case Rule.IRREVERSIBLE_NOT_FROM_USER:
+                return f"This value is not from you: in this run {self.provenance}."
+            case Rule.CARRIED_UNANCHORED:
+                return (
+                    f"There is a value from an earlier run ({self.provenance}), but nothing "
+                    "records what it referred to then, so you are asked afresh."
+                )
+            case Rule.CARRIED_ANCHORED:
+                return (
+                    f"This value is from an earlier run: {self.provenance}. Check that it still "
+                    "holds: things may have changed since."
+                )
+            case Rule.COSMETIC | Rule.ANSWERED_THIS_RUN | Rule.ASSUMPTION:
+                return "The agent will use this value unless you veto it."
+            case _ as unreachable:
+                assert_never(unreachable)
 
     @property
     def risk_why(self) -> str:
         """Why it matters, in one sentence, without the classifiers' vocabulary."""
         p = self.prompt
-        reason = p.risk_reason or ""
-        if p.slot.monotonic or reason == "monotonic scope":
-            return "A wrong value could grant more than you mean to."
-        if reason.startswith("unclassified"):
-            return "Nobody has rated this value yet, so it gets the most care."
-        if match := re.match(r"inherited from decision (\S+)", reason):
-            label = self.facts.decision_labels.get(match.group(1), "")
-            step = f"“{label}”" if label else "a step of this action"
-            if p.effective_risk == RiskClass.IRREVERSIBLE:
-                return f"It is used to {step}, which cannot be undone."
-            return f"It is used to {step}."
-        if p.effective_risk == RiskClass.IRREVERSIBLE:
-            return "A wrong value here cannot be undone."
-        return ""
+        irreversible = p.effective_risk == RiskClass.IRREVERSIBLE
+        reason = RiskReason.from_text(p.risk_reason)
+        if p.slot.monotonic:
+            return MONOTONIC_WORDS
+        match reason.kind:
+            case RiskReasonKind.MONOTONIC:
+                return MONOTONIC_WORDS
+            case RiskReasonKind.UNCLASSIFIED:
+                return "Nobody has rated this value yet, so it gets the most care."
+            case RiskReasonKind.DECISION:
+                label = self.facts.decision_labels.get(reason.decision, "")
+                step = f"“{label}”" if label else "a step of this action"
+                if irreversible:
+                    return f"It is used to {step}, which cannot be undone."
+                return f"It is used to {step}."
+            case RiskReasonKind.OWN | RiskReasonKind.WORDS_ONLY:
+                return "A wrong value here cannot be undone." if irreversible else ""
+            case _ as unreachable:
+                assert_never(unreachable)
 
     @property
     def done_word(self) -> str:
@@ -374,7 +413,7 @@ class Card:
 
     @property
     def value_errors(self) -> list[str]:
-        return [plain_problem(p) for p in self.errors.get("value", [])]
+        return self.errors.get("value", [])
 
     # --- the world ---
 

@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from beliefs import selectors, services
 from beliefs.errors import Conflict, InvalidInput, NotFound
-from beliefs.models import Decision, InstanceStatus, Prompt, TaskInstance
+from beliefs.models import Decision, InstanceStatus, Prompt, PromptState, TaskInstance
 from console.forms import parse_response, typed_values
 from console.http import AuthedHttpRequest
 from console.presenters.instance import (
@@ -29,8 +29,8 @@ from console.presenters.instance import (
     all_cards,
     banner_context,
     cards_for,
+    field_words,
     page_facts,
-    plain_problem,
     restatement,
 )
 from console.templatetags.reveal import display_text
@@ -105,7 +105,7 @@ def _inbox_context(request: AuthedHttpRequest) -> dict[str, Any]:
     start = (page - 1) * INBOX_PAGE_SIZE
     decisions = Prefetch("task_class__decisions", queryset=Decision.objects.order_by("id"))
     # Past its TTL an instance no longer waits for anyone; opening it shows it expired.
-    waiting = selectors.inbox_instances(request.user).waiting(now).prefetch_related(decisions)
+    waiting = selectors.inbox_instances(request.user, now).prefetch_related(decisions)
     recent = (
         TaskInstance.objects.filter(principal=request.user, status__in=InstanceStatus.closed())
         .select_related("task_class")
@@ -167,7 +167,8 @@ def prompt_respond(request: AuthedHttpRequest, instance_id: UUID, prompt_id: int
             reason=answer.reason,
         )
     except InvalidInput as exc:
-        status, message, errors = 400, _invalid_message(exc, typed), exc.fields
+        status, message = 400, _invalid_message(exc, typed)
+        errors = {name: field_words(exc, name) for name in exc.fields}
     except Conflict as exc:
         status, message = 409, _conflict_message(exc)
     except NotFound:
@@ -227,26 +228,31 @@ CONFLICT_WORDS = {
     "instance_ready": "This action was already cleared to go ahead, so this was not recorded.",
     "instance_cancelled": "This action was cancelled, so nothing was recorded.",
     "instance_expired": "This action expired, so nothing was recorded.",
+    # The service's `prompt_<state>`: the prompt was settled before this answer arrived.
+    **{
+        f"prompt_{state}": f"This question is no longer open (it is {state}); nothing was recorded."
+        for state in PromptState
+        if state != PromptState.OPEN
+    },
 }
 
 
 def _conflict_message(exc: Conflict) -> str:
     if exc.code in CONFLICT_WORDS:
         return CONFLICT_WORDS[exc.code]
-    if exc.code.startswith("prompt_"):
-        return exc.detail.replace("This prompt", "This question")
     return exc.detail
 
 
 def _invalid_message(exc: InvalidInput, typed: dict[str, str]) -> str:
     """A refusal in plain words: the problem, never the name of the field it came from."""
-    if "value_confirmation" in exc.fields and typed.get("value_confirmation", "").strip():
-        return "The two values do not match. " + exc.fields["value_confirmation"][0]
     if "value_confirmation" in exc.fields:
-        return exc.fields["value_confirmation"][0] + "."
+        escalation = field_words(exc, "value_confirmation")[0]
+        if typed.get("value_confirmation", "").strip():
+            return "The two values do not match. " + escalation
+        return escalation
     if exc.code == "changed_value_confirmed":
         return exc.detail
-    for name, problems in exc.fields.items():
-        if problems:
-            return FIELD_NAMES.get(name, "") + plain_problem(problems[0])
+    for name in exc.fields:
+        if words := field_words(exc, name):
+            return FIELD_NAMES.get(name, "") + words[0]
     return exc.detail
