@@ -15,11 +15,12 @@ from typing import Any, assert_never
 
 from django.conf import settings
 
-from beliefs.domain.policy import RiskClass, RiskReason, RiskReasonKind, Route, Rule
+from beliefs.domain.policy import RiskClass, RiskReason, RiskReasonKind, Route, Rule, Source
 from beliefs.domain.problems import Problem, ProblemCode
 from beliefs.domain.vocabulary import MAX_TEXT_LENGTH
 from beliefs.errors import InvalidInput
 from beliefs.models import (
+    Belief,
     Decision,
     InstanceStatus,
     Prompt,
@@ -59,18 +60,38 @@ RISK_WORDS = {
     RiskClass.COSMETIC: "Cosmetic",
     RiskClass.UNCLASSIFIED: "Cannot be undone",
 }
-# How a runtime came by a value, after its name: "billing-agent got it from a tool".
-PROVENANCE_WORDS = {
-    "tool": "got it from a tool",
-    "inference": "guessed it",
-    "default": "used a default",
+
+
+@dataclass(frozen=True)
+class SourceWords:
+    """How the pages say a value's source (`Source`, the domain's word for it), about the
+    runtime `who` that reported it: as a badge, and as a clause after its name."""
+
+    badge: str  # "from a tool {who} used"
+    clause: str  # "billing-agent" + " got it from a tool"
+
+
+SOURCE_WORDS: dict[Source, SourceWords] = {
+    Source.USER: SourceWords("{who} reports you gave it", "reports you gave it"),
+    Source.TOOL: SourceWords("from a tool {who} used", "got it from a tool"),
+    Source.INFERENCE: SourceWords("guessed by {who}", "guessed it"),
+    Source.DEFAULT: SourceWords("a default of {who}", "used a default"),
 }
-SOURCE_WORDS = {
-    "user": "you",
-    "tool": "a tool the agent used",
-    "inference": "the agent's own guess",
-    "default": "a default",
-}
+# A value the person gave on this console's own pages (source user, recorded via console).
+GIVEN_IN_CONSOLE = SourceWords("given by you in the console", "you gave it in the console")
+UNKNOWN_RUNTIME = "the agent"
+
+
+def source_words(belief: Belief) -> SourceWords:
+    if belief.source == Source.USER and belief.recorded_via == RecordedVia.CONSOLE:
+        return GIVEN_IN_CONSOLE
+    return SOURCE_WORDS[Source(belief.source)]
+
+
+def reporter(belief: Belief) -> str:
+    """The runtime whose run acquired the value, by name ("the agent" for none)."""
+    runtime = belief.instance.runtime
+    return runtime.name if runtime is not None and runtime.name else UNKNOWN_RUNTIME
 
 
 def risk_words(risk: str) -> str:
@@ -234,16 +255,10 @@ class Card:
         return risk_words(self.prompt.effective_risk)
 
     @property
-    def source_words(self) -> str:
-        belief = self.prompt.belief
-        return SOURCE_WORDS.get(belief.source, belief.source) if belief is not None else ""
-
-    @property
     def reported_by(self) -> str:
         """The runtime whose run acquired the value, by name ("the agent" for none)."""
         belief = self.prompt.belief
-        runtime = belief.instance.runtime if belief is not None else None
-        return display_text(runtime.name) if runtime is not None else "the agent"
+        return display_text(reporter(belief)) if belief is not None else UNKNOWN_RUNTIME
 
     @property
     def given_in_console(self) -> bool:
@@ -257,13 +272,8 @@ class Card:
         belief = self.prompt.belief
         if belief is None:
             return ""
-        if belief.source == "user":
-            return (
-                "you gave it in the console"
-                if self.given_in_console
-                else f"{self.reported_by} reports you gave it"
-            )
-        return f"{self.reported_by} {PROVENANCE_WORDS.get(belief.source, 'reported it')}"
+        words = source_words(belief)
+        return words.clause if words is GIVEN_IN_CONSOLE else f"{self.reported_by} {words.clause}"
 
     @property
     def why(self) -> str:
