@@ -155,7 +155,13 @@ def test_it_holds_s4_silent_only_for_cosmetic_or_a_current_user_answer() -> None
 # The table's own words: R4 and R6 show a pre-filled form; R0, R3, R5 a blank one; R1, R2 bind
 # silently; R7 lists an assumption. Checked against the rule each case actually took.
 PREFILLED_RULES = {Rule.IRREVERSIBLE_NOT_FROM_USER, Rule.CARRIED_ANCHORED}
-BLOCKING_RULES = {Rule.NO_BELIEF, Rule.MONOTONIC_TYPED_AFRESH, Rule.IRREVERSIBLE_NOT_FROM_USER, Rule.CARRIED_UNANCHORED, Rule.CARRIED_ANCHORED}
+BLOCKING_RULES = {
+    Rule.NO_BELIEF,
+    Rule.MONOTONIC_TYPED_AFRESH,
+    Rule.IRREVERSIBLE_NOT_FROM_USER,
+    Rule.CARRIED_UNANCHORED,
+    Rule.CARRIED_ANCHORED,
+}
 
 
 def test_it_prefills_and_blocks_exactly_where_the_rule_table_says() -> None:
