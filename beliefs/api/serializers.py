@@ -631,9 +631,13 @@ class PromptPageOut(serializers.Serializer):
 
 
 class SourceIn(StrictSerializer):
-    provider = TextField(max_length=200, allow_blank=True, allow_null=True, required=False)
-    model = TextField(max_length=200, allow_blank=True, allow_null=True, required=False)
-    run = TextField(max_length=200, allow_blank=True, allow_null=True, required=False)
+    provider = TextField(
+        max_length=MAX_LABEL_LENGTH, allow_blank=True, allow_null=True, required=False
+    )
+    model = TextField(
+        max_length=MAX_LABEL_LENGTH, allow_blank=True, allow_null=True, required=False
+    )
+    run = TextField(max_length=MAX_LABEL_LENGTH, allow_blank=True, allow_null=True, required=False)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, str]:
         return {name: text for name, text in attrs.items() if text is not None}

@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from beliefs.domain.vocabulary import AuditKind
+from beliefs.domain.vocabulary import MAX_LABEL_LENGTH, AuditKind
 from beliefs.errors import Conflict, InvalidInput, NotFound
 from beliefs.models import (
     Decision,
@@ -111,7 +111,7 @@ def receipt_revoke(instance: TaskInstance, reason: str, now: datetime) -> bool:
         return False
     revoked = Receipt.objects.filter(
         pk=instance.receipt_id, revoked_at__isnull=True, redeemed_at__isnull=True
-    ).update(revoked_at=now, revoked_reason=reason[:200])
+    ).update(revoked_at=now, revoked_reason=reason[:MAX_LABEL_LENGTH])
     return bool(revoked)
 
 

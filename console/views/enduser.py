@@ -195,10 +195,8 @@ def prompt_respond(request: AuthedHttpRequest, instance_id: UUID, prompt_id: int
     if not request.htmx:
         return render(request, "console/instance.html", context, status=status)
     target = _focus(context, prompt, status, finished_now)
-    if instance.status != status_before or instance.status in (
-        InstanceStatus.CANCELLED,
-        InstanceStatus.EXPIRED,
-    ):
+    ended = instance.status in InstanceStatus.closed() and not instance.accepts_veto
+    if instance.status != status_before or ended:
         # The whole view changes: the outcome at the top, the headings, and forms that can no
         # longer apply (or, after a veto of a ready action, can again).
         response = render(request, "console/_instance_view.html", context, status=status)
