@@ -29,7 +29,7 @@ from django.utils.html import format_html
 from rest_framework_api_key.admin import APIKeyModelAdmin
 from rest_framework_api_key.models import APIKey
 
-from beliefs.domain.vocabulary import MAX_LABEL_LENGTH
+from beliefs.domain.vocabulary import MAX_LABEL_LENGTH, AuditKind
 from beliefs.domain.webhooks import check_secret, new_secret
 from beliefs.errors import ServiceError
 from beliefs.models import (
@@ -193,10 +193,10 @@ class RuntimeAdmin(Revealing):
         before = Runtime.objects.get(pk=obj.pk).name if change else None
         super().save_model(request, obj, form, change)
         if not change:
-            audit("runtime.created", actor=actor, subject=obj.name, data=VIA)
+            audit(AuditKind.RUNTIME_CREATED, actor=actor, subject=obj.name, data=VIA)
         elif before != obj.name:
             audit(
-                "runtime.renamed",
+                AuditKind.RUNTIME_RENAMED,
                 actor=actor,
                 subject=obj.name,
                 data={"before": before, "after": obj.name, **VIA},
@@ -236,7 +236,7 @@ class RuntimeAPIKeyAdmin(Revealing, APIKeyModelAdmin):
         super().save_model(request, obj, form, change)
         if before is None:
             audit(
-                "runtime_key.created",
+                AuditKind.RUNTIME_KEY_CREATED,
                 actor=actor,
                 subject=obj.runtime.name,
                 data={
@@ -250,7 +250,7 @@ class RuntimeAPIKeyAdmin(Revealing, APIKeyModelAdmin):
             changed = [f for f in _KEY_AUDITED if getattr(before, f) != getattr(obj, f)]
             if changed:
                 audit(
-                    "runtime_key.changed",
+                    AuditKind.RUNTIME_KEY_CHANGED,
                     actor=actor,
                     subject=obj.runtime.name,
                     data={
@@ -374,7 +374,7 @@ class WebhookEndpointAdmin(Revealing):
             obj.secret = typed or new_secret()
             super().save_model(request, obj, form, change)
             audit(
-                "webhook_endpoint.created",
+                AuditKind.WEBHOOK_ENDPOINT_CREATED,
                 actor=actor,
                 subject=obj.url[:200],
                 data=_endpoint_data(obj, event_types=obj.event_types),
@@ -402,7 +402,7 @@ class WebhookEndpointAdmin(Revealing):
                 return endpoint.runtime.name if field == "runtime" else getattr(endpoint, field)
 
             audit(
-                "webhook_endpoint.changed",
+                AuditKind.WEBHOOK_ENDPOINT_CHANGED,
                 actor=actor,
                 subject=obj.url[:200],
                 data=_endpoint_data(
@@ -413,7 +413,7 @@ class WebhookEndpointAdmin(Revealing):
             )
         if rotated:
             audit(
-                "webhook_endpoint.secret_rotated",
+                AuditKind.WEBHOOK_ENDPOINT_SECRET_ROTATED,
                 actor=actor,
                 subject=obj.url[:200],
                 data=_endpoint_data(

@@ -17,7 +17,7 @@ from django.db import transaction
 
 from beliefs import services
 from beliefs.demo_proposals import seed_demo_proposals
-from beliefs.models import PromptState, RuntimeAPIKey, TaskClass, TaskInstance
+from beliefs.models import RuntimeAPIKey, TaskClass, TaskInstance
 from beliefs.roles import CLASSIFIERS_GROUP, REVIEWERS_GROUP, ensure_role_groups, grant_role
 from beliefs.schemas import BeliefIn, TaskClassIn, WorldIn, parse
 from beliefs.services import SYSTEM, Actor, classification
@@ -259,9 +259,7 @@ def _classify(scenario: Scenario, task_class: TaskClass, carol: Actor, cathy: Ac
 
 
 def _answer_everything(instance: TaskInstance, user: User, scenario: Scenario) -> None:
-    for prompt in instance.prompts.filter(state=PromptState.OPEN, blocking=True).select_related(
-        "slot"
-    ):
+    for prompt in instance.prompts.blocking_open().select_related("slot"):
         value = scenario.answers_1[prompt.slot.key]
         services.prompt_respond(
             prompt_id=prompt.pk,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from beliefs.domain.problems import Problem
+
 
 class ServiceError(Exception):
     status = 400
@@ -16,6 +18,7 @@ class ServiceError(Exception):
         code: str | None = None,
         fields: dict[str, list[str]] | None = None,
         extra: dict[str, Any] | None = None,
+        problems: dict[str, list[Problem]] | None = None,
     ) -> None:
         super().__init__(detail)
         self.detail = detail
@@ -23,6 +26,9 @@ class ServiceError(Exception):
             self.code = code
         self.fields = fields or {}
         self.extra = extra or {}
+        # The same refusals as data, for the fields whose problems have a code: pages say them
+        # in their own words. `fields` keeps the API's messages.
+        self.problems = problems or {}
 
     def __init_subclass__(
         cls, *, status: int | None = None, code: str | None = None, **kwargs: Any
@@ -58,8 +64,14 @@ class StaleVersion(Conflict, code="stale_version"):
     """An answer to a prompt version that has been replaced."""
 
 
-def field_error(field: str, message: str) -> InvalidInput:
-    return InvalidInput(f"{field}: {message}", fields={field: [message]})
+def field_error(field: str, problem: Problem | str) -> InvalidInput:
+    """One field's refusal: a `Problem` where a page shows it to a person, else a message."""
+    if isinstance(problem, str):
+        return InvalidInput(f"{field}: {problem}", fields={field: [problem]})
+    message = problem.message
+    return InvalidInput(
+        f"{field}: {message}", fields={field: [message]}, problems={field: [problem]}
+    )
 
 
 class IdempotencyKeyMismatch(ServiceError, status=422, code="idempotency_key_mismatch"):

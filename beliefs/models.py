@@ -12,12 +12,22 @@ from typing import ClassVar
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import Min, Q
 from rest_framework_api_key.models import AbstractAPIKey, APIKeyManager
 
 from beliefs.domain.policy import RiskClass, Route, Rule, Source
 from beliefs.domain.reveal import reveal
-from beliefs.domain.vocabulary import INSIGHTS_RUNS_SHOWN, OPEN_INSTANCE_STATUSES, VERDICTS
+from beliefs.domain.vocabulary import (
+    INSIGHTS_RUNS_SHOWN,
+    MAX_IDEMPOTENCY_KEY_LENGTH,
+    MAX_KEY_LENGTH,
+    MAX_LABEL_LENGTH,
+    MAX_PATH_LENGTH,
+    MAX_PROBLEM_LENGTH,
+    MAX_SECRET_LENGTH,
+    MAX_URL_LENGTH,
+    VERDICTS,
+)
 
 RISK_CHOICES = [(r.value, r.value) for r in RiskClass]
 SOURCE_CHOICES = [(s.value, s.value) for s in Source]
@@ -62,8 +72,8 @@ class RuntimeAPIKey(AbstractAPIKey):
 
 
 class TaskClass(models.Model):
-    key = models.CharField(max_length=200, unique=True)
-    name = models.CharField(max_length=200)
+    key = models.CharField(max_length=MAX_KEY_LENGTH, unique=True)
+    name = models.CharField(max_length=MAX_LABEL_LENGTH)
     # The runtime that registered it: only that runtime may change it (staff may transfer it).
     # NULL for a class registered before runtimes existed: the next runtime to register it
     # adopts it.
@@ -118,8 +128,8 @@ class Slot(models.Model):
         JSON = "json"
 
     task_class = models.ForeignKey(TaskClass, on_delete=models.CASCADE, related_name="slots")
-    key = models.CharField(max_length=200)
-    label = models.CharField(max_length=200)
+    key = models.CharField(max_length=MAX_KEY_LENGTH)
+    label = models.CharField(max_length=MAX_LABEL_LENGTH)
     value_type = models.CharField(max_length=20, choices=ValueType, default=ValueType.STRING)
     choices = models.JSONField(null=True, blank=True)
     scope_order = models.JSONField(null=True, blank=True)
@@ -148,8 +158,8 @@ class Slot(models.Model):
 
 class Decision(models.Model):
     task_class = models.ForeignKey(TaskClass, on_delete=models.CASCADE, related_name="decisions")
-    key = models.CharField(max_length=200)
-    label = models.CharField(max_length=200)
+    key = models.CharField(max_length=MAX_KEY_LENGTH)
+    label = models.CharField(max_length=MAX_LABEL_LENGTH)
     risk_class = models.CharField(
         max_length=20, choices=RISK_CHOICES, default=RiskClass.UNCLASSIFIED.value
     )
@@ -172,6 +182,30 @@ class InstanceStatus(models.TextChoices):
     READY = "ready"
     CANCELLED = "cancelled"
     EXPIRED = "expired"
+
+    @classmethod
+    def open(cls) -> frozenset[InstanceStatus]:
+        """The statuses in which an instance may still change."""
+        return frozenset({cls.OPEN, cls.AWAITING_USER})
+
+    @classmethod
+    def closed(cls) -> frozenset[InstanceStatus]:
+        """The statuses an instance ends in: it never binds anew (a veto may still reopen a
+        ready one, see `TaskInstance.accepts_veto`)."""
+        return frozenset({cls.READY, cls.CANCELLED, cls.EXPIRED})
+
+
+class TaskInstanceQuerySet(models.QuerySet["TaskInstance"]):
+    def waiting(self, now: datetime) -> TaskInstanceQuerySet:
+        """Instances waiting for their person: awaiting an answer, and none of their blocking
+        prompts past its time to live (such an instance no longer waits for anyone; the next
+        read expires it). Each is annotated with `next_expiry`, the earliest time to live of its
+        open blocking prompts (None when they have none)."""
+        return (
+            self.filter(status=InstanceStatus.AWAITING_USER)
+            .annotate(next_expiry=Min("prompts__expires_at", filter=blocking_open_q("prompts__")))
+            .filter(Q(next_expiry__isnull=True) | Q(next_expiry__gt=now))
+        )
 
 
 class TaskInstance(models.Model):
@@ -197,7 +231,7 @@ class TaskInstance(models.Model):
     # every declared slot the class then had): planning, prompts and bindings cover these only.
     action_slots = models.JSONField(default=list, blank=True)
     # Who the receipt is for (its `aud`): the runtime's name unless it named another at open.
-    audience = models.CharField(max_length=200, blank=True)
+    audience = models.CharField(max_length=MAX_LABEL_LENGTH, blank=True)
     world = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=20, choices=InstanceStatus, default=InstanceStatus.OPEN)
     status_reason = models.TextField(blank=True)
@@ -223,10 +257,14 @@ class TaskInstance(models.Model):
     # The runtime's Idempotency-Key for the open, and the SHA-256 of the body it came with, so a
     # retried open returns this instance and a reused key with another body is refused. NULL,
     # not "", for "no key": the unique constraint below holds only among instances with a key.
-    idempotency_key = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
+    idempotency_key = models.CharField(  # noqa: DJ001
+        max_length=MAX_IDEMPOTENCY_KEY_LENGTH, null=True, blank=True
+    )
     idempotency_hash = models.CharField(max_length=64, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = TaskInstanceQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]
@@ -257,7 +295,13 @@ class TaskInstance(models.Model):
 
     @property
     def is_open(self) -> bool:
-        return self.status in OPEN_INSTANCE_STATUSES
+        return self.status in InstanceStatus.open()
+
+    @property
+    def accepts_veto(self) -> bool:
+        """An assumption may be vetoed while the instance waits and after it is ready (which
+        reopens it); a cancelled or expired instance takes nothing."""
+        return self.status in (InstanceStatus.AWAITING_USER, InstanceStatus.READY)
 
 
 class BeliefStatus(models.TextChoices):
@@ -325,20 +369,41 @@ class PromptState(models.TextChoices):
     EXPIRED = "expired"
 
 
+def blocking_open_q(prefix: str = "") -> Q:
+    """`PromptQuerySet.blocking_open` as a condition, for filters and aggregates that reach
+    prompts through a relation (`prefix` is that path, e.g. "prompts__")."""
+    return Q(**{f"{prefix}state": PromptState.OPEN, f"{prefix}blocking": True})
+
+
+def overdue_q(now: datetime, prefix: str = "") -> Q:
+    """`PromptQuerySet.overdue` as a condition (see `blocking_open_q`)."""
+    return blocking_open_q(prefix) & Q(**{f"{prefix}expires_at__lte": now})
+
+
 class PromptQuerySet(models.QuerySet["Prompt"]):
+    def blocking_open(self) -> PromptQuerySet:
+        """Blocking prompts still waiting for their person: what keeps an instance waiting."""
+        return self.filter(blocking_open_q())
+
     def overdue(self, now: datetime) -> PromptQuerySet:
-        """Blocking prompts still waiting past their time to live: they expire their instance."""
-        return self.filter(state=PromptState.OPEN, blocking=True, expires_at__lte=now)
+        """Blocking prompts still waiting past their time to live: they expire their instance.
+        The time to live includes its last instant: at `expires_at` the prompt is overdue."""
+        return self.filter(overdue_q(now))
+
+
+def is_blocking_open(state: str, blocking: bool) -> bool:
+    """`PromptQuerySet.blocking_open` for one prompt whose values are already read."""
+    return state == PromptState.OPEN and blocking
 
 
 def is_overdue(state: str, blocking: bool, expires_at: datetime | None, now: datetime) -> bool:
     """`PromptQuerySet.overdue` for one prompt whose values are already read."""
-    return state == PromptState.OPEN and blocking and expires_at is not None and expires_at <= now
+    return is_blocking_open(state, blocking) and expires_at is not None and expires_at <= now
 
 
 def any_overdue(prompts: Iterable[Prompt], now: datetime) -> bool:
     """`PromptQuerySet.overdue(now).exists()` for prompts already read."""
-    return any(is_overdue(p.state, p.blocking, p.expires_at, now) for p in prompts)
+    return any(p.is_overdue(now) for p in prompts)
 
 
 class Prompt(models.Model):
@@ -394,6 +459,15 @@ class Prompt(models.Model):
         return f"prompt {self.pk} {self.route} v{self.version}"
 
     @property
+    def is_blocking_open(self) -> bool:
+        """`PromptQuerySet.blocking_open` for this prompt."""
+        return is_blocking_open(self.state, self.blocking)
+
+    def is_overdue(self, now: datetime) -> bool:
+        """`PromptQuerySet.overdue` for this prompt."""
+        return is_overdue(self.state, self.blocking, self.expires_at, now)
+
+    @property
     def carried(self) -> bool:
         """Was the prompt's belief acquired by an earlier instance? Needs `belief` selected."""
         return self.belief is not None and self.belief.carried_into(self.instance_id)
@@ -421,7 +495,9 @@ class PromptResponse(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="prompt_responses"
     )
     # NULL, not "", for "no key": the unique constraint below must ignore keyless responses.
-    idempotency_key = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
+    idempotency_key = models.CharField(  # noqa: DJ001
+        max_length=MAX_IDEMPOTENCY_KEY_LENGTH, null=True, blank=True
+    )
     belief = models.ForeignKey(
         Belief, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
@@ -455,11 +531,12 @@ class AuditEvent(models.Model):
         blank=True,
         related_name="+",
     )
-    actor_key_name = models.CharField(max_length=200, blank=True)
+    actor_key_name = models.CharField(max_length=MAX_LABEL_LENGTH, blank=True)
     # Nullable on purpose: adding a NOT NULL column makes SQLite rebuild the table, which would
     # drop the append-only triggers with it.
     actor_key_prefix = models.CharField(max_length=8, null=True, blank=True)  # noqa: DJ001
-    actor = models.CharField(max_length=200)  # "alice", "runtime:demo-runtime", "system"
+    # "alice", "runtime:demo-runtime", "system"
+    actor = models.CharField(max_length=MAX_LABEL_LENGTH)
     task_class = models.ForeignKey(
         TaskClass,
         on_delete=models.DO_NOTHING,
@@ -470,7 +547,7 @@ class AuditEvent(models.Model):
     )
     instance_id = models.UUIDField(null=True, blank=True, db_index=True)
     prompt_id = models.BigIntegerField(null=True, blank=True)
-    subject = models.CharField(max_length=200, blank=True)  # e.g. the slot or decision key
+    subject = models.CharField(max_length=MAX_LABEL_LENGTH, blank=True)  # the slot or decision key
     data = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
@@ -542,9 +619,9 @@ class ProposalValidation(models.Model):
     decided_by = models.CharField(max_length=40, blank=True)
     policy = models.CharField(max_length=20)
     counts = models.JSONField(default=dict)
-    provider = models.CharField(max_length=200, blank=True, db_index=True)
-    model = models.CharField(max_length=200, blank=True, db_index=True)
-    run = models.CharField(max_length=200, blank=True)
+    provider = models.CharField(max_length=MAX_LABEL_LENGTH, blank=True, db_index=True)
+    model = models.CharField(max_length=MAX_LABEL_LENGTH, blank=True, db_index=True)
+    run = models.CharField(max_length=MAX_LABEL_LENGTH, blank=True)
     submitted_by_key = models.ForeignKey(
         RuntimeAPIKey,
         on_delete=models.SET_NULL,
@@ -574,7 +651,7 @@ class ProposalFinding(models.Model):
     code = models.CharField(max_length=100, db_index=True)
     severity = models.CharField(max_length=10)  # error | warning
     message = models.TextField()
-    path = models.CharField(max_length=500)
+    path = models.CharField(max_length=MAX_PATH_LENGTH)
 
     class Meta:
         ordering = ["validation_id", "id"]
@@ -635,21 +712,21 @@ class WebhookEndpoint(models.Model):
     Deleting one deactivates it (`deleted_at`): its deliveries stay as history."""
 
     runtime = models.ForeignKey(Runtime, on_delete=models.CASCADE, related_name="webhook_endpoints")
-    url = models.CharField(max_length=2000)
+    url = models.CharField(max_length=MAX_URL_LENGTH)
     # The signing secret must be readable to sign with, so it is stored as is (like a password
     # for an outgoing connection), shown to the runtime once and never again.
-    secret = models.CharField(max_length=200)
+    secret = models.CharField(max_length=MAX_SECRET_LENGTH)
     # After a rotation the old secret also signs until previous_secret_until.
-    previous_secret = models.CharField(max_length=200, blank=True)
+    previous_secret = models.CharField(max_length=MAX_SECRET_LENGTH, blank=True)
     previous_secret_until = models.DateTimeField(null=True, blank=True)
     event_types = models.JSONField(default=list, blank=True)  # empty: every event
     active = models.BooleanField(default=True)
-    description = models.CharField(max_length=200, blank=True)
+    description = models.CharField(max_length=MAX_LABEL_LENGTH, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
     # Why events skip this endpoint (a stored URL or event_types that is not valid), for staff.
-    problem = models.CharField(max_length=500, blank=True)
+    problem = models.CharField(max_length=MAX_PROBLEM_LENGTH, blank=True)
 
     class Meta:
         ordering = ["runtime_id", "id"]
@@ -822,13 +899,13 @@ class Receipt(models.Model):
 
     jti = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     instance = models.ForeignKey(TaskInstance, on_delete=models.CASCADE, related_name="receipts")
-    audience = models.CharField(max_length=200)
+    audience = models.CharField(max_length=MAX_LABEL_LENGTH)
     bindings_digest = models.CharField(max_length=64)
     token = models.TextField()
     issued_at = models.DateTimeField()
     expires_at = models.DateTimeField()
     revoked_at = models.DateTimeField(null=True, blank=True)
-    revoked_reason = models.CharField(max_length=200, blank=True)
+    revoked_reason = models.CharField(max_length=MAX_LABEL_LENGTH, blank=True)
     redeemed_at = models.DateTimeField(null=True, blank=True)
     redeemed_by = models.ForeignKey(
         RuntimeAPIKey, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"

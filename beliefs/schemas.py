@@ -24,6 +24,7 @@ from beliefs.domain.canonical import canonical_json
 from beliefs.domain.classes import parse_scope_order
 from beliefs.domain.contract import FINDING_CODES
 from beliefs.domain.policy import RiskClass, Source
+from beliefs.domain.problems import VERSION_MESSAGE, Problem, ProblemCode
 from beliefs.domain.vocabulary import (
     MAX_KEY_LENGTH,
     MAX_LABEL_LENGTH,
@@ -352,7 +353,6 @@ class RedeemIn(StrictSerializer):
 
 # --- prompts and responses -----------------------------------------------------------------
 
-VERSION_MESSAGE = "must be the prompt version you saw (a whole number)"
 ACTION_MESSAGE = f"must be one of {', '.join(a.value for a in Action)}"
 _VERSION_ERRORS: dict[str, Any] = dict.fromkeys(
     ("required", "invalid", "null", "min_value", "max_value", "max_string_length"),
@@ -414,9 +414,13 @@ class PromptQuery(PageQuery):
 
 
 class SourceIn(StrictSerializer):
-    provider = TextField(max_length=200, allow_blank=True, allow_null=True, required=False)
-    model = TextField(max_length=200, allow_blank=True, allow_null=True, required=False)
-    run = TextField(max_length=200, allow_blank=True, allow_null=True, required=False)
+    provider = TextField(
+        max_length=MAX_LABEL_LENGTH, allow_blank=True, allow_null=True, required=False
+    )
+    model = TextField(
+        max_length=MAX_LABEL_LENGTH, allow_blank=True, allow_null=True, required=False
+    )
+    run = TextField(max_length=MAX_LABEL_LENGTH, allow_blank=True, allow_null=True, required=False)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, str]:
         return {name: text for name, text in attrs.items() if text is not None}
@@ -535,5 +539,31 @@ def parse(serializer: type[serializers.Serializer], data: Any, **context: Any) -
     InvalidInput a service would raise, with the API's field paths."""
     checked = serializer(data=data, context=context)
     if not checked.is_valid():
-        raise invalid_input(ValidationError(checked.errors))
+        refused = invalid_input(ValidationError(checked.errors))
+        refused.problems = _problems(checked)
+        raise refused
     return checked.validated_data
+
+
+def _problems(checked: serializers.Serializer) -> dict[str, list[Problem]]:
+    """The refusals of `checked`'s own fields that a `Problem` says in the same words, as
+    problems (a page says them in its own words); the others stay messages only."""
+    found: dict[str, list[Problem]] = {}
+    for name, details in checked.errors.items():
+        field = checked.fields.get(name)
+        if field is None or not isinstance(details, list):
+            continue
+        for detail in details:
+            candidates = [Problem(ProblemCode.REQUIRED), Problem(ProblemCode.NOT_TEXT)]
+            limit = getattr(field, "max_length", None)
+            if limit is not None:
+                candidates.append(Problem(ProblemCode.TOO_LONG, {"limit": limit}))
+            if isinstance(field, serializers.ChoiceField):
+                choices = [str(c) for c in field.choices]
+                candidates.append(Problem(ProblemCode.NOT_A_CHOICE, {"choices": choices}))
+            if name == "version":
+                candidates.append(Problem(ProblemCode.NOT_A_VERSION))
+            said = [p for p in candidates if p.message == str(detail)]
+            if said:
+                found.setdefault(name, []).append(said[0])
+    return found

@@ -26,7 +26,7 @@ from beliefs.api import serializers as s
 from beliefs.api.auth import is_runtime
 from beliefs.api.views import READS, actor, query, validated, write_schema
 from beliefs.domain.contract import FINDING_CODES, update_json_schema
-from beliefs.domain.vocabulary import VERDICTS
+from beliefs.domain.vocabulary import MAX_LABEL_LENGTH, VERDICTS
 from beliefs.roles import is_reviewer
 from beliefs.selectors import proposals as proposal_reads
 from beliefs.services import proposals as proposal_writes
@@ -87,8 +87,8 @@ class ProposalListApi(APIView):
         parameters=[
             OpenApiParameter("verdict", str, enum=list(VERDICTS)),
             OpenApiParameter("code", str, enum=list(FINDING_CODES), description="finding code"),
-            OpenApiParameter("provider", {"type": "string", "maxLength": 200}),
-            OpenApiParameter("model", {"type": "string", "maxLength": 200}),
+            OpenApiParameter("provider", {"type": "string", "maxLength": MAX_LABEL_LENGTH}),
+            OpenApiParameter("model", {"type": "string", "maxLength": MAX_LABEL_LENGTH}),
             OpenApiParameter("from", OpenApiTypes.DATE, description="first day (inclusive)"),
             OpenApiParameter("to", OpenApiTypes.DATE, description="last day (inclusive)"),
             schemas.PageQuery,

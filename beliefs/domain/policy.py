@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import assert_never
 
 
 class RiskClass(StrEnum):
@@ -45,14 +46,21 @@ class Route(StrEnum):
 
 
 class Rule(StrEnum):
-    R0 = "R0"
-    R1 = "R1"
-    R2 = "R2"
-    R3 = "R3"
-    R4 = "R4"
-    R5 = "R5"
-    R6 = "R6"
-    R7 = "R7"
+    """The routing rules, checked in order by `route`: each has a name that says when it
+    applies and a code (its value, R0–R7) that the API, the prompts and the matrix page show."""
+
+    NO_BELIEF = "R0"  # no value for the slot: ask
+    COSMETIC = "R1"  # cosmetic: bound without asking
+    ANSWERED_THIS_RUN = "R2"  # the user gave it in this run: bound
+    MONOTONIC_TYPED_AFRESH = "R3"  # an irreversible monotonic scope: typed afresh
+    IRREVERSIBLE_NOT_FROM_USER = "R4"  # irreversible, acquired in this run, not from the user
+    CARRIED_UNANCHORED = "R5"  # irreversible, carried, nothing anchors its world: ask
+    CARRIED_ANCHORED = "R6"  # irreversible, carried with its world: confirm against it
+    ASSUMPTION = "R7"  # reversible or policy: bound, listed as an assumption to veto
+
+    @property
+    def code(self) -> str:
+        return self.value
 
 
 BLOCKING_ROUTES = frozenset({Route.CONFIRM, Route.ASK})
@@ -65,10 +73,79 @@ def risk_level(risk: RiskClass) -> int:
     return RISK_ORDER.index(risk)
 
 
+class RiskReasonKind(StrEnum):
+    """Where a slot's effective risk comes from."""
+
+    OWN = "own"  # the slot's own classification
+    UNCLASSIFIED = "unclassified"  # the slot has none yet: treated as irreversible
+    DECISION = "decision"  # a decision the slot feeds
+    MONOTONIC = "monotonic"  # a monotonic scope is always irreversible
+    # Stored words that none of the above says (a prompt written before they were fixed):
+    # kept as they are, in `RiskReason.words`.
+    WORDS_ONLY = "words_only"
+
+
+_UNCLASSIFIED_WORDS = "unclassified: treated as irreversible"
+_DECISION_PREFIX = "inherited from decision "
+
+
+@dataclass(frozen=True)
+class RiskReason:
+    """Why a slot has its effective risk, as data; `text` is how the API and the prompts'
+    `risk_reason` column say it, and `from_text` reads that text back."""
+
+    kind: RiskReasonKind
+    decision: str = ""  # DECISION: the decision's key
+    decision_risk: RiskClass | None = None  # DECISION: the decision's own class
+    words: str = ""  # WORDS_ONLY: the stored words
+
+    @property
+    def text(self) -> str:
+        match self.kind:
+            case RiskReasonKind.OWN:
+                return "own classification"
+            case RiskReasonKind.UNCLASSIFIED:
+                return _UNCLASSIFIED_WORDS
+            case RiskReasonKind.MONOTONIC:
+                return "monotonic scope"
+            case RiskReasonKind.DECISION:
+                risk = self.decision_risk or RiskClass.UNCLASSIFIED
+                words = _UNCLASSIFIED_WORDS if risk is RiskClass.UNCLASSIFIED else risk.value
+                return f"{_DECISION_PREFIX}{self.decision} ({words})"
+            case RiskReasonKind.WORDS_ONLY:
+                return self.words
+            case _ as unreachable:
+                assert_never(unreachable)
+
+    @classmethod
+    def from_text(cls, text: str) -> RiskReason:
+        """The reason whose `text` this is (a prompt stores the text): `text` gives back
+        exactly these words, whatever they are."""
+        for kind in (RiskReasonKind.OWN, RiskReasonKind.UNCLASSIFIED, RiskReasonKind.MONOTONIC):
+            if text == cls(kind).text:
+                return cls(kind)
+        if text.startswith(_DECISION_PREFIX) and text.endswith(")"):
+            key, _, words = text[len(_DECISION_PREFIX) : -1].rpartition(" (")
+            risks = {
+                _UNCLASSIFIED_WORDS: RiskClass.UNCLASSIFIED,
+                **{r.value: r for r in RISK_ORDER},
+            }
+            if key and words in risks:
+                reason = cls(RiskReasonKind.DECISION, decision=key, decision_risk=risks[words])
+                if reason.text == text:
+                    return reason
+        return cls(RiskReasonKind.WORDS_ONLY, words=text)
+
+
 @dataclass(frozen=True)
 class EffectiveRisk:
     risk: RiskClass  # never UNCLASSIFIED
-    reason: str
+    why: RiskReason
+
+    @property
+    def reason(self) -> str:
+        """The reason in the API's words."""
+        return self.why.text
 
 
 def effective_risk(
@@ -83,23 +160,22 @@ def effective_risk(
     same level the first one named wins the reason: own class, then decisions in the order
     given, then monotonic.
     """
-    if own is RiskClass.UNCLASSIFIED:
-        candidates = [(risk_level(own), "unclassified: treated as irreversible")]
-    else:
-        candidates = [(risk_level(own), "own classification")]
+    own_reason = RiskReason(
+        RiskReasonKind.UNCLASSIFIED if own is RiskClass.UNCLASSIFIED else RiskReasonKind.OWN
+    )
+    candidates = [(risk_level(own), own_reason)]
     for key, risk in decisions:
-        if risk is RiskClass.UNCLASSIFIED:
-            reason = f"inherited from decision {key} (unclassified: treated as irreversible)"
-        else:
-            reason = f"inherited from decision {key} ({risk.value})"
+        reason = RiskReason(RiskReasonKind.DECISION, decision=key, decision_risk=risk)
         candidates.append((risk_level(risk), reason))
     if monotonic:
-        candidates.append((risk_level(RiskClass.IRREVERSIBLE), "monotonic scope"))
+        candidates.append(
+            (risk_level(RiskClass.IRREVERSIBLE), RiskReason(RiskReasonKind.MONOTONIC))
+        )
     best_level, best_reason = candidates[0]
     for level, reason in candidates[1:]:
         if level > best_level:
             best_level, best_reason = level, reason
-    return EffectiveRisk(risk=RISK_ORDER[best_level], reason=best_reason)
+    return EffectiveRisk(risk=RISK_ORDER[best_level], why=best_reason)
 
 
 @dataclass(frozen=True)
@@ -136,39 +212,39 @@ def route(risk: RiskClass, *, monotonic: bool, belief: BeliefFacts | None) -> Ro
     if risk is RiskClass.UNCLASSIFIED:
         risk = RiskClass.IRREVERSIBLE
     if belief is None:
-        return Routing(Route.ASK, Rule.R0, "no belief for this slot: ask")
+        return Routing(Route.ASK, Rule.NO_BELIEF, "no belief for this slot: ask")
     if risk is RiskClass.COSMETIC:
-        return Routing(Route.SILENT, Rule.R1, "cosmetic: bound without asking")
+        return Routing(Route.SILENT, Rule.COSMETIC, "cosmetic: bound without asking")
     if not belief.carried and belief.source is Source.USER:
-        return Routing(Route.SILENT, Rule.R2, "answered by the user in this run")
+        return Routing(Route.SILENT, Rule.ANSWERED_THIS_RUN, "answered by the user in this run")
     if risk is RiskClass.IRREVERSIBLE:
         if monotonic:
             return Routing(
                 Route.ASK,
-                Rule.R3,
+                Rule.MONOTONIC_TYPED_AFRESH,
                 "monotonic scope: the value must be typed afresh, never pre-filled",
             )
         if not belief.carried:
             return Routing(
                 Route.CONFIRM,
-                Rule.R4,
+                Rule.IRREVERSIBLE_NOT_FROM_USER,
                 f"irreversible and acquired from {belief.source.value}, not the user: confirm",
             )
         if not belief.has_world_ref:
             return Routing(
                 Route.ASK,
-                Rule.R5,
+                Rule.CARRIED_UNANCHORED,
                 "irreversible, carried from an earlier run, and nothing anchors what it "
                 "referred to: ask",
             )
         return Routing(
             Route.CONFIRM,
-            Rule.R6,
+            Rule.CARRIED_ANCHORED,
             "irreversible and carried from an earlier run: confirm against the world now",
         )
     return Routing(
         Route.SURFACED,
-        Rule.R7,
+        Rule.ASSUMPTION,
         f"{risk.value}: bound, listed as an assumption you can veto",
     )
 

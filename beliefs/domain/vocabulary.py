@@ -17,6 +17,10 @@ MAX_LABEL_LENGTH = 200  # names and labels
 MAX_TEXT_LENGTH = 2000  # a typed value, a reason, a note
 MAX_JSON_DEPTH = 32  # nesting of any JSON body; a proposal needs four levels
 MAX_PATH_LENGTH = 500  # a finding's JSON path as stored
+MAX_URL_LENGTH = 2000  # a webhook endpoint's URL
+MAX_SECRET_LENGTH = 200  # a webhook signing secret as stored
+MAX_IDEMPOTENCY_KEY_LENGTH = 200  # an Idempotency-Key header
+MAX_PROBLEM_LENGTH = 500  # why a stored webhook endpoint is skipped, for staff
 # /insights/ follows the first runs of each task class; a partial index holds exactly the
 # planned instances of these runs, so changing it needs a migration.
 INSIGHTS_RUNS_SHOWN = 10
@@ -49,9 +53,58 @@ VALUE_ACTIONS = frozenset({Action.CONFIRM, Action.EDIT, Action.ANSWER})
 # Actions whose value the person typed (compared when a response is repeated).
 TYPED_ACTIONS = frozenset({Action.EDIT, Action.ANSWER})
 
-# Instance statuses: an open instance may still change; a closed one never binds anew.
-OPEN_INSTANCE_STATUSES = frozenset({"open", "awaiting_user"})
-CLOSED_INSTANCE_STATUSES = frozenset({"ready", "cancelled", "expired"})
+
+class AuditKind(StrEnum):
+    """Every kind of audit event, `<what>.<happened>`: the activity page filters by these and
+    by their families (`instance.*`)."""
+
+    BELIEF_RECORDED = "belief.recorded"
+    CLASSIFICATION_CHANGE_APPROVED = "classification.change_approved"
+    CLASSIFICATION_CHANGE_REFUSED = "classification.change_refused"
+    CLASSIFICATION_CHANGE_REQUESTED = "classification.change_requested"
+    CLASSIFICATION_DECISION_RISK = "classification.decision_risk"
+    CLASSIFICATION_DECISION_SLOTS = "classification.decision_slots"
+    CLASSIFICATION_SLOT_MONOTONIC = "classification.slot_monotonic"
+    CLASSIFICATION_SLOT_RISK = "classification.slot_risk"
+    CLASSIFICATION_SLOT_SCOPE_ORDER = "classification.slot_scope_order"
+    INSTANCE_CANCELLED = "instance.cancelled"
+    INSTANCE_EXPIRED = "instance.expired"
+    INSTANCE_OPENED = "instance.opened"
+    INSTANCE_PLANNED = "instance.planned"
+    INSTANCE_WORLD_SET = "instance.world_set"
+    PERSON_EMAIL_NOTIFICATIONS_SET = "person.email_notifications_set"
+    PROMPT_ANSWER = "prompt.answer"
+    PROMPT_CONFIRM = "prompt.confirm"
+    PROMPT_EDIT = "prompt.edit"
+    PROMPT_REJECT = "prompt.reject"
+    PROMPT_VETO = "prompt.veto"
+    PROPOSAL_ANNOTATED = "proposal.annotated"
+    PROPOSAL_VALIDATED = "proposal.validated"
+    RECEIPT_REDEEMED = "receipt.redeemed"
+    RUNTIME_CREATED = "runtime.created"
+    RUNTIME_RENAMED = "runtime.renamed"
+    RUNTIME_KEY_CHANGED = "runtime_key.changed"
+    RUNTIME_KEY_CREATED = "runtime_key.created"
+    RUNTIME_KEY_REVOKED = "runtime_key.revoked"
+    SLOT_REGISTERED_UNCLASSIFIED = "slot.registered_unclassified"
+    SLOT_RETIRED = "slot.retired"
+    TASK_CLASS_OWNER_CHANGED = "task_class.owner_changed"
+    TASK_CLASS_REGISTERED = "task_class.registered"
+    TASK_CLASS_SHARE_CHANGED = "task_class.share_changed"
+    TASK_CLASS_SHARED = "task_class.shared"
+    TASK_CLASS_UNSHARED = "task_class.unshared"
+    TASK_CLASS_UPDATED = "task_class.updated"
+    WEBHOOK_REDELIVERED = "webhook.redelivered"
+    WEBHOOK_TEST_SENT = "webhook.test_sent"
+    WEBHOOK_ENDPOINT_CHANGED = "webhook_endpoint.changed"
+    WEBHOOK_ENDPOINT_CREATED = "webhook_endpoint.created"
+    WEBHOOK_ENDPOINT_DELETED = "webhook_endpoint.deleted"
+    WEBHOOK_ENDPOINT_SECRET_ROTATED = "webhook_endpoint.secret_rotated"
+
+    @classmethod
+    def of_response(cls, action: Action) -> AuditKind:
+        """The kind of a person's response to a prompt."""
+        return cls(f"prompt.{action.value}")
 
 
 def runtime_label(name: str) -> str:

@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from beliefs.domain.vocabulary import MAX_URL_LENGTH
+
 # The events a runtime can subscribe to. `webhook.test` is sent only on request, to one
 # endpoint, whatever it subscribed to.
 INSTANCE_AWAITING_USER = "instance.awaiting_user"
@@ -244,8 +246,8 @@ def check_destination(url: str, resolve: Resolver, *, allow_private: bool) -> De
     """
     if not isinstance(url, str) or not url.strip():
         raise UnsafeDestination("must be an https URL")
-    if len(url) > 2000:
-        raise UnsafeDestination("must be at most 2000 characters")
+    if len(url) > MAX_URL_LENGTH:
+        raise UnsafeDestination(f"must be at most {MAX_URL_LENGTH} characters")
     if any(ord(c) < 33 or ord(c) == 127 for c in url):
         raise UnsafeDestination("must not contain spaces or control characters")
     try:

@@ -18,7 +18,6 @@ from beliefs.domain.classes import (
     Value,
 )
 from beliefs.domain.policy import RiskClass
-from beliefs.domain.vocabulary import OPEN_INSTANCE_STATUSES
 from beliefs.models import (
     Decision,
     InstanceStatus,
@@ -67,7 +66,7 @@ def classes_of(task_class: TaskClass) -> Classes:
 
 def open_instances_of(task_class: TaskClass) -> QuerySet[TaskInstance]:
     """The task class's instances that routing still applies to: the ones a change re-plans."""
-    return TaskInstance.objects.filter(task_class=task_class, status__in=OPEN_INSTANCE_STATUSES)
+    return TaskInstance.objects.filter(task_class=task_class, status__in=InstanceStatus.open())
 
 
 def impact_snapshot(

@@ -25,6 +25,8 @@ from beliefs.models import (
     TaskClass,
     TaskClassShare,
     TaskInstance,
+    blocking_open_q,
+    is_blocking_open,
     is_overdue,
 )
 from beliefs.selectors import rows
@@ -57,21 +59,19 @@ def prompts_for_user(user: User, state: str | None = None) -> QuerySet[Prompt]:
     return qs.order_by("-created_at", "-id")
 
 
-def inbox_instances(user: User) -> QuerySet[TaskInstance]:
-    """The user's instances awaiting them, newest first, with counts of blocking prompts."""
-    return (
-        _instances()
-        .filter(principal=user, status=InstanceStatus.AWAITING_USER)
-        .annotate(
-            blocking_count=Count(
-                "prompts", filter=Q(prompts__state=PromptState.OPEN, prompts__blocking=True)
-            ),
-            assumption_count=Count(
-                "prompts", filter=Q(prompts__state=PromptState.OPEN, prompts__blocking=False)
-            ),
-        )
-        .order_by("-created_at")
+def inbox_instances(user: User, now: datetime | None = None) -> QuerySet[TaskInstance]:
+    """The user's instances awaiting them, newest first, with counts of blocking prompts; with
+    `now`, only those still waiting then (`TaskInstanceQuerySet.waiting`, with `next_expiry`)."""
+    mine = TaskInstance.objects.select_related("task_class", "principal").filter(principal=user)
+    awaiting = (
+        mine.waiting(now) if now is not None else mine.filter(status=InstanceStatus.AWAITING_USER)
     )
+    return awaiting.annotate(
+        blocking_count=Count("prompts", filter=blocking_open_q("prompts__")),
+        assumption_count=Count(
+            "prompts", filter=Q(prompts__state=PromptState.OPEN, prompts__blocking=False)
+        ),
+    ).order_by("-created_at")
 
 
 def task_class_with_slots(key: str) -> TaskClass:
@@ -196,7 +196,7 @@ def _receipt_fields(token: str | None, state: str | None) -> dict[str, Any]:
 
 def instance_payload(instance: TaskInstance) -> dict[str, Any]:
     prompts = instance_prompts(instance)
-    blocking = sum(1 for p in prompts if p.state == PromptState.OPEN and p.blocking)
+    blocking = sum(1 for p in prompts if p.is_blocking_open)
     receipt = instance.receipt
     state = receipt.state(timezone.now()) if receipt is not None else None
     return {
@@ -224,9 +224,7 @@ def plan_payload(instance: TaskInstance) -> dict[str, Any]:
     blocking = sum(
         1
         for item in instance.plan_items
-        if item["prompt"]
-        and item["prompt"]["blocking"]
-        and item["prompt"]["state"] == PromptState.OPEN
+        if item["prompt"] and is_blocking_open(item["prompt"]["state"], item["prompt"]["blocking"])
     )
     return {
         "id": str(instance.pk),
@@ -435,7 +433,7 @@ def instance_read(
         is_overdue(p["state"], p["blocking"], row[_EXPIRES_AT], now)
         for p, row in zip(prompts, prompt_rows, strict=True)
     )
-    blocking = sum(1 for p in prompts if p["state"] == PromptState.OPEN and p["blocking"])
+    blocking = sum(1 for p in prompts if is_blocking_open(p["state"], p["blocking"]))
     state = None
     if token is not None:
         state = Receipt(

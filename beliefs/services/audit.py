@@ -8,7 +8,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 
-from beliefs.domain.vocabulary import runtime_label
+from beliefs.domain.vocabulary import AuditKind, runtime_label
 from beliefs.models import (
     AuditEvent,
     Prompt,
@@ -49,7 +49,7 @@ SYSTEM = Actor()
 
 
 def audit(
-    kind: str,
+    kind: AuditKind,
     *,
     actor: Actor,
     task_class: TaskClass | None = None,
@@ -79,7 +79,7 @@ def audit(
 
 
 def audit_replaced(
-    kind: str,
+    kind: AuditKind,
     before: Any,
     after: Any,
     *,

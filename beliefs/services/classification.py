@@ -54,7 +54,7 @@ from beliefs.domain.classes import (
     tightens,
 )
 from beliefs.domain.policy import RiskClass
-from beliefs.domain.vocabulary import MAX_TEXT_LENGTH
+from beliefs.domain.vocabulary import MAX_TEXT_LENGTH, AuditKind
 from beliefs.errors import Conflict, InvalidInput, PermissionDenied, field_error
 from beliefs.models import (
     Decision,
@@ -133,16 +133,16 @@ def _json(value: Value) -> Any:
 
 
 AUDIT_KINDS = {
-    ("slot", "risk_class"): "classification.slot_risk",
-    ("slot", "monotonic"): "classification.slot_monotonic",
-    ("decision", "risk_class"): "classification.decision_risk",
-    ("decision", "slots"): "classification.decision_slots",
-    ("slot", "scope_order"): "classification.slot_scope_order",
+    ("slot", "risk_class"): AuditKind.CLASSIFICATION_SLOT_RISK,
+    ("slot", "monotonic"): AuditKind.CLASSIFICATION_SLOT_MONOTONIC,
+    ("decision", "risk_class"): AuditKind.CLASSIFICATION_DECISION_RISK,
+    ("decision", "slots"): AuditKind.CLASSIFICATION_DECISION_SLOTS,
+    ("slot", "scope_order"): AuditKind.CLASSIFICATION_SLOT_SCOPE_ORDER,
 }
 SCOPE_ORDER_KIND = AUDIT_KINDS[("slot", "scope_order")]
-REQUESTED_KIND = "classification.change_requested"
-APPROVED_KIND = "classification.change_approved"
-REFUSED_KIND = "classification.change_refused"
+REQUESTED_KIND = AuditKind.CLASSIFICATION_CHANGE_REQUESTED
+APPROVED_KIND = AuditKind.CLASSIFICATION_CHANGE_APPROVED
+REFUSED_KIND = AuditKind.CLASSIFICATION_CHANGE_REFUSED
 
 
 def _describe(change: Change) -> str:
@@ -423,7 +423,7 @@ def _request_data(change_request: RiskChangeRequest, change: Change, reason: str
 
 
 def _audit_decision(
-    kind: str,
+    kind: AuditKind,
     change_request: RiskChangeRequest,
     change: Change,
     reason: str,

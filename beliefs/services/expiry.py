@@ -8,6 +8,7 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
+from beliefs.domain.vocabulary import AuditKind
 from beliefs.models import (
     InstanceStatus,
     Prompt,
@@ -36,7 +37,7 @@ def expire_locked_if_due(
         instance, InstanceStatus.EXPIRED, PromptState.EXPIRED, "a blocking prompt expired"
     )
     audit(
-        "instance.expired",
+        AuditKind.INSTANCE_EXPIRED,
         actor=SYSTEM,
         instance=instance,
         data={"reason": "a blocking prompt was not answered before its TTL"},

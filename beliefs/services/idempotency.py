@@ -16,11 +16,11 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from beliefs.domain.canonical import canonical_json
+from beliefs.domain.vocabulary import MAX_IDEMPOTENCY_KEY_LENGTH
 from beliefs.errors import Conflict, InvalidInput
 from beliefs.models import TaskInstance
 from beliefs.services.audit import Actor
 
-MAX_IDEMPOTENCY_KEY_LENGTH = 200
 HEADER = "Idempotency-Key"
 
 

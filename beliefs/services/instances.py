@@ -12,7 +12,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from beliefs.domain.policy import Source
-from beliefs.domain.vocabulary import OPEN_INSTANCE_STATUSES
+from beliefs.domain.vocabulary import AuditKind
 from beliefs.errors import Conflict, InvalidInput, NotFound
 from beliefs.models import (
     AuditEvent,
@@ -92,7 +92,7 @@ def instance_open(
     # Counted under that lock, so racing opens queue and cannot pass the limit together.
     limits.check_open_instances(
         TaskInstance.objects.filter(
-            principal=user, runtime=actor.runtime, status__in=OPEN_INSTANCE_STATUSES
+            principal=user, runtime=actor.runtime, status__in=InstanceStatus.open()
         ).count()
     )
     last = TaskInstance.objects.filter(principal=user, task_class=task_class).aggregate(
@@ -109,7 +109,7 @@ def instance_open(
         world=world,
     )
     audit(
-        "instance.opened",
+        AuditKind.INSTANCE_OPENED,
         actor=actor,
         instance=instance,
         data={
@@ -195,7 +195,7 @@ def _recorded_event(
     instance: TaskInstance, spec: BeliefSpec, belief: Belief, superseded: int, actor: Actor
 ) -> AuditEvent:
     return audit(
-        "belief.recorded",
+        AuditKind.BELIEF_RECORDED,
         actor=actor,
         instance=instance,
         subject=spec.slot,
@@ -274,7 +274,7 @@ def instance_set_world(*, instance: TaskInstance, world: World, actor: Actor) ->
     before = instance.world
     instance.world = world
     instance.save(update_fields=["world", "updated_at"])
-    audit_replaced("instance.world_set", before, world, actor=actor, instance=instance)
+    audit_replaced(AuditKind.INSTANCE_WORLD_SET, before, world, actor=actor, instance=instance)
     _replan_if_planned(instance, actor)
     return instance
 
@@ -288,5 +288,5 @@ def instance_cancel(*, instance: TaskInstance, actor: Actor, reason: str = "") -
     if instance.status == InstanceStatus.EXPIRED:
         raise Conflict("Cannot cancel: the instance has expired.", code="instance_expired")
     close_instance(instance, InstanceStatus.CANCELLED, PromptState.CANCELLED, reason)
-    audit("instance.cancelled", actor=actor, instance=instance, data={"reason": reason})
+    audit(AuditKind.INSTANCE_CANCELLED, actor=actor, instance=instance, data={"reason": reason})
     return instance

@@ -28,7 +28,6 @@ from beliefs.models import (
     OutgoingEmail,
     PersonSettings,
     Prompt,
-    PromptState,
     TaskInstance,
 )
 from beliefs.services import outbox
@@ -71,7 +70,7 @@ def instance_data(instance: TaskInstance) -> dict[str, Any]:
 
 def _blocking_prompts(instance: TaskInstance) -> list[Prompt]:
     return list(
-        instance.prompts.filter(state=PromptState.OPEN, blocking=True)
+        instance.prompts.blocking_open()
         .select_related("slot")
         .order_by("slot__position", "slot_id", "id")
     )
@@ -230,7 +229,7 @@ def _about(note: EmailNotification, now: datetime) -> dict[str, Any]:
     """One waiting instance as an email tells it: task, run, how many answers, minutes left,
     the link. Never a value."""
     instance = note.instance
-    blocking = instance.prompts.filter(state=PromptState.OPEN, blocking=True)
+    blocking = instance.prompts.blocking_open()
     count = blocking.count()
     expires = blocking.aggregate(m=Min("expires_at"))["m"]
     return {

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib.auth.models import User
 from django.db import transaction
 
+from beliefs.domain.vocabulary import AuditKind
 from beliefs.errors import field_error
 from beliefs.models import PersonSettings
 from beliefs.services.audit import Actor, audit
@@ -19,7 +20,7 @@ def person_email_notifications_set(*, user: User, enabled: object) -> PersonSett
         settings.email_notifications = enabled
         settings.save(update_fields=["email_notifications"])
         audit(
-            "person.email_notifications_set",
+            AuditKind.PERSON_EMAIL_NOTIFICATIONS_SET,
             actor=Actor(user=user),
             subject=user.get_username(),
             data={"enabled": enabled},

@@ -14,6 +14,7 @@ from django.utils import timezone
 from beliefs.domain import policy
 from beliefs.domain.canonical import bindings_digest, canonical_json, json_digest, text_digest
 from beliefs.domain.policy import RiskClass, Route
+from beliefs.domain.vocabulary import AuditKind
 from beliefs.models import (
     InstanceStatus,
     Prompt,
@@ -91,7 +92,9 @@ def _held(state: SlotState, prompt: Prompt) -> SlotState:
     """The slot state with the route and risk of the blocking prompt it already has."""
     return dataclasses.replace(
         state,
-        effective=policy.EffectiveRisk(RiskClass(prompt.effective_risk), prompt.risk_reason),
+        effective=policy.EffectiveRisk(
+            RiskClass(prompt.effective_risk), policy.RiskReason.from_text(prompt.risk_reason)
+        ),
         routing=policy.Routing(Route(prompt.route), policy.Rule(prompt.rule), prompt.reason),
     )
 
@@ -266,7 +269,7 @@ def plan_locked(
         receipt_revoke(instance, "reopened by a veto after ready", now)
     if changes or instance.status == InstanceStatus.READY:
         audit(
-            "instance.planned",
+            AuditKind.INSTANCE_PLANNED,
             actor=actor,
             instance=instance,
             data={

@@ -21,7 +21,7 @@ from django.db.models import (
 
 from beliefs.domain.contract import Severity, validate_proposal
 from beliefs.domain.jsonguard import text_problem
-from beliefs.domain.vocabulary import MAX_PATH_LENGTH, MAX_TEXT_LENGTH
+from beliefs.domain.vocabulary import MAX_PATH_LENGTH, MAX_TEXT_LENGTH, AuditKind
 from beliefs.errors import PermissionDenied, field_error
 from beliefs.models import (
     ProposalAnnotation,
@@ -96,7 +96,7 @@ def proposal_validate_and_store(
         for finding in findings
     )
     audit(
-        "proposal.validated",
+        AuditKind.PROPOSAL_VALIDATED,
         actor=actor,
         subject=f"proposal validation {validation.pk}",
         data={
@@ -149,7 +149,7 @@ def proposal_annotate(
         defaults={"agreement": agreement, "note": note},
     )
     audit(
-        "proposal.annotated",
+        AuditKind.PROPOSAL_ANNOTATED,
         actor=Actor(user=reviewer),
         subject=f"proposal validation {validation.pk}",
         data={

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from beliefs.domain.vocabulary import MAX_LABEL_LENGTH, AuditKind
 from beliefs.errors import Conflict, InvalidInput, NotFound
 from beliefs.models import (
     Decision,
@@ -110,7 +111,7 @@ def receipt_revoke(instance: TaskInstance, reason: str, now: datetime) -> bool:
         return False
     revoked = Receipt.objects.filter(
         pk=instance.receipt_id, revoked_at__isnull=True, redeemed_at__isnull=True
-    ).update(revoked_at=now, revoked_reason=reason[:200])
+    ).update(revoked_at=now, revoked_reason=reason[:MAX_LABEL_LENGTH])
     return bool(revoked)
 
 
@@ -187,7 +188,7 @@ def receipt_redeem(
     # The instance read shows the receipt's state; this changes it without the instance's lock.
     instance_changed(receipt.instance_id)
     audit(
-        "receipt.redeemed",
+        AuditKind.RECEIPT_REDEEMED,
         actor=Actor(key=key),
         instance=receipt.instance,
         subject=str(receipt.jti),

@@ -15,7 +15,14 @@ from django.utils import timezone
 
 from beliefs.domain.canonical import canonical_json
 from beliefs.domain.policy import Source
-from beliefs.domain.vocabulary import ACTIONS_BY_ROUTE, MAX_TEXT_LENGTH, TYPED_ACTIONS, Action
+from beliefs.domain.problems import Problem, ProblemCode
+from beliefs.domain.vocabulary import (
+    ACTIONS_BY_ROUTE,
+    MAX_TEXT_LENGTH,
+    TYPED_ACTIONS,
+    Action,
+    AuditKind,
+)
 from beliefs.errors import (
     Conflict,
     IdempotencyKeyMismatch,
@@ -55,38 +62,42 @@ def _check_value(slot: Slot, value: Any, field: str = "value") -> Any:
     if isinstance(value, str):
         value = value.strip()
         if len(value) > MAX_TEXT_LENGTH:
-            raise field_error(field, f"must be at most {MAX_TEXT_LENGTH} characters")
+            raise field_error(field, Problem(ProblemCode.TOO_LONG, {"limit": MAX_TEXT_LENGTH}))
     if value is None or value == "":
-        raise field_error(field, "is required")
+        raise field_error(field, Problem(ProblemCode.REQUIRED))
     if slot.value_type == Slot.ValueType.NUMBER:
         if isinstance(value, str):
             try:
                 value = float(value) if any(c in value for c in ".eE") else int(value)
             except ValueError:
-                raise field_error(field, "must be a number") from None
+                raise field_error(field, Problem(ProblemCode.NOT_A_NUMBER)) from None
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise field_error(field, "must be a number")
+            raise field_error(field, Problem(ProblemCode.NOT_A_NUMBER))
         if isinstance(value, float) and not math.isfinite(value):
-            raise field_error(field, "must be a finite number")
+            raise field_error(field, Problem(ProblemCode.NOT_FINITE))
     elif slot.value_type == Slot.ValueType.BOOLEAN:
         if isinstance(value, str) and value.lower() in {"true", "yes", "false", "no"}:
             value = value.lower() in {"true", "yes"}
         if not isinstance(value, bool):
-            raise field_error(field, "must be true or false")
+            raise field_error(field, Problem(ProblemCode.NOT_TRUE_OR_FALSE))
     elif slot.value_type in (Slot.ValueType.STRING, Slot.ValueType.DATE):
         if not isinstance(value, str):
-            raise field_error(field, "must be text")
+            raise field_error(field, Problem(ProblemCode.NOT_TEXT))
         if slot.value_type == Slot.ValueType.DATE:
             try:
                 datetime.strptime(value, "%Y-%m-%d")  # noqa: DTZ007 - a calendar date, no time
             except ValueError:
-                raise field_error(field, "must be a date written YYYY-MM-DD") from None
+                raise field_error(field, Problem(ProblemCode.NOT_A_DATE)) from None
     value = _canonical_choice(slot.scope_order or slot.choices or [], value)
     if slot.scope_order and value not in slot.scope_order:
-        raise field_error(field, f"must be one of {', '.join(slot.scope_order)}")
+        raise field_error(field, _not_a_choice(slot.scope_order))
     if slot.choices and value not in slot.choices:
-        raise field_error(field, f"must be one of {', '.join(map(str, slot.choices))}")
+        raise field_error(field, _not_a_choice(slot.choices))
     return value
+
+
+def _not_a_choice(choices: list[Any]) -> Problem:
+    return Problem(ProblemCode.NOT_A_CHOICE, {"choices": [str(c) for c in choices]})
 
 
 def _canonical_choice(choices: list[Any], value: Any) -> Any:
@@ -265,10 +276,16 @@ def _require_answerable(instance: TaskInstance, prompt: Prompt, answer: Answer) 
         )
     allowed = ACTIONS_BY_ROUTE[prompt.route]
     if answer.action not in allowed:
-        raise field_error("action", f"a {prompt.route} prompt takes {', '.join(allowed)}")
+        raise field_error(
+            "action",
+            Problem(
+                ProblemCode.ACTION_NOT_TAKEN,
+                {"route": prompt.route, "allowed": [a.value for a in allowed]},
+            ),
+        )
     if answer.action is Action.VETO:
         # A veto may reopen a ready instance: the value must not be reused even there.
-        if instance.status not in (InstanceStatus.AWAITING_USER, InstanceStatus.READY):
+        if not instance.accepts_veto:
             raise Conflict(
                 f"The instance is {instance.status}.", code=f"instance_{instance.status}"
             )
@@ -293,12 +310,10 @@ def _value_for(prompt: Prompt, answer: Answer) -> Any:
         if again != new_value:
             raise field_error(
                 "value_confirmation",
-                (
-                    f"{new_value!r} grants more than the earlier {grant!r}"
-                    if grant is not None
-                    else f"{new_value!r} is a new grant"
-                )
-                + ": type it a second time to confirm the escalation",
+                Problem(
+                    ProblemCode.ESCALATION_UNCONFIRMED,
+                    {"value": repr(new_value), "grant": None if grant is None else repr(grant)},
+                ),
             )
     return new_value
 
@@ -335,7 +350,7 @@ def _audit_response(
     instance: TaskInstance, prompt: Prompt, user: User, data: dict[str, Any]
 ) -> None:
     audit(
-        f"prompt.{data['action']}",
+        AuditKind.of_response(Action(data["action"])),
         actor=Actor(user=user),
         instance=instance,
         prompt=prompt,

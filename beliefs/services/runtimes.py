@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
+from beliefs.domain.vocabulary import AuditKind
 from beliefs.errors import field_error
 from beliefs.models import Runtime, RuntimeAPIKey, TaskClass
 from beliefs.services.audit import Actor, audit, audit_replaced
@@ -31,11 +32,11 @@ def runtime_key_create(
     name = check_runtime_name(runtime_name)
     runtime, created = Runtime.objects.get_or_create(name=name)
     if created:
-        audit("runtime.created", actor=actor, subject=name)
+        audit(AuditKind.RUNTIME_CREATED, actor=actor, subject=name)
     api_key, key = RuntimeAPIKey.objects.create_key(name=key_name or name, runtime=runtime)
     assert isinstance(api_key, RuntimeAPIKey)
     audit(
-        "runtime_key.created",
+        AuditKind.RUNTIME_KEY_CREATED,
         actor=actor,
         subject=name,
         data={"runtime": name, "prefix": api_key.prefix, "key_name": api_key.name},
@@ -52,7 +53,7 @@ def runtime_key_revoke(*, key: RuntimeAPIKey, actor: Actor) -> RuntimeAPIKey:
     key.revoked = True
     key.save(update_fields=["revoked"])
     audit(
-        "runtime_key.revoked",
+        AuditKind.RUNTIME_KEY_REVOKED,
         actor=actor,
         subject=key.runtime.name,
         data={"runtime": key.runtime.name, "prefix": key.prefix, "at": timezone.now().isoformat()},
@@ -71,7 +72,7 @@ def task_class_transfer(*, task_class: TaskClass, owner: Runtime | None, actor: 
     task_class.owner = owner
     task_class.save(update_fields=["owner", "updated_at"])
     audit_replaced(
-        "task_class.owner_changed",
+        AuditKind.TASK_CLASS_OWNER_CHANGED,
         before,
         after,
         actor=actor,

@@ -9,7 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from beliefs.domain.webhooks import INSTANCE_EXPIRING
-from beliefs.models import InstanceStatus, Prompt, PromptState, TaskInstance
+from beliefs.models import InstanceStatus, Prompt, TaskInstance
 from beliefs.services.expiry import instances_expire
 from beliefs.services.lifecycle import lock_instance
 from beliefs.services.notify import emails_resume, instance_warn_expiring
@@ -21,9 +21,8 @@ def instances_warn_expiring(*, now: datetime | None = None) -> int:
     CONSOLE_EXPIRY_WARNING left; returns how many were warned."""
     now = now or timezone.now()
     ids = (
-        Prompt.objects.filter(
-            state=PromptState.OPEN,
-            blocking=True,
+        Prompt.objects.blocking_open()
+        .filter(
             expires_at__gt=now,
             expires_at__lte=now + settings.CONSOLE_EXPIRY_WARNING,
             instance__status=InstanceStatus.AWAITING_USER,

@@ -10,6 +10,7 @@ from django.db import transaction
 from django.db.models import Count, Max
 from django.utils import timezone
 
+from beliefs.domain.vocabulary import AuditKind
 from beliefs.errors import InvalidInput, NotFound, PermissionDenied, field_error
 from beliefs.models import (
     Decision,
@@ -163,7 +164,7 @@ def task_class_register(
     added_decisions = [decision.key for decision in new_decisions]
 
     audit(
-        "task_class.registered" if created else "task_class.updated",
+        AuditKind.TASK_CLASS_REGISTERED if created else AuditKind.TASK_CLASS_UPDATED,
         actor=actor,
         task_class=task_class,
         subject=task_class.key,
@@ -218,7 +219,7 @@ def _grow(task_class: TaskClass, key: str, actor: Actor) -> Slot:
     )
     if created:
         audit(
-            "slot.registered_unclassified",
+            AuditKind.SLOT_REGISTERED_UNCLASSIFIED,
             actor=actor,
             task_class=task_class,
             subject=key,
@@ -275,7 +276,7 @@ def slot_retire(*, slot: Slot, actor: Actor) -> Slot:
     if slot.retired_at is None:
         slot.retired_at = timezone.now()
         slot.save(update_fields=["retired_at"])
-        audit("slot.retired", actor=actor, task_class=task_class, subject=slot.key, data={})
+        audit(AuditKind.SLOT_RETIRED, actor=actor, task_class=task_class, subject=slot.key, data={})
     return slot
 
 
@@ -322,7 +323,7 @@ def _share_target(task_class: TaskClass, runtime_name: str) -> Runtime:
     return runtime
 
 
-def _share_audit(kind: str, share: TaskClassShare, actor: Actor, **data: Any) -> None:
+def _share_audit(kind: AuditKind, share: TaskClassShare, actor: Actor, **data: Any) -> None:
     audit(
         kind,
         actor=actor,
@@ -345,12 +346,14 @@ def task_class_share(
         task_class=task_class, runtime=runtime, defaults={"history": history}
     )
     if created:
-        _share_audit("task_class.shared", share, actor, history=history)
+        _share_audit(AuditKind.TASK_CLASS_SHARED, share, actor, history=history)
     elif share.history != history:
         before = share.history
         share.history = history
         share.save(update_fields=["history", "updated_at"])
-        _share_audit("task_class.share_changed", share, actor, history=history, before=before)
+        _share_audit(
+            AuditKind.TASK_CLASS_SHARE_CHANGED, share, actor, history=history, before=before
+        )
     return share
 
 
@@ -366,5 +369,5 @@ def task_class_unshare(*, task_class: TaskClass, runtime_name: str, actor: Actor
             f"Task class {task_class.key!r} is not shared with {runtime_name!r}.",
             code="not_shared",
         )
-    _share_audit("task_class.unshared", share, actor, history=share.history)
+    _share_audit(AuditKind.TASK_CLASS_UNSHARED, share, actor, history=share.history)
     share.delete()

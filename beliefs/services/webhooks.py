@@ -24,7 +24,7 @@ from django_tasks import task
 from standardwebhooks.webhooks import Webhook
 
 from beliefs.domain import webhooks as rules
-from beliefs.domain.vocabulary import MAX_LABEL_LENGTH
+from beliefs.domain.vocabulary import MAX_LABEL_LENGTH, AuditKind
 from beliefs.domain.webhooks import Destination, UnsafeDestination
 from beliefs.errors import InvalidInput, NotFound, field_error
 from beliefs.models import (
@@ -102,11 +102,11 @@ def endpoint_for_runtime(endpoint_id: Any, runtime: Runtime) -> WebhookEndpoint:
     return endpoint
 
 
-def _endpoint_audit(kind: str, endpoint: WebhookEndpoint, actor: Actor, **data: Any) -> None:
+def _endpoint_audit(kind: AuditKind, endpoint: WebhookEndpoint, actor: Actor, **data: Any) -> None:
     audit(
         kind,
         actor=actor,
-        subject=endpoint.url[:200],
+        subject=endpoint.url[:MAX_LABEL_LENGTH],
         data={"endpoint": endpoint.pk, "runtime": endpoint.runtime.name, **data},
     )
 
@@ -154,7 +154,9 @@ def endpoint_create(
         description=_description(description),
         active=active,
     )
-    _endpoint_audit("webhook_endpoint.created", endpoint, actor, event_types=endpoint.event_types)
+    _endpoint_audit(
+        AuditKind.WEBHOOK_ENDPOINT_CREATED, endpoint, actor, event_types=endpoint.event_types
+    )
     return endpoint, secret
 
 
@@ -169,7 +171,7 @@ def endpoint_delete(*, endpoint: WebhookEndpoint, actor: Actor) -> None:
     )
     if done:
         endpoint.active, endpoint.deleted_at = False, now
-        _endpoint_audit("webhook_endpoint.deleted", endpoint, actor)
+        _endpoint_audit(AuditKind.WEBHOOK_ENDPOINT_DELETED, endpoint, actor)
 
 
 @transaction.atomic
@@ -186,7 +188,7 @@ def endpoint_rotate_secret(
         update_fields=["secret", "previous_secret", "previous_secret_until", "updated_at"]
     )
     _endpoint_audit(
-        "webhook_endpoint.secret_rotated",
+        AuditKind.WEBHOOK_ENDPOINT_SECRET_ROTATED,
         endpoint,
         actor,
         previous_secret_until=endpoint.previous_secret_until.isoformat(),
@@ -323,7 +325,7 @@ def send_test_event(*, endpoint: WebhookEndpoint, actor: Actor) -> WebhookEvent:
         data={"endpoint_id": endpoint.pk, "message": "A test event from the confirmation console."},
         only_endpoint=endpoint,
     )
-    _endpoint_audit("webhook.test_sent", endpoint, actor, webhook_id=event.webhook_id)
+    _endpoint_audit(AuditKind.WEBHOOK_TEST_SENT, endpoint, actor, webhook_id=event.webhook_id)
     return event
 
 
@@ -341,7 +343,7 @@ def delivery_redeliver(*, delivery: WebhookDelivery, actor: Actor) -> bool:
         return False
     _enqueue(delivery.pk)
     audit(
-        "webhook.redelivered",
+        AuditKind.WEBHOOK_REDELIVERED,
         actor=actor,
         subject=delivery.event.type,
         data={"delivery": delivery.pk, "webhook_id": delivery.event.webhook_id},

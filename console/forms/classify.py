@@ -10,6 +10,7 @@ from django import forms
 
 from beliefs.domain.classes import CHOOSABLE_RISKS, Change
 from beliefs.domain.policy import RiskClass
+from beliefs.domain.vocabulary import MAX_TEXT_LENGTH
 from beliefs.errors import InvalidInput
 from beliefs.models import Decision, RiskChangeRequest, Slot
 from beliefs.services.classification import parse_scope_order
@@ -29,7 +30,7 @@ def _risk_choices(current: str) -> list[tuple[str, str]]:
 
 def _reason_field() -> forms.CharField:
     return forms.CharField(
-        max_length=2000,
+        max_length=MAX_TEXT_LENGTH,
         required=True,
         strip=True,
         error_messages={"required": REASON_REQUIRED},
@@ -39,7 +40,7 @@ def _reason_field() -> forms.CharField:
 class SlotForm(forms.Form):
     risk_class = forms.ChoiceField(required=False, label="Own risk class")
     monotonic = forms.BooleanField(required=False, label="Monotonic")
-    scope_order = forms.CharField(required=False, max_length=2000, label="Scope order")
+    scope_order = forms.CharField(required=False, max_length=MAX_TEXT_LENGTH, label="Scope order")
     reason = _reason_field()
 
     def __init__(self, *args: Any, slot: Slot, preview: bool = False, **kwargs: Any) -> None:

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from beliefs.domain.problems import Problem, ProblemCode
+from beliefs.domain.vocabulary import TYPED_ACTIONS, Action
 from beliefs.errors import InvalidInput, field_error
 from beliefs.models import Prompt, Slot
 from beliefs.schemas import RespondFormIn, parse
@@ -50,7 +52,7 @@ def parse_value(text: str, value_type: str) -> Any:
         try:
             return json.loads(stripped)
         except json.JSONDecodeError as exc:
-            raise field_error("value", f"is not valid JSON ({exc.msg})") from None
+            raise field_error("value", Problem(ProblemCode.NOT_JSON, {"detail": exc.msg})) from None
     try:
         return json.loads(stripped)
     except ValueError:
@@ -89,21 +91,23 @@ def parse_response(post: Mapping[str, Any], prompt: Prompt) -> Response:
     value_type = prompt.slot.value_type
     value: Any = None
     confirmation: Any = None
-    if action in ("edit", "answer"):
+    if action in TYPED_ACTIONS:
         value = parse_value(typed.get("value", ""), value_type)
         if "value_confirmation" in typed:
             confirmation = parse_value(typed["value_confirmation"], value_type)
-    elif action == "confirm" and typed.get("value", "").strip():
+    elif action == Action.CONFIRM and typed.get("value", "").strip():
         # Confirm keeps the value on record. A changed input with Confirm would silently drop
         # the change: say so instead of guessing which one was meant. (An empty input is the
         # card that did not copy a value with hidden characters.)
         on_record = form_value(prompt.prefill, value_type).strip()
         if typed["value"].strip() != on_record:
+            changed = Problem(ProblemCode.VALUE_CHANGED)
             raise InvalidInput(
                 "You changed the value: press “Use this value instead” to keep your change, or "
                 "put the value on record back and press “Confirm”.",
                 code="changed_value_confirmed",
-                fields={"value": ["changed: use “Use this value instead” to keep it"]},
+                fields={"value": [changed.message]},
+                problems={"value": [changed]},
             )
     return Response(
         action=action,

@@ -9,15 +9,14 @@ page and every htmx swap, so both always agree.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
-from typing import Any
+from typing import Any, assert_never
 
 from django.conf import settings
 
-from beliefs.domain.policy import RiskClass, Route
+from beliefs.domain.policy import RiskClass, RiskReason, RiskReasonKind, Route, Rule
 from beliefs.domain.vocabulary import MAX_TEXT_LENGTH
 from beliefs.models import (
     Decision,
@@ -30,11 +29,13 @@ from beliefs.models import (
 from console.forms.respond import form_value
 from console.presenters.words import (
     DONE_WORDS,
-    PROVENANCE_WORDS,
-    SOURCE_WORDS,
+    GIVEN_IN_CONSOLE,
+    MONOTONIC_WORDS,
     STATE_WORDS,
-    plain_problem,
+    UNKNOWN_RUNTIME,
+    reporter,
     risk_words,
+    source_words,
 )
 from console.templatetags.reveal import (
     display_text,
@@ -58,6 +59,7 @@ class PageFacts:
     """What every card of one instance page shares."""
 
     status: str
+    accepts_veto: bool  # `TaskInstance.accepts_veto`
     principal: str
     decision_labels: dict[str, str]
 
@@ -74,7 +76,7 @@ class Card:
     facts: PageFacts
     message: str = ""
     status: int = 200
-    errors: dict[str, list[str]] = field(default_factory=dict)
+    errors: dict[str, list[str]] = field(default_factory=dict)  # field: problems, in words
     typed: dict[str, str] = field(default_factory=dict)
     followup: Card | None = None
     focus: bool = False
@@ -120,10 +122,7 @@ class Card:
     @property
     def can_veto(self) -> bool:
         """An assumption can be vetoed while the instance waits and after it is ready."""
-        return self.is_open and self.facts.status in (
-            InstanceStatus.AWAITING_USER,
-            InstanceStatus.READY,
-        )
+        return self.is_open and self.facts.accepts_veto
 
     @property
     def veto_after_ready(self) -> bool:
@@ -154,16 +153,10 @@ class Card:
         return risk_words(self.prompt.effective_risk)
 
     @property
-    def source_words(self) -> str:
-        belief = self.prompt.belief
-        return SOURCE_WORDS.get(belief.source, belief.source) if belief is not None else ""
-
-    @property
     def reported_by(self) -> str:
         """The runtime whose run acquired the value, by name ("the agent" for none)."""
         belief = self.prompt.belief
-        runtime = belief.instance.runtime if belief is not None else None
-        return display_text(runtime.name) if runtime is not None else "the agent"
+        return display_text(reporter(belief)) if belief is not None else UNKNOWN_RUNTIME
 
     @property
     def given_in_console(self) -> bool:
@@ -177,59 +170,62 @@ class Card:
         belief = self.prompt.belief
         if belief is None:
             return ""
-        if belief.source == "user":
-            return (
-                "you gave it in the console"
-                if self.given_in_console
-                else f"{self.reported_by} reports you gave it"
-            )
-        return f"{self.reported_by} {PROVENANCE_WORDS.get(belief.source, 'reported it')}"
+        words = source_words(belief)
+        return words.clause if words is GIVEN_IN_CONSOLE else f"{self.reported_by} {words.clause}"
 
     @property
     def why(self) -> str:
         """Why the person is asked, in one sentence."""
-        rule = self.prompt.rule
         if self.after_veto:
             return "You vetoed the earlier value, so the agent needs the right one from you."
-        if rule == "R0":
-            return "The agent has no value for this yet."
-        if rule == "R3":
-            return (
-                "This sets a permission level, so you type it yourself: an earlier value is "
-                "never filled in for you."
-            )
-        if rule == "R4":
-            return f"This value is not from you: in this run {self.provenance}."
-        if rule == "R5":
-            return (
-                f"There is a value from an earlier run ({self.provenance}), but nothing records "
-                "what it referred to then, so you are asked afresh."
-            )
-        if rule == "R6":
-            return (
-                f"This value is from an earlier run: {self.provenance}. Check that it still "
-                "holds: things may have changed since."
-            )
-        return "The agent will use this value unless you veto it."
+        match Rule(self.prompt.rule):
+            case Rule.NO_BELIEF:
+                return "The agent has no value for this yet."
+            case Rule.MONOTONIC_TYPED_AFRESH:
+                return (
+                    "This sets a permission level, so you type it yourself: an earlier value is "
+                    "never filled in for you."
+                )
+            case Rule.IRREVERSIBLE_NOT_FROM_USER:
+                return f"This value is not from you: in this run {self.provenance}."
+            case Rule.CARRIED_UNANCHORED:
+                return (
+                    f"There is a value from an earlier run ({self.provenance}), but nothing "
+                    "records what it referred to then, so you are asked afresh."
+                )
+            case Rule.CARRIED_ANCHORED:
+                return (
+                    f"This value is from an earlier run: {self.provenance}. Check that it still "
+                    "holds: things may have changed since."
+                )
+            case Rule.COSMETIC | Rule.ANSWERED_THIS_RUN | Rule.ASSUMPTION:
+                return "The agent will use this value unless you veto it."
+            case _ as unreachable:
+                assert_never(unreachable)
 
     @property
     def risk_why(self) -> str:
         """Why it matters, in one sentence, without the classifiers' vocabulary."""
         p = self.prompt
-        reason = p.risk_reason or ""
-        if p.slot.monotonic or reason == "monotonic scope":
-            return "A wrong value could grant more than you mean to."
-        if reason.startswith("unclassified"):
-            return "Nobody has rated this value yet, so it gets the most care."
-        if match := re.match(r"inherited from decision (\S+)", reason):
-            label = self.facts.decision_labels.get(match.group(1), "")
-            step = f"“{label}”" if label else "a step of this action"
-            if p.effective_risk == RiskClass.IRREVERSIBLE:
-                return f"It is used to {step}, which cannot be undone."
-            return f"It is used to {step}."
-        if p.effective_risk == RiskClass.IRREVERSIBLE:
-            return "A wrong value here cannot be undone."
-        return ""
+        irreversible = p.effective_risk == RiskClass.IRREVERSIBLE
+        reason = RiskReason.from_text(p.risk_reason)
+        if p.slot.monotonic:
+            return MONOTONIC_WORDS
+        match reason.kind:
+            case RiskReasonKind.MONOTONIC:
+                return MONOTONIC_WORDS
+            case RiskReasonKind.UNCLASSIFIED:
+                return "Nobody has rated this value yet, so it gets the most care."
+            case RiskReasonKind.DECISION:
+                label = self.facts.decision_labels.get(reason.decision, "")
+                step = f"“{label}”" if label else "a step of this action"
+                if irreversible:
+                    return f"It is used to {step}, which cannot be undone."
+                return f"It is used to {step}."
+            case RiskReasonKind.OWN | RiskReasonKind.WORDS_ONLY:
+                return "A wrong value here cannot be undone." if irreversible else ""
+            case _ as unreachable:
+                assert_never(unreachable)
 
     @property
     def done_word(self) -> str:
@@ -325,7 +321,7 @@ class Card:
 
     @property
     def value_errors(self) -> list[str]:
-        return [plain_problem(p) for p in self.errors.get("value", [])]
+        return self.errors.get("value", [])
 
     # --- the world ---
 
@@ -442,6 +438,7 @@ def all_cards(groups: dict[str, Any]) -> list[Card]:
 def page_facts(instance: TaskInstance, decisions: list[Decision], principal: str) -> PageFacts:
     return PageFacts(
         status=instance.status,
+        accepts_veto=instance.accepts_veto,
         principal=principal,
         decision_labels={d.key: d.label for d in decisions},
     )

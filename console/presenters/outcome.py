@@ -10,8 +10,6 @@ from beliefs.models import InstanceStatus, TaskInstance
 from console.presenters.instance import Card
 from console.templatetags.reveal import hidden_characters, mixed_script_note
 
-FINISHED = (InstanceStatus.READY, InstanceStatus.CANCELLED, InstanceStatus.EXPIRED)
-
 
 def _status_is(status: InstanceStatus) -> property:
     """A read-only flag: whether the instance is in `status`."""
@@ -34,13 +32,13 @@ class Outcome:
 
     @property
     def finished(self) -> bool:
-        return self.status in FINISHED
+        return self.status in InstanceStatus.closed()
 
 
 def banner_context(
     instance: TaskInstance, cards: list[Card], *, focus: bool = False
 ) -> dict[str, Any]:
-    open_blocking = [c for c in cards if c.is_open and c.prompt.blocking]
+    open_blocking = [c for c in cards if c.prompt.is_blocking_open]
     labels = {item["slot"]: item.get("label") or item["slot"] for item in instance.plan_items}
     bindings = [
         {"key": key, "label": labels.get(key, key), "value": value}

@@ -1,12 +1,16 @@
 """The words a person reads for what the domain says in codes: how a prompt ended, how much a
-value's risk matters, where a value came from, and a service's field message as a sentence."""
+value's risk matters, where a value came from, and a field's problem (a code and its
+parameters) as a sentence."""
 
 from __future__ import annotations
 
-import re
+from dataclasses import dataclass
+from typing import assert_never
 
-from beliefs.domain.policy import RiskClass
-from beliefs.models import PromptState
+from beliefs.domain.policy import RiskClass, Source
+from beliefs.domain.problems import Problem, ProblemCode
+from beliefs.errors import InvalidInput
+from beliefs.models import Belief, PromptState, RecordedVia
 
 DONE_WORDS: dict[str, str] = {
     "confirm": "Confirmed",
@@ -27,18 +31,39 @@ RISK_WORDS = {
     RiskClass.COSMETIC: "Cosmetic",
     RiskClass.UNCLASSIFIED: "Cannot be undone",
 }
-# How a runtime came by a value, after its name: "billing-agent got it from a tool".
-PROVENANCE_WORDS = {
-    "tool": "got it from a tool",
-    "inference": "guessed it",
-    "default": "used a default",
+MONOTONIC_WORDS = "A wrong value could grant more than you mean to."
+
+
+@dataclass(frozen=True)
+class SourceWords:
+    """How the pages say a value's source (`Source`, the domain's word for it), about the
+    runtime `who` that reported it: as a badge, and as a clause after its name."""
+
+    badge: str  # "from a tool {who} used"
+    clause: str  # "billing-agent" + " got it from a tool"
+
+
+SOURCE_WORDS: dict[Source, SourceWords] = {
+    Source.USER: SourceWords("{who} reports you gave it", "reports you gave it"),
+    Source.TOOL: SourceWords("from a tool {who} used", "got it from a tool"),
+    Source.INFERENCE: SourceWords("guessed by {who}", "guessed it"),
+    Source.DEFAULT: SourceWords("a default of {who}", "used a default"),
 }
-SOURCE_WORDS = {
-    "user": "you",
-    "tool": "a tool the agent used",
-    "inference": "the agent's own guess",
-    "default": "a default",
-}
+# A value the person gave on this console's own pages (source user, recorded via console).
+GIVEN_IN_CONSOLE = SourceWords("given by you in the console", "you gave it in the console")
+UNKNOWN_RUNTIME = "the agent"
+
+
+def source_words(belief: Belief) -> SourceWords:
+    if belief.source == Source.USER and belief.recorded_via == RecordedVia.CONSOLE:
+        return GIVEN_IN_CONSOLE
+    return SOURCE_WORDS[Source(belief.source)]
+
+
+def reporter(belief: Belief) -> str:
+    """The runtime whose run acquired the value, by name ("the agent" for none)."""
+    runtime = belief.instance.runtime
+    return runtime.name if runtime is not None and runtime.name else UNKNOWN_RUNTIME
 
 
 def risk_words(risk: str) -> str:
@@ -48,21 +73,50 @@ def risk_words(risk: str) -> str:
         return risk
 
 
-def plain_problem(problem: str) -> str:
-    """A service's field message ("must be one of a, b") as a sentence for a person."""
-    text = problem.strip().rstrip(".")
-    if text == "is required":
-        return "Enter a value."
-    if match := re.fullmatch(r"must be one of (.+)", text):
-        return f"Choose one of: {match.group(1)}."
-    if match := re.fullmatch(r"must be at most (\d+) characters", text):
-        return f"Use at most {int(match.group(1)):,} characters."
-    if text == "must be a number":
-        return "Enter a number, for example 1250 or 12.50."
-    if text == "must be true or false":
-        return "Choose yes or no."
-    if text == "must be a date written YYYY-MM-DD":
-        return "Enter a date written YYYY-MM-DD, for example 2026-11-02."
-    if text.startswith("must "):
-        return "It " + text + "."
-    return text[:1].upper() + text[1:] + "."
+def problem_words(problem: Problem) -> str:
+    """A field's problem as a sentence for a person."""
+    p = problem.params
+    match problem.code:
+        case ProblemCode.REQUIRED:
+            return "Enter a value."
+        case ProblemCode.TOO_LONG:
+            return f"Use at most {p['limit']:,} characters."
+        case ProblemCode.NOT_A_NUMBER:
+            return "Enter a number, for example 1250 or 12.50."
+        case ProblemCode.NOT_FINITE:
+            return "It must be a finite number."
+        case ProblemCode.NOT_TRUE_OR_FALSE:
+            return "Choose yes or no."
+        case ProblemCode.NOT_TEXT:
+            return "It must be text."
+        case ProblemCode.NOT_A_DATE:
+            return "Enter a date written YYYY-MM-DD, for example 2026-11-02."
+        case ProblemCode.NOT_A_CHOICE:
+            return f"Choose one of: {', '.join(p['choices'])}."
+        case ProblemCode.NOT_JSON:
+            return f"Is not valid JSON ({p['detail']})."
+        case ProblemCode.ACTION_NOT_TAKEN:
+            return f"A {p['route']} prompt takes {', '.join(p['allowed'])}."
+        case ProblemCode.NOT_A_VERSION:
+            return "It must be the prompt version you saw (a whole number)."
+        case ProblemCode.ESCALATION_UNCONFIRMED:
+            return problem.message + "."
+        case ProblemCode.VALUE_CHANGED:
+            return "Changed: use “Use this value instead” to keep it."
+        case _ as unreachable:
+            assert_never(unreachable)
+
+
+def as_sentence(message: str) -> str:
+    """A message without a code (the API's words) as a sentence."""
+    text = message.strip()
+    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
+
+
+def field_words(exc: InvalidInput, name: str) -> list[str]:
+    """The problems of one field of a refusal, in words: mapped from their codes, or the
+    message as a sentence where a problem has none."""
+    problems = exc.problems.get(name)
+    if problems:
+        return [problem_words(p) for p in problems]
+    return [as_sentence(m) for m in exc.fields.get(name, [])]

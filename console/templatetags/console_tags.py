@@ -13,6 +13,8 @@ from django import template
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import mark_safe
 
+from beliefs.models import Belief
+from console.presenters.words import reporter, source_words
 from console.templatetags.reveal import display_text, mixed_script_note, plain_text, reveal_parts
 
 register = template.Library()
@@ -54,6 +56,16 @@ def mixed_mark(value: Any) -> str:
         MIXED_SCRIPTS_TITLE,
         note,
     )
+
+
+@register.filter
+def source_badge(belief: Belief) -> str:
+    """Who put the value on record, and how, in the words of `SOURCE_WORDS`; the runtime's
+    name is shown like any untrusted text."""
+    badge = source_words(belief).badge
+    before, _, after = badge.partition("{who}")
+    who = shown(reporter(belief)) if "{who}" in badge else ""
+    return format_html("{}{}{}", before, who, after)
 
 
 @register.filter

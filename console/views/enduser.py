@@ -11,7 +11,7 @@ from typing import Any
 from uuid import UUID
 
 from django.contrib import messages
-from django.db.models import Min, Prefetch, Q
+from django.db.models import Prefetch
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -26,7 +26,7 @@ from console.http import AuthedHttpRequest
 from console.presenters.instance import Card, all_cards, cards_for, page_facts
 from console.presenters.outcome import banner_context
 from console.presenters.restatement import restatement
-from console.presenters.words import DONE_WORDS, plain_problem
+from console.presenters.words import DONE_WORDS, field_words
 from console.templatetags.reveal import display_text
 
 RECENT_LIMIT = 10
@@ -98,23 +98,10 @@ def _inbox_context(request: AuthedHttpRequest) -> dict[str, Any]:
     page = _page_number(request.GET.get("page"))
     start = (page - 1) * INBOX_PAGE_SIZE
     decisions = Prefetch("task_class__decisions", queryset=Decision.objects.order_by("id"))
-    waiting = (
-        selectors.inbox_instances(request.user)
-        .annotate(
-            next_expiry=Min(
-                "prompts__expires_at",
-                filter=Q(prompts__state=PromptState.OPEN, prompts__blocking=True),
-            )
-        )
-        # Past its TTL it no longer waits for anyone; opening it shows it expired.
-        .filter(Q(next_expiry__isnull=True) | Q(next_expiry__gt=now))
-        .prefetch_related(decisions)
-    )
+    # Past its TTL an instance no longer waits for anyone; opening it shows it expired.
+    waiting = selectors.inbox_instances(request.user, now).prefetch_related(decisions)
     recent = (
-        TaskInstance.objects.filter(
-            principal=request.user,
-            status__in=[InstanceStatus.READY, InstanceStatus.CANCELLED, InstanceStatus.EXPIRED],
-        )
+        TaskInstance.objects.filter(principal=request.user, status__in=InstanceStatus.closed())
         .select_related("task_class")
         .order_by("-updated_at")[:RECENT_LIMIT]
     )
@@ -174,7 +161,8 @@ def prompt_respond(request: AuthedHttpRequest, instance_id: UUID, prompt_id: int
             reason=answer.reason,
         )
     except InvalidInput as exc:
-        status, message, errors = 400, _invalid_message(exc, typed), exc.fields
+        status, message = 400, _invalid_message(exc, typed)
+        errors = {name: field_words(exc, name) for name in exc.fields}
     except Conflict as exc:
         status, message = 409, _conflict_message(exc)
     except NotFound:
@@ -194,21 +182,15 @@ def prompt_respond(request: AuthedHttpRequest, instance_id: UUID, prompt_id: int
         "typed": typed if status == 400 else {},
         "focus": True,
     }
-    finished_now = instance.status != status_before and instance.status in (
-        InstanceStatus.READY,
-        InstanceStatus.CANCELLED,
-        InstanceStatus.EXPIRED,
-    )
+    finished_now = instance.status != status_before and instance.status in InstanceStatus.closed()
     context = _instance_context(
         request, instance, overrides={prompt.pk: override}, focus_outcome=finished_now
     )
     if not request.htmx:
         return render(request, "console/instance.html", context, status=status)
     target = _focus(context, prompt, status, finished_now)
-    if instance.status != status_before or instance.status in (
-        InstanceStatus.CANCELLED,
-        InstanceStatus.EXPIRED,
-    ):
+    ended = instance.status in InstanceStatus.closed() and not instance.accepts_veto
+    if instance.status != status_before or ended:
         # The whole view changes: the outcome at the top, the headings, and forms that can no
         # longer apply (or, after a veto of a ready action, can again).
         response = render(request, "console/_instance_view.html", context, status=status)
@@ -238,26 +220,31 @@ CONFLICT_WORDS = {
     "instance_ready": "This action was already cleared to go ahead, so this was not recorded.",
     "instance_cancelled": "This action was cancelled, so nothing was recorded.",
     "instance_expired": "This action expired, so nothing was recorded.",
+    # The service's `prompt_<state>`: the prompt was settled before this answer arrived.
+    **{
+        f"prompt_{state}": f"This question is no longer open (it is {state}); nothing was recorded."
+        for state in PromptState
+        if state != PromptState.OPEN
+    },
 }
 
 
 def _conflict_message(exc: Conflict) -> str:
     if exc.code in CONFLICT_WORDS:
         return CONFLICT_WORDS[exc.code]
-    if exc.code.startswith("prompt_"):
-        return exc.detail.replace("This prompt", "This question")
     return exc.detail
 
 
 def _invalid_message(exc: InvalidInput, typed: dict[str, str]) -> str:
     """A refusal in plain words: the problem, never the name of the field it came from."""
-    if "value_confirmation" in exc.fields and typed.get("value_confirmation", "").strip():
-        return "The two values do not match. " + exc.fields["value_confirmation"][0]
     if "value_confirmation" in exc.fields:
-        return exc.fields["value_confirmation"][0] + "."
+        escalation = field_words(exc, "value_confirmation")[0]
+        if typed.get("value_confirmation", "").strip():
+            return "The two values do not match. " + escalation
+        return escalation
     if exc.code == "changed_value_confirmed":
         return exc.detail
-    for name, problems in exc.fields.items():
-        if problems:
-            return FIELD_NAMES.get(name, "") + plain_problem(problems[0])
+    for name in exc.fields:
+        if words := field_words(exc, name):
+            return FIELD_NAMES.get(name, "") + words[0]
     return exc.detail

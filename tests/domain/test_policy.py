@@ -154,8 +154,14 @@ def test_it_holds_s4_silent_only_for_cosmetic_or_a_current_user_answer() -> None
 
 # The table's own words: R4 and R6 show a pre-filled form; R0, R3, R5 a blank one; R1, R2 bind
 # silently; R7 lists an assumption. Checked against the rule each case actually took.
-PREFILLED_RULES = {Rule.R4, Rule.R6}
-BLOCKING_RULES = {Rule.R0, Rule.R3, Rule.R4, Rule.R5, Rule.R6}
+PREFILLED_RULES = {Rule.IRREVERSIBLE_NOT_FROM_USER, Rule.CARRIED_ANCHORED}
+BLOCKING_RULES = {
+    Rule.NO_BELIEF,
+    Rule.MONOTONIC_TYPED_AFRESH,
+    Rule.IRREVERSIBLE_NOT_FROM_USER,
+    Rule.CARRIED_UNANCHORED,
+    Rule.CARRIED_ANCHORED,
+}
 
 
 def test_it_prefills_and_blocks_exactly_where_the_rule_table_says() -> None:
@@ -201,9 +207,9 @@ def _facts(source: Source, *, carried: bool, world_ref: bool = False) -> BeliefF
 def test_it_routes_R0_no_belief_to_a_blank_ask() -> None:
     for risk in RiskClass:
         routing = route(risk, monotonic=False, belief=None)
-        assert (routing.route, routing.rule) == (Route.ASK, Rule.R0)
+        assert (routing.route, routing.rule) == (Route.ASK, Rule.NO_BELIEF)
         assert not routing.prefilled
-    assert route(RiskClass.COSMETIC, monotonic=False, belief=None).rule is Rule.R0
+    assert route(RiskClass.COSMETIC, monotonic=False, belief=None).rule is Rule.NO_BELIEF
 
 
 def test_it_routes_R1_cosmetic_silently_even_when_carried_from_a_tool() -> None:
@@ -212,14 +218,14 @@ def test_it_routes_R1_cosmetic_silently_even_when_carried_from_a_tool() -> None:
         monotonic=False,
         belief=_facts(Source.TOOL, carried=True, world_ref=False),
     )
-    assert (routing.route, routing.rule) == (Route.SILENT, Rule.R1)
+    assert (routing.route, routing.rule) == (Route.SILENT, Rule.COSMETIC)
 
 
 def test_it_routes_R2_a_current_user_answer_silently_even_when_irreversible() -> None:
     routing = route(
         RiskClass.IRREVERSIBLE, monotonic=True, belief=_facts(Source.USER, carried=False)
     )
-    assert (routing.route, routing.rule) == (Route.SILENT, Rule.R2)
+    assert (routing.route, routing.rule) == (Route.SILENT, Rule.ANSWERED_THIS_RUN)
 
 
 def test_it_routes_R3_monotonic_irreversible_to_ask_before_anything_else() -> None:
@@ -231,13 +237,13 @@ def test_it_routes_R3_monotonic_irreversible_to_ask_before_anything_else() -> No
             monotonic=True,
             belief=_facts(source, carried=carried, world_ref=world_ref),
         )
-        assert (routing.route, routing.rule) == (Route.ASK, Rule.R3)
+        assert (routing.route, routing.rule) == (Route.ASK, Rule.MONOTONIC_TYPED_AFRESH)
     carried_user = route(
         RiskClass.IRREVERSIBLE,
         monotonic=True,
         belief=_facts(Source.USER, carried=True, world_ref=True),
     )
-    assert (carried_user.route, carried_user.rule) == (Route.ASK, Rule.R3)
+    assert (carried_user.route, carried_user.rule) == (Route.ASK, Rule.MONOTONIC_TYPED_AFRESH)
     assert not carried_user.prefilled
 
 
@@ -245,7 +251,7 @@ def test_it_routes_R4_current_irreversible_from_a_tool_to_confirm() -> None:
     for source in (Source.TOOL, Source.INFERENCE, Source.DEFAULT):
         facts = _facts(source, carried=False)
         routing = route(RiskClass.IRREVERSIBLE, monotonic=False, belief=facts)
-        assert (routing.route, routing.rule) == (Route.CONFIRM, Rule.R4)
+        assert (routing.route, routing.rule) == (Route.CONFIRM, Rule.IRREVERSIBLE_NOT_FROM_USER)
         assert source.value in routing.reason
 
 
@@ -255,7 +261,7 @@ def test_it_routes_R5_carried_irreversible_without_world_ref_to_ask() -> None:
         monotonic=False,
         belief=_facts(Source.USER, carried=True, world_ref=False),
     )
-    assert (routing.route, routing.rule) == (Route.ASK, Rule.R5)
+    assert (routing.route, routing.rule) == (Route.ASK, Rule.CARRIED_UNANCHORED)
     assert not routing.prefilled
 
 
@@ -265,7 +271,7 @@ def test_it_routes_R6_carried_irreversible_with_world_ref_to_confirm() -> None:
         monotonic=False,
         belief=_facts(Source.USER, carried=True, world_ref=True),
     )
-    assert (routing.route, routing.rule) == (Route.CONFIRM, Rule.R6)
+    assert (routing.route, routing.rule) == (Route.CONFIRM, Rule.CARRIED_ANCHORED)
     assert routing.prefilled
 
 
@@ -276,7 +282,7 @@ def test_it_routes_R7_reversible_and_policy_to_surfaced() -> None:
         if source is Source.USER and not carried:
             continue  # R2 comes first
         routing = route(risk, monotonic=False, belief=_facts(source, carried=carried))
-        assert (routing.route, routing.rule) == (Route.SURFACED, Rule.R7)
+        assert (routing.route, routing.rule) == (Route.SURFACED, Rule.ASSUMPTION)
         assert not routing.blocking
 
 
