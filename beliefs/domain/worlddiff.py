@@ -27,9 +27,9 @@ class DiffEntry(NamedTuple):
     change: Change
 
     def to_dict(self) -> dict[str, Any]:
-        # Written out rather than `_asdict`: the values are only ever serialised. `_value_` is
-        # what the enum's `value` property reads, at a fraction of its cost.
-        return {"key": self.key, "old": self.old, "new": self.new, "change": self.change._value_}
+        # Written out rather than `_asdict`: the values are only ever serialised. A `Change` is
+        # a str enum, so it is its own value (and reads back as one from JSON).
+        return {"key": self.key, "old": self.old, "new": self.new, "change": self.change}
 
 
 _MISSING = object()

@@ -7,6 +7,7 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cache, lru_cache
 from typing import Any
 from uuid import UUID
@@ -496,19 +497,48 @@ def _uuid_text(value: UUID) -> str:
     return str(value)
 
 
+def belief_body(
+    id: int,
+    source: str,
+    recorded_via: str,
+    runtime: str | None,
+    instance: str,
+    run_number: int,
+    turn: int,
+    acquired_at: datetime,
+    carried: bool,
+    world_ref: Any,
+) -> dict[str, Any]:
+    """A belief as a plan item and a prompt show it, from plain values: the one builder of that
+    body. `runtime` is the name of its instance's runtime, `instance` that instance's id."""
+    return {
+        "id": id,
+        "source": source,
+        "recorded_via": recorded_via,
+        "runtime": runtime,
+        "instance": instance,
+        "run_number": run_number,
+        "turn": turn,
+        "acquired_at": acquired_at.isoformat(),
+        "carried": carried,
+        "world_ref": world_ref,
+    }
+
+
 def belief_summary(belief: Belief | None, carried: bool) -> dict[str, Any] | None:
+    """`belief_body` of a belief read with its instance and that instance's runtime."""
     if belief is None:
         return None
     runtime = belief.instance.runtime
-    return {
-        "id": belief.pk,
-        "source": belief.source,
-        "recorded_via": belief.recorded_via,
-        "runtime": runtime.name if runtime is not None else None,
-        "instance": _uuid_text(belief.instance_id),
-        "run_number": belief.instance.run_number,
-        "turn": belief.turn,
-        "acquired_at": belief.acquired_at.isoformat(),
-        "carried": carried,
-        "world_ref": belief.world_ref,
-    }
+    return belief_body(
+        belief.pk,
+        belief.source,
+        belief.recorded_via,
+        runtime.name if runtime is not None else None,
+        _uuid_text(belief.instance_id),
+        belief.instance.run_number,
+        belief.turn,
+        belief.acquired_at,
+        carried,
+        belief.world_ref,
+    )
