@@ -190,6 +190,7 @@ def prompt_body(
     responded_at: datetime | None,
     slot: str,
     label: str,
+    *,
     belief: dict[str, Any] | None,
 ) -> dict[str, Any]:
     """A prompt as the API shows it, from plain values: the one builder of that body, fed by a
@@ -493,7 +494,7 @@ def _prompt_row_body(row: list[Any]) -> dict[str, Any]:
             belief_instance != row[1],  # carried: of another instance than the prompt's
             belief_world_ref,
         )
-    return prompt_body(*row[:_OWN_PROMPT_COLUMNS], belief)
+    return prompt_body(*row[:_OWN_PROMPT_COLUMNS], belief=belief)
 
 
 @dataclass(frozen=True)
