@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from beliefs import services
 from beliefs.domain.policy import RiskClass
+from beliefs.domain.vocabulary import INSIGHTS_RUNS_SHOWN
 from beliefs.models import (
     Belief,
     BeliefStatus,
@@ -33,6 +34,7 @@ from beliefs.models import (
     TaskInstance,
 )
 from beliefs.selectors import beliefs as fast_beliefs
+from beliefs.selectors import insights as fast_insights
 from beliefs.selectors import instances as fast_instances
 from beliefs.selectors import reference
 from beliefs.selectors import runtimes as fast_runtimes
@@ -228,3 +230,47 @@ def test_the_key_read_answers_as_the_orm(db: None) -> None:
         assert _fields(fast.runtime) == _fields(slow.runtime)
     assert fast_runtimes.usable_runtime_key("nosuch") is None
     assert reference.usable_runtime_key("nosuch") is None
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_insights_reads_answer_as_the_orm(seed: int, alice: User) -> None:
+    rng = random.Random(seed)
+    classes = [TaskClass.objects.create(key=f"k{seed}-{i}", name="c") for i in range(3)]
+    now = timezone.now()
+    instances = [
+        TaskInstance.objects.create(
+            task_class=rng.choice(classes),
+            principal=User.objects.create(username=f"p{seed}-{i}"),  # runs of a class: one each
+            run_number=rng.randint(1, INSIGHTS_RUNS_SHOWN + 2),
+            planned_at=None if rng.random() < 0.2 else now - timedelta(seconds=i),
+            blocking_asked=rng.randint(0, 4),
+        )
+        for i in range(30)
+    ]
+    diffs: list[Any] = [
+        [],
+        [{"key": "a", "change": "unchanged"}],
+        [{"key": "a", "change": "added"}],
+    ]
+    diffs.append([{"key": "a"}])  # an entry without "change" counts as one
+    for i in range(60):
+        instance = rng.choice(instances)
+        shown = now - timedelta(seconds=rng.randint(0, 50), microseconds=rng.randint(0, 999999))
+        Prompt.objects.create(
+            instance=instance,
+            slot=Slot.objects.create(task_class=instance.task_class, key=f"s{i}", label="s"),
+            route=rng.choice(["CONFIRM", "ASK", "SURFACED"]),
+            rule="R1",
+            blocking=rng.random() < 0.8,
+            state=rng.choice([PromptState.ANSWERED] * 3 + [PromptState.OPEN]),
+            action=rng.choice(["confirm", "edit", "answer"]),
+            world_diff=rng.choice(diffs),
+            shown_at=None if rng.random() < 0.2 else shown,
+            responded_at=None
+            if rng.random() < 0.1
+            else shown + timedelta(seconds=rng.choice([0, 1, 3]), microseconds=i),
+        )
+    assert fast_insights.convergence() == reference.convergence()
+    fast, slow = fast_insights.fatigue(), reference.fatigue()
+    assert fast == slow
+    assert slow.confirms and slow.dwell_median_s is not None and slow.confirms_world_changed

@@ -14,6 +14,8 @@ over generated data. A fast read that changes changes here too, or that test fai
 | `selectors.beliefs.slot_rows`        | `slot_rows`            |
 | `selectors.beliefs.choose_beliefs_for` | `choose_beliefs_for` |
 | `selectors.beliefs.open_prompts_of`  | `open_prompts_of`      |
+| `selectors.insights.convergence`     | `convergence`          |
+| `selectors.insights.fatigue`         | `fatigue`              |
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from uuid import UUID
 from django.utils import timezone
 
 from beliefs.domain.policy import RiskClass
+from beliefs.domain.vocabulary import INSIGHTS_RUNS_SHOWN
 from beliefs.models import (
     Belief,
     BeliefStatus,
@@ -38,6 +41,13 @@ from beliefs.models import (
 )
 from beliefs.selectors.access import Owner, owned_instance
 from beliefs.selectors.beliefs import HistoryPool, SlotRow, history_pool
+from beliefs.selectors.insights import (
+    WINDOW,
+    Convergence,
+    Fatigue,
+    convergence_of,
+    fatigue_of,
+)
 from beliefs.selectors.instances import InstanceRead, instance_payload
 
 
@@ -140,4 +150,34 @@ def open_prompts_of(instance: TaskInstance) -> list[Prompt]:
     """The instance's open prompts, by id."""
     return list(
         Prompt.objects.filter(instance_id=instance.pk, state=PromptState.OPEN).order_by("id")
+    )
+
+
+def convergence() -> list[Convergence]:
+    """Instances and their blocking prompts per (task class, run) over the latest WINDOW
+    planned instances of the first runs."""
+    window = (
+        TaskInstance.objects.filter(planned_at__isnull=False, run_number__lte=INSIGHTS_RUNS_SHOWN)
+        .order_by("-planned_at")
+        .values_list("task_class_id", "run_number", "blocking_asked")[:WINDOW]
+    )
+    totals: dict[tuple[int, int], tuple[int, int]] = {}
+    for task_class_id, run_number, asked in window:
+        instances, prompts = totals.get((task_class_id, run_number), (0, 0))
+        totals[(task_class_id, run_number)] = (instances + 1, prompts + asked)
+    return convergence_of(totals)
+
+
+def _world_changed(diff: Any) -> bool:
+    """An entry of the diff is anything but unchanged (one without "change" counts)."""
+    return any(not isinstance(e, dict) or e.get("change") != "unchanged" for e in diff or [])
+
+
+def fatigue() -> Fatigue:
+    """Over the latest WINDOW answered blocking prompts."""
+    latest = Prompt.objects.filter(
+        blocking=True, state=PromptState.ANSWERED, responded_at__isnull=False
+    ).order_by("-responded_at")[:WINDOW]
+    return fatigue_of(
+        (p.dwell_seconds, p.route, p.action, _world_changed(p.world_diff)) for p in latest
     )
