@@ -206,13 +206,19 @@ def current_plan(
 
 @dataclasses.dataclass(frozen=True)
 class PlanResult:
-    """What planning answers with: the instance as it now is, its plan's items, and their
+    """What planning answers with: the instance as it now is, its plan's `items`, and their
     canonical JSON where planning has just encoded them (for their digest), so that the plan's
     answer writes that text instead of encoding the items again (None: not encoded here)."""
 
     instance: TaskInstance
-    items: list[dict[str, Any]]
     text: str | None = None
+
+    @property
+    def items(self) -> list[dict[str, Any]]:
+        """The plan's items, one per slot: the instance's (read on first use where planning
+        left the stored plan unread, as for a ready instance)."""
+        items: list[dict[str, Any]] = self.instance.plan_items
+        return items
 
 
 def plan_locked(
@@ -251,8 +257,8 @@ def plan_locked(
     text = canonical_json(items)
     plan_digest = text_digest(text)
     unchanged = not changes and _is_current(instance, plan_digest, status)
+    instance.plan_items = items  # unchanged: the stored plan, as planning made it again
     if not unchanged:
-        instance.plan_items = items
         instance.plan_digest = plan_digest
         instance.planned_at = now
         instance.status, instance.bindings, instance.bindings_digest = status, bindings, digest
@@ -289,7 +295,7 @@ def plan_locked(
             },
         )
     instance_status_changed(instance, status_before)
-    return PlanResult(instance, items, text)
+    return PlanResult(instance, text)
 
 
 def plan_item(state: SlotState, prompt: Prompt | None) -> dict[str, Any]:
@@ -340,14 +346,14 @@ def _plan(actor: Actor, pk: Any, runtime_id: int | None = None) -> PlanResult:
     # a first plan, any change, an expiry due and a closed instance all take the locked path.
     instance, open_prompts = instance_with_open_prompts(pk=pk, runtime_id=runtime_id, lock=False)
     if instance.status == InstanceStatus.READY:
-        return PlanResult(instance, instance.plan_items)
+        return PlanResult(instance)
     if instance.is_open and instance.planned_at is not None:
         due = any_overdue(open_prompts, timezone.now())
         current = None if due else current_plan(instance, open_prompts)
         if current is not None:
             # The stored plan, by its digest: not read.
             instance.plan_items, text = current
-            return PlanResult(instance, instance.plan_items, text)
+            return PlanResult(instance, text)
     return _plan_under_lock(actor, pk, runtime_id)
 
 
@@ -356,7 +362,7 @@ def _plan_under_lock(actor: Actor, pk: Any, runtime_id: int | None) -> PlanResul
     with transaction.atomic():
         instance, open_prompts = instance_with_open_prompts(pk=pk, runtime_id=runtime_id, lock=True)
         expire_locked_if_due(instance, timezone.now(), open_prompts)
-        result = PlanResult(instance, instance.plan_items)
+        result = PlanResult(instance)
         if instance.is_open:
             result = plan_locked(instance, actor, open_prompts)
     # After the commit, so that an expiry found above is recorded even though planning is
