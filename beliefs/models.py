@@ -240,9 +240,6 @@ class TaskInstance(models.Model):
     # `json_digest` of plan_items, written with them: planning again tells whether the plan it
     # would make is the stored one by this digest, without reading the stored plan.
     plan_digest = models.CharField(max_length=64, blank=True, default="", db_default="")
-    # Not a column: the canonical JSON of plan_items, set where planning has just encoded them
-    # for their digest, so that the plan's answer writes that text instead of encoding it again.
-    plan_json: str | None = None
     bindings = models.JSONField(null=True, blank=True)
     bindings_digest = models.CharField(max_length=64, blank=True)
     # The signed receipt of the last time it became ready (revoked if it no longer is).

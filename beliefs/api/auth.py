@@ -58,7 +58,7 @@ class RuntimeKeyAuthentication(authentication.BaseAuthentication):
         key = key.strip()
         if not key:
             raise exceptions.AuthenticationFailed("Api-Key header without a key.")
-        # As `RuntimeAPIKey.objects.get_from_key`, in one fixed query with the key's runtime.
+        # As `RuntimeAPIKey.objects.get_from_key`, in one query with the key's runtime.
         prefix, _, _ = key.partition(".")
         api_key = usable_runtime_key(prefix)
         if api_key is None or not api_key.is_valid(key):

@@ -405,12 +405,12 @@ class PlanApi(APIView):
         ),
     )
     def post(self, request: Request, instance_id: str) -> HttpResponse:
-        instance = services.instance_plan_for_runtime(
+        planned = services.instance_plan_for_runtime(
             instance_id=instance_id, key=runtime_key(request)
         )
-        payload = selectors.plan_payload(instance)
-        # Planning encoded the plan for its digest: the answer writes that text.
-        encoded = {"items": instance.plan_json} if instance.plan_json is not None else None
+        payload = selectors.plan_payload(planned.instance, planned.items)
+        # Where planning encoded the plan for its digest, the answer writes that text.
+        encoded = {"items": planned.text} if planned.text is not None else None
         return json_response(request, payload, encoded)
 
 

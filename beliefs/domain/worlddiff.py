@@ -27,9 +27,9 @@ class DiffEntry(NamedTuple):
     change: Change
 
     def to_dict(self) -> dict[str, Any]:
-        # Written out rather than `_asdict`: the values are only ever serialised. `str` of a
-        # StrEnum member is its value, without the `value` property's descriptor lookup.
-        return {"key": self.key, "old": self.old, "new": self.new, "change": str(self.change)}
+        # Written out rather than `_asdict`: the values are only ever serialised. A `Change` is
+        # a str enum, so it is its own value (and reads back as one from JSON).
+        return {"key": self.key, "old": self.old, "new": self.new, "change": self.change}
 
 
 _MISSING = object()

@@ -6,20 +6,26 @@ each lives in the module named beside it.
 
 from __future__ import annotations
 
+from beliefs.selectors.access import Owner, owned_instance, owned_prompt
 from beliefs.selectors.beliefs import (
     SlotState,
+    belief_body,
     belief_summary,
     choose_beliefs,
     slot_effective_risk,
     slot_states,
 )
 from beliefs.selectors.instances import (
+    fresh_prompt,
     inbox_instances,
+    instance_body,
     instance_payload,
     instance_prompts,
     instance_read,
+    instance_to_plan,
     open_prompts,
     plan_payload,
+    prompt_body,
     prompt_detail,
     prompts_for_user,
     share_payload,
@@ -30,15 +36,23 @@ from beliefs.selectors.instances import (
 )
 
 __all__ = [
+    "Owner",
     "SlotState",
+    "belief_body",
     "belief_summary",
     "choose_beliefs",
+    "fresh_prompt",
     "inbox_instances",
+    "instance_body",
     "instance_payload",
     "instance_prompts",
     "instance_read",
+    "instance_to_plan",
     "open_prompts",
+    "owned_instance",
+    "owned_prompt",
     "plan_payload",
+    "prompt_body",
     "prompt_detail",
     "prompts_for_user",
     "share_payload",

@@ -7,6 +7,7 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cache, lru_cache
 from typing import Any
 from uuid import UUID
@@ -258,7 +259,7 @@ def choose_beliefs_for(
     A window function would rank, so read, every earlier belief; a stored pointer to the newest
     belief would have to be kept right by every write that changes a belief's status. The query
     is fixed SQL: planning runs it on every request, and the ORM took longer to build it than
-    the database to answer it.
+    the database to answer it (`reference.choose_beliefs_for` is the same rule through the ORM).
     """
     slot_ids = [s.pk for s in slots]
     chosen: dict[UUID, dict[int, tuple[Belief, bool]]] = {i.pk: {} for i in instances}
@@ -387,7 +388,7 @@ class SlotRow:
 def slot_rows(instance: TaskInstance) -> list[SlotRow]:
     """Every slot of the instance's action, in order, with the decisions it feeds and the
     belief it binds (the rule of `_pick_sql`): one query of fixed SQL, which planning runs on
-    every request."""
+    every request (`reference.slot_rows` is the same read through the ORM)."""
     found = rows.fetch(
         _slot_rows_sql(rows.vendor()),
         [
@@ -445,7 +446,8 @@ def _open_prompts_sql() -> str:
 
 def open_prompts_of(instance: TaskInstance) -> list[Prompt]:
     """The instance's open prompts (at most one per slot), read with fixed SQL, with
-    `_OPEN_PROMPT_COLUMNS` loaded (any other column is read on first use)."""
+    `_OPEN_PROMPT_COLUMNS` loaded (any other column is read on first use);
+    `reference.open_prompts_of` is the same read through the ORM."""
     found = rows.fetch(
         _open_prompts_sql(),
         [rows.prepare(Prompt, "instance", instance.pk), PromptState.OPEN],
@@ -496,19 +498,48 @@ def _uuid_text(value: UUID) -> str:
     return str(value)
 
 
+def belief_body(
+    id: int,
+    source: str,
+    recorded_via: str,
+    runtime: str | None,
+    instance: str,
+    run_number: int,
+    turn: int,
+    acquired_at: datetime,
+    carried: bool,
+    world_ref: Any,
+) -> dict[str, Any]:
+    """A belief as a plan item and a prompt show it, from plain values: the one builder of that
+    body. `runtime` is the name of its instance's runtime, `instance` that instance's id."""
+    return {
+        "id": id,
+        "source": source,
+        "recorded_via": recorded_via,
+        "runtime": runtime,
+        "instance": instance,
+        "run_number": run_number,
+        "turn": turn,
+        "acquired_at": acquired_at.isoformat(),
+        "carried": carried,
+        "world_ref": world_ref,
+    }
+
+
 def belief_summary(belief: Belief | None, carried: bool) -> dict[str, Any] | None:
+    """`belief_body` of a belief read with its instance and that instance's runtime."""
     if belief is None:
         return None
     runtime = belief.instance.runtime
-    return {
-        "id": belief.pk,
-        "source": belief.source,
-        "recorded_via": belief.recorded_via,
-        "runtime": runtime.name if runtime is not None else None,
-        "instance": _uuid_text(belief.instance_id),
-        "run_number": belief.instance.run_number,
-        "turn": belief.turn,
-        "acquired_at": belief.acquired_at.isoformat(),
-        "carried": carried,
-        "world_ref": belief.world_ref,
-    }
+    return belief_body(
+        belief.pk,
+        belief.source,
+        belief.recorded_via,
+        runtime.name if runtime is not None else None,
+        _uuid_text(belief.instance_id),
+        belief.instance.run_number,
+        belief.turn,
+        belief.acquired_at,
+        carried,
+        belief.world_ref,
+    )

@@ -14,9 +14,11 @@ several times the queries themselves.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from statistics import median
+from typing import Any
 
 from django.db import connection
 
@@ -95,11 +97,16 @@ def convergence() -> list[Convergence]:
     """Blocking prompts per instance, by run number, for every task class (two queries).
 
     Each instance brings the count of its blocking prompts that planning keeps on it, so no
-    prompt is read.
+    prompt is read. Fixed SQL; `reference.convergence` is the same read through the ORM.
     """
     with connection.cursor() as cursor:
         cursor.execute(_convergence_sql(), [WINDOW])
         totals = {(tc, run): (int(n), int(asked)) for tc, run, n, asked in cursor.fetchall()}
+    return convergence_of(totals)
+
+
+def convergence_of(totals: dict[tuple[int, int], tuple[int, int]]) -> list[Convergence]:
+    """`convergence` from (task class id, run number) -> (instances, their blocking prompts)."""
     by_class: dict[int, list[RunPoint]] = {}
     for (task_class_id, run_number), (instances, prompts) in sorted(totals.items()):
         by_class.setdefault(task_class_id, []).append(
@@ -168,10 +175,17 @@ def _fatigue_sql(vendor: str) -> str:
 
 
 def fatigue() -> Fatigue:
-    """Dwell times and how often confirmations keep the old value (one query)."""
+    """Dwell times and how often confirmations keep the old value (one query of fixed SQL;
+    `reference.fatigue` is the same read through the ORM)."""
     with connection.cursor() as cursor:
         cursor.execute(_fatigue_sql(connection.vendor), [PromptState.ANSWERED, WINDOW])
         latest = cursor.fetchall()
+    return fatigue_of(latest)
+
+
+def fatigue_of(latest: Iterable[tuple[float | None, str, str, Any]]) -> Fatigue:
+    """`fatigue` from the window's answered blocking prompts, each as (seconds from shown to
+    answered or None, route, action, whether its world diff showed a change)."""
     answered = 0
     dwell: list[float] = []
     confirms = unchanged = changed_total = changed_kept = 0
@@ -179,7 +193,7 @@ def fatigue() -> Fatigue:
         answered += 1
         if seconds is not None:  # NULL when it was never shown
             dwell.append(float(seconds))
-        if route != Route.CONFIRM.value:
+        if route != Route.CONFIRM:
             continue
         confirms += 1
         kept = action == "confirm"

@@ -10,6 +10,7 @@ from typing import Any
 from uuid import UUID
 
 from django.contrib.auth.models import User
+from django.db import connection
 from django.db.models import Count, Model, Q, QuerySet
 from django.utils import timezone
 
@@ -30,7 +31,13 @@ from beliefs.models import (
     is_overdue,
 )
 from beliefs.selectors import rows
-from beliefs.selectors.beliefs import belief_summary, slot_effective_risk, with_light_instance
+from beliefs.selectors.access import Owner
+from beliefs.selectors.beliefs import (
+    belief_body,
+    belief_summary,
+    slot_effective_risk,
+    with_light_instance,
+)
 
 
 def _instances() -> QuerySet[TaskInstance]:
@@ -50,7 +57,8 @@ def open_prompts(instance: TaskInstance) -> list[Prompt]:
 
 
 def prompts_for_user(user: User, state: str | None = None) -> QuerySet[Prompt]:
-    qs: QuerySet[Prompt] = Prompt.objects.filter(instance__principal=user).select_related(
+    mine = Owner.of(principal_id=user.pk).q("instance__")
+    qs: QuerySet[Prompt] = Prompt.objects.filter(mine).select_related(
         "slot", "instance__task_class", "belief", "belief__instance__runtime"
     )
     qs = with_light_instance(with_light_instance(qs, "instance"), "belief__instance")
@@ -158,72 +166,189 @@ def shares_payload(task_class: TaskClass) -> dict[str, Any]:
     }
 
 
-def prompt_detail(prompt: Prompt) -> dict[str, Any]:
-    """A prompt as the API shows it; needs slot and belief__instance selected."""
-    belief = prompt.belief
+def prompt_body(
+    id: int,
+    instance: UUID,
+    route: str,
+    rule: str,
+    reason: str,
+    effective_risk: str,
+    risk_reason: str,
+    blocking: bool,
+    state: str,
+    version: int,
+    prefill: Any,
+    context_value: Any,
+    world_ref: Any,
+    world_now: Any,
+    world_diff: Any,
+    action: str,
+    response_value: Any,
+    response_reason: str,
+    expires_at: datetime | None,
+    shown_at: datetime | None,
+    responded_at: datetime | None,
+    slot: str,
+    label: str,
+    *,
+    belief: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """A prompt as the API shows it, from plain values: the one builder of that body, fed by a
+    model (`prompt_detail`) or by a row of the instance read (its columns in this order).
+    `instance` is its instance's id, `slot` and `label` its slot's, `belief` the
+    `belief_body` of its belief (None: none)."""
     return {
-        "id": prompt.pk,
-        "instance": str(prompt.instance_id),
-        "slot": prompt.slot.key,
-        "label": prompt.slot.label,
-        "route": prompt.route,
-        "rule": prompt.rule,
-        "reason": prompt.reason,
-        "effective_risk": prompt.effective_risk,
-        "risk_reason": prompt.risk_reason,
-        "blocking": prompt.blocking,
-        "state": prompt.state,
-        "version": prompt.version,
-        "prefill": prompt.prefill,
-        "context_value": prompt.context_value,
-        "belief": belief_summary(belief, carried=prompt.carried),
-        "world_ref": prompt.world_ref,
-        "world_now": prompt.world_now,
-        "world_diff": prompt.world_diff,
-        "action": prompt.action or None,
-        "response_value": prompt.response_value,
-        "reason_given": prompt.response_reason or None,
-        "expires_at": prompt.expires_at.isoformat() if prompt.expires_at else None,
-        "shown_at": prompt.shown_at.isoformat() if prompt.shown_at else None,
-        "responded_at": prompt.responded_at.isoformat() if prompt.responded_at else None,
+        "id": id,
+        "instance": str(instance),
+        "slot": slot,
+        "label": label,
+        "route": route,
+        "rule": rule,
+        "reason": reason,
+        "effective_risk": effective_risk,
+        "risk_reason": risk_reason,
+        "blocking": blocking,
+        "state": state,
+        "version": version,
+        "prefill": prefill,
+        "context_value": context_value,
+        "belief": belief,
+        "world_ref": world_ref,
+        "world_now": world_now,
+        "world_diff": world_diff,
+        "action": action or None,
+        "response_value": response_value,
+        "reason_given": response_reason or None,
+        "expires_at": _iso(expires_at),
+        "shown_at": _iso(shown_at),
+        "responded_at": _iso(responded_at),
     }
 
 
-def _receipt_fields(token: str | None, state: str | None) -> dict[str, Any]:
-    """The instance read's receipt: the token only while it can be used."""
-    return {"receipt": token if state == "valid" else None, "receipt_state": state}
+def _prompt_body_of(prompt: Prompt, belief: dict[str, Any] | None) -> dict[str, Any]:
+    return prompt_body(
+        id=prompt.pk,
+        instance=prompt.instance_id,
+        route=prompt.route,
+        rule=prompt.rule,
+        reason=prompt.reason,
+        effective_risk=prompt.effective_risk,
+        risk_reason=prompt.risk_reason,
+        blocking=prompt.blocking,
+        state=prompt.state,
+        version=prompt.version,
+        prefill=prompt.prefill,
+        context_value=prompt.context_value,
+        world_ref=prompt.world_ref,
+        world_now=prompt.world_now,
+        world_diff=prompt.world_diff,
+        action=prompt.action,
+        response_value=prompt.response_value,
+        response_reason=prompt.response_reason,
+        expires_at=prompt.expires_at,
+        shown_at=prompt.shown_at,
+        responded_at=prompt.responded_at,
+        slot=prompt.slot.key,
+        label=prompt.slot.label,
+        belief=belief,
+    )
+
+
+def prompt_detail(prompt: Prompt) -> dict[str, Any]:
+    """A prompt as the API shows it; needs slot and belief__instance selected."""
+    return _prompt_body_of(prompt, belief_summary(prompt.belief, carried=prompt.carried))
+
+
+# What a refused answer shows of the prompt, fresh: what a new answer needs.
+FRESH_PROMPT_FIELDS = (
+    "id", "slot", "route", "rule", "version", "state", "blocking", "prefill", "world_diff"
+)  # fmt: skip
+
+
+def fresh_prompt(prompt: Prompt) -> dict[str, Any]:
+    """The fresh form of a prompt, for a refused response to show: `FRESH_PROMPT_FIELDS` of
+    its body (its belief, not among them, is not read). Needs slot selected."""
+    body = _prompt_body_of(prompt, belief=None)
+    return {name: body[name] for name in FRESH_PROMPT_FIELDS}
+
+
+def instance_body(
+    *,
+    id: UUID,
+    task_class: str,
+    principal: str,
+    run_number: int,
+    slots: Any,
+    status: str,
+    status_reason: str,
+    world: Any,
+    bindings: Any,
+    bindings_digest: str,
+    receipt: str | None,
+    receipt_state: str | None,
+    plan: Any,
+    prompts: list[dict[str, Any]],
+    planned_at: datetime | None,
+    created_at: datetime,
+    updated_at: datetime,
+) -> dict[str, Any]:
+    """An instance as the API shows it, from plain values: the one builder of that body, fed by
+    models (`instance_payload`) or by the instance read's rows. `task_class` is its class's
+    key, `principal` its person's username, `receipt` its receipt's token (shown only while
+    `receipt_state` is "valid"), `prompts` each prompt's `prompt_body`, in order."""
+    blocking = sum(1 for p in prompts if is_blocking_open(p["state"], p["blocking"]))
+    return {
+        "id": str(id),
+        "task_class": task_class,
+        "principal": principal,
+        "run_number": run_number,
+        "slots": slots,
+        "status": status,
+        "status_reason": status_reason or None,
+        "blocking": blocking,
+        "world": world,
+        "bindings": bindings,
+        "bindings_digest": bindings_digest or None,
+        "receipt": receipt if receipt_state == "valid" else None,
+        "receipt_state": receipt_state,
+        "plan": plan,
+        "prompts": prompts,
+        "planned_at": _iso(planned_at),
+        "created_at": created_at.isoformat(),
+        "updated_at": updated_at.isoformat(),
+    }
 
 
 def instance_payload(instance: TaskInstance) -> dict[str, Any]:
-    prompts = instance_prompts(instance)
-    blocking = sum(1 for p in prompts if p.is_blocking_open)
+    prompts = [prompt_detail(p) for p in instance_prompts(instance)]
     receipt = instance.receipt
-    state = receipt.state(timezone.now()) if receipt is not None else None
-    return {
-        "id": str(instance.pk),
-        "task_class": instance.task_class.key,
-        "principal": instance.principal.get_username(),
-        "run_number": instance.run_number,
-        "slots": instance.action_slots,
-        "status": instance.status,
-        "status_reason": instance.status_reason or None,
-        "blocking": blocking,
-        "world": instance.world,
-        "bindings": instance.bindings,
-        "bindings_digest": instance.bindings_digest or None,
-        **_receipt_fields(receipt.token if receipt is not None else None, state),
-        "plan": instance.plan_items,
-        "prompts": [prompt_detail(p) for p in prompts],
-        "planned_at": instance.planned_at.isoformat() if instance.planned_at else None,
-        "created_at": instance.created_at.isoformat(),
-        "updated_at": instance.updated_at.isoformat(),
-    }
+    return instance_body(
+        id=instance.pk,
+        task_class=instance.task_class.key,
+        principal=instance.principal.get_username(),
+        run_number=instance.run_number,
+        slots=instance.action_slots,
+        status=instance.status,
+        status_reason=instance.status_reason,
+        world=instance.world,
+        bindings=instance.bindings,
+        bindings_digest=instance.bindings_digest,
+        receipt=receipt.token if receipt is not None else None,
+        receipt_state=receipt.state(timezone.now()) if receipt is not None else None,
+        plan=instance.plan_items,
+        prompts=prompts,
+        planned_at=instance.planned_at,
+        created_at=instance.created_at,
+        updated_at=instance.updated_at,
+    )
 
 
-def plan_payload(instance: TaskInstance) -> dict[str, Any]:
+def plan_payload(instance: TaskInstance, items: list[dict[str, Any]]) -> dict[str, Any]:
+    """The answer to a plan: the instance (`id`; `instance` too, its earlier name) and the
+    plan's `items`, as planning made them."""
     blocking = sum(
         1
-        for item in instance.plan_items
+        for item in items
         if item["prompt"] and is_blocking_open(item["prompt"]["state"], item["prompt"]["blocking"])
     )
     return {
@@ -234,7 +359,7 @@ def plan_payload(instance: TaskInstance) -> dict[str, Any]:
         "blocking": blocking,
         "bindings": instance.bindings,
         "bindings_digest": instance.bindings_digest or None,
-        "items": instance.plan_items,
+        "items": items,
     }
 
 
@@ -274,7 +399,7 @@ _INSTANCE_COLUMNS: tuple[tuple[type[Model], str], ...] = (
 _PROMPT_COLUMNS: tuple[tuple[type[Model], str], ...] = (
     *(
         (Prompt, name)
-        for name in [  # in the order `_prompt_row_detail` unpacks them
+        for name in [  # in the order of `prompt_body`'s parameters
             "id", "instance_id", "route", "rule", "reason", "effective_risk", "risk_reason",
             "blocking", "state", "version", "prefill", "context_value", "world_ref", "world_now",
             "world_diff", "action", "response_value", "response_reason", "expires_at",
@@ -298,6 +423,7 @@ _EXPIRES_AT = _PROMPT_COLUMNS.index((Prompt, "expires_at"))
 
 @cache
 def _instance_sql(owner: str) -> str:
+    """`owner`: the `Owner.sql` condition the instance must meet."""
     instance = rows.column  # of the instance's own table, the one the WHERE names
     return (
         "SELECT "
@@ -309,7 +435,7 @@ def _instance_sql(owner: str) -> str:
         + f" ON {rows.column(User, 'id')} = {instance(TaskInstance, 'principal')}"
         + f" LEFT OUTER JOIN {rows.table(Receipt)}"
         + f" ON {rows.column(Receipt, 'jti')} = {instance(TaskInstance, 'receipt')}"
-        + f" WHERE {instance(TaskInstance, 'id')} = %s AND {instance(TaskInstance, owner)} = %s"
+        + f" WHERE {instance(TaskInstance, 'id')} = %s AND {owner}"
     )
 
 
@@ -343,55 +469,30 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
-def _prompt_row_detail(row: list[Any]) -> dict[str, Any]:
+_OWN_PROMPT_COLUMNS = _PROMPT_COLUMNS.index((Belief, "id"))
+
+
+def _prompt_row_body(row: list[Any]) -> dict[str, Any]:
     """`prompt_detail` of one row of `_prompts_sql`."""
     (
-        pk, instance_id, route, rule, reason, effective_risk, risk_reason, blocking, state,
-        version, prefill, context_value, world_ref, world_now, world_diff, action,
-        response_value, response_reason, expires_at, shown_at, responded_at, slot_key,
-        slot_label, belief_id, source, recorded_via, belief_instance, turn, acquired_at,
-        belief_world_ref, run_number, runtime_name,
-    ) = row  # fmt: skip
+        belief_id, source, recorded_via, belief_instance, turn, acquired_at, belief_world_ref,
+        run_number, runtime_name,
+    ) = row[_OWN_PROMPT_COLUMNS:]  # fmt: skip
     belief = None
     if belief_id is not None:
-        belief = {
-            "id": belief_id,
-            "source": source,
-            "recorded_via": recorded_via,
-            "runtime": runtime_name,
-            "instance": str(belief_instance),
-            "run_number": run_number,
-            "turn": turn,
-            "acquired_at": acquired_at.isoformat(),
-            "carried": belief_instance != instance_id,
-            "world_ref": belief_world_ref,
-        }
-    return {
-        "id": pk,
-        "instance": str(instance_id),
-        "slot": slot_key,
-        "label": slot_label,
-        "route": route,
-        "rule": rule,
-        "reason": reason,
-        "effective_risk": effective_risk,
-        "risk_reason": risk_reason,
-        "blocking": blocking,
-        "state": state,
-        "version": version,
-        "prefill": prefill,
-        "context_value": context_value,
-        "belief": belief,
-        "world_ref": world_ref,
-        "world_now": world_now,
-        "world_diff": world_diff,
-        "action": action or None,
-        "response_value": response_value,
-        "reason_given": response_reason or None,
-        "expires_at": _iso(expires_at),
-        "shown_at": _iso(shown_at),
-        "responded_at": _iso(responded_at),
-    }
+        belief = belief_body(
+            belief_id,
+            source,
+            recorded_via,
+            runtime_name,
+            str(belief_instance),
+            run_number,
+            turn,
+            acquired_at,
+            belief_instance != row[1],  # carried: of another instance than the prompt's
+            belief_world_ref,
+        )
+    return prompt_body(*row[:_OWN_PROMPT_COLUMNS], belief=belief)
 
 
 @dataclass(frozen=True)
@@ -406,15 +507,12 @@ def instance_read(
     instance_id: UUID, *, runtime_id: int | None = None, principal_id: int | None = None
 ) -> InstanceRead | None:
     """`instance_payload` of the instance if this runtime opened it, or if this person is its
-    principal (exactly one of the two); None for anyone else or no such instance."""
-    if (runtime_id is None) == (principal_id is None):
-        raise ValueError("give exactly one of runtime_id and principal_id")
-    owner, owner_id = (
-        ("runtime", runtime_id) if runtime_id is not None else ("principal", principal_id)
-    )
+    principal (exactly one of the two: `Owner.of`); None for anyone else or no such instance.
+    Two queries of fixed SQL; `reference.instance_read` is the same read through the ORM."""
+    owner = Owner.of(runtime_id=runtime_id, principal_id=principal_id)
     found = rows.fetch(
-        _instance_sql(owner),
-        [rows.prepare(TaskInstance, "id", instance_id), owner_id],
+        _instance_sql(owner.sql()),
+        [rows.prepare(TaskInstance, "id", instance_id), owner.id],
         _INSTANCE_COLUMNS,
     )
     if not found:
@@ -427,35 +525,97 @@ def instance_read(
     prompt_rows = rows.fetch(
         _prompts_sql(), [rows.prepare(Prompt, "instance", pk)], _PROMPT_COLUMNS
     )
-    prompts = [_prompt_row_detail(row) for row in prompt_rows]
+    prompts = [_prompt_row_body(row) for row in prompt_rows]
     now = timezone.now()
     due = status == InstanceStatus.AWAITING_USER and any(
         is_overdue(p["state"], p["blocking"], row[_EXPIRES_AT], now)
         for p, row in zip(prompts, prompt_rows, strict=True)
     )
-    blocking = sum(1 for p in prompts if is_blocking_open(p["state"], p["blocking"]))
     state = None
     if token is not None:
         state = Receipt(
             expires_at=receipt_expires, revoked_at=revoked_at, redeemed_at=redeemed_at
         ).state(now)
-    payload = {
-        "id": str(pk),
-        "task_class": task_class_key,
-        "principal": username,
-        "run_number": run_number,
-        "slots": slots,
-        "status": status,
-        "status_reason": status_reason or None,
-        "blocking": blocking,
-        "world": world,
-        "bindings": bindings,
-        "bindings_digest": digest or None,
-        **_receipt_fields(token, state),
-        "plan": plan_items,
-        "prompts": prompts,
-        "planned_at": _iso(planned_at),
-        "created_at": created_at.isoformat(),
-        "updated_at": updated_at.isoformat(),
-    }
+    payload = instance_body(
+        id=pk,
+        task_class=task_class_key,
+        principal=username,
+        run_number=run_number,
+        slots=slots,
+        status=status,
+        status_reason=status_reason,
+        world=world,
+        bindings=bindings,
+        bindings_digest=digest,
+        receipt=token,
+        receipt_state=state,
+        plan=plan_items,
+        prompts=prompts,
+        planned_at=planned_at,
+        created_at=created_at,
+        updated_at=updated_at,
+    )
     return InstanceRead(payload=payload, expiry_due=due)
+
+
+# --- the instance planning reads ----------------------------------------------------------
+#
+# Planning reads its instance on every request: unlocked (the commonest plan, which changes
+# nothing, needs no lock) and, to write, under the lock every writer of an instance takes.
+
+# Under the lock, the instance comes with its task class and principal. Unlocked, it comes
+# alone and without its stored plan: its task class and principal are for the writes that
+# only happen under the lock, and the stored plan is compared by its digest (either is read on
+# first use, should anything ask).
+_LOCKED_COLUMNS = (*rows.concrete(TaskInstance), *rows.concrete(TaskClass), *rows.concrete(User))
+_UNLOCKED_COLUMNS = tuple(c for c in rows.concrete(TaskInstance) if c[1] != "plan_items")
+
+
+@cache
+def _planned_sql(owner: str | None, lock: bool) -> str:
+    col = rows.column
+    columns = [col(m, n) for m, n in (_LOCKED_COLUMNS if lock else _UNLOCKED_COLUMNS)]
+    sql = f"SELECT {', '.join(columns)} FROM {rows.table(TaskInstance)}"
+    if lock:
+        sql += (
+            f" INNER JOIN {rows.table(TaskClass)}"
+            f" ON {col(TaskClass, 'id')} = {col(TaskInstance, 'task_class')}"
+            f" INNER JOIN {rows.table(User)}"
+            f" ON {col(User, 'id')} = {col(TaskInstance, 'principal')}"
+        )
+    sql += f" WHERE {col(TaskInstance, 'id')} = %s"
+    if owner is not None:
+        sql += f" AND {owner}"
+    if lock and connection.features.has_select_for_update:
+        # As `select_for_update(of=("self",), no_key=True)` writes it.
+        sql += f" FOR NO KEY UPDATE OF {rows.table(TaskInstance)}"
+    return sql
+
+
+def instance_to_plan(pk: Any, *, runtime_id: int | None, lock: bool) -> TaskInstance | None:
+    """The instance (only if `runtime_id`'s runtime opened it, when given), None when there is
+    none. With `lock`, under a row lock so concurrent writers queue, with its task class and
+    principal; without, alone and without its stored plan (`plan_items` is read on first
+    use). One query of fixed SQL; `reference.instance_to_plan` is the same read through the
+    ORM.
+
+    Only the instance's own row is locked (`of`): the joined task class and principal are read,
+    not locked, so a writer never holds a user or task-class row that an open waits for. No key
+    update: inserts that refer to the instance (prompts, beliefs) need only a key share.
+    """
+    owner = Owner.of(runtime_id=runtime_id) if runtime_id is not None else None
+    params: list[Any] = [rows.prepare(TaskInstance, "id", pk)]
+    if owner is not None:
+        params.append(owner.id)
+    columns = _LOCKED_COLUMNS if lock else _UNLOCKED_COLUMNS
+    found = rows.fetch(_planned_sql(owner.sql() if owner else None, lock), params, columns)
+    if not found:
+        return None
+    values = found[0]
+    if not lock:
+        return rows.instance_of(TaskInstance, values, [name for _, name in _UNLOCKED_COLUMNS])
+    instances, classes = len(rows.concrete(TaskInstance)), len(rows.concrete(TaskClass))
+    instance = rows.instance_of(TaskInstance, values[:instances])
+    instance.task_class = rows.instance_of(TaskClass, values[instances : instances + classes])
+    instance.principal = rows.instance_of(User, values[instances + classes :])
+    return instance

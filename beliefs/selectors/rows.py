@@ -6,6 +6,10 @@ queries, and then initialising a model instance per row, on every request. The r
 written once as SQL (from the models' own table and column names, so a renamed column fails
 loudly) and their rows decoded with the converters the ORM itself would apply (the backend's,
 then the field's), so a value reads back the same as through a queryset.
+
+Only the read layer (`beliefs.selectors`) uses these helpers: every read written with them has
+a straightforward ORM version of the same name and signature in `selectors.reference`, and
+`tests/test_read_parity.py` holds the two equal.
 """
 
 from __future__ import annotations

@@ -98,7 +98,7 @@ def _usable_key_sql() -> str:
 def usable_runtime_key(prefix: str) -> RuntimeAPIKey | None:
     """The unrevoked key with this prefix, its runtime loaded with it (one query): what
     `RuntimeAPIKey.objects.get_usable_keys().get(prefix=...)` returns, read with fixed SQL
-    because every runtime request asks it."""
+    because every runtime request asks it (`reference.usable_runtime_key` is the ORM's)."""
     found = rows.fetch(_usable_key_sql(), [prefix], _KEY_FIELDS + _RUNTIME_FIELDS)
     if not found:
         return None

@@ -22,6 +22,7 @@ from beliefs.services.instances import (
     instance_set_world,
 )
 from beliefs.services.planning import (
+    PlanResult,
     instance_plan,
     instance_plan_for_runtime,
     instances_replan_for_task_class,
@@ -53,6 +54,7 @@ __all__ = [
     "instance_for_principal",
     "instance_for_runtime",
     "instance_open",
+    "PlanResult",
     "instance_plan",
     "instance_plan_for_runtime",
     "instance_set_world",

@@ -1,7 +1,8 @@
 """Fetching an instance for whoever asks, with the permission check and lazy expiry.
 
 An outsider gets 404, never 403: the existence of someone else's instance is not leaked. Reading
-an instance settles its expiry first, so nobody ever sees a stale `awaiting_user`.
+an instance settles its expiry first, so nobody ever sees a stale `awaiting_user`. Who may see
+an instance is `selectors.access.Owner`'s rule.
 """
 
 from __future__ import annotations
@@ -9,19 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db.models import QuerySet
 
 from beliefs.errors import NotFound
 from beliefs.models import RuntimeAPIKey, TaskInstance
+from beliefs.selectors.access import Owner, owned_instance
 from beliefs.services.expiry import instance_expire_if_due
 
 
-def _instances() -> QuerySet[TaskInstance]:
-    return TaskInstance.objects.select_related("task_class", "principal")
-
-
-def _fetch(**lookup: Any) -> TaskInstance:
-    instance = _instances().filter(**lookup).first()
+def _fetch(instance_id: Any, owner: Owner) -> TaskInstance:
+    instance = owned_instance(instance_id, owner)
     if instance is None:
         raise NotFound("No such instance.")
     instance_expire_if_due(instance=instance)
@@ -30,9 +27,9 @@ def _fetch(**lookup: Any) -> TaskInstance:
 
 def instance_for_principal(instance_id: Any, user: User) -> TaskInstance:
     """The instance if `user` is its principal; 404 for everyone else (existence not leaked)."""
-    return _fetch(pk=instance_id, principal=user)
+    return _fetch(instance_id, Owner.of(principal_id=user.pk))
 
 
 def instance_for_runtime(instance_id: Any, key: RuntimeAPIKey) -> TaskInstance:
     """The instance if the key's runtime opened it (through any of its keys); 404 otherwise."""
-    return _fetch(pk=instance_id, runtime_id=key.runtime_id)
+    return _fetch(instance_id, Owner.of(runtime_id=key.runtime_id))

@@ -58,13 +58,13 @@ def _desired_prompt(state: SlotState) -> dict[str, Any]:
             prefill = belief.value
         elif routing.route is Route.ASK:
             context_value = belief.value  # read-only context, never pre-filled
-    # `_value_` is what an enum's `value` property reads; the property costs more than the rest
-    # of a line here, and planning writes these per slot.
+    # Route, rule and risk are str enums: each is its own value, as the JSON and the columns
+    # take it (the `value` property costs more than the rest of a line here, per slot).
     return {
-        "route": routing.route._value_,
-        "rule": routing.rule._value_,
+        "route": routing.route,
+        "rule": routing.rule,
         "reason": routing.reason,
-        "effective_risk": state.effective.risk._value_,
+        "effective_risk": state.effective.risk,
         "risk_reason": state.effective.reason,
         "blocking": routing.blocking,
         "belief_id": belief.pk if belief is not None else None,
@@ -207,9 +207,26 @@ def current_plan(
     return (items, text) if _is_current(instance, text_digest(text), _settle(items)[0]) else None
 
 
+@dataclasses.dataclass(frozen=True)
+class PlanResult:
+    """What planning answers with: the instance as it now is, its plan's `items`, and their
+    canonical JSON where planning has just encoded them (for their digest), so that the plan's
+    answer writes that text instead of encoding the items again (None: not encoded here)."""
+
+    instance: TaskInstance
+    text: str | None = None
+
+    @property
+    def items(self) -> list[dict[str, Any]]:
+        """The plan's items, one per slot: the instance's (read on first use where planning
+        left the stored plan unread, as for a ready instance)."""
+        items: list[dict[str, Any]] = self.instance.plan_items
+        return items
+
+
 def plan_locked(
     instance: TaskInstance, actor: Actor, open_prompts: Sequence[Prompt] | None = None
-) -> list[dict[str, Any]]:
+) -> PlanResult:
     """Route every slot, reconcile prompts, settle the status. Caller holds the instance lock.
 
     Idempotent: a prompt whose content would not change keeps its version; a prompt whose
@@ -240,11 +257,11 @@ def plan_locked(
     # A re-plan that changes nothing writes nothing: `planned_at` is when the plan was made or
     # last changed, and a runtime that plans again while it waits sees the same body (and
     # ETag) until something does change.
-    instance.plan_json = canonical_json(items)
-    plan_digest = text_digest(instance.plan_json)
+    text = canonical_json(items)
+    plan_digest = text_digest(text)
     unchanged = not changes and _is_current(instance, plan_digest, status)
+    instance.plan_items = items  # unchanged: the stored plan, as planning made it again
     if not unchanged:
-        instance.plan_items = items
         instance.plan_digest = plan_digest
         instance.planned_at = now
         instance.status, instance.bindings, instance.bindings_digest = status, bindings, digest
@@ -281,7 +298,7 @@ def plan_locked(
             },
         )
     instance_status_changed(instance, status_before)
-    return items
+    return PlanResult(instance, text)
 
 
 def plan_item(state: SlotState, prompt: Prompt | None) -> dict[str, Any]:
@@ -292,10 +309,10 @@ def plan_item(state: SlotState, prompt: Prompt | None) -> dict[str, Any]:
     return {
         "slot": state.slot.key,
         "label": state.slot.label,
-        "route": route._value_,  # as in `_desired_prompt`
-        "rule": state.routing.rule._value_,
+        "route": route,  # a str enum, as in `_desired_prompt`
+        "rule": state.routing.rule,
         "reason": state.routing.reason,
-        "effective_risk": state.effective.risk._value_,
+        "effective_risk": state.effective.risk,
         "risk_reason": state.effective.reason,
         "value": value,
         "belief": belief_summary(state.belief, state.carried),
@@ -312,11 +329,12 @@ def plan_item(state: SlotState, prompt: Prompt | None) -> dict[str, Any]:
 
 
 def instance_plan(*, instance: TaskInstance, actor: Actor) -> TaskInstance:
-    """Plan an instance (idempotent). A ready instance keeps its final plan and bindings."""
-    return _plan(actor, instance.pk)
+    """Plan an instance (idempotent) and answer it as it now is. A ready instance keeps its
+    final plan and bindings."""
+    return _plan(actor, instance.pk).instance
 
 
-def instance_plan_for_runtime(*, instance_id: Any, key: RuntimeAPIKey) -> TaskInstance:
+def instance_plan_for_runtime(*, instance_id: Any, key: RuntimeAPIKey) -> PlanResult:
     """Plan the instance if the key's runtime opened it (404 otherwise, as any other read).
 
     The lookup is planning's own read of the instance: it is read once, not twice.
@@ -324,36 +342,37 @@ def instance_plan_for_runtime(*, instance_id: Any, key: RuntimeAPIKey) -> TaskIn
     return _plan(Actor(key=key), instance_id, key.runtime_id)
 
 
-def _plan(actor: Actor, pk: Any, runtime_id: int | None = None) -> TaskInstance:
+def _plan(actor: Actor, pk: Any, runtime_id: int | None = None) -> PlanResult:
     # Planning again while nothing has changed, the commonest call (a runtime asking again
     # while it waits for a person), is answered from reads alone: no transaction, no lock, no
     # write. This path can only answer with the plan the instance already holds, never bind:
     # a first plan, any change, an expiry due and a closed instance all take the locked path.
     instance, open_prompts = instance_with_open_prompts(pk=pk, runtime_id=runtime_id, lock=False)
     if instance.status == InstanceStatus.READY:
-        return instance
+        return PlanResult(instance)
     if instance.is_open and instance.planned_at is not None:
         due = any_overdue(open_prompts, timezone.now())
         current = None if due else current_plan(instance, open_prompts)
         if current is not None:
             # The stored plan, by its digest: not read.
-            instance.plan_items, instance.plan_json = current
-            return instance
+            instance.plan_items, text = current
+            return PlanResult(instance, text)
     return _plan_under_lock(actor, pk, runtime_id)
 
 
 @retry_on_race
-def _plan_under_lock(actor: Actor, pk: Any, runtime_id: int | None) -> TaskInstance:
+def _plan_under_lock(actor: Actor, pk: Any, runtime_id: int | None) -> PlanResult:
     with transaction.atomic():
         instance, open_prompts = instance_with_open_prompts(pk=pk, runtime_id=runtime_id, lock=True)
         expire_locked_if_due(instance, timezone.now(), open_prompts)
+        result = PlanResult(instance)
         if instance.is_open:
-            plan_locked(instance, actor, open_prompts)
+            result = plan_locked(instance, actor, open_prompts)
     # After the commit, so that an expiry found above is recorded even though planning is
     # refused: a ready instance answers with its final plan, a closed one with 409.
     if instance.status != InstanceStatus.READY:
         require_open(instance, "plan")
-    return instance
+    return result
 
 
 @transaction.atomic

@@ -42,7 +42,9 @@ from beliefs.models import (
     Slot,
     TaskInstance,
 )
+from beliefs.selectors.access import Owner, owned_prompt
 from beliefs.selectors.beliefs import history_pool
+from beliefs.selectors.instances import fresh_prompt
 from beliefs.services.audit import Actor, audit
 from beliefs.services.expiry import instance_expire_if_due
 from beliefs.services.lifecycle import close_instance, lock_instance, require_open
@@ -168,11 +170,7 @@ def prompt_respond(
     idempotency_key: str | None = None,
 ) -> RespondResult:
     """A person's answer to one prompt of their own instance (input validated at the edge)."""
-    found = (
-        Prompt.objects.filter(pk=prompt_id, instance__principal=user)
-        .select_related("instance")
-        .first()
-    )
+    found = owned_prompt(prompt_id, Owner.of(principal_id=user.pk))
     if found is None:
         raise NotFound("No such prompt.", code="not_found")
     # Expiry is settled first, in a transaction of its own, so that the refusal of a late
@@ -230,7 +228,7 @@ def _replays_idempotency_key(prompt: Prompt, user: User, answer: Answer) -> bool
             "This Idempotency-Key was already used for a different answer to this prompt "
             "(action, value, reason or version). The first answer stands; send a new key for "
             "a new answer.",
-            extra={"prompt": prompt_payload(prompt)},
+            extra={"prompt": fresh_prompt(prompt)},
         )
     return True
 
@@ -257,7 +255,7 @@ def _repeats_a_taken_response(prompt: Prompt, answer: Answer) -> bool:
     raise Conflict(
         "This prompt was already answered; your answer was not recorded.",
         code="already_answered",
-        extra={"prompt": prompt_payload(prompt)},
+        extra={"prompt": fresh_prompt(prompt)},
     )
 
 
@@ -266,13 +264,13 @@ def _require_answerable(instance: TaskInstance, prompt: Prompt, answer: Answer) 
         raise Conflict(
             f"This prompt is no longer open (it is {prompt.state}); nothing was recorded.",
             code=f"prompt_{prompt.state}",
-            extra={"prompt": prompt_payload(prompt)},
+            extra={"prompt": fresh_prompt(prompt)},
         )
     if answer.version != prompt.version:
         raise StaleVersion(
             "What you answered has changed since you saw it (the value or the world it refers "
             "to). Nothing was recorded; review the fresh form and answer again.",
-            extra={"prompt": prompt_payload(prompt)},
+            extra={"prompt": fresh_prompt(prompt)},
         )
     allowed = ACTIONS_BY_ROUTE[prompt.route]
     if answer.action not in allowed:
@@ -454,21 +452,6 @@ _HANDLERS = {
 }
 
 
-def prompt_payload(prompt: Prompt) -> dict[str, Any]:
-    """The fresh form of a prompt, for a refused response to show."""
-    return {
-        "id": prompt.pk,
-        "slot": prompt.slot.key,
-        "route": prompt.route,
-        "rule": prompt.rule,
-        "version": prompt.version,
-        "state": prompt.state,
-        "blocking": prompt.blocking,
-        "prefill": prompt.prefill,
-        "world_diff": prompt.world_diff,
-    }
-
-
 def prompts_mark_shown(*, prompts: Iterable[Prompt], user: User) -> int:
     """Record when each prompt was first shown to its principal (dwell time starts there)."""
     ids = [p.pk for p in prompts if p.shown_at is None and p.state == PromptState.OPEN]
@@ -476,7 +459,7 @@ def prompts_mark_shown(*, prompts: Iterable[Prompt], user: User) -> int:
         return 0
     now = timezone.now()
     count = Prompt.objects.filter(
-        pk__in=ids, shown_at__isnull=True, instance__principal=user
+        Owner.of(principal_id=user.pk).q("instance__"), pk__in=ids, shown_at__isnull=True
     ).update(shown_at=now)
     for prompt in prompts:
         if prompt.pk in ids:

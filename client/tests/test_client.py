@@ -102,7 +102,11 @@ def test_set_world(console: Console, fake: FakeConsole) -> None:
 
 
 def test_plan(console: Console, fake: FakeConsole) -> None:
-    fake.on("POST", PATH + "plan/", {"instance": INSTANCE_ID, "status": "ready", "items": []})
+    fake.on(
+        "POST",
+        PATH + "plan/",
+        {"id": INSTANCE_ID, "instance": INSTANCE_ID, "status": "ready", "items": []},
+    )
     assert console.plan(INSTANCE_ID)["status"] == "ready"
     assert fake.requests[0].url.path == f"/api/v1/{PATH}plan/"
 
@@ -251,7 +255,13 @@ def test_wait_raises_not_found(console: Console, fake: FakeConsole) -> None:
 def test_resolve_returns_at_once_when_nothing_blocks(console: Console, fake: FakeConsole) -> None:
     bindings = {"iban": "NL91", "note": "thanks"}
     fake.on("POST", "instances/", (201, instance("open")))
-    plan = {"instance": INSTANCE_ID, "status": "ready", "blocking": 0, "items": []}
+    plan = {
+        "id": INSTANCE_ID,
+        "instance": INSTANCE_ID,
+        "status": "ready",
+        "blocking": 0,
+        "items": [],
+    }
     plan |= {"bindings": bindings, "bindings_digest": ready(bindings)["bindings_digest"]}
     fake.on("POST", PATH + "plan/", plan)
     fake.on("GET", PATH, ready(bindings) | {"receipt": "the.receipt.token"})
@@ -279,7 +289,9 @@ def test_resolve_returns_at_once_when_nothing_blocks(console: Console, fake: Fak
 def test_resolve_waits_for_the_person(console: Console, fake: FakeConsole) -> None:
     fake.on("POST", "instances/", (201, instance("open")))
     fake.on(
-        "POST", PATH + "plan/", {"instance": INSTANCE_ID, "status": "awaiting_user", "blocking": 1}
+        "POST",
+        PATH + "plan/",
+        {"id": INSTANCE_ID, "instance": INSTANCE_ID, "status": "awaiting_user", "blocking": 1},
     )
     fake.on("GET", PATH, instance("awaiting_user"), ready({"iban": "NL00"}))
     resolution = console.resolve("payments.refund", "alice", {"iban": "NL91"})
@@ -289,7 +301,9 @@ def test_resolve_waits_for_the_person(console: Console, fake: FakeConsole) -> No
 def test_resolve_without_waiting_names_the_page(console: Console, fake: FakeConsole) -> None:
     fake.on("POST", "instances/", (201, instance("open")))
     fake.on(
-        "POST", PATH + "plan/", {"instance": INSTANCE_ID, "status": "awaiting_user", "blocking": 2}
+        "POST",
+        PATH + "plan/",
+        {"id": INSTANCE_ID, "instance": INSTANCE_ID, "status": "awaiting_user", "blocking": 2},
     )
     resolution = console.resolve("payments.refund", "alice", {"iban": "NL91"}, wait=False)
     assert resolution.awaiting_user and resolution.blocking == 2
@@ -324,7 +338,11 @@ def test_async_console_has_every_method(
     fake.on("POST", "instances/", (201, instance("open")))
     fake.on("POST", PATH + "beliefs/", (201, {"id": 1}))
     fake.on("PUT", PATH + "world/", instance("open"))
-    fake.on("POST", PATH + "plan/", {"instance": INSTANCE_ID, "status": "awaiting_user"})
+    fake.on(
+        "POST",
+        PATH + "plan/",
+        {"id": INSTANCE_ID, "instance": INSTANCE_ID, "status": "awaiting_user"},
+    )
     fake.on("POST", PATH + "cancel/", instance("cancelled"))
     fake.on("GET", PATH, instance("awaiting_user"), instance("awaiting_user"), ready({"a": 1}))
 
@@ -360,7 +378,11 @@ def test_async_console_has_every_method(
 
 def test_async_resolve_and_errors(async_console: AsyncConsole, fake: FakeConsole) -> None:
     fake.on("POST", "instances/", (201, instance("open")))
-    fake.on("POST", PATH + "plan/", {"instance": INSTANCE_ID, "status": "awaiting_user"})
+    fake.on(
+        "POST",
+        PATH + "plan/",
+        {"id": INSTANCE_ID, "instance": INSTANCE_ID, "status": "awaiting_user"},
+    )
     fake.on("GET", PATH, instance("expired"))
 
     async def run() -> None:

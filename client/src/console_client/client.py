@@ -240,7 +240,7 @@ class _Api(
             payload = yield call
             if payload["status"] == OPEN:
                 payload = yield _core.plan(payload["id"])
-            instance_id = payload.get("id") or payload["instance"]
+            instance_id = payload["id"]  # an instance's body and a plan's both name it `id`
             if payload["status"] == AWAITING_USER:
                 if not wait:
                     return Resolution.from_payload(payload, self.base_url)

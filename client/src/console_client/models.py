@@ -81,7 +81,7 @@ class Resolution:
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any], base_url: str) -> Resolution:
         """From an instance payload (GET/POST instances) or a plan payload (POST plan)."""
-        instance_id = str(payload.get("id") or payload.get("instance"))
+        instance_id = str(payload.get("id"))
         rejections = [
             p
             for p in payload.get("prompts") or []

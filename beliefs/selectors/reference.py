@@ -1,0 +1,183 @@
+"""The straightforward ORM version of every read that the read layer writes as fixed SQL.
+
+Each function here has the name and signature of a hot read that `selectors.rows` answers
+with hand-written SQL (for its speed: see that module), and answers the same through querysets,
+in as many queries as that takes. Nothing in the application calls these: they say what the
+fast reads mean, and `tests/test_read_parity.py` holds each fast read equal to its version here
+over generated data. A fast read that changes changes here too, or that test fails.
+
+| fast read (fixed SQL)                | here                   |
+|--------------------------------------|------------------------|
+| `selectors.runtimes.usable_runtime_key` | `usable_runtime_key` |
+| `selectors.instances.instance_read`  | `instance_read`        |
+| `selectors.instances.instance_to_plan` | `instance_to_plan`   |
+| `selectors.beliefs.slot_rows`        | `slot_rows`            |
+| `selectors.beliefs.choose_beliefs_for` | `choose_beliefs_for` |
+| `selectors.beliefs.open_prompts_of`  | `open_prompts_of`      |
+| `selectors.insights.convergence`     | `convergence`          |
+| `selectors.insights.fatigue`         | `fatigue`              |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+from uuid import UUID
+
+from django.utils import timezone
+
+from beliefs.domain.policy import RiskClass
+from beliefs.domain.vocabulary import INSIGHTS_RUNS_SHOWN
+from beliefs.models import (
+    Belief,
+    BeliefStatus,
+    InstanceStatus,
+    Prompt,
+    PromptState,
+    RuntimeAPIKey,
+    Slot,
+    TaskInstance,
+    any_overdue,
+)
+from beliefs.selectors.access import Owner, owned_instance
+from beliefs.selectors.beliefs import HistoryPool, SlotRow, history_pool
+from beliefs.selectors.insights import (
+    WINDOW,
+    Convergence,
+    Fatigue,
+    convergence_of,
+    fatigue_of,
+)
+from beliefs.selectors.instances import InstanceRead, instance_payload
+
+
+def usable_runtime_key(prefix: str) -> RuntimeAPIKey | None:
+    """The unrevoked key with this prefix, with its runtime."""
+    return RuntimeAPIKey.objects.get_usable_keys().filter(prefix=prefix).first()
+
+
+def instance_read(
+    instance_id: UUID, *, runtime_id: int | None = None, principal_id: int | None = None
+) -> InstanceRead | None:
+    """`instance_payload` of the owner's instance, and whether it is due to expire."""
+    instance = owned_instance(
+        instance_id, Owner.of(runtime_id=runtime_id, principal_id=principal_id)
+    )
+    if instance is None:
+        return None
+    payload = instance_payload(instance)
+    due = instance.status == InstanceStatus.AWAITING_USER and any_overdue(
+        instance.prompts.all(), timezone.now()
+    )
+    return InstanceRead(payload=payload, expiry_due=due)
+
+
+def instance_to_plan(pk: Any, *, runtime_id: int | None, lock: bool) -> TaskInstance | None:
+    """Locked with its task class and principal, or unlocked without its stored plan."""
+    found = TaskInstance.objects.filter(pk=pk)
+    if runtime_id is not None:
+        found = found.filter(Owner.of(runtime_id=runtime_id).q())
+    if lock:
+        found = found.select_for_update(of=("self",), no_key=True).select_related(
+            "task_class", "principal"
+        )
+    else:
+        found = found.defer("plan_items")
+    return next(iter(found), None)
+
+
+def _choice(instance: TaskInstance, slot_id: int, pool: HistoryPool) -> tuple[Belief, bool] | None:
+    """The belief the slot binds for the instance, and whether it is carried: the newest active
+    belief of the instance, else the newest active one of its principal from an earlier run
+    whose runtime the instance's runtime carries from (newest: acquired_at, then id)."""
+    active = (
+        Belief.objects.filter(slot_id=slot_id, status=BeliefStatus.ACTIVE)
+        .select_related("instance__runtime")
+        .order_by("-acquired_at", "-id")
+    )
+    current = active.filter(instance_id=instance.pk).first()
+    if current is not None:
+        return current, False
+    earlier = active.filter(
+        principal_id=instance.principal_id, instance__run_number__lt=instance.run_number
+    )
+    for belief in earlier:
+        if pool.carries(belief.instance.runtime_id, instance.runtime_id):
+            return belief, True
+    return None
+
+
+def choose_beliefs_for(
+    instances: Sequence[TaskInstance], slots: Iterable[Slot]
+) -> dict[UUID, dict[int, tuple[Belief, bool]]]:
+    """instance id -> slot id -> (belief, carried), for instances of the slots' task class."""
+    slots = list(slots)
+    chosen: dict[UUID, dict[int, tuple[Belief, bool]]] = {i.pk: {} for i in instances}
+    if not slots:
+        return chosen
+    pool = history_pool(slots[0].task_class_id)
+    for instance in instances:
+        for slot in slots:
+            choice = _choice(instance, slot.pk, pool)
+            if choice is not None:
+                chosen[instance.pk][slot.pk] = choice
+    return chosen
+
+
+def slot_rows(instance: TaskInstance) -> list[SlotRow]:
+    """Every unretired slot of the instance's action in the class's order, with the decisions
+    it feeds (in their default order) and the belief it binds."""
+    slots = (
+        Slot.objects.filter(
+            task_class_id=instance.task_class_id,
+            retired_at__isnull=True,
+            key__in=list(instance.action_slots),
+        )
+        .prefetch_related("decisions")
+        .order_by("position", "id")
+    )
+    pool = history_pool(instance.task_class_id)
+    out = []
+    for slot in slots:
+        choice = _choice(instance, slot.pk, pool)
+        belief, carried = choice if choice is not None else (None, False)
+        fed = [(d.key, RiskClass(d.risk_class)) for d in slot.decisions.all()]
+        out.append(SlotRow(slot, fed, belief, carried))
+    return out
+
+
+def open_prompts_of(instance: TaskInstance) -> list[Prompt]:
+    """The instance's open prompts, by id."""
+    return list(
+        Prompt.objects.filter(instance_id=instance.pk, state=PromptState.OPEN).order_by("id")
+    )
+
+
+def convergence() -> list[Convergence]:
+    """Instances and their blocking prompts per (task class, run) over the latest WINDOW
+    planned instances of the first runs."""
+    window = (
+        TaskInstance.objects.filter(planned_at__isnull=False, run_number__lte=INSIGHTS_RUNS_SHOWN)
+        .order_by("-planned_at")
+        .values_list("task_class_id", "run_number", "blocking_asked")[:WINDOW]
+    )
+    totals: dict[tuple[int, int], tuple[int, int]] = {}
+    for task_class_id, run_number, asked in window:
+        instances, prompts = totals.get((task_class_id, run_number), (0, 0))
+        totals[(task_class_id, run_number)] = (instances + 1, prompts + asked)
+    return convergence_of(totals)
+
+
+def _world_changed(diff: Any) -> bool:
+    """An entry of the diff is anything but unchanged (one without "change" counts)."""
+    return any(not isinstance(e, dict) or e.get("change") != "unchanged" for e in diff or [])
+
+
+def fatigue() -> Fatigue:
+    """Over the latest WINDOW answered blocking prompts."""
+    latest = Prompt.objects.filter(
+        blocking=True, state=PromptState.ANSWERED, responded_at__isnull=False
+    ).order_by("-responded_at")[:WINDOW]
+    return fatigue_of(
+        (p.dwell_seconds, p.route, p.action, _world_changed(p.world_diff)) for p in latest
+    )

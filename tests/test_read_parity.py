@@ -1,0 +1,276 @@
+"""Every read the read layer writes as fixed SQL answers what its straightforward ORM version in
+`beliefs.selectors.reference` answers, over generated data: runtimes that own, share or only
+use a class, runs of two people with beliefs of every status (ties in time included), retired
+slots, decisions, plans that ask and plans that bind, answered and overdue prompts, receipts,
+revoked keys, and readers who own the instance and readers who do not."""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import uuid4
+
+import pytest
+from django.contrib.auth.models import User
+from django.utils import timezone
+
+from beliefs import services
+from beliefs.domain.policy import RiskClass
+from beliefs.domain.vocabulary import INSIGHTS_RUNS_SHOWN
+from beliefs.models import (
+    Belief,
+    BeliefStatus,
+    Decision,
+    InstanceStatus,
+    Prompt,
+    PromptState,
+    Runtime,
+    RuntimeAPIKey,
+    Slot,
+    TaskClass,
+    TaskClassShare,
+    TaskInstance,
+)
+from beliefs.selectors import beliefs as fast_beliefs
+from beliefs.selectors import insights as fast_insights
+from beliefs.selectors import instances as fast_instances
+from beliefs.selectors import reference
+from beliefs.selectors import runtimes as fast_runtimes
+from beliefs.services import SYSTEM
+
+pytestmark = pytest.mark.django_db
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+RISKS = [r.value for r in RiskClass]
+
+
+def _fields(obj: Any) -> dict[str, Any]:
+    """A model instance's loaded column values."""
+    return {k: v for k, v in vars(obj).items() if not k.startswith("_")}
+
+
+def _belief_view(belief: Any) -> Any:
+    if belief is None:
+        return None
+    runtime = belief.instance.runtime
+    return (
+        *(getattr(belief, name) for name in fast_beliefs._BELIEF_NAMES),
+        belief.instance.run_number,
+        belief.instance.runtime_id,
+        runtime.name if runtime is not None else None,
+    )
+
+
+def _slot_rows_view(found: list[fast_beliefs.SlotRow]) -> list[Any]:
+    return [
+        (
+            tuple(getattr(row.slot, name) for name in fast_beliefs._SLOT_NAMES),
+            row.fed,
+            _belief_view(row.belief),
+            row.carried,
+        )
+        for row in found
+    ]
+
+
+def _prompt_view(prompt: Prompt) -> tuple[Any, ...]:
+    names = [name for _, name in fast_beliefs._OPEN_PROMPT_COLUMNS]
+    return (*(getattr(prompt, name) for name in names), prompt.instance_id)
+
+
+def _world(rng: random.Random) -> Any:
+    return rng.choice([None, {}, {"n": 1}, {"n": rng.randint(1, 3), "who": {"a": "Ada"}}])
+
+
+def _generate(seed: int, people: list[User]) -> list[TaskInstance]:
+    """A class, its runtimes and runs of `people`, from `seed`."""
+    rng = random.Random(seed)
+    runtimes = [Runtime.objects.create(name=f"rt{seed}-{i}") for i in range(3)]
+    task_class = TaskClass.objects.create(
+        key=f"class{seed}", name="c", owner=rng.choice([None, runtimes[0]])
+    )
+    TaskClassShare.objects.create(
+        task_class=task_class, runtime=runtimes[1], history=rng.random() < 0.5
+    )
+    TaskClassShare.objects.create(task_class=task_class, runtime=runtimes[2], history=False)
+    slots = [
+        Slot.objects.create(
+            task_class=task_class,
+            key=f"s{i}",
+            label=f"Slot {i}",
+            risk_class=rng.choice(RISKS),
+            monotonic=rng.random() < 0.2,
+            position=rng.randint(0, 3),  # ties: ordered by id then
+            retired_at=T0 if rng.random() < 0.15 else None,
+        )
+        for i in range(7)
+    ]
+    for i in range(3):
+        decision = Decision.objects.create(
+            task_class=task_class, key=f"d{i}", label="d", risk_class=rng.choice(RISKS)
+        )
+        decision.slots.set(rng.sample(slots, rng.randint(0, 4)))
+    instances = []
+    for person in people:
+        for run in range(1, 5):
+            instances.append(
+                TaskInstance.objects.create(
+                    task_class=task_class,
+                    principal=person,
+                    run_number=run,
+                    runtime=rng.choice([None, *runtimes]),
+                    action_slots=[s.key for s in rng.sample(slots, rng.randint(1, len(slots)))],
+                    world=_world(rng) or {},
+                )
+            )
+    statuses = [BeliefStatus.ACTIVE] * 3 + [BeliefStatus.SUPERSEDED, BeliefStatus.VETOED]
+    beliefs = [
+        Belief(
+            instance=(instance := rng.choice(instances)),
+            principal_id=instance.principal_id,
+            slot=rng.choice(slots),
+            value=rng.choice(["a", 1, True, {"k": [1, 2]}]),
+            source=rng.choice(["user", "tool", "inference", "default"]),
+            turn=rng.randint(1, 3),
+            acquired_at=T0 + timedelta(seconds=rng.randint(0, 6)),  # ties in time
+            world_ref=_world(rng),
+            status=rng.choice(statuses),
+        )
+        for _ in range(40)
+    ]
+    rng.shuffle(beliefs)  # ids unrelated to runs or clocks
+    Belief.objects.bulk_create(beliefs)
+    for instance in instances:
+        if rng.random() < 0.8:
+            services.instance_plan(instance=instance, actor=SYSTEM)
+    prompts = list(Prompt.objects.filter(instance__task_class=task_class).order_by("id"))
+    for prompt in prompts:
+        roll = rng.random()
+        if roll < 0.15:
+            prompt.state = PromptState.ANSWERED
+            prompt.action = "confirm"
+            prompt.response_value = prompt.prefill
+            prompt.response_reason = rng.choice(["", "fine"])
+            prompt.shown_at = T0
+            prompt.responded_at = T0 + timedelta(seconds=5)
+            prompt.save()
+        elif roll < 0.25 and prompt.expires_at is not None:
+            Prompt.objects.filter(pk=prompt.pk).update(expires_at=timezone.now() - timedelta(1))
+    return instances
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_fast_reads_answer_as_the_orm(seed: int, alice: User, mallory: User) -> None:
+    instances = _generate(seed, [alice, mallory])
+    instances = list(TaskInstance.objects.filter(pk__in=[i.pk for i in instances]))
+    assert {i.status for i in instances} >= {InstanceStatus.AWAITING_USER}, "a plan asks"
+    stranger = Runtime.objects.create(name=f"stranger{seed}")
+    for instance in instances:
+        for owner in (
+            {"runtime_id": instance.runtime_id},
+            {"runtime_id": stranger.pk},
+            {"principal_id": instance.principal_id},
+            {"principal_id": (mallory if instance.principal_id == alice.pk else alice).pk},
+        ):
+            if owner.get("runtime_id", 0) is None:
+                continue
+            fast = fast_instances.instance_read(instance.pk, **owner)
+            slow = reference.instance_read(instance.pk, **owner)
+            assert (fast is None) == (slow is None), owner
+            if fast is not None and slow is not None:
+                assert json.dumps(fast.payload) == json.dumps(slow.payload)
+                assert fast.expiry_due == slow.expiry_due
+        for runtime_id in {None, instance.runtime_id, stranger.pk}:
+            for lock in (False, True):
+                fast_i = fast_instances.instance_to_plan(
+                    instance.pk, runtime_id=runtime_id, lock=lock
+                )
+                slow_i = reference.instance_to_plan(instance.pk, runtime_id=runtime_id, lock=lock)
+                if fast_i is None or slow_i is None:
+                    assert fast_i is None and slow_i is None
+                    continue
+                assert _fields(fast_i) == _fields(slow_i)
+                if lock:
+                    assert _fields(fast_i.task_class) == _fields(slow_i.task_class)
+                    assert _fields(fast_i.principal) == _fields(slow_i.principal)
+        assert fast_instances.instance_to_plan(uuid4(), runtime_id=None, lock=False) is None
+        assert _slot_rows_view(fast_beliefs.slot_rows(instance)) == _slot_rows_view(
+            reference.slot_rows(instance)
+        )
+        assert [_prompt_view(p) for p in fast_beliefs.open_prompts_of(instance)] == [
+            _prompt_view(p) for p in reference.open_prompts_of(instance)
+        ]
+    slots = list(Slot.objects.filter(task_class=instances[0].task_class))
+    fast_choice = fast_beliefs.choose_beliefs_for(instances, slots)
+    slow_choice = reference.choose_beliefs_for(instances, slots)
+    assert {
+        i: {s: (_belief_view(b), c) for s, (b, c) in chosen.items()}
+        for i, chosen in fast_choice.items()
+    } == {
+        i: {s: (_belief_view(b), c) for s, (b, c) in chosen.items()}
+        for i, chosen in slow_choice.items()
+    }
+    assert any(chosen for chosen in slow_choice.values()), "some slot binds a belief"
+
+
+def test_the_key_read_answers_as_the_orm(db: None) -> None:
+    runtime = Runtime.objects.create(name="keys")
+    made = [RuntimeAPIKey.objects.create_key(name=f"k{i}", runtime=runtime) for i in range(3)]
+    made[1][0].revoked = True
+    made[1][0].save()
+    for key, _ in made:
+        fast = fast_runtimes.usable_runtime_key(key.prefix)
+        slow = reference.usable_runtime_key(key.prefix)
+        if fast is None or slow is None:
+            assert fast is None and slow is None and key.revoked
+            continue
+        assert _fields(fast) == _fields(slow)
+        assert _fields(fast.runtime) == _fields(slow.runtime)
+    assert fast_runtimes.usable_runtime_key("nosuch") is None
+    assert reference.usable_runtime_key("nosuch") is None
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_insights_reads_answer_as_the_orm(seed: int, alice: User) -> None:
+    rng = random.Random(seed)
+    classes = [TaskClass.objects.create(key=f"k{seed}-{i}", name="c") for i in range(3)]
+    now = timezone.now()
+    instances = [
+        TaskInstance.objects.create(
+            task_class=rng.choice(classes),
+            principal=User.objects.create(username=f"p{seed}-{i}"),  # runs of a class: one each
+            run_number=rng.randint(1, INSIGHTS_RUNS_SHOWN + 2),
+            planned_at=None if rng.random() < 0.2 else now - timedelta(seconds=i),
+            blocking_asked=rng.randint(0, 4),
+        )
+        for i in range(30)
+    ]
+    diffs: list[Any] = [
+        [],
+        [{"key": "a", "change": "unchanged"}],
+        [{"key": "a", "change": "added"}],
+    ]
+    diffs.append([{"key": "a"}])  # an entry without "change" counts as one
+    for i in range(60):
+        instance = rng.choice(instances)
+        shown = now - timedelta(seconds=rng.randint(0, 50), microseconds=rng.randint(0, 999999))
+        Prompt.objects.create(
+            instance=instance,
+            slot=Slot.objects.create(task_class=instance.task_class, key=f"s{i}", label="s"),
+            route=rng.choice(["CONFIRM", "ASK", "SURFACED"]),
+            rule="R1",
+            blocking=rng.random() < 0.8,
+            state=rng.choice([PromptState.ANSWERED] * 3 + [PromptState.OPEN]),
+            action=rng.choice(["confirm", "edit", "answer"]),
+            world_diff=rng.choice(diffs),
+            shown_at=None if rng.random() < 0.2 else shown,
+            responded_at=None
+            if rng.random() < 0.1
+            else shown + timedelta(seconds=rng.choice([0, 1, 3]), microseconds=i),
+        )
+    assert fast_insights.convergence() == reference.convergence()
+    fast, slow = fast_insights.fatigue(), reference.fatigue()
+    assert fast == slow
+    assert slow.confirms and slow.dwell_median_s is not None and slow.confirms_world_changed
