@@ -492,12 +492,6 @@ def slot_states(instance: TaskInstance) -> list[SlotState]:
     return states
 
 
-@lru_cache(maxsize=1024)
-def _uuid_text(value: UUID) -> str:
-    # A plan names one or two earlier instances, once per slot: `UUID.__str__` is Python.
-    return str(value)
-
-
 def belief_body(
     id: int,
     source: str,
@@ -536,7 +530,7 @@ def belief_summary(belief: Belief | None, carried: bool) -> dict[str, Any] | Non
         belief.source,
         belief.recorded_via,
         runtime.name if runtime is not None else None,
-        _uuid_text(belief.instance_id),
+        str(belief.instance_id),
         belief.instance.run_number,
         belief.turn,
         belief.acquired_at,
