@@ -107,6 +107,7 @@ class Worker:
         try:
             while not self.stopping:
                 self.kick.clear()
+                was_running = self._running()
                 try:
                     busy = self.step()
                 except DatabaseError:
@@ -116,8 +117,8 @@ class Worker:
                     busy = False
                 if busy:
                     continue
-                if self.batch and not self._running():
-                    return
+                if self.batch and not was_running and not self._running():
+                    return  # nothing was under way, and nothing more is due
                 self.kick.wait(self._idle_wait())
         finally:
             if self._executor is not None:

@@ -413,7 +413,8 @@ def _lanes_in_flight(now: datetime, runtime_ids: Sequence[int] | None = None) ->
     rows = WebhookDelivery.objects.filter(state=WebhookDelivery.State.SENDING, lease_until__gte=now)
     if runtime_ids is not None:
         rows = rows.filter(endpoint__runtime_id__in=runtime_ids)
-    return list(rows.values_list("endpoint__runtime_id", "endpoint_id", "claimed_by").distinct())
+    lanes = rows.order_by().values_list("endpoint__runtime_id", "endpoint_id", "claimed_by")
+    return list(lanes.distinct())
 
 
 class _Room:
