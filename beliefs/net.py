@@ -18,6 +18,7 @@ net/http.py. No Django here. The guarantees:
 
 from __future__ import annotations
 
+import ipaddress
 import select
 import socket
 import ssl
@@ -106,6 +107,12 @@ def resolve_within(
     instead of holding the attempt."""
 
     def bounded(host: str, port: int) -> Sequence[str]:
+        try:  # an address needs no resolver (nor a thread to bound it)
+            ipaddress.ip_address(host)
+        except ValueError:
+            pass
+        else:
+            return resolve(host, port)
         box: list[Sequence[str] | BaseException] = []
 
         def run() -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import secrets
 import signal
 import threading
 import time
@@ -79,6 +80,7 @@ class Worker:
         self.kick = threading.Event()
         self.pools = Pools()
         self._lanes = itertools.count(1)
+        self._run = secrets.token_hex(3)
         self._lane_futures: set[Future[str]] = set()
         self._email_futures: set[Future[str]] = set()
         self._executor: ThreadPoolExecutor | None = None
@@ -149,7 +151,8 @@ class Worker:
         return did
 
     def _name(self) -> str:
-        return str(next(self._lanes))
+        # Unique across restarts under the same worker id: the caps count distinct lanes.
+        return f"{self._run}.{next(self._lanes)}"
 
     def _deliver(self, lane: Lane) -> str:
         return lane_deliver(lane, self.pools.of(lane.endpoint_id), lambda: self.stopping)

@@ -389,11 +389,12 @@ def _lease() -> timedelta:
 
 
 def lane_size() -> int:
-    """Deliveries in one lane: each may take the whole deadline, and all of them must be done
-    well within their lease (half of it), so no attempt outlives it."""
+    """Deliveries in one lane: as many as fit in the lease if each took its whole deadline.
+    (What bounds an attempt is `lane_deliver`: it starts one only with its whole deadline left
+    within the lease, and gives back the rest.)"""
     lease = settings.CONSOLE_WEBHOOK_LEASE_SECONDS
     deadline = settings.CONSOLE_WEBHOOK_TIMEOUT_SECONDS
-    return max(1, min(MAX_LANE, int(lease / 2 // max(deadline, 0.001))))
+    return max(1, min(MAX_LANE, int(lease // max(deadline, 0.001)) - 1))
 
 
 @dataclass
@@ -561,6 +562,12 @@ class Pools:
 RECORD_EVERY_SECONDS = 0.2
 
 
+# A lane whose endpoint has more due deliveries takes them in the transaction that records its
+# last ones (it keeps its place under the caps), this many times; then it ends, and the next
+# claim shares the room out again, oldest delivery first.
+MAX_RENEWALS = 8
+
+
 def lane_deliver(lane: Lane, pool: Pool | None = None, stopping: Callable[[], bool] = bool) -> str:
     """Send the lane's deliveries in turn, one attempt each, over the pool's connection, and
     record the outcomes in batches. An attempt starts only with its whole deadline left within
@@ -570,12 +577,17 @@ def lane_deliver(lane: Lane, pool: Pool | None = None, stopping: Callable[[], bo
     texts: list[str] = []
     recorded_at = time.monotonic()
     rest = list(lane.deliveries)
+    renewals = 0
     while rest:
         if stopping() or time.monotonic() + deadline + 1 >= lane.lease_ends:
             break
         delivery = rest.pop(0)
         done.append(_attempt(delivery, pool))
-        if time.monotonic() - recorded_at >= RECORD_EVERY_SECONDS:
+        if not rest and renewals < MAX_RENEWALS and not stopping():
+            more = _record_and_renew(lane, done, texts)
+            done, recorded_at = [], time.monotonic()
+            rest, renewals = more, renewals + 1
+        elif time.monotonic() - recorded_at >= RECORD_EVERY_SECONDS:
             texts += _record(done)
             done, recorded_at = [], time.monotonic()
     texts += _record(done)
@@ -583,6 +595,30 @@ def lane_deliver(lane: Lane, pool: Pool | None = None, stopping: Callable[[], bo
         outbox.release(rest)
         texts.append(f"{len(rest)} given back")
     return "; ".join(texts)
+
+
+def _record_and_renew(
+    lane: Lane, attempts: Sequence[outbox.Attempt], texts: list[str]
+) -> list[WebhookDelivery]:
+    """Record the lane's outcomes and, in the same transaction, claim the next due deliveries
+    of its endpoint for it (the lane stays one lane under the caps)."""
+    now = timezone.now()
+    with transaction.atomic():
+        texts += _finished(attempts)
+        pks = list(
+            outbox.due(WebhookDelivery, now=now)
+            .filter(endpoint_id=lane.endpoint_id)
+            .values_list("pk", flat=True)[: lane_size()]
+        )
+        lease_ends = time.monotonic() + settings.CONSOLE_WEBHOOK_LEASE_SECONDS
+        outbox.claim_many(
+            WebhookDelivery, pks, lease=_lease(), now=now, claimed_by=lane.claimed_by, held=False
+        )
+    if not pks:
+        return []
+    lane.lease_ends = lease_ends
+    rows = WebhookDelivery.objects.select_related("event", "endpoint").in_bulk(pks)
+    return [rows[pk] for pk in pks if pk in rows and rows[pk].claimed_by == lane.claimed_by]
 
 
 def _attempt(delivery: WebhookDelivery, pool: Pool | None) -> outbox.Attempt:
@@ -601,8 +637,6 @@ def _outcome(delivery: WebhookDelivery, outcome: Outcome, *, final: bool = False
         "last_status_code": outcome.status,
         "last_response": outcome.response,
     }
-    if outcome.ok:
-        fields["delivered_at"] = timezone.now()
     done = WebhookDelivery.State.SUCCEEDED if outcome.ok else None
     return outbox.Attempt(delivery, done, outcome.error, final, fields)
 
@@ -611,7 +645,18 @@ def _record(attempts: Sequence[outbox.Attempt]) -> list[str]:
     if not attempts:
         return []
     with transaction.atomic():
-        finished = outbox.finish_many(attempts, schedule=_schedule())
+        return _finished(attempts)
+
+
+def _finished(attempts: Sequence[outbox.Attempt]) -> list[str]:
+    """Record the outcomes, in the caller's transaction; what happened, for the log."""
+    # One time for the batch (recorded at most RECORD_EVERY_SECONDS after it arrived), so that
+    # the batch's successes are one UPDATE.
+    now = timezone.now()
+    for attempt in attempts:
+        if attempt.done == WebhookDelivery.State.SUCCEEDED:
+            attempt.fields["delivered_at"] = now
+    finished = outbox.finish_many(attempts, schedule=_schedule())
     texts = []
     for attempt, result in zip(attempts, finished, strict=True):
         status = attempt.fields.get("last_status_code")
