@@ -800,7 +800,12 @@ def worker_group(scale: Scale) -> None:
         batch_size=1_000,
     )
     first: list[float] = []
-    receiver = Receiver(secret, port=port, on_event=lambda _: first or first.append(time.time()))
+
+    def arrived(_: object) -> None:
+        if not first:
+            first.append(time.time())
+
+    receiver = Receiver(secret, port=port, on_event=arrived)
     env = {**os.environ, "CONSOLE_WEBHOOK_ALLOW_PRIVATE": "true"}
     command = [sys.executable, "manage.py", "worker", "--no-startup-delay", "--sweep-interval=0"]
     succeeded = WebhookDelivery.objects.filter(endpoint=endpoint, state="succeeded")
