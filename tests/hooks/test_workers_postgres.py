@@ -109,3 +109,38 @@ def test_a_slow_endpoint_holds_only_its_own_lanes(
     assert took < 5, took
     assert slow_so_far < 30
     assert WebhookDelivery.objects.filter(endpoint=fast_endpoint, state="succeeded").count() == 50
+
+
+def test_a_worker_wakes_on_the_notification_of_a_new_event_and_a_new_job(
+    runtime_key: tuple[RuntimeAPIKey, str],
+) -> None:
+    from django_tasks_db.models import DBTaskResult
+
+    from beliefs.services.webhooks import deliver_webhook
+
+    runtime = runtime_key[0].runtime
+    port = _port()
+    endpoint, secret = endpoint_create(
+        runtime=runtime, url=f"http://127.0.0.1:{port}/hooks", actor=SYSTEM
+    )
+    arrived: list[float] = []
+    env = {"CONSOLE_WEBHOOK_ALLOW_PRIVATE": "true"}
+    # It would look by itself only every 60 s: only the NOTIFY can wake it in time.
+    with (
+        Receiver(secret, port=port, on_event=lambda _: arrived.append(time.monotonic())) as rx,
+        workers(env, count=1, extra=["--interval=60"]),
+    ):
+        send_test_event(endpoint=endpoint, actor=SYSTEM)
+        wait_for(lambda: len(rx.received) == 1, what="the worker to start")
+        sent_at = time.monotonic()
+        send_test_event(endpoint=endpoint, actor=SYSTEM)
+        wait_for(lambda: len(rx.received) == 2, timeout=10, what="the second event")
+        # A job of the queue (one queued before the outbox was its own: a delivery long gone).
+        job = deliver_webhook.enqueue(10**9)
+        queued_at = time.monotonic()
+        ran = DBTaskResult.objects.filter(pk=job.id, status="SUCCESSFUL")
+        wait_for(ran.exists, timeout=10, what="the job")
+        job_took = time.monotonic() - queued_at
+    # Generous for a loaded machine, far below the 60 s it would otherwise wait.
+    assert arrived[1] - sent_at < 3, arrived[1] - sent_at
+    assert job_took < 3, job_took
