@@ -112,11 +112,16 @@ class Worker:
                 was_running = self._running()
                 try:
                     busy = self.step()
-                except DatabaseError:
-                    # The database went away or refused: look again after the interval.
+                except Exception as exc:
+                    if self.inline:
+                        raise
+                    # The database went away or refused, or a bug: look again after the
+                    # interval; what was claimed is taken up after its lease.
                     logger.exception("the worker's look at the database failed")
-                    connection.close()
-                    busy = False
+                    if isinstance(exc, DatabaseError):
+                        connection.close()
+                    self.kick.wait(max(self.interval, 1.0))
+                    continue
                 if busy:
                     continue
                 if self.batch and not was_running and not self._running():

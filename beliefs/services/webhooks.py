@@ -50,6 +50,8 @@ PREVIOUS_SECRET_GRACE = timedelta(hours=24)
 USER_AGENT = "confirmation-console-webhooks/1"
 # At most this many deliveries in one lane (also bounded by the lease: see `lane_size`).
 MAX_LANE = 25
+# A held delivery that nothing took up for this long is freed by the sweep.
+OVERDUE = timedelta(minutes=10)
 
 
 # --- endpoints ----------------------------------------------------------------------------------
@@ -603,6 +605,7 @@ def _record_and_renew(
     """Record the lane's outcomes and, in the same transaction, claim the next due deliveries
     of its endpoint for it (the lane stays one lane under the caps)."""
     now = timezone.now()
+    lease_ends = time.monotonic() + settings.CONSOLE_WEBHOOK_LEASE_SECONDS
     with transaction.atomic():
         texts += _finished(attempts)
         pks = list(
@@ -610,7 +613,6 @@ def _record_and_renew(
             .filter(endpoint_id=lane.endpoint_id)
             .values_list("pk", flat=True)[: lane_size()]
         )
-        lease_ends = time.monotonic() + settings.CONSOLE_WEBHOOK_LEASE_SECONDS
         outbox.claim_many(
             WebhookDelivery, pks, lease=_lease(), now=now, claimed_by=lane.claimed_by, held=False
         )
@@ -733,7 +735,3 @@ def deliveries_resume(*, now: datetime | None = None) -> int:
     if stale.update(held=False):
         outbox.announce()
     return count
-
-
-# A held delivery that nothing took up for this long is freed by the sweep.
-OVERDUE = timedelta(minutes=10)
