@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import datetime
 from types import FrameType
 from typing import Any
 
@@ -96,10 +97,14 @@ class Worker:
         )
         self._jobs_checked = 0.0
         self._heard = False  # a notification arrived since the last look at the jobs
+        self._due_by: datetime | None = None
 
     # -- the loop ----------------------------------------------------------------------------
 
     def run(self) -> None:
+        # A batch run sends what is due when it starts (a fast retry falling due meanwhile
+        # waits for the next run).
+        self._due_by = timezone.now() if self.batch else None
         if not self.inline:
             self._executor = ThreadPoolExecutor(
                 self.concurrency + self.emails, thread_name_prefix="worker"
@@ -143,12 +148,15 @@ class Worker:
         did = False
         free = self.concurrency - len(self._lane_futures)
         if free > 0:
-            for lane in deliveries_claim(worker=self.worker_id, lanes=free, new_lane=self._name):
+            lanes = deliveries_claim(
+                worker=self.worker_id, lanes=free, new_lane=self._name, due_by=self._due_by
+            )
+            for lane in lanes:
                 self._start(self._deliver, lane, self._lane_futures)
                 did = True
         free = self.emails - len(self._email_futures)
         if free > 0:
-            for email in emails_claim(worker=self.worker_id, limit=free):
+            for email in emails_claim(worker=self.worker_id, limit=free, due_by=self._due_by):
                 self._start(email_attempt, email, self._email_futures)
                 did = True
         if self._jobs_due():

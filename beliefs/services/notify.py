@@ -317,14 +317,15 @@ def _email_lease() -> timedelta:
     return timedelta(seconds=settings.CONSOLE_EMAIL_LEASE_SECONDS)
 
 
-def emails_claim(*, worker: str, limit: int) -> list[OutgoingEmail]:
+def emails_claim(*, worker: str, limit: int, due_by: datetime | None = None) -> list[OutgoingEmail]:
     """Claim up to `limit` due emails for one attempt each (one transaction: read in a batch
     with SKIP LOCKED, claimed with one UPDATE)."""
     if limit <= 0:
         return []
     now = timezone.now()
     with transaction.atomic():
-        pks = list(outbox.due(OutgoingEmail, now=now).values_list("pk", flat=True)[:limit])
+        due_at = min(now, due_by) if due_by is not None else now
+        pks = list(outbox.due(OutgoingEmail, now=due_at).values_list("pk", flat=True)[:limit])
         outbox.claim_many(OutgoingEmail, pks, lease=_email_lease(), now=now, claimed_by=worker)
     return list(
         OutgoingEmail.objects.select_related("recipient").filter(

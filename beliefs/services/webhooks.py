@@ -409,6 +409,7 @@ class Lane:
     claimed_by: str
     lease_ends: float
     deliveries: list[WebhookDelivery] = field(default_factory=list)
+    due_by: datetime | None = None  # renewing, take only deliveries due by then
 
 
 def _lanes_in_flight(now: datetime, runtime_ids: Sequence[int] | None = None) -> list[Any]:
@@ -466,32 +467,35 @@ def deliveries_claim(
     lanes: int,
     new_lane: Callable[[], str],
     only: int | None = None,
+    due_by: datetime | None = None,
 ) -> list[Lane]:
     """Claim up to `lanes` lanes of due deliveries, in one transaction: due deliveries are
     read in a batch (oldest first, SKIP LOCKED), their runtimes' rows locked, the lanes in
     flight counted under those locks, and the deliveries that fit claimed with one UPDATE per
     lane. A due delivery over a cap is marked held (it waits, pending, for room). `new_lane`
-    names a lane (unique within the worker); `only` restricts it to one delivery."""
+    names a lane (unique within the worker); `only` restricts it to one delivery, `due_by`
+    to the deliveries due by then (a batch run: what was due when it started)."""
     if lanes <= 0:
         return []
     now = timezone.now()
     lease_ends = time.monotonic() + settings.CONSOLE_WEBHOOK_LEASE_SECONDS
     size = lane_size() if only is None else 1
     pending = WebhookDelivery.State.PENDING
+    due_at = min(now, due_by) if due_by is not None else now
     with transaction.atomic():
         full = _Room(_lanes_in_flight(now))
         capped = Q(endpoint_id__in=full.full_endpoints()) | Q(
             endpoint__runtime_id__in=full.full_runtimes()
         )
         waiting = WebhookDelivery.objects.filter(
-            state=pending, held=False, next_attempt_at__lte=now
+            state=pending, held=False, next_attempt_at__lte=due_at
         )
         if only is not None:
             waiting = waiting.filter(pk=only)
         if full.full_endpoints() or full.full_runtimes():
             # Told apart on the staff pages: waiting for room, not lost.
             waiting.filter(capped).update(held=True)
-        rows = outbox.due(WebhookDelivery, now=now).exclude(capped)
+        rows = outbox.due(WebhookDelivery, now=due_at).exclude(capped)
         if only is not None:
             rows = rows.filter(pk=only)
         batch = list(rows.values_list("pk", "endpoint_id", "endpoint__runtime_id")[: lanes * size])
@@ -511,7 +515,8 @@ def deliveries_claim(
                 if len(claimed) >= lanes or not room.fits(runtime_id, endpoint_id):
                     held.append(pk)
                     continue
-                lane = Lane(endpoint_id, runtime_id, f"{worker}#{new_lane()}", lease_ends)
+                name = f"{worker}#{new_lane()}"
+                lane = Lane(endpoint_id, runtime_id, name, lease_ends, due_by=due_by)
                 room.add(runtime_id, endpoint_id)
                 opened[endpoint_id] = lane
                 claimed.append(lane)
@@ -609,7 +614,7 @@ def _record_and_renew(
     with transaction.atomic():
         texts += _finished(attempts)
         pks = list(
-            outbox.due(WebhookDelivery, now=now)
+            outbox.due(WebhookDelivery, now=min(now, lane.due_by) if lane.due_by else now)
             .filter(endpoint_id=lane.endpoint_id)
             .values_list("pk", flat=True)[: lane_size()]
         )
