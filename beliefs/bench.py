@@ -55,7 +55,7 @@ class Scale:
 
 
 # What --only can name; the table's groups, in the order they are measured.
-GROUPS = ("pages", "slots", "throughput", "history", "others", "validator")
+GROUPS = ("pages", "slots", "throughput", "history", "others", "validator", "worker")
 
 FULL = Scale(21, 5_000, 1_000_000, 100_000, 1_000_000, 4, 2)
 QUICK = Scale(9, 1_000, 100_000, 10_000, 100_000, 2, 1)
@@ -761,6 +761,82 @@ class Bench:
         return float(match.group(1))
 
 
+def worker_group(scale: Scale) -> None:
+    """Events per second one worker delivers: events queued for one endpoint of a fast local
+    receiver (in this process, verifying every signature), then one `manage.py worker`
+    started; timed from the first arrival to the last delivery recorded as succeeded."""
+
+    from beliefs.domain import webhooks as rules
+    from beliefs.models import Runtime, WebhookDelivery, WebhookEndpoint, WebhookEvent
+    from beliefs.receiver import Receiver
+
+    events = 1_000 if scale is QUICK else 3_000
+    group, goal = "webhooks (one worker)", "≥ 500 events/s on PostgreSQL"
+    figure = f"events per second one worker delivers ({events:,} queued, a fast local receiver)"
+    _progress(f"one worker delivering {events:,} queued events")
+    runtime, _ = Runtime.objects.get_or_create(name="bench-worker")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    secret = rules.new_secret()
+    endpoint = WebhookEndpoint.objects.create(
+        runtime=runtime, url=f"http://127.0.0.1:{port}/hooks", secret=secret
+    )
+    now = datetime.now(UTC)
+    queued = WebhookEvent.objects.bulk_create(
+        (
+            WebhookEvent(
+                webhook_id=rules.new_webhook_id(),
+                type=rules.WEBHOOK_TEST,
+                runtime=runtime,
+                payload={"type": rules.WEBHOOK_TEST, "timestamp": now.isoformat(), "data": {}},
+            )
+            for _ in range(events)
+        ),
+        batch_size=1_000,
+    )
+    WebhookDelivery.objects.bulk_create(
+        (WebhookDelivery(event=e, endpoint=endpoint, next_attempt_at=now) for e in queued),
+        batch_size=1_000,
+    )
+    first: list[float] = []
+
+    def arrived(_: object) -> None:
+        if not first:
+            first.append(time.time())
+
+    receiver = Receiver(secret, port=port, on_event=arrived)
+    env = {**os.environ, "CONSOLE_WEBHOOK_ALLOW_PRIVATE": "true"}
+    command = [sys.executable, "manage.py", "worker", "--no-startup-delay", "--sweep-interval=0"]
+    succeeded = WebhookDelivery.objects.filter(endpoint=endpoint, state="succeeded")
+    with receiver:
+        worker = subprocess.Popen(
+            [*command, "--worker-id=bench"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL
+        )
+        try:
+            limit = time.time() + 600
+            while succeeded.count() < events and time.time() < limit:
+                time.sleep(0.05)
+            done = time.time()
+        finally:
+            worker.terminate()
+            worker.wait(timeout=60)
+    delivered = succeeded.count()
+    if delivered < events or not first or len(receiver.events()) < events:
+        _emit(Row(group, figure, f"only {delivered:,} delivered", None, goal, False))
+        return
+    rate = events / (done - first[0])
+    postgres = _vendor() == "postgresql"
+    holds = rate >= 500 if postgres else None
+    _emit(Row(group, figure, f"{rate:.0f} events/s", None, goal, holds))
+
+
+def _vendor() -> str:
+    from django.db import connection
+
+    return connection.vendor
+
+
 def child(label: str, scale: Scale, only: Sequence[str]) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
     import django
@@ -772,6 +848,8 @@ def child(label: str, scale: Scale, only: Sequence[str]) -> None:
     call_command("migrate", verbosity=0)
     call_command("collectstatic", interactive=False, verbosity=0)
     bench = Bench(label, scale)
+    if "worker" in only:
+        worker_group(scale)
     if "pages" in only:
         bench.pages_group()
     if not {"slots", "history", "throughput", "others"} & set(only):

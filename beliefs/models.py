@@ -698,6 +698,9 @@ class OutboxItem(models.Model):
     lease_until = models.DateTimeField(null=True, blank=True)
     last_attempt_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
+    # The worker that made the last claim (`worker id#lane` for a delivery: deliveries of one
+    # endpoint claimed together are sent in turn over one connection, and the caps count lanes).
+    claimed_by = models.CharField(max_length=200, blank=True)
 
     class Meta:
         abstract = True

@@ -10,11 +10,15 @@ net/http.py. No Django here. The guarantees:
 - the answer is judged by a real HTTP/1.1 parser (h11): a reply cut off anywhere (after the
   status line, in the headers, in the body) is a failure, not a delivery;
 - redirects are not followed (a 3xx is a status like any other); at most KEEP_BYTES of the
-  answer's body are kept, at most MAX_READ_BYTES read.
+  answer's body are kept, at most MAX_READ_BYTES read;
+- with a `Pool`, a connection left open by a complete answer is used again, but only for the
+  same origin (scheme, host, port) and the same checked address, while it is idle for less
+  than IDLE_SECONDS and the peer has sent nothing since; any error drops it.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import select
 import socket
 import ssl
@@ -34,6 +38,9 @@ MAX_READ_BYTES = 1024 * 1024
 _CHUNK = 16 * 1024
 # Characters left as they are in a path or query (RFC 3986 reserved and unreserved, and %).
 _SAFE = "/:@!$&'()*+,;=-._~%?"
+# A kept connection idle longer than this is closed rather than used again (receivers close
+# idle connections after a few seconds: a request must not race that close).
+IDLE_SECONDS = 2.0
 
 
 class DeadlineExceeded(OSError):
@@ -100,6 +107,12 @@ def resolve_within(
     instead of holding the attempt."""
 
     def bounded(host: str, port: int) -> Sequence[str]:
+        try:  # an address needs no resolver (nor a thread to bound it)
+            ipaddress.ip_address(host)
+        except ValueError:
+            pass
+        else:
+            return resolve(host, port)
         box: list[Sequence[str] | BaseException] = []
 
         def run() -> None:
@@ -168,6 +181,14 @@ class _Socket:
     def close(self) -> None:
         self.sock.close()
 
+    def idle_and_open(self) -> bool:
+        """Whether the peer has sent nothing (no bytes, no close) since the last answer."""
+        try:
+            readable, _, _ = select.select([self.sock], [], [], 0)
+        except (OSError, ValueError):
+            return False
+        return not readable
+
 
 def tls_context() -> ssl.SSLContext:
     """The system's trust store, certificate and host name checked (tests add their own CA)."""
@@ -200,16 +221,27 @@ def _host_header(dest: Destination) -> str:
     return host if dest.port == default else f"{host}:{dest.port}"
 
 
-def _exchange(sock: _Socket, dest: Destination, headers: Mapping[str, str], body: bytes) -> Outcome:
-    conn = h11.Connection(our_role=h11.CLIENT)
+def _exchange(
+    sock: _Socket,
+    conn: h11.Connection,
+    dest: Destination,
+    headers: Mapping[str, str],
+    body: bytes,
+    *,
+    keep: bool,
+) -> Outcome:
     request = h11.Request(
         method="POST",
         target=dest.target.encode("ascii"),
         headers=[
             ("Host", _host_header(dest)),
             ("Content-Length", str(len(body))),
-            ("Connection", "close"),
-            *((k, v) for k, v in headers.items() if k.lower() not in ("host", "content-length")),
+            *(() if keep else (("Connection", "close"),)),
+            *(
+                (k, v)
+                for k, v in headers.items()
+                if k.lower() not in ("host", "content-length", "connection")
+            ),
         ],
     )
     sock.send_all(
@@ -241,25 +273,105 @@ def _exchange(sock: _Socket, dest: Destination, headers: Mapping[str, str], body
         # h11.InformationalResponse (1xx): wait for the final one.
 
 
-def post(dest: Destination, headers: Mapping[str, str], body: bytes, deadline: Deadline) -> Outcome:
+@dataclass
+class _Kept:
+    sock: _Socket
+    conn: h11.Connection
+    since: float  # monotonic time it went idle
+
+
+class Pool:
+    """Connections kept open between attempts: one pool per endpoint (a worker's). A
+    connection is handed out again only for the same origin and checked address, idle for less
+    than IDLE_SECONDS, the peer silent since its last complete answer; it is dropped on any
+    error. Safe to share between threads; each connection is used by one attempt at a time."""
+
+    def __init__(self, keep: int = 4) -> None:
+        self.keep = keep  # idle connections kept per origin and address
+        self._idle: dict[tuple[str, str, int, str], list[_Kept]] = {}
+        self._lock = threading.Lock()
+        self.opened = 0  # connections opened (for tests and the benchmark)
+
+    def take(self, dest: Destination, address: str) -> _Kept | None:
+        key = (dest.scheme, dest.host, dest.port, address)
+        while True:
+            with self._lock:
+                idle = self._idle.get(key)
+                if not idle:
+                    return None
+                kept = idle.pop()
+            if time.monotonic() - kept.since < IDLE_SECONDS and kept.sock.idle_and_open():
+                return kept
+            kept.sock.close()
+
+    def give_back(self, dest: Destination, address: str, kept: _Kept) -> None:
+        key = (dest.scheme, dest.host, dest.port, address)
+        kept.since = time.monotonic()
+        with self._lock:
+            idle = self._idle.setdefault(key, [])
+            if len(idle) < self.keep:
+                idle.append(kept)
+                return
+        kept.sock.close()
+
+    def close(self) -> None:
+        with self._lock:
+            kept = [k for idle in self._idle.values() for k in idle]
+            self._idle.clear()
+        for k in kept:
+            k.sock.close()
+
+
+def _reusable(conn: h11.Connection) -> bool:
+    if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
+        return False
+    try:
+        conn.start_next_cycle()
+    except h11.LocalProtocolError:
+        return False
+    return True
+
+
+def post(
+    dest: Destination,
+    headers: Mapping[str, str],
+    body: bytes,
+    deadline: Deadline,
+    pool: Pool | None = None,
+) -> Outcome:
     """POST once, within `deadline`. The checked addresses are tried in turn until one
-    connects; once the request may have been sent, whatever happens is this attempt's outcome
-    (never a second copy to another address)."""
+    connects (a connection kept in `pool` for the origin and that address first); once the
+    request may have been sent, whatever happens is this attempt's outcome (never a second
+    copy to another address, nor on another connection)."""
     error = "no address to connect to"
     for address in dest.addresses:
+        kept = pool.take(dest, address) if pool is not None else None
+        if kept is not None:
+            sock, conn = kept.sock, kept.conn
+            sock.deadline = deadline
+        else:
+            try:
+                sock = _connect(dest, address, deadline)
+            except DeadlineExceeded as exc:
+                return Outcome(None, "", f"DeadlineExceeded: {exc}")
+            except OSError as exc:  # refused, unreachable, TLS: try the next address
+                error = f"{type(exc).__name__}: {exc}"[:500]
+                continue
+            conn = h11.Connection(our_role=h11.CLIENT)
+            if pool is not None:
+                pool.opened += 1
+        reused = False
         try:
-            sock = _connect(dest, address, deadline)
-        except DeadlineExceeded as exc:
-            return Outcome(None, "", f"DeadlineExceeded: {exc}")
-        except OSError as exc:  # refused, unreachable, TLS: try the next address
-            error = f"{type(exc).__name__}: {exc}"[:500]
-            continue
-        try:
-            return _exchange(sock, dest, headers, body)
+            outcome = _exchange(sock, conn, dest, headers, body, keep=pool is not None)
+            if pool is not None and _reusable(conn):
+                pool.give_back(dest, address, _Kept(sock, conn, 0.0))
+                reused = True
+            return outcome
         except (OSError, ValueError, h11.LocalProtocolError) as exc:
             # ValueError: a target or header that is not ASCII (a row stored before IRIs were
             # encoded); OSError: reset, deadline, an incomplete answer.
             return Outcome(None, "", f"{type(exc).__name__}: {exc}"[:500])
         finally:
-            sock.close()
+            if not reused:
+                sock.close()
     return Outcome(None, "", error)

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,9 +39,23 @@ class Receiver:
     def __post_init__(self) -> None:
         self._webhook = Webhook(self.secret)
         self._lock = threading.Lock()
+        self._open: set[socket.socket] = set()
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
+            # Keeps the connection open between requests (a worker sends several over one).
+            protocol_version = "HTTP/1.1"
+
+            def setup(self) -> None:
+                super().setup()
+                with receiver._lock:
+                    receiver._open.add(self.connection)
+
+            def finish(self) -> None:
+                with receiver._lock:
+                    receiver._open.discard(self.connection)
+                super().finish()
+
             def do_POST(self) -> None:  # noqa: N802 - the name http.server calls
                 length = min(int(self.headers.get("Content-Length") or 0), MAX_BODY)
                 body = self.rfile.read(length)
@@ -85,6 +101,11 @@ class Receiver:
             self.server.shutdown()
             self._thread = None
         self.server.server_close()
+        with self._lock:  # connections kept open: a stopped receiver answers nothing more
+            kept, self._open = list(self._open), set()
+        for conn in kept:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
 
     def __enter__(self) -> Receiver:
         return self.start()

@@ -212,7 +212,7 @@ def _email_for(recipient: Any, kind: str) -> OutgoingEmail:
     email = OutgoingEmail.objects.create(
         recipient=recipient, kind=kind, not_before=not_before, next_attempt_at=not_before
     )
-    _enqueue_email(email.pk, not_before if not_before > now else None)
+    outbox.announce()
     return email
 
 
@@ -293,7 +293,7 @@ def compose(kind: str, notes: Sequence[EmailNotification], now: datetime) -> tup
 
 @task()
 def deliver_email(email_id: int) -> str:
-    """The worker's job: it names an email; sending and its rules are below."""
+    """A job queued before the outbox was the workers' own queue: it names an email."""
     return email_send(email_id)
 
 
@@ -308,33 +308,57 @@ def send_email(notification_id: int) -> str:
     return email_send(email_id) if email_id else "no email"
 
 
-def _enqueue_email(email_id: int, run_after: datetime | None = None) -> None:
-    job = deliver_email.using(run_after=run_after) if run_after else deliver_email
-    job.enqueue(email_id)
-
-
 def _email_schedule() -> Sequence[float]:
     return settings.CONSOLE_EMAIL_RETRY_SECONDS or EMAIL_RETRY_SECONDS
 
 
-def email_send(email_id: int) -> str:
-    """Send one email (a worker's job), on the outbox's state machine: claimed under a lease,
-    so it goes out at most once per attempt; retried over hours when SMTP is down; taken up
-    again by the sweep when the worker died mid-send."""
+def _email_lease() -> timedelta:
+    return timedelta(seconds=settings.CONSOLE_EMAIL_LEASE_SECONDS)
+
+
+def emails_claim(*, worker: str, limit: int, due_by: datetime | None = None) -> list[OutgoingEmail]:
+    """Claim up to `limit` due emails for one attempt each (one transaction: read in a batch
+    with SKIP LOCKED, claimed with one UPDATE)."""
+    if limit <= 0:
+        return []
     now = timezone.now()
-    lease = timedelta(seconds=settings.CONSOLE_EMAIL_LEASE_SECONDS)
-    if not outbox.claim(OutgoingEmail, email_id, lease=lease, now=now):
+    with transaction.atomic():
+        due_at = min(now, due_by) if due_by is not None else now
+        pks = list(outbox.due(OutgoingEmail, now=due_at).values_list("pk", flat=True)[:limit])
+        outbox.claim_many(OutgoingEmail, pks, lease=_email_lease(), now=now, claimed_by=worker)
+    return list(
+        OutgoingEmail.objects.select_related("recipient").filter(
+            pk__in=pks, state=OutgoingEmail.State.SENDING, claimed_by=worker
+        )
+    )
+
+
+def emails_next_due() -> datetime | None:
+    """When the next pending email falls due (None: none pending)."""
+    return OutgoingEmail.objects.filter(state=OutgoingEmail.State.PENDING).aggregate(
+        m=Min("next_attempt_at")
+    )["m"]
+
+
+def email_send(email_id: int, *, worker: str = "job") -> str:
+    """Claim one email and send it (see `email_attempt`)."""
+    now = timezone.now()
+    if not outbox.claim(OutgoingEmail, email_id, lease=_email_lease(), now=now, claimed_by=worker):
         return "not due"
-    email = OutgoingEmail.objects.select_related("recipient").get(pk=email_id)
+    return email_attempt(OutgoingEmail.objects.select_related("recipient").get(pk=email_id))
+
+
+def email_attempt(email: OutgoingEmail) -> str:
+    """Send one claimed email, on the outbox's state machine: claimed under a lease, so it
+    goes out at most once per attempt; retried over hours when SMTP is down; taken up again by
+    the sweep when the worker died mid-send."""
     notes = list(
         email.notifications.select_related("instance__task_class", "recipient").order_by("id")
     )
     told = [n for n in notes if n.instance.status == InstanceStatus.AWAITING_USER]
     if not told or not email_enabled(email.recipient):
         with transaction.atomic():
-            finished = outbox.finish(
-                email, done=OutgoingEmail.State.SKIPPED, schedule=(), enqueue=_enqueue_email
-            )
+            finished = outbox.finish(email, done=OutgoingEmail.State.SKIPPED, schedule=())
             if finished.recorded:
                 _notes_end(notes, [], email, finished.state)
         return "skipped: no longer awaiting, or email turned off"
@@ -354,7 +378,6 @@ def email_send(email_id: int) -> str:
             done=None if error else OutgoingEmail.State.SENT,
             error=error,
             schedule=_email_schedule(),
-            enqueue=_enqueue_email,
             **sent,
         )
         if finished.recorded:
@@ -382,12 +405,10 @@ def _notes_end(
 
 
 def emails_resume(*, now: datetime | None = None) -> int:
-    """Take up emails whose worker died mid-send (lease run out), and pending ones whose job
-    is long overdue."""
+    """Take up emails whose worker died mid-send (lease run out)."""
     return outbox.resume(
         OutgoingEmail,
         now=now or timezone.now(),
         schedule=_email_schedule(),
-        enqueue=_enqueue_email,
         job_path=deliver_email.module_path,
     )

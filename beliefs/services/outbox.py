@@ -4,25 +4,33 @@
        ▲                  │  └──finish (failed)──▶ pending again, after the retry schedule's
        │                  │                        delay; failed after its last step
        └──resume──────────┘  (the lease ran out: the worker died mid-attempt)
+       └──release─────────┘  (claimed, never attempted: the worker is stopping)
 
-A claim is one conditional UPDATE, so of two workers holding jobs for one item, one claims it.
-The claim takes a lease longer than the attempt's deadline (settings refuse otherwise), so no
-second attempt starts while one runs. Each claim counts an attempt, and an attempt may finish
-only the claim it made (`attempts` is its token): a worker paused past its lease cannot
-overwrite what the attempt after it recorded.
+The outbox tables are the queue: a worker takes a batch of due items at once (`due`: oldest
+first, row-locked with SKIP LOCKED on PostgreSQL, so two workers never take the same item) and
+claims them with one UPDATE. A claim takes a lease longer than the attempt's deadline (settings
+refuse otherwise), so no second attempt starts while one runs. Each claim counts an attempt,
+and an attempt may finish only the claim it made (`attempts` is its token): a worker paused
+past its lease cannot overwrite what the attempt after it recorded. Outcomes are recorded in
+batches (`finish_many`), one UPDATE per kind of outcome.
+
+Writing an item wakes the workers: `announce` sends a PostgreSQL NOTIFY in the writing
+transaction (delivered on commit); on SQLite the workers look every fraction of a second.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from django.db import transaction
-from django.db.models import F, Q
+from django.db import connection, transaction
+from django.db.models import F, QuerySet
+from django.dispatch import receiver
 from django.utils import timezone
 from django_tasks import TaskResultStatus
+from django_tasks.signals import task_enqueued
 from django_tasks_db.models import DBTaskResult
 
 from beliefs.domain.webhooks import retry_delay
@@ -31,33 +39,131 @@ from beliefs.models import OutboxItem
 PENDING = "pending"
 SENDING = "sending"
 FAILED = "failed"
-# A pending item whose job has not run for this long lost its job (pruned, or never committed
-# by a crashed worker): the sweep gives it a new one.
-OVERDUE = timedelta(minutes=10)
+# The PostgreSQL channel the workers LISTEN on.
+CHANNEL = "console_outbox"
 
 Item = TypeVar("Item", bound=OutboxItem)
-# Queue the item's job (at a time, or now).
-Enqueue = Callable[[int, "datetime | None"], None]
 
 
-def claim(model: type[OutboxItem], pk: int, *, lease: timedelta, now: datetime) -> bool:
-    """Take the item for one attempt, if it is pending and due."""
+def announce() -> None:
+    """Wake the workers when the caller's transaction commits: there is something to send."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_notify(%s, '')", [CHANNEL])
+
+
+@receiver(task_enqueued)
+def _job_enqueued(**_: Any) -> None:
+    """A job for the queue (django-tasks): the workers run those too."""
+    announce()
+
+
+def due(model: type[Item], *, now: datetime) -> QuerySet[Item]:
+    """The items due now, oldest first, locked as they are read; items another worker is
+    taking right now are skipped (PostgreSQL; SQLite has one writer at a time). Slice it, and
+    read it inside the transaction that claims them."""
     return (
-        model._default_manager.filter(pk=pk, state=PENDING, next_attempt_at__lte=now).update(
-            state=SENDING,
-            lease_until=now + lease,
-            attempts=F("attempts") + 1,
-            last_attempt_at=now,
-        )
-        == 1
+        model._default_manager.filter(state=PENDING, next_attempt_at__lte=now)
+        .order_by("next_attempt_at", "id")
+        .select_for_update(skip_locked=True, of=("self",))
     )
+
+
+def claim_many(
+    model: type[OutboxItem],
+    pks: Sequence[int],
+    *,
+    lease: timedelta,
+    now: datetime,
+    claimed_by: str = "",
+    **fields: Any,
+) -> int:
+    """Take the items for one attempt each, those of them still pending and due: one UPDATE.
+    Returns how many were taken."""
+    if not pks:
+        return 0
+    return model._default_manager.filter(
+        pk__in=list(pks), state=PENDING, next_attempt_at__lte=now
+    ).update(
+        state=SENDING,
+        lease_until=now + lease,
+        attempts=F("attempts") + 1,
+        last_attempt_at=now,
+        claimed_by=claimed_by,
+        **fields,
+    )
+
+
+def claim(
+    model: type[OutboxItem], pk: int, *, lease: timedelta, now: datetime, claimed_by: str = ""
+) -> bool:
+    """Take the item for one attempt, if it is pending and due."""
+    return claim_many(model, [pk], lease=lease, now=now, claimed_by=claimed_by) == 1
 
 
 @dataclass(frozen=True)
 class Finished:
     recorded: bool  # False: this attempt's lease ran out and it was taken up again
     state: str
-    text: str  # what happened, for the job log
+    text: str  # what happened, for the log
+
+
+@dataclass
+class Attempt:
+    """One attempt's outcome, to record: `done` names the state it ended in; None means it
+    failed, and it is tried again after the schedule's delay, or marked failed after the last
+    (or at once when `final`). `fields` are the item's own (a status code, a sent time)."""
+
+    item: OutboxItem
+    done: str | None
+    error: str = ""
+    final: bool = False
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+def finish_many(attempts: Sequence[Attempt], *, schedule: Sequence[float]) -> list[Finished]:
+    """Record the attempts (items of one model), in the caller's transaction: the items still
+    held by these very attempts are locked, then updated with one UPDATE per distinct outcome
+    (a batch of successes is one statement)."""
+    if not attempts:
+        return []
+    model = type(attempts[0].item)
+    now = timezone.now()
+    mine = dict(
+        model._default_manager.select_for_update()
+        .filter(pk__in=[a.item.pk for a in attempts], state=SENDING)
+        .values_list("pk", "attempts")
+    )
+    groups: dict[tuple[tuple[str, Any], ...], list[int]] = {}
+    results = []
+    for attempt in attempts:
+        item = attempt.item
+        fields = {**attempt.fields, "lease_until": None, "last_error": attempt.error}
+        delay = (
+            None
+            if attempt.done is not None or attempt.final
+            else retry_delay(item.attempts, schedule)
+        )
+        if attempt.done is not None:
+            fields["state"] = attempt.done
+            text = attempt.done
+        elif delay is None:
+            fields["state"] = FAILED
+            text = f"failed for good after {item.attempts} attempts"
+        else:
+            fields.update(state=PENDING, next_attempt_at=now + timedelta(seconds=delay))
+            text = f"attempt {item.attempts} failed; retry in {delay:g} s"
+        if mine.get(item.pk) != item.attempts:
+            results.append(
+                Finished(False, fields["state"], "finished elsewhere (its lease ran out)")
+            )
+            continue
+        groups.setdefault(tuple(sorted(fields.items())), []).append(item.pk)
+        error = attempt.error
+        results.append(Finished(True, fields["state"], f"{text}: {error}" if error else text))
+    for fields_key, pks in groups.items():
+        model._default_manager.filter(pk__in=pks).update(**dict(fields_key))
+    return results
 
 
 def finish(
@@ -66,36 +172,27 @@ def finish(
     done: str | None,
     error: str = "",
     schedule: Sequence[float],
-    enqueue: Enqueue,
     final: bool = False,
     **fields: Any,
 ) -> Finished:
-    """Record the attempt: `done` names the state it ended in; None means it failed, and it is
-    tried again after the schedule's delay, or marked failed after the last (or at once when
-    `final`). `fields` are the item's own (a status code, a sent time). Call it in a
-    transaction."""
-    now = timezone.now()
-    fields.update(lease_until=None, last_error=error)
-    delay = None if done is not None or final else retry_delay(item.attempts, schedule)
-    if done is not None:
-        fields.update(state=done)
-        result = done
-    elif delay is None:
-        fields.update(state=FAILED)
-        result = f"failed for good after {item.attempts} attempts"
-    else:
-        fields.update(state=PENDING, next_attempt_at=now + timedelta(seconds=delay))
-        result = f"attempt {item.attempts} failed; retry in {delay:g} s"
-    updated = (
-        type(item)
-        ._default_manager.filter(pk=item.pk, state=SENDING, attempts=item.attempts)
-        .update(**fields)
-    )
-    if not updated:
-        return Finished(False, fields["state"], "finished elsewhere (its lease ran out)")
-    if fields["state"] == PENDING:
-        enqueue(item.pk, fields["next_attempt_at"])
-    return Finished(True, fields["state"], f"{result}: {error}" if error else result)
+    """Record one attempt (see `Attempt`). Call it in a transaction."""
+    (finished,) = finish_many([Attempt(item, done, error, final, fields)], schedule=schedule)
+    return finished
+
+
+def release(items: Sequence[OutboxItem]) -> int:
+    """Give back items claimed but never attempted (the worker is stopping, or too little of
+    the lease was left to start one): pending and due again, the attempt uncounted."""
+    model = type(items[0]) if items else None
+    count = 0
+    for item in items:
+        assert model is not None
+        count += model._default_manager.filter(
+            pk=item.pk, state=SENDING, attempts=item.attempts
+        ).update(state=PENDING, attempts=F("attempts") - 1, lease_until=None)
+    if count:
+        announce()
+    return count
 
 
 def resume(
@@ -103,15 +200,13 @@ def resume(
     *,
     now: datetime,
     schedule: Sequence[float],
-    enqueue: Enqueue,
     job_path: str,
-    overdue_filter: Q | None = None,
 ) -> int:
-    """Take up again what a dead worker held (its lease ran out) and pending items whose job is
-    long overdue. A duplicate job is harmless: the claim admits one. Returns how many.
+    """Take up again what a dead worker held (its lease ran out). Returns how many.
 
-    The dead worker's job (`job_path`, still RUNNING in the queue) is closed as failed, so the
-    queue does not show it running for ever."""
+    A job of the queue that claimed the item (`job_path`, still RUNNING: a job queued before
+    the outbox was its own queue) is closed as failed, so the queue does not show it running
+    for ever."""
     manager = model._default_manager
     count = 0
     for item in manager.filter(state=SENDING, lease_until__lt=now):
@@ -130,14 +225,8 @@ def resume(
             if resumed:
                 _close_dead_job(job_path, item, now)
             if resumed and not gone:
-                enqueue(item.pk, None)
+                announce()
         count += resumed
-    overdue = manager.filter(state=PENDING, next_attempt_at__lt=now - OVERDUE)
-    if overdue_filter is not None:
-        overdue = overdue.filter(overdue_filter)
-    for pk in overdue.values_list("pk", flat=True):
-        enqueue(pk, None)
-        count += 1
     return count
 
 

@@ -1,24 +1,31 @@
 """Webhook endpoints, the event outbox and delivering it.
 
 An event is written in the transaction of the change that causes it, with one delivery per
-subscribed endpoint and one queued job per delivery (the jobs live in the same database), so a
-rolled-back change sends nothing and a committed one is delivered even if no worker ran at the
-time. Delivery is at least once: a receiver drops duplicates by `webhook-id`. Deliveries follow
-the outbox's state machine (services/outbox.py); the transport is beliefs/net.py.
+subscribed endpoint (the outbox: its rows are the workers' queue), so a rolled-back change
+sends nothing and a committed one is delivered even if no worker ran at the time. Delivery is
+at least once: a receiver drops duplicates by `webhook-id`. Deliveries follow the outbox's
+state machine (services/outbox.py); the transport is beliefs/net.py.
+
+A worker claims due deliveries in batches, as lanes: up to `lane_size()` deliveries of one
+endpoint, sent in turn over one kept-alive connection (a `Pool` per endpoint) and recorded
+together. The caps count lanes: at most CONSOLE_WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT connections
+to an endpoint and …_PER_RUNTIME to a runtime's endpoints at once, over all workers.
 """
 
 from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Max, Q
+from django.db.models import Max, Min, Q
 from django.utils import timezone
 from django_tasks import task
 from standardwebhooks.webhooks import Webhook
@@ -34,15 +41,17 @@ from beliefs.models import (
     WebhookEndpoint,
     WebhookEvent,
 )
-from beliefs.net import Deadline, Outcome, post, resolve_within, to_uri
+from beliefs.net import Deadline, Outcome, Pool, post, resolve_within, to_uri
 from beliefs.services import outbox
 from beliefs.services.audit import Actor, audit
 
 # After a rotation the old secret keeps signing this long, so receivers can switch over.
 PREVIOUS_SECRET_GRACE = timedelta(hours=24)
 USER_AGENT = "confirmation-console-webhooks/1"
-# How many held deliveries a finishing one looks at to take up the next.
-_WAKE_LOOK_AHEAD = 50
+# At most this many deliveries in one lane (also bounded by the lease: see `lane_size`).
+MAX_LANE = 25
+# A held delivery that nothing took up for this long is freed by the sweep.
+OVERDUE = timedelta(minutes=10)
 
 
 # --- endpoints ----------------------------------------------------------------------------------
@@ -218,13 +227,9 @@ def endpoint_payload(endpoint: WebhookEndpoint, secret: str | None = None) -> di
 
 @task()
 def deliver_webhook(delivery_id: int) -> str:
-    """The worker's job: it names a delivery; the attempt and its rules are below."""
+    """A job queued before the outbox was the workers' own queue: it names a delivery; the
+    attempt and its rules are below."""
     return delivery_attempt(delivery_id)
-
-
-def _enqueue(delivery_id: int, run_after: datetime | None = None) -> None:
-    job = deliver_webhook.using(run_after=run_after) if run_after else deliver_webhook
-    job.enqueue(delivery_id)
 
 
 def endpoint_problem(endpoint: WebhookEndpoint) -> str:
@@ -302,11 +307,12 @@ def emit_event(
         endpoints = [e for e in live_endpoints(runtime).filter(active=True) if _subscribed(e, type)]
     else:
         endpoints = []
-    for endpoint in endpoints:
-        delivery = WebhookDelivery.objects.create(
-            event=event, endpoint=endpoint, next_attempt_at=now
+    if endpoints:
+        WebhookDelivery.objects.bulk_create(
+            WebhookDelivery(event=event, endpoint=endpoint, next_attempt_at=now)
+            for endpoint in endpoints
         )
-        _enqueue(delivery.pk)
+        outbox.announce()
     return event
 
 
@@ -341,7 +347,7 @@ def delivery_redeliver(*, delivery: WebhookDelivery, actor: Actor) -> bool:
     )
     if not updated:
         return False
-    _enqueue(delivery.pk)
+    outbox.announce()
     audit(
         AuditKind.WEBHOOK_REDELIVERED,
         actor=actor,
@@ -386,95 +392,306 @@ def _lease() -> timedelta:
     return timedelta(seconds=settings.CONSOLE_WEBHOOK_LEASE_SECONDS)
 
 
-def _in_flight(runtime_id: int, now: datetime) -> dict[int, int]:
-    """Deliveries of the runtime being sent (lease still running), per endpoint."""
-    rows = (
-        WebhookDelivery.objects.filter(
-            endpoint__runtime_id=runtime_id,
-            state=WebhookDelivery.State.SENDING,
-            lease_until__gte=now,
+def lane_size() -> int:
+    """Deliveries in one lane: as many as fit in the lease if each took its whole deadline.
+    (What bounds an attempt is `lane_deliver`: it starts one only with its whole deadline left
+    within the lease, and gives back the rest.)"""
+    lease = settings.CONSOLE_WEBHOOK_LEASE_SECONDS
+    deadline = settings.CONSOLE_WEBHOOK_TIMEOUT_SECONDS
+    return max(1, min(MAX_LANE, int(lease // max(deadline, 0.001)) - 1))
+
+
+@dataclass
+class Lane:
+    """Deliveries of one endpoint claimed together by one worker, sent in turn over one
+    connection. `lease_ends` is the lease's end on this process's monotonic clock."""
+
+    endpoint_id: int
+    runtime_id: int
+    claimed_by: str
+    lease_ends: float
+    deliveries: list[WebhookDelivery] = field(default_factory=list)
+    due_by: datetime | None = None  # renewing, take only deliveries due by then
+
+
+def _lanes_in_flight(now: datetime, runtime_ids: Sequence[int] | None = None) -> list[Any]:
+    """The lanes being sent (their lease still running): (runtime, endpoint, claimed_by)."""
+    rows = WebhookDelivery.objects.filter(state=WebhookDelivery.State.SENDING, lease_until__gte=now)
+    if runtime_ids is not None:
+        rows = rows.filter(endpoint__runtime_id__in=runtime_ids)
+    lanes = rows.order_by().values_list("endpoint__runtime_id", "endpoint_id", "claimed_by")
+    return list(lanes.distinct())
+
+
+class _Room:
+    """Lanes open per endpoint and per runtime, against the caps."""
+
+    def __init__(self, lanes: Sequence[Any]) -> None:
+        self.endpoint: dict[int, int] = {}
+        self.runtime: dict[int, int] = {}
+        for runtime_id, endpoint_id, _ in lanes:
+            self.add(runtime_id, endpoint_id)
+
+    def add(self, runtime_id: int, endpoint_id: int) -> None:
+        self.endpoint[endpoint_id] = self.endpoint.get(endpoint_id, 0) + 1
+        self.runtime[runtime_id] = self.runtime.get(runtime_id, 0) + 1
+
+    def fits(self, runtime_id: int, endpoint_id: int) -> bool:
+        return (
+            self.endpoint.get(endpoint_id, 0) < settings.CONSOLE_WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT
+            and self.runtime.get(runtime_id, 0) < settings.CONSOLE_WEBHOOK_MAX_IN_FLIGHT_PER_RUNTIME
         )
-        .values("endpoint_id")
-        .annotate(n=Count("id"))
+
+    def full_endpoints(self) -> list[int]:
+        cap = settings.CONSOLE_WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT
+        return [e for e, n in self.endpoint.items() if n >= cap]
+
+    def full_runtimes(self) -> list[int]:
+        cap = settings.CONSOLE_WEBHOOK_MAX_IN_FLIGHT_PER_RUNTIME
+        return [r for r, n in self.runtime.items() if n >= cap]
+
+
+def _lock_runtimes(runtime_ids: Sequence[int]) -> None:
+    """Claims of one runtime's deliveries take turns on its row (in id order, so two claims
+    cannot wait for each other), so the caps are counted exactly. No key update: the runtime's
+    requests inserting rows that refer to it are not held up."""
+    list(
+        Runtime.objects.select_for_update(no_key=True)
+        .filter(pk__in=sorted(runtime_ids))
+        .order_by("pk")
+        .values_list("pk", flat=True)
     )
-    return {row["endpoint_id"]: row["n"] for row in rows}
 
 
-def _has_room(busy: dict[int, int], endpoint_id: int) -> bool:
-    return (
-        sum(busy.values()) < settings.CONSOLE_WEBHOOK_MAX_IN_FLIGHT_PER_RUNTIME
-        and busy.get(endpoint_id, 0) < settings.CONSOLE_WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT
-    )
-
-
-def _lock_runtime(runtime_id: int) -> None:
-    """Claims and finishes of one runtime's deliveries take turns on its row, so the caps are
-    counted exactly and a delivery put on hold is always seen by the finish that frees room.
-    No key update: the runtime's requests inserting rows that refer to it are not held up."""
-    Runtime.objects.select_for_update(no_key=True).filter(pk=runtime_id).first()
-
-
-def _wake(runtime_id: int, now: datetime) -> None:
-    """Queue held deliveries, oldest first, for the room there is now."""
-    busy = _in_flight(runtime_id, now)
-    held = WebhookDelivery.objects.filter(
-        endpoint__runtime_id=runtime_id, state=WebhookDelivery.State.PENDING, held=True
-    ).order_by("next_attempt_at", "id")
-    for pk, endpoint_id in held.values_list("pk", "endpoint_id")[:_WAKE_LOOK_AHEAD]:
-        if not _has_room(busy, endpoint_id):
-            continue
-        if WebhookDelivery.objects.filter(pk=pk, held=True).update(held=False):
-            _enqueue(pk)
-            busy[endpoint_id] = busy.get(endpoint_id, 0) + 1  # it will take that room
-
-
-def _claim(delivery_id: int) -> WebhookDelivery | str:
-    """The delivery, claimed for one attempt; or why not (not due, or held over a cap)."""
+def deliveries_claim(
+    *,
+    worker: str,
+    lanes: int,
+    new_lane: Callable[[], str],
+    only: int | None = None,
+    due_by: datetime | None = None,
+) -> list[Lane]:
+    """Claim up to `lanes` lanes of due deliveries, in one transaction: due deliveries are
+    read in a batch (oldest first, SKIP LOCKED), their runtimes' rows locked, the lanes in
+    flight counted under those locks, and the deliveries that fit claimed with one UPDATE per
+    lane. A due delivery over a cap is marked held (it waits, pending, for room). `new_lane`
+    names a lane (unique within the worker); `only` restricts it to one delivery, `due_by`
+    to the deliveries due by then (a batch run: what was due when it started)."""
+    if lanes <= 0:
+        return []
     now = timezone.now()
-    row = (
-        WebhookDelivery.objects.filter(
-            pk=delivery_id, state=WebhookDelivery.State.PENDING, next_attempt_at__lte=now
-        )
-        .values("endpoint_id", "endpoint__runtime_id")
-        .first()
-    )
-    if row is None:
-        return "not due"
-    runtime_id = row["endpoint__runtime_id"]
+    lease_ends = time.monotonic() + settings.CONSOLE_WEBHOOK_LEASE_SECONDS
+    size = lane_size() if only is None else 1
+    pending = WebhookDelivery.State.PENDING
+    due_at = min(now, due_by) if due_by is not None else now
     with transaction.atomic():
-        _lock_runtime(runtime_id)
-        if not _has_room(_in_flight(runtime_id, now), row["endpoint_id"]):
-            # Waits, pending, for a delivery of its endpoint or runtime to finish (_wake).
-            WebhookDelivery.objects.filter(
-                pk=delivery_id, state=WebhookDelivery.State.PENDING
-            ).update(held=True)
-            return "held: its endpoint or runtime is at its cap of deliveries in flight"
-        if not outbox.claim(WebhookDelivery, delivery_id, lease=_lease(), now=now):
-            return "not due"
-        WebhookDelivery.objects.filter(pk=delivery_id).update(held=False)
-    return WebhookDelivery.objects.select_related("event", "endpoint").get(pk=delivery_id)
+        full = _Room(_lanes_in_flight(now))
+        capped = Q(endpoint_id__in=full.full_endpoints()) | Q(
+            endpoint__runtime_id__in=full.full_runtimes()
+        )
+        waiting = WebhookDelivery.objects.filter(
+            state=pending, held=False, next_attempt_at__lte=due_at
+        )
+        if only is not None:
+            waiting = waiting.filter(pk=only)
+        if full.full_endpoints() or full.full_runtimes():
+            # Told apart on the staff pages: waiting for room, not lost.
+            waiting.filter(capped).update(held=True)
+        rows = outbox.due(WebhookDelivery, now=due_at).exclude(capped)
+        if only is not None:
+            rows = rows.filter(pk=only)
+        batch = list(rows.values_list("pk", "endpoint_id", "endpoint__runtime_id")[: lanes * size])
+        if not batch:
+            return []
+        runtime_ids = sorted({r for _, _, r in batch})
+        _lock_runtimes(runtime_ids)
+        room = _Room(_lanes_in_flight(now, runtime_ids))
+        opened: dict[int, Lane] = {}
+        claimed: list[Lane] = []
+        held: list[int] = []
+        for pk, endpoint_id, runtime_id in batch:
+            lane = opened.get(endpoint_id)
+            if lane is not None and len(lane.deliveries) >= size:
+                lane = None
+            if lane is None:
+                if len(claimed) >= lanes or not room.fits(runtime_id, endpoint_id):
+                    held.append(pk)
+                    continue
+                name = f"{worker}#{new_lane()}"
+                lane = Lane(endpoint_id, runtime_id, name, lease_ends, due_by=due_by)
+                room.add(runtime_id, endpoint_id)
+                opened[endpoint_id] = lane
+                claimed.append(lane)
+            lane.deliveries.append(WebhookDelivery(pk=pk))
+        for lane in claimed:
+            outbox.claim_many(
+                WebhookDelivery,
+                [d.pk for d in lane.deliveries],
+                lease=_lease(),
+                now=now,
+                claimed_by=lane.claimed_by,
+                held=False,
+            )
+        if held:
+            WebhookDelivery.objects.filter(pk__in=held, state=pending, held=False).update(held=True)
+    # Read after the commit: what the claims wrote (attempts, the token) and what is sent.
+    rows_by_pk = WebhookDelivery.objects.select_related("event", "endpoint").in_bulk(
+        [d.pk for lane in claimed for d in lane.deliveries]
+    )
+    for lane in claimed:
+        lane.deliveries = [
+            rows_by_pk[d.pk]
+            for d in lane.deliveries
+            if d.pk in rows_by_pk and rows_by_pk[d.pk].claimed_by == lane.claimed_by
+        ]
+    return [lane for lane in claimed if lane.deliveries]
+
+
+class Pools:
+    """One connection pool per endpoint, for a worker's lifetime."""
+
+    def __init__(self) -> None:
+        self._pools: dict[int, Pool] = {}
+
+    def of(self, endpoint_id: int) -> Pool:
+        pool = self._pools.get(endpoint_id)
+        if pool is None:
+            pool = self._pools.setdefault(
+                endpoint_id, Pool(keep=settings.CONSOLE_WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT)
+            )
+        return pool
+
+    def close(self) -> None:
+        for pool in self._pools.values():
+            pool.close()
+        self._pools.clear()
+
+
+# Record a lane's outcomes at least this often while it is being sent (and at its end).
+RECORD_EVERY_SECONDS = 0.2
+
+
+# A lane whose endpoint has more due deliveries takes them in the transaction that records its
+# last ones (it keeps its place under the caps), this many times; then it ends, and the next
+# claim shares the room out again, oldest delivery first.
+MAX_RENEWALS = 8
+
+
+def lane_deliver(lane: Lane, pool: Pool | None = None, stopping: Callable[[], bool] = bool) -> str:
+    """Send the lane's deliveries in turn, one attempt each, over the pool's connection, and
+    record the outcomes in batches. An attempt starts only with its whole deadline left within
+    the lease, and not once the worker is stopping: those deliveries are given back."""
+    deadline = settings.CONSOLE_WEBHOOK_TIMEOUT_SECONDS
+    done: list[outbox.Attempt] = []
+    texts: list[str] = []
+    recorded_at = time.monotonic()
+    rest = list(lane.deliveries)
+    renewals = 0
+    while rest:
+        if stopping() or time.monotonic() + deadline + 1 >= lane.lease_ends:
+            break
+        delivery = rest.pop(0)
+        done.append(_attempt(delivery, pool))
+        if not rest and renewals < MAX_RENEWALS and not stopping():
+            more = _record_and_renew(lane, done, texts)
+            done, recorded_at = [], time.monotonic()
+            rest, renewals = more, renewals + 1
+        elif time.monotonic() - recorded_at >= RECORD_EVERY_SECONDS:
+            texts += _record(done)
+            done, recorded_at = [], time.monotonic()
+    texts += _record(done)
+    if rest:
+        outbox.release(rest)
+        texts.append(f"{len(rest)} given back")
+    return "; ".join(texts)
+
+
+def _record_and_renew(
+    lane: Lane, attempts: Sequence[outbox.Attempt], texts: list[str]
+) -> list[WebhookDelivery]:
+    """Record the lane's outcomes and, in the same transaction, claim the next due deliveries
+    of its endpoint for it (the lane stays one lane under the caps)."""
+    now = timezone.now()
+    lease_ends = time.monotonic() + settings.CONSOLE_WEBHOOK_LEASE_SECONDS
+    with transaction.atomic():
+        texts += _finished(attempts)
+        pks = list(
+            outbox.due(WebhookDelivery, now=min(now, lane.due_by) if lane.due_by else now)
+            .filter(endpoint_id=lane.endpoint_id)
+            .values_list("pk", flat=True)[: lane_size()]
+        )
+        outbox.claim_many(
+            WebhookDelivery, pks, lease=_lease(), now=now, claimed_by=lane.claimed_by, held=False
+        )
+    if not pks:
+        return []
+    lane.lease_ends = lease_ends
+    rows = WebhookDelivery.objects.select_related("event", "endpoint").in_bulk(pks)
+    return [rows[pk] for pk in pks if pk in rows and rows[pk].claimed_by == lane.claimed_by]
+
+
+def _attempt(delivery: WebhookDelivery, pool: Pool | None) -> outbox.Attempt:
+    endpoint = delivery.endpoint
+    if not endpoint.active or endpoint.deleted_at is not None:
+        return _outcome(delivery, Outcome(None, "", "the endpoint is inactive"), final=True)
+    try:
+        outcome = _post(delivery, pool)
+    except Exception as exc:  # noqa: BLE001 - recorded on the delivery and retried
+        outcome = Outcome(None, "", f"{type(exc).__name__}: {exc}"[:500])
+    return _outcome(delivery, outcome)
+
+
+def _outcome(delivery: WebhookDelivery, outcome: Outcome, *, final: bool = False) -> outbox.Attempt:
+    fields: dict[str, Any] = {
+        "last_status_code": outcome.status,
+        "last_response": outcome.response,
+    }
+    done = WebhookDelivery.State.SUCCEEDED if outcome.ok else None
+    return outbox.Attempt(delivery, done, outcome.error, final, fields)
+
+
+def _record(attempts: Sequence[outbox.Attempt]) -> list[str]:
+    if not attempts:
+        return []
+    with transaction.atomic():
+        return _finished(attempts)
+
+
+def _finished(attempts: Sequence[outbox.Attempt]) -> list[str]:
+    """Record the outcomes, in the caller's transaction; what happened, for the log."""
+    # One time for the batch (recorded at most RECORD_EVERY_SECONDS after it arrived), so that
+    # the batch's successes are one UPDATE.
+    now = timezone.now()
+    for attempt in attempts:
+        if attempt.done == WebhookDelivery.State.SUCCEEDED:
+            attempt.fields["delivered_at"] = now
+    finished = outbox.finish_many(attempts, schedule=_schedule())
+    texts = []
+    for attempt, result in zip(attempts, finished, strict=True):
+        status = attempt.fields.get("last_status_code")
+        texts.append(f"{result.text} ({status})" if status else result.text)
+    return texts
 
 
 def delivery_attempt(delivery_id: int) -> str:
-    """One attempt of one delivery (a worker's job). Returns what happened, for the job log.
+    """One attempt of one delivery (a job queued before the outbox was the workers' queue).
+    Returns what happened, for the job log.
 
     Whatever goes wrong before or after connecting is recorded as the attempt's error and
     follows the retry schedule: a delivery never stays `sending`.
     """
-    delivery = _claim(delivery_id)
-    if isinstance(delivery, str):
-        return delivery
-    endpoint = delivery.endpoint
-    if not endpoint.active or endpoint.deleted_at is not None:
-        return _finish(delivery, Outcome(None, "", "the endpoint is inactive"), final=True)
-    try:
-        outcome = _post(delivery)
-    except Exception as exc:  # noqa: BLE001 - recorded on the delivery and retried
-        outcome = Outcome(None, "", f"{type(exc).__name__}: {exc}"[:500])
-    return _finish(delivery, outcome)
+    lanes = deliveries_claim(
+        worker="job", lanes=1, new_lane=lambda: str(delivery_id), only=delivery_id
+    )
+    if not lanes:
+        held = WebhookDelivery.objects.filter(pk=delivery_id, held=True, state="pending")
+        if held.exists():
+            return "held: its endpoint or runtime is at its cap of deliveries in flight"
+        return "not due"
+    return lane_deliver(lanes[0])
 
 
-def _post(delivery: WebhookDelivery) -> Outcome:
+def _post(delivery: WebhookDelivery, pool: Pool | None = None) -> Outcome:
     endpoint, event = delivery.endpoint, delivery.event
     # One deadline for the whole attempt, the name's resolution included.
     deadline = Deadline(settings.CONSOLE_WEBHOOK_TIMEOUT_SECONDS)
@@ -493,56 +710,35 @@ def _post(delivery: WebhookDelivery) -> Outcome:
         "User-Agent": USER_AGENT,
         **signature_headers(endpoint, event, body, timezone.now()),
     }
-    return post(dest, headers, body.encode("ascii"), deadline)
+    return post(dest, headers, body.encode("ascii"), deadline, pool)
 
 
 def _finish(delivery: WebhookDelivery, outcome: Outcome, *, final: bool = False) -> str:
-    now = timezone.now()
-    with transaction.atomic():
-        runtime_id = delivery.endpoint.runtime_id
-        _lock_runtime(runtime_id)
-        fields: dict[str, Any] = {
-            "last_status_code": outcome.status,
-            "last_response": outcome.response,
-        }
-        if outcome.ok:
-            fields["delivered_at"] = now
-        finished = outbox.finish(
-            delivery,
-            done=WebhookDelivery.State.SUCCEEDED if outcome.ok else None,
-            error=outcome.error,
-            schedule=_schedule(),
-            enqueue=_enqueue,
-            final=final,
-            **fields,
-        )
-        _wake(runtime_id, now)
-    return f"{finished.text} ({outcome.status})" if outcome.status else finished.text
+    """Record one attempt's outcome (as a worker does)."""
+    (text,) = _record([_outcome(delivery, outcome, final=final)])
+    return text
+
+
+def deliveries_next_due() -> datetime | None:
+    """When the next delivery not waiting for room falls due (None: nothing pending)."""
+    return WebhookDelivery.objects.filter(
+        state=WebhookDelivery.State.PENDING, held=False
+    ).aggregate(m=Min("next_attempt_at"))["m"]
 
 
 def deliveries_resume(*, now: datetime | None = None) -> int:
-    """Take up deliveries whose worker died mid-attempt (lease run out), pending ones whose job
-    is long overdue, and held ones nothing woke (a backstop: a finish wakes them)."""
+    """Take up deliveries whose worker died mid-attempt (lease run out), and free held ones
+    that nothing took up (a backstop: a worker's claim takes them up once there is room)."""
     now = now or timezone.now()
     count = outbox.resume(
-        WebhookDelivery,
-        now=now,
-        schedule=_schedule(),
-        enqueue=_enqueue,
-        job_path=deliver_webhook.module_path,
-        overdue_filter=Q(held=False),
+        WebhookDelivery, now=now, schedule=_schedule(), job_path=deliver_webhook.module_path
     )
-    stale = (
-        WebhookDelivery.objects.filter(
-            state=WebhookDelivery.State.PENDING,
-            held=True,
-            next_attempt_at__lt=now - outbox.OVERDUE,
-        )
-        .values_list("endpoint__runtime_id", flat=True)
-        .distinct()
+    room = _Room(_lanes_in_flight(now))
+    stale = WebhookDelivery.objects.filter(
+        state=WebhookDelivery.State.PENDING, held=True, next_attempt_at__lt=now - OVERDUE
+    ).exclude(
+        Q(endpoint_id__in=room.full_endpoints()) | Q(endpoint__runtime_id__in=room.full_runtimes())
     )
-    for runtime_id in list(stale):
-        with transaction.atomic():
-            _lock_runtime(runtime_id)
-            _wake(runtime_id, now)
+    if stale.update(held=False):
+        outbox.announce()
     return count

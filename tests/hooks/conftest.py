@@ -12,12 +12,12 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import override_settings
 from django_tasks_db.management.commands import db_worker
-from django_tasks_db.management.commands.db_worker import Worker
 
 from beliefs import services
 from beliefs.models import RuntimeAPIKey, TaskClass, TaskInstance, WebhookDelivery
 from beliefs.receiver import Receiver
 from beliefs.services import Actor
+from beliefs.worker import Worker
 from tests.builders import (
     open_instance,
     transfer,
@@ -38,25 +38,10 @@ def _fast_private_webhooks() -> Iterator[None]:
 
 
 def run_worker() -> None:
-    """Run every job that is due now, as `manage.py worker --batch` would.
-
-    In a process of its own the worker closes stale connections between jobs; here it shares
-    the test's connection, inside the test's transaction, which must stay open."""
+    """Send everything that is due now and run the queued jobs, as `manage.py worker --batch`
+    would, in this thread: on the test's connection, inside the test's transaction."""
     with mock.patch.object(db_worker, "close_old_connections", lambda: None):
-        _worker().run()
-
-
-def _worker() -> Worker:
-    return Worker(
-        queue_names=["default"],
-        interval=0,
-        batch=True,
-        backend_name="default",
-        startup_delay=False,
-        max_tasks=None,
-        worker_id="test-worker",
-        excluded_queue_names=[],
-    )
+        Worker(worker_id="test-worker", batch=True, inline=True).run()
 
 
 def work_until(done: Callable[[], bool], timeout: float = 10.0) -> None:

@@ -119,6 +119,47 @@ class CutServer(_Server):
             conn.close()
 
 
+class KeepAliveServer(_Server):
+    """Answers requests on a connection one after another, each with the next of `replies`
+    (the last repeats), and keeps it open unless told (`close_after` answers per connection).
+    Records which connection (a number) each request came on."""
+
+    def __init__(self, replies: list[bytes], close_after: int | None = None) -> None:
+        self.replies = replies
+        self.close_after = close_after
+        self.served = 0
+        self.on_connection: list[int] = []  # the connection of each request
+        self.connections = 0
+        self.closed = 0  # connections it has hung up
+        super().__init__()
+
+    def _serve(self, conn: socket.socket) -> None:
+        with self.lock:
+            self.connections += 1
+            number = self.connections
+        answered = 0
+        try:
+            while True:
+                request = _read_request(conn)
+                if not request:
+                    return
+                with self.lock:
+                    self.requests.append(request)
+                    self.on_connection.append(number)
+                    reply = self.replies[min(self.served, len(self.replies) - 1)]
+                    self.served += 1
+                conn.sendall(reply)
+                answered += 1
+                if self.close_after is not None and answered >= self.close_after:
+                    return
+        except OSError:
+            return
+        finally:
+            conn.close()
+            with self.lock:
+                self.closed += 1
+
+
 @dataclass
 class SmtpServer:
     """A small SMTP server on 127.0.0.1. A message counts as accepted when its 250 reply to

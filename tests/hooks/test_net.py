@@ -12,8 +12,8 @@ from unittest import mock
 import pytest
 
 from beliefs.domain.webhooks import Destination
-from beliefs.net import Deadline, post, to_uri
-from tests.hooks.servers import CutServer, DripServer, TlsServer, self_signed
+from beliefs.net import Deadline, Pool, post, to_uri
+from tests.hooks.servers import CutServer, DripServer, KeepAliveServer, TlsServer, self_signed
 
 
 def _dest(port: int) -> Destination:
@@ -151,3 +151,88 @@ def test_a_server_silent_during_the_tls_handshake_is_bounded_by_the_deadline(
         outcome = post(dest, {}, b"{}", Deadline(1.0))
         took = time.monotonic() - started
     assert outcome.error.startswith("DeadlineExceeded") and 0.9 <= took < 1.5
+
+
+# --- kept connections ---------------------------------------------------------------------
+
+OK = b"HTTP/1.1 204 No Content\r\n\r\n"
+
+
+def _posts(dest: Destination, pool: Pool, count: int) -> list[Any]:
+    return [post(dest, {}, b"{}", Deadline(5), pool) for _ in range(count)]
+
+
+def test_a_pool_sends_one_request_after_another_over_one_connection() -> None:
+    with KeepAliveServer([OK]) as server:
+        pool = Pool()
+        outcomes = _posts(_dest(server.port), pool, 5)
+        pool.close()
+    assert [o.status for o in outcomes] == [204] * 5
+    assert server.on_connection == [1] * 5 and pool.opened == 1
+    # Kept open: the request does not ask for the close (without a pool, each one does).
+    assert b"connection: close" not in server.requests[0].lower()
+
+
+def test_a_kept_connection_serves_only_its_origin_and_address() -> None:
+    with KeepAliveServer([OK]) as server:
+        pool = Pool()
+        first = _dest(server.port)
+        other_host = Destination(
+            "http", "hooks.example", server.port, "/hooks", ("127.0.0.1",), allow_private=True
+        )
+        other_address = Destination(
+            "http", "127.0.0.1", server.port, "/hooks", ("127.0.0.2",), allow_private=True
+        )
+        post(first, {}, b"{}", Deadline(5), pool)
+        post(other_host, {}, b"{}", Deadline(5), pool)  # another origin: its own connection
+        # Another checked address (where nothing listens): connected to, not handed the kept one.
+        elsewhere = post(other_address, {}, b"{}", Deadline(5), pool)
+        post(first, {}, b"{}", Deadline(5), pool)  # the first one's, kept
+        pool.close()
+    assert server.on_connection == [1, 2, 1]
+    assert elsewhere.status is None and "ConnectionRefused" in elsewhere.error
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc",  # cut short (then closed)
+        b"HTTP/1.1 500 Oops\r\nConnection: close\r\n\r\n",  # the peer says it closes
+        b"HTTP/1.1 200 OK\r\n\r\nread until the close",  # a body that ends at the close
+    ],
+)
+def test_a_connection_is_not_used_again_after_an_error_or_a_close(bad: bytes) -> None:
+    with KeepAliveServer([OK, bad, OK], close_after=2) as server:
+        pool = Pool()
+        outcomes = _posts(_dest(server.port), pool, 3)
+        pool.close()
+    assert outcomes[0].status == 204 and outcomes[2].status == 204
+    assert server.on_connection == [1, 1, 2]  # the third on a new connection
+
+
+def test_a_connection_the_peer_closed_while_idle_is_not_used() -> None:
+    with KeepAliveServer([OK], close_after=1) as server:
+        pool = Pool()
+        first = post(_dest(server.port), {}, b"{}", Deadline(5), pool)
+        # Wait until the server has hung up (it closes after one answer).
+        deadline = time.monotonic() + 5
+        while server.closed < 1:
+            assert time.monotonic() < deadline, "the server did not hang up"
+            time.sleep(0.01)
+        second = post(_dest(server.port), {}, b"{}", Deadline(5), pool)
+        pool.close()
+    assert (first.status, second.status) == (204, 204)  # not a failed attempt
+    assert server.on_connection == [1, 2]
+
+
+def test_a_kept_connection_gets_the_new_attempts_deadline() -> None:
+    with KeepAliveServer([OK]) as server:
+        pool = Pool()
+        post(_dest(server.port), {}, b"{}", Deadline(5), pool)
+        server.replies = [OK, b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n"]  # then hangs
+        started = time.monotonic()
+        outcome = post(_dest(server.port), {}, b"{}", Deadline(0.5), pool)
+        took = time.monotonic() - started
+        pool.close()
+    assert outcome.error.startswith("DeadlineExceeded") and took < 1.5
+    assert server.on_connection == [1, 1]

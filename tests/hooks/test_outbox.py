@@ -25,6 +25,7 @@ from beliefs.receiver import Receiver
 from beliefs.services import SYSTEM, Actor
 from beliefs.services.webhooks import (
     _finish,
+    deliver_webhook,
     deliveries_resume,
     endpoint_create,
     endpoint_delete,
@@ -115,7 +116,9 @@ def test_a_delivery_whose_worker_died_is_taken_up_after_its_lease_only(
     _, receiver = endpoint
     open_transfer(rt)
     now = timezone.now()
-    # A worker claimed it and died: sending, its lease running, its job RUNNING.
+    # A worker claimed it through a job queued before the outbox was its own queue, and died:
+    # sending, its lease running, its job RUNNING.
+    deliver_webhook.enqueue(WebhookDelivery.objects.get().pk)
     WebhookDelivery.objects.update(
         state=Sending, attempts=1, lease_until=now + timedelta(seconds=120), last_attempt_at=now
     )

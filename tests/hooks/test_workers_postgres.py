@@ -1,23 +1,20 @@
-"""Two real worker processes on PostgreSQL deliver each of 500 events exactly once."""
+"""Real worker processes on PostgreSQL: several of them claiming batches deliver each of 500
+events exactly once (one attempt each: no row is sent twice within its lease), and a slow
+endpoint holds only its own lanes while a fast one's events arrive promptly."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import tempfile
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from django.db import connection
-from django_tasks_db.models import DBTaskResult
 
 from beliefs.models import RuntimeAPIKey, WebhookDelivery
 from beliefs.receiver import Receiver
 from beliefs.services import SYSTEM
 from beliefs.services.webhooks import endpoint_create, send_test_event
+from tests.hooks.test_outbox_postgres import wait_for, workers
 
 pytestmark = [
     pytest.mark.postgres,
@@ -29,70 +26,121 @@ pytestmark = [
 ]
 
 EVENTS = 500
-ROOT = Path(__file__).resolve().parents[2]
 
 
-def _database_url() -> str:
-    s = connection.settings_dict
-    auth = s["USER"] + (f":{s['PASSWORD']}" if s["PASSWORD"] else "")
-    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+def _port() -> int:
+    with Receiver("whsec_" + "A" * 44) as probe:
+        return probe.port
 
 
-def test_two_workers_deliver_each_of_500_events_exactly_once(
+def test_three_workers_deliver_each_of_500_events_exactly_once(
     runtime_key: tuple[RuntimeAPIKey, str],
 ) -> None:
     runtime = runtime_key[0].runtime
-    # A receiver slow enough that both workers get a share of the queue.
-    with Receiver("whsec_" + "A" * 44) as probe:
-        port = probe.port
+    port = _port()
     endpoint, secret = endpoint_create(
         runtime=runtime, url=f"http://127.0.0.1:{port}/hooks", actor=SYSTEM
     )
     for _ in range(EVENTS):
         send_test_event(endpoint=endpoint, actor=SYSTEM)
 
-    def slow(_: object) -> int:
-        time.sleep(0.005)
+    def slow(_: object) -> int:  # slow enough that every worker gets a share of the queue
+        time.sleep(0.002)
         return 204
 
     env = {
-        **os.environ,
-        "DATABASE_URL": _database_url(),
         "CONSOLE_WEBHOOK_ALLOW_PRIVATE": "true",
+        # Room for every worker's lanes at once: the workers race for the same rows.
+        "CONSOLE_WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT": "6",
+        "CONSOLE_WEBHOOK_MAX_IN_FLIGHT_PER_RUNTIME": "6",
     }
-    command = [
-        sys.executable,
-        "manage.py",
-        "worker",
-        "--batch",
-        "--no-startup-delay",
-        "--interval=0",
-        "--sweep-interval=0",
-        "--verbosity=0",
-    ]
-    with Receiver(secret, port=port, answer=slow) as receiver, tempfile.TemporaryFile() as errors:
-        workers = [
-            subprocess.Popen(
-                [*command, f"--worker-id=worker-{n}"],
-                cwd=ROOT,
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=errors,
-            )
-            for n in (1, 2)
-        ]
-        codes = [w.wait(timeout=600) for w in workers]
-        errors.seek(0)
-        assert codes == [0, 0], errors.read().decode()[-3000:]
+    with (
+        Receiver(secret, port=port, answer=slow) as receiver,
+        workers(env, count=3, extra=["--concurrency=2"]),
+    ):
+        done = WebhookDelivery.objects.filter(state="succeeded")
+        wait_for(lambda: done.count() == EVENTS, timeout=120, what="every delivery")
 
     ids = Counter(r.headers["webhook-id"] for r in receiver.received)
     assert len(ids) == EVENTS
     assert set(ids.values()) == {1}  # each event exactly once
     assert all(r.event is not None for r in receiver.received)
     states = Counter(WebhookDelivery.objects.values_list("state", "attempts"))
-    assert states == {("succeeded", 1): EVENTS}
-    jobs = DBTaskResult.objects.filter(task_path="beliefs.services.webhooks.deliver_webhook")
-    assert jobs.count() == EVENTS
-    assert all(len(job.worker_ids) == 1 for job in jobs)  # no job was taken twice
-    by_worker = Counter(job.worker_ids[0] for job in jobs)
-    assert set(by_worker) == {"worker-1", "worker-2"}, by_worker  # both took a share
+    assert states == {("succeeded", 1): EVENTS}  # claimed once each
+    by_worker = Counter(
+        claimed.split("#")[0]
+        for claimed in WebhookDelivery.objects.values_list("claimed_by", flat=True)
+    )
+    assert len(by_worker) >= 2, by_worker  # they shared the queue
+
+
+def test_a_slow_endpoint_holds_only_its_own_lanes(
+    runtime_key: tuple[RuntimeAPIKey, str],
+) -> None:
+    runtime = runtime_key[0].runtime
+    slow_port, fast_port = _port(), _port()
+    slow_endpoint, slow_secret = endpoint_create(
+        runtime=runtime, url=f"http://127.0.0.1:{slow_port}/hooks", actor=SYSTEM
+    )
+    fast_endpoint, fast_secret = endpoint_create(
+        runtime=runtime, url=f"http://127.0.0.1:{fast_port}/hooks", actor=SYSTEM
+    )
+
+    def crawl(_: object) -> int:
+        time.sleep(1.0)
+        return 204
+
+    env = {"CONSOLE_WEBHOOK_ALLOW_PRIVATE": "true"}
+    with (
+        Receiver(slow_secret, port=slow_port, answer=crawl) as slow,
+        Receiver(fast_secret, port=fast_port) as fast,
+        workers(env, count=1),
+    ):
+        for _ in range(30):  # 30 s of work for the slow endpoint's two connections
+            send_test_event(endpoint=slow_endpoint, actor=SYSTEM)
+        wait_for(lambda: slow.received, what="the slow endpoint's first delivery")
+        sent_at = time.monotonic()
+        for _ in range(50):
+            send_test_event(endpoint=fast_endpoint, actor=SYSTEM)
+        wait_for(lambda: len(fast.received) == 50, timeout=30, what="the fast endpoint's events")
+        took = time.monotonic() - sent_at
+        slow_so_far = len(slow.received)
+    # Generous for a loaded machine; the slow endpoint alone would take 15 s to let them by.
+    assert took < 5, took
+    assert slow_so_far < 30
+    assert WebhookDelivery.objects.filter(endpoint=fast_endpoint, state="succeeded").count() == 50
+
+
+def test_a_worker_wakes_on_the_notification_of_a_new_event_and_a_new_job(
+    runtime_key: tuple[RuntimeAPIKey, str],
+) -> None:
+    from django_tasks_db.models import DBTaskResult
+
+    from beliefs.services.webhooks import deliver_webhook
+
+    runtime = runtime_key[0].runtime
+    port = _port()
+    endpoint, secret = endpoint_create(
+        runtime=runtime, url=f"http://127.0.0.1:{port}/hooks", actor=SYSTEM
+    )
+    arrived: list[float] = []
+    env = {"CONSOLE_WEBHOOK_ALLOW_PRIVATE": "true"}
+    # It would look by itself only every 60 s: only the NOTIFY can wake it in time.
+    with (
+        Receiver(secret, port=port, on_event=lambda _: arrived.append(time.monotonic())) as rx,
+        workers(env, count=1, extra=["--interval=60"]),
+    ):
+        send_test_event(endpoint=endpoint, actor=SYSTEM)
+        wait_for(lambda: len(rx.received) == 1, what="the worker to start")
+        sent_at = time.monotonic()
+        send_test_event(endpoint=endpoint, actor=SYSTEM)
+        wait_for(lambda: len(rx.received) == 2, timeout=10, what="the second event")
+        # A job of the queue (one queued before the outbox was its own: a delivery long gone).
+        job = deliver_webhook.enqueue(10**9)
+        queued_at = time.monotonic()
+        ran = DBTaskResult.objects.filter(pk=job.id, status="SUCCESSFUL")
+        wait_for(ran.exists, timeout=10, what="the job")
+        job_took = time.monotonic() - queued_at
+    # Generous for a loaded machine, far below the 60 s it would otherwise wait.
+    assert arrived[1] - sent_at < 3, arrived[1] - sent_at
+    assert job_took < 3, job_took
