@@ -17,6 +17,8 @@ ROW_HELPERS = {"beliefs.selectors.rows", "beliefs.selectors.reference"}
 OWN_SQL = {
     "beliefs/services/changes.py": "pg_notify and LISTEN: tells waiting readers, reads nothing",
     "beliefs/services/notify.py": "an advisory lock that serialises one person's emails",
+    "beliefs/services/outbox.py": "pg_notify: wakes the workers for new outbox rows, reads nothing",
+    "beliefs/worker.py": "LISTEN on the worker's own connection for the outbox's pg_notify",
     "beliefs/bench.py": "the benchmark loads and analyses its own database",
     "beliefs/management/commands/create_app_role.py": "creates a database role",
 }
