@@ -25,6 +25,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -268,6 +269,8 @@ def measure(bench: Bench, quick: bool) -> list[dict[str, Any]]:
             actor=bench.actor,
         )
     receiver = Receiver(secret=secret, port=port, on_event=arrived).start()
+    # Stopped (Ctrl-C, a timeout): the servers stop with it (`servers` cleans up on the way out).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     low, high = THINK_SECONDS
     think = (low, high)
     count = QUICK_AGENTS if quick else AGENTS
@@ -315,12 +318,11 @@ async def _run(
     from console_client import AsyncConsole
 
     base = running.base
-    unlimited = httpx.Limits(max_connections=None, max_keepalive_connections=None)
     agents = [Agent(person=n % len(people)) for n in range(count)]
-    pages = httpx.AsyncClient(base_url=base, timeout=60, limits=unlimited)
-    console = AsyncConsole(
-        base, bench.raw_key, transport=httpx.AsyncHTTPTransport(limits=unlimited)
-    )
+    # The people's browsers, one pool; each agent has a client of its own (as agents do, and
+    # one pool holding a thousand long-polls would spend the run scanning its connections).
+    pages = httpx.AsyncClient(base_url=base, timeout=60, limits=httpx.Limits(max_connections=64))
+    console = AsyncConsole(base, bench.raw_key)
     try:
         # Each person signs in once: their page carries the CSRF token their clicks send.
         for person in people:
@@ -341,7 +343,7 @@ async def _run(
         started = asyncio.Event()
         arriving = asyncio.Semaphore(ARRIVING_AT_ONCE)
         waits = [
-            asyncio.create_task(_agent(console, agent, people, started, arriving))
+            asyncio.create_task(_agent(base, bench.raw_key, agent, people, started, arriving))
             for agent in agents
         ]
         await started.wait()
@@ -395,39 +397,43 @@ def _rate(bench: Bench, url: str) -> float:
 
 
 async def _agent(
-    console: Any,
+    base: str,
+    key: str,
     agent: Agent,
     people: list[Person],
     started: asyncio.Event,
     arriving: asyncio.Semaphore,
 ) -> None:
-    try:
-        async with arriving:
-            opened = await console.resolve(
-                "bench.wait",
-                people[agent.person].username,
-                {"s000": f"value {id(agent)}"},
-                source="tool",
-                wait=False,
-            )
-            assert opened.status == "awaiting_user", opened.status
-            agent.instance_id = opened.instance_id
-            payload = await console.get(agent.instance_id)
-        (prompt,) = [p for p in payload["prompts"] if p["state"] == "open"]
-        agent.prompt_path = f"/instances/{agent.instance_id}/prompts/{prompt['id']}/respond/"
-        agent.version = prompt["version"]
-    except Exception as exc:
-        agent.error = f"open: {exc!r}"
-        return
-    finally:
-        started.set()
-    try:
-        resolution = await console.wait(agent.instance_id)
-        agent.resumed = time.monotonic()
-        if resolution.status != "ready":
-            agent.error = f"resumed {resolution.status}"
-    except Exception as exc:
-        agent.error = f"wait: {exc!r}"
+    from console_client import AsyncConsole
+
+    async with AsyncConsole(base, key) as console:
+        try:
+            async with arriving:
+                opened = await console.resolve(
+                    "bench.wait",
+                    people[agent.person].username,
+                    {"s000": f"value {id(agent)}"},
+                    source="tool",
+                    wait=False,
+                )
+                assert opened.status == "awaiting_user", opened.status
+                agent.instance_id = opened.instance_id
+                payload = await console.get(agent.instance_id)
+            (prompt,) = [p for p in payload["prompts"] if p["state"] == "open"]
+            agent.prompt_path = f"/instances/{agent.instance_id}/prompts/{prompt['id']}/respond/"
+            agent.version = prompt["version"]
+        except Exception as exc:
+            agent.error = f"open: {exc!r}"
+            return
+        finally:
+            started.set()
+        try:
+            resolution = await console.wait(agent.instance_id)
+            agent.resumed = time.monotonic()
+            if resolution.status != "ready":
+                agent.error = f"resumed {resolution.status}"
+        except Exception as exc:
+            agent.error = f"wait: {exc!r}"
 
 
 async def _settle(running: Servers, agents: list[Agent]) -> float:
