@@ -528,6 +528,19 @@ def _rows(bench: Bench, result: Result, think: tuple[float, float]) -> list[dict
             value += f" ({total - count:,} of {total:,} never)"
         rows.append(Row(GROUP, f"{figure}, {total:,} agents, {thinking}", value, None,
                         GOAL_TEXT, holds))  # fmt: skip
+    # The notification's own part: from the answer recorded (the click's post answered) to the
+    # agent resumed, apart from how long the servers took to take the click.
+    after = [a.resumed - a.recorded for a in answered]
+    rows.append(
+        Row(
+            GROUP,
+            "answer recorded → the agent's wait() returns",
+            _spread(after) if after else "none",
+            None,
+            "",
+            None,
+        )
+    )
     grown = result.rss_waiting_kb - result.rss_before_kb
     per = grown / max(result.waiting_when_measured, 1)
     rows.append(
