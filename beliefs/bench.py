@@ -55,7 +55,7 @@ class Scale:
 
 
 # What --only can name; the table's groups, in the order they are measured.
-GROUPS = ("pages", "slots", "throughput", "history", "others", "validator", "worker")
+GROUPS = ("pages", "slots", "throughput", "history", "others", "worker", "waiting", "validator")
 
 FULL = Scale(21, 5_000, 1_000_000, 100_000, 1_000_000, 4, 2)
 QUICK = Scale(9, 1_000, 100_000, 10_000, 100_000, 2, 1)
@@ -852,6 +852,12 @@ def child(label: str, scale: Scale, only: Sequence[str]) -> None:
         worker_group(scale)
     if "pages" in only:
         bench.pages_group()
+    if "waiting" in only:
+        from beliefs import bench_longpoll
+
+        _progress("agents waiting on the production server (make serve), the worker beside it")
+        for fields in bench_longpoll.measure(bench, quick=scale == QUICK):
+            _emit(Row(**fields))
     if not {"slots", "history", "throughput", "others"} & set(only):
         return
     runs = bench.slots_group(emit="slots" in only)

@@ -32,8 +32,8 @@ from beliefs.api.views import InstanceDetailApi
 from beliefs.services import changes
 
 MAX_WAIT = 60
-# Without a notification from other processes (SQLite; PostgreSQL before its LISTEN connection
-# is up), how often a waiter re-reads.
+# Without a notification from other processes (under WSGI; an in-memory SQLite database; a
+# PostgreSQL LISTEN connection not up yet), how often a waiter re-reads.
 POLL_SECONDS = 0.5
 # Reads of waiting requests running at once, per process: a change wakes every waiter of the
 # instance together, and each read takes a database connection (500 at once would exhaust
@@ -77,7 +77,8 @@ async def instance_detail(request: HttpRequest, instance_id: UUID) -> HttpRespon
     asgi = isinstance(request, ASGIRequest)
     if asgi:
         await _release_request_thread()
-    # Other processes' changes: heard through LISTEN (PostgreSQL under ASGI), else polled.
+    # Other processes' changes: heard through LISTEN (PostgreSQL) or this machine's change
+    # sockets (SQLite) under ASGI, else polled.
     heard = asgi and await changes.listening()
     loop = asyncio.get_running_loop()
     # Under ASGI each read runs on the loop's shared threads and gives its connection back;

@@ -7,9 +7,12 @@ re-reading then sees the change, and a rolled-back write wakes nobody.
 
 - PostgreSQL: `NOTIFY console_instance, '<id>'` inside the transaction; the database delivers it
   on commit to every listening process (one LISTEN connection per server process, `listen`).
-- Everywhere, the process that committed also wakes its own waiters (`transaction.on_commit`):
-  on SQLite (one machine, no NOTIFY) that is all there is, and waiters in other processes fall
-  back to a short poll (see `beliefs.api.longpoll`).
+- Everywhere, the process that committed also wakes its own waiters (`transaction.on_commit`).
+- SQLite (one machine, no NOTIFY): on commit the id also goes, as a datagram, to every server
+  process listening on that machine (a Unix socket each, in the directory `<database>-changes`
+  beside the database file, `listen_locally`), so a waiter in another process wakes as at once
+  as on PostgreSQL. Where there is no such socket (an in-memory database, a path too long for
+  a socket) waiters fall back to a short poll (see `beliefs.api.longpoll`).
 
 A notice may be spurious (a lock taken for a write that changed nothing): a waiter only re-reads
 and compares the ETag, so one too many costs a read, one too few would cost a wait.
@@ -18,9 +21,15 @@ and compares the ETag, so one too many costs a read, one too few would cost a wa
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import logging
+import os
+import socket
 import threading
+import uuid
+import weakref
+from pathlib import Path
 from typing import Any
 
 from django.db import connection, connections, transaction
@@ -35,7 +44,13 @@ def instance_changed(instance_id: Any) -> None:
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_notify(%s, %s)", [CHANNEL, key])
-    transaction.on_commit(lambda: wake(key))
+    transaction.on_commit(lambda: _committed(key))
+
+
+def _committed(key: str) -> None:
+    wake(key)
+    if connection.vendor == "sqlite":
+        _broadcast(key)
 
 
 # The waiters of this process: instance id → futures, each on the event loop awaiting it (under
@@ -94,6 +109,8 @@ _listener: dict[str, Any] = {}
 async def listening(timeout: float = 2.0) -> bool:
     """Whether this process hears other processes' changes: starts the LISTEN connection on the
     running loop when there is none (PostgreSQL only) and waits up to `timeout` for it."""
+    if connections["default"].vendor == "sqlite":
+        return listen_locally()
     if connections["default"].vendor != "postgresql":
         return False
     loop = asyncio.get_running_loop()
@@ -132,3 +149,89 @@ async def _listen(ready: asyncio.Event) -> None:
             log.warning("The change listener lost its connection; reconnecting", exc_info=True)
         ready.clear()
         await asyncio.sleep(1)
+
+
+# SQLite: every server process of the machine listens on a Unix datagram socket of its own in
+# one directory; a committing process sends the instance's id to each socket there.
+_local: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Path] = weakref.WeakKeyDictionary()
+_sender: list[socket.socket] = []
+
+
+def channel_directory() -> Path | None:
+    """Where this machine's server processes keep their sockets: beside the SQLite file; None
+    for an in-memory database (one process: nothing to tell others)."""
+    settings = connections["default"].settings_dict
+    name = str(settings.get("NAME") or "")
+    if not name or name == ":memory:" or name.startswith("file:") or "mode=memory" in name:
+        return None
+    return Path(f"{name}-changes")
+
+
+def listen_locally() -> bool:
+    """Whether this process hears other processes' changes on SQLite: binds this loop's socket
+    the first time (and says no when it cannot)."""
+    loop = asyncio.get_running_loop()
+    if loop in _local:
+        return True
+    directory = channel_directory()
+    if directory is None:
+        return False
+    path = directory / f"{os.getpid()}-{uuid.uuid4().hex[:8]}.sock"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        directory.mkdir(mode=0o700, exist_ok=True)
+        sock.setblocking(False)
+        sock.bind(str(path))
+    except OSError:
+        sock.close()
+        log.warning("No change socket at %s: waiters re-read on a timer", path, exc_info=True)
+        return False
+    loop.add_reader(sock.fileno(), _drain, sock)
+    _local[loop] = path
+    atexit.register(_forget, path)
+    # Changes made before this socket was bound went unheard: everyone re-reads once.
+    wake(None)
+    return True
+
+
+def _drain(sock: socket.socket) -> None:
+    while True:
+        try:
+            data = sock.recv(256)
+        except (BlockingIOError, InterruptedError):
+            return
+        wake(data.decode("ascii", "replace"))
+
+
+def _forget(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        path.unlink()
+
+
+def _broadcast(key: str) -> None:
+    """Tell the machine's other listening processes (best effort: a waiter that misses a notice
+    re-reads at its next long-poll)."""
+    directory = channel_directory()
+    if directory is None:
+        return
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    own = {str(path) for path in _local.values()}
+    with _lock:
+        if not _sender:
+            sender = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            sender.setblocking(False)
+            _sender.append(sender)
+    data = key.encode("ascii")
+    for name in names:
+        path = str(directory / name)
+        if not name.endswith(".sock") or path in own:
+            continue
+        try:
+            _sender[0].sendto(data, path)
+        except (ConnectionRefusedError, FileNotFoundError):
+            _forget(Path(path))  # its process is gone
+        except OSError:
+            pass  # its queue is full: it hears of the change at its waiters' next long-poll

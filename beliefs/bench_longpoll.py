@@ -1,0 +1,570 @@
+"""`make bench`'s "agents waiting" rows: the agent resumes the moment the person answers.
+
+Measured from outside, over real HTTP, against the production command (`make serve`: uvicorn,
+2 processes, `DATABASE_CONN_MAX_AGE=0`) and a real `manage.py worker` delivering webhooks to a
+receiver on loopback, all on the benchmark's database:
+
+1. A thousand agents (200 with --quick) open an instance each and plan it (the client,
+   `AsyncConsole`), then wait with `wait()`, all at once. The server processes' memory is read
+   before they come and once they all wait; the authenticated read's requests/s (wrk, as the
+   requests/s rows) is taken while they wait and with nobody waiting, before and after.
+2. Each agent's person opens the instance's page, thinks for a time drawn from 2 to 30 s, and
+   clicks Confirm: the page's own form post
+   (`POST /instances/{id}/prompts/{n}/respond/`, htmx's request, with the session and CSRF
+   token of a signed-in person). From the click: the answer recorded (the post's answer), the
+   `instance.ready` webhook arriving at the receiver, and the agent's `wait()` returning.
+
+A figure to compare, never a test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+# `beliefs.bench.Bench`, which calls this module (typed loosely: the import would be a cycle).
+Bench = Any
+
+ROOT = Path(__file__).resolve().parents[1]
+GROUP = "agents waiting (make serve: uvicorn, 2 processes)"
+PROCESSES = 2
+AGENTS = 1_000
+# --quick: fewer agents, thinking as long (a shorter think with as many agents would click
+# faster than people do, and measure a burst instead).
+QUICK_AGENTS = 200
+PEOPLE = 25  # each person has at most CONSOLE_MAX_OPEN_INSTANCES (50) open instances
+THINK_SECONDS = (2.0, 30.0)
+# Agents opening and planning at once while they arrive (they arrive as fast as the servers
+# take them; the figures are taken once all wait).
+ARRIVING_AT_ONCE = 8
+# How long the servers may take to take in every waiter (their first reads) before memory and
+# requests/s are read regardless.
+SETTLE_SECONDS = 30.0
+# Goals (issue 21): PostgreSQL p50 <= 100 ms and p90 <= 250 ms; SQLite p90 <= 1 s.
+GOAL_TEXT = "PostgreSQL p50 ≤ 100 ms, p90 ≤ 250 ms; SQLite p90 ≤ 1 s"
+RATE_GOAL = 0.8
+_CSRF = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The nearest-rank percentile (q in 0..100) of a non-empty sample."""
+    ordered = sorted(values)
+    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
+    return ordered[rank - 1]
+
+
+def within_goal(postgres: bool, p50: float, p90: float) -> bool:
+    """Seconds; the goal of the database measured."""
+    return p50 <= 0.100 and p90 <= 0.250 if postgres else p90 <= 1.0
+
+
+def _spread(values: Sequence[float]) -> str:
+    ms = [v * 1000 for v in values]
+    return (
+        f"p50 {percentile(ms, 50):.0f} ms, p90 {percentile(ms, 90):.0f} ms, "
+        f"max {max(ms):.0f} ms, n {len(ms):,}"
+    )
+
+
+# --- processes ----------------------------------------------------------------------------------
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return found
+
+
+def _tree(pid: int) -> list[int]:
+    pids = [pid]
+    for child in _children(pid):
+        pids += _tree(child)
+    return pids
+
+
+def _rss_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _cpu_ticks(pids: Sequence[int]) -> int:
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total
+
+
+@dataclass
+class Servers:
+    """`make serve` (uvicorn, PROCESSES processes) and `manage.py worker`, on the child's
+    database and settings."""
+
+    base: str = ""
+    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    logs: list[Path] = field(default_factory=list)
+    server_pid: int = 0
+
+    def pids(self) -> list[int]:
+        return _tree(self.server_pid)
+
+    def rss_kb(self) -> int:
+        return sum(_rss_kb(pid) for pid in self.pids())
+
+
+@contextmanager
+def servers() -> Iterator[Servers]:
+    port = _free_port()
+    env = {
+        **os.environ,
+        # As `make serve` runs it; the receiver listens on loopback.
+        "DATABASE_CONN_MAX_AGE": "0",
+        "CONSOLE_WEBHOOK_ALLOW_PRIVATE": "true",
+        "CONSOLE_BASE_URL": f"http://127.0.0.1:{port}",
+    }
+    logs = Path(tempfile.mkdtemp(prefix="bench-servers-"))
+    running = Servers(base=f"http://127.0.0.1:{port}")
+    commands = {
+        "uvicorn": [
+            sys.executable, "-m", "uvicorn", "console.asgi:application", "--host", "127.0.0.1",
+            "--port", str(port), "--workers", str(PROCESSES), "--no-server-header",
+            "--log-level", "warning",
+        ],
+        "worker": [sys.executable, "manage.py", "worker"],
+    }  # fmt: skip
+    try:
+        for name, command in commands.items():
+            log = logs / f"{name}.log"
+            running.logs.append(log)
+            with log.open("wb") as out:
+                running.processes.append(
+                    subprocess.Popen(
+                        command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=out
+                    )
+                )
+        running.server_pid = running.processes[0].pid
+        _wait_for_workers(running)
+        yield running
+    finally:
+        for process in running.processes:
+            process.terminate()
+        for process in running.processes:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        for log in running.logs:
+            text = log.read_text(errors="replace")
+            if "Traceback" in text:
+                print(f"    {log.name}: {text[-3000:]}", file=sys.stderr, flush=True)
+        shutil.rmtree(logs, ignore_errors=True)
+
+
+def _wait_for_workers(running: Servers) -> None:
+    """Until both uvicorn processes are up and answer (each request lands on either)."""
+    import urllib.request
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if len(_children(running.server_pid)) >= PROCESSES:
+            try:
+                url = f"{running.base}/healthz"
+                with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310
+                    if response.status == 200:
+                        time.sleep(1)  # the second process's startup
+                        return
+            except OSError:
+                pass
+        time.sleep(0.2)
+    raise RuntimeError("uvicorn did not come up")
+
+
+# --- the run ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Agent:
+    person: int
+    instance_id: str = ""
+    prompt_path: str = ""
+    version: int = 0
+    clicked: float = 0.0
+    recorded: float = 0.0
+    resumed: float = 0.0
+    hooked: float = 0.0
+    error: str = ""
+
+
+@dataclass
+class Person:
+    username: str
+    session: str
+    csrf_cookie: str = ""
+    csrf_token: str = ""
+
+    def cookie(self) -> str:
+        return f"sessionid={self.session}; csrftoken={self.csrf_cookie}"
+
+
+def measure(bench: Bench, quick: bool) -> list[dict[str, Any]]:
+    """The rows of GROUP (each the fields of a `beliefs.bench.Row`), measured on the child's
+    database."""
+    from django.test import override_settings
+
+    from beliefs.receiver import Receiver
+    from beliefs.services.webhooks import endpoint_create
+
+    for noisy in ("httpx", "axes"):  # a line per request, a line per sign-in
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    bench.task_class("bench.wait", 1)
+    people = _people(bench)
+    hooked: dict[str, float] = {}
+
+    def arrived(item: Any) -> None:
+        if item.event is not None and item.event.get("type") == "instance.ready":
+            hooked.setdefault(item.event["data"]["instance_id"], time.monotonic())
+
+    port = _free_port()
+    with override_settings(CONSOLE_WEBHOOK_ALLOW_PRIVATE=True):
+        assert bench.actor.key is not None
+        _, secret = endpoint_create(
+            runtime=bench.actor.key.runtime,
+            url=f"http://127.0.0.1:{port}/hooks",
+            event_types=["instance.ready"],
+            actor=bench.actor,
+        )
+    receiver = Receiver(secret=secret, port=port, on_event=arrived).start()
+    # Stopped (Ctrl-C, a timeout): the servers stop with it (`servers` cleans up on the way out).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    low, high = THINK_SECONDS
+    think = (low, high)
+    count = QUICK_AGENTS if quick else AGENTS
+    try:
+        with servers() as running:
+            result = asyncio.run(_run(bench, running, people, count, think, hooked))
+    finally:
+        receiver.stop()
+    return _rows(bench, result, think)
+
+
+def _people(bench: Bench) -> list[Person]:
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    people = []
+    for n in range(PEOPLE):
+        user = User.objects.create_user(f"waiting-{n}", password=None)
+        client = Client()
+        client.force_login(user)
+        people.append(Person(user.username, client.cookies["sessionid"].value))
+    return people
+
+
+@dataclass
+class Result:
+    agents: list[Agent]
+    rss_before_kb: int
+    rss_waiting_kb: int
+    waiting_when_measured: int
+    idle_rates: list[float]
+    waiting_rates: list[float]
+    settled_seconds: float
+
+
+async def _run(
+    bench: Bench,
+    running: Servers,
+    people: list[Person],
+    count: int,
+    think: tuple[float, float],
+    hooked: dict[str, float],
+) -> Result:
+    import httpx
+    from console_client import AsyncConsole
+
+    base = running.base
+    agents = [Agent(person=n % len(people)) for n in range(count)]
+    # The people's browsers, one pool; each agent has a client of its own (as agents do, and
+    # one pool holding a thousand long-polls would spend the run scanning its connections).
+    pages = httpx.AsyncClient(base_url=base, timeout=60, limits=httpx.Limits(max_connections=64))
+    console = AsyncConsole(base, bench.raw_key)
+    try:
+        # Each person signs in once: their page carries the CSRF token their clicks send.
+        for person in people:
+            response = await pages.get("/", headers={"Cookie": f"sessionid={person.session}"})
+            assert response.status_code == 200, response.status_code
+            person.csrf_cookie = response.cookies["csrftoken"]
+            found = _CSRF.search(response.text)
+            assert found, "no CSRF token on the inbox page"
+            person.csrf_token = found.group(1)
+        probe = await console.resolve(
+            "bench.wait", people[0].username, {"s000": "probe"}, source="tool", wait=False
+        )
+        read_url = f"{base}/api/v1/instances/{probe.instance_id}/"
+        rss_before = running.rss_kb()
+        idle = [_rate(bench, read_url)]
+
+        _progress_(f"{count:,} agents open, plan and wait")
+        started = asyncio.Event()
+        arriving = asyncio.Semaphore(ARRIVING_AT_ONCE)
+        waits = [
+            asyncio.create_task(_agent(base, bench.raw_key, agent, people, started, arriving))
+            for agent in agents
+        ]
+        await started.wait()
+        settled = await _settle(running, agents)
+        waiting_count = sum(1 for a in agents if a.instance_id and not a.resumed)
+        rss_waiting = running.rss_kb()
+        _progress_(f"{waiting_count:,} waiting: requests/s of the authenticated read")
+        waiting = [await asyncio.to_thread(_rate, bench, read_url)]
+        waiting_count = min(waiting_count, sum(1 for a in agents if not a.resumed))
+
+        _progress_(f"the people think {think[0]:g}-{think[1]:g} s and click")
+        rng = random.Random(21)
+        clicks = [
+            asyncio.create_task(
+                _click(pages, agent, people[agent.person], rng.uniform(*think), hooked)
+            )
+            for agent in agents
+            if agent.prompt_path and not agent.error
+        ]
+        await asyncio.gather(*clicks)
+        _progress_("the last agents resume")
+        _, late = await asyncio.wait(waits, timeout=60)
+        for task in late:  # reported as never resumed
+            task.cancel()
+        # The webhooks of the last clicks.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not all(a.instance_id in hooked for a in agents):
+            await asyncio.sleep(0.05)
+        for agent in agents:
+            agent.hooked = hooked.get(agent.instance_id, 0.0)
+        idle.append(await asyncio.to_thread(_rate, bench, read_url))
+    finally:
+        await console.close()
+        await pages.aclose()
+    return Result(agents, rss_before, rss_waiting, waiting_count, idle, waiting, settled)
+
+
+def _progress_(message: str) -> None:
+    print(f"    {message}", file=sys.stderr, flush=True)
+
+
+def _rate(bench: Bench, url: str) -> float:
+    wrk = shutil.which("wrk")
+    if wrk is None:
+        return float("nan")
+    rates = [
+        bench._wrk(wrk, ["-H", f"Authorization: Api-Key {bench.raw_key}", url])
+        for _ in range(bench.scale.load_rounds)
+    ]
+    return median(rates)
+
+
+async def _agent(
+    base: str,
+    key: str,
+    agent: Agent,
+    people: list[Person],
+    started: asyncio.Event,
+    arriving: asyncio.Semaphore,
+) -> None:
+    from console_client import AsyncConsole
+
+    async with AsyncConsole(base, key) as console:
+        try:
+            async with arriving:
+                opened = await console.resolve(
+                    "bench.wait",
+                    people[agent.person].username,
+                    {"s000": f"value {id(agent)}"},
+                    source="tool",
+                    wait=False,
+                )
+                assert opened.status == "awaiting_user", opened.status
+                agent.instance_id = opened.instance_id
+                payload = await console.get(agent.instance_id)
+            (prompt,) = [p for p in payload["prompts"] if p["state"] == "open"]
+            agent.prompt_path = f"/instances/{agent.instance_id}/prompts/{prompt['id']}/respond/"
+            agent.version = prompt["version"]
+        except Exception as exc:
+            agent.error = f"open: {exc!r}"
+            return
+        finally:
+            started.set()
+        try:
+            resolution = await console.wait(agent.instance_id)
+            agent.resumed = time.monotonic()
+            if resolution.status != "ready":
+                agent.error = f"resumed {resolution.status}"
+        except Exception as exc:
+            agent.error = f"wait: {exc!r}"
+
+
+async def _settle(running: Servers, agents: list[Agent]) -> float:
+    """Until every agent has opened and the servers have taken in its wait: their CPU at rest
+    for a second (or SETTLE_SECONDS)."""
+    started = time.monotonic()
+    while any(not a.instance_id and not a.error for a in agents):
+        await asyncio.sleep(0.1)
+    pids = running.pids()
+    hz = os.sysconf("SC_CLK_TCK")
+    before = _cpu_ticks(pids)
+    while time.monotonic() - started < SETTLE_SECONDS:
+        await asyncio.sleep(1)
+        now = _cpu_ticks(pids)
+        if (now - before) / hz < 0.05:  # under 5% of a core, the uvicorn processes together
+            break
+        before = now
+    return time.monotonic() - started
+
+
+async def _click(
+    pages: Any, agent: Agent, person: Person, think: float, hooked: dict[str, float]
+) -> None:
+    await asyncio.sleep(think)
+    agent.clicked = time.monotonic()
+    try:
+        response = await pages.post(
+            agent.prompt_path,
+            data={
+                "csrfmiddlewaretoken": person.csrf_token,
+                "version": str(agent.version),
+                "action": "confirm",
+            },
+            headers={"Cookie": person.cookie(), "HX-Request": "true"},
+        )
+    except Exception as exc:
+        agent.error = f"click: {exc!r}"
+        return
+    agent.recorded = time.monotonic()
+    if response.status_code != 200:
+        agent.error = f"click: {response.status_code}"
+
+
+def Row(  # noqa: N802 - builds what beliefs.bench.Row takes
+    group: str, figure: str, value: str, ratio: float | None, goal: str, holds: bool | None
+) -> dict[str, Any]:
+    return {
+        "group": group,
+        "figure": figure,
+        "value": value,
+        "ratio": ratio,
+        "goal": goal,
+        "holds": holds,
+    }
+
+
+def _rows(bench: Bench, result: Result, think: tuple[float, float]) -> list[dict[str, Any]]:
+    postgres = bench.postgres
+    agents = result.agents
+    total = len(agents)
+    answered = [a for a in agents if not a.error and a.resumed]
+    failed = [a.error for a in agents if a.error]
+    if failed:
+        _progress_(f"{len(failed)} agents failed, e.g. {failed[:3]}")
+    hooked = [a for a in answered if a.hooked]
+    recorded = [a.recorded - a.clicked for a in answered]
+    resumed = [a.resumed - a.clicked for a in answered]
+    webhook = [a.hooked - a.clicked for a in hooked]
+    thinking = f"think {think[0]:g}–{think[1]:g} s"
+    rows = []
+    rows.append(
+        Row(
+            GROUP,
+            f"click → answer recorded (the page's post), {thinking}",
+            _spread(recorded) if recorded else "none",
+            None,
+            "",
+            None,
+        )
+    )
+    for figure, values, count in (
+        ("click → instance.ready webhook arrives (worker)", webhook, len(hooked)),
+        ("click → the agent's wait() returns", resumed, len(answered)),
+    ):
+        holds = (
+            count == total
+            and bool(values)
+            and within_goal(postgres, percentile(values, 50), percentile(values, 90))
+        )
+        value = _spread(values) if values else "none"
+        if count != total:
+            value += f" ({total - count:,} of {total:,} never)"
+        rows.append(Row(GROUP, f"{figure}, {total:,} agents, {thinking}", value, None,
+                        GOAL_TEXT, holds))  # fmt: skip
+    # The notification's own part: from the answer recorded (the click's post answered) to the
+    # agent resumed, apart from how long the servers took to take the click.
+    after = [a.resumed - a.recorded for a in answered]
+    rows.append(
+        Row(
+            GROUP,
+            "answer recorded → the agent's wait() returns",
+            _spread(after) if after else "none",
+            None,
+            "",
+            None,
+        )
+    )
+    grown = result.rss_waiting_kb - result.rss_before_kb
+    per = grown / max(result.waiting_when_measured, 1)
+    rows.append(
+        Row(
+            GROUP,
+            f"memory per waiter ({PROCESSES} processes' RSS, before vs {total:,} waiting)",
+            f"{per:.0f} KB ({result.rss_before_kb / 1024:.0f} MB vs "
+            f"{result.rss_waiting_kb / 1024:.0f} MB, {result.waiting_when_measured:,} waiting)",
+            None,
+            "",
+            None,
+        )
+    )
+    idle = median(result.idle_rates)
+    loaded = median(result.waiting_rates)
+    ratio = loaded / idle if idle == idle and idle > 0 else None  # NaN without wrk
+    rows.append(
+        Row(
+            GROUP,
+            f"authenticated read, {result.waiting_when_measured:,} waiting vs none (wrk)",
+            f"{loaded:.0f} vs {idle:.0f} req/s",
+            ratio,
+            f"≥ {RATE_GOAL:g}×",
+            None if ratio is None else ratio >= RATE_GOAL,
+        )
+    )
+    return rows
