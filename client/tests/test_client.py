@@ -24,6 +24,7 @@ from console_client import (
     Unauthorized,
     WaitTimeout,
 )
+from console_client._core import MAX_DROPS
 from console_client.errors import ApiError
 
 PATH = f"instances/{INSTANCE_ID}/"
@@ -461,3 +462,57 @@ def test_the_async_wait_long_polls_too(
     assert resolution.ready
     assert [r.headers["Prefer"] for r in fake.requests] == ["wait=25"] * 3
     assert sleeps == []
+
+
+def _dropping(fake: FakeConsole, drops: int, *payloads: dict[str, Any]) -> None:
+    """A long-polling console whose first `drops` answers never come: the connection closes."""
+    _long_polling(fake, *payloads)
+    serve = fake.routes[("GET", "/api/v1/" + PATH)][0]
+    left = [drops]
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if left[0] > 0:
+            left[0] -= 1
+            raise httpx.RemoteProtocolError("Server disconnected without sending a response.")
+        return serve(request)
+
+    fake.on("GET", PATH, answer)
+
+
+def test_wait_asks_again_after_a_dropped_long_poll(
+    console: Console, fake: FakeConsole, sleeps: list[float]
+) -> None:
+    _dropping(fake, 2, instance("awaiting_user"), ready({"a": 1}))
+    assert console.wait(INSTANCE_ID).bindings == {"a": 1}
+    assert len(fake.requests) == 4  # two dropped, the waiting answer, the ready one
+    assert sleeps == [0.5, 0.75]  # a pause after each drop, backing off
+
+
+def test_the_async_wait_asks_again_after_a_dropped_long_poll(
+    async_console: AsyncConsole, fake: FakeConsole, sleeps: list[float]
+) -> None:
+    _dropping(fake, 1, instance("awaiting_user"), ready({"a": 1}))
+    assert asyncio.run(async_console.wait(INSTANCE_ID)).ready
+    assert len(sleeps) == 1
+
+
+def test_wait_raises_the_drop_when_the_console_stays_unreachable(
+    console: Console, fake: FakeConsole, sleeps: list[float]
+) -> None:
+    _dropping(fake, 100, ready({"a": 1}))
+    with pytest.raises(httpx.RemoteProtocolError):
+        console.wait(INSTANCE_ID)
+    assert len(fake.requests) == MAX_DROPS + 1
+    assert len(sleeps) == MAX_DROPS
+
+
+def test_a_write_whose_connection_drops_is_never_sent_again(
+    console: Console, fake: FakeConsole
+) -> None:
+    def drop(request: httpx.Request) -> httpx.Response:
+        raise httpx.RemoteProtocolError("Server disconnected without sending a response.")
+
+    fake.on("POST", f"instances/{INSTANCE_ID}/cancel/", drop)
+    with pytest.raises(httpx.RemoteProtocolError):
+        console.cancel(INSTANCE_ID, "no longer needed")
+    assert len(fake.requests) == 1

@@ -57,6 +57,17 @@ class Call:
     # Seconds to wait for the answer, where the client's own timeout would be too short (a
     # long-poll); None: the client's.
     timeout: float | None = None
+    # A read that may simply be asked again: when the connection drops before an answer (a
+    # server restarting, a proxy closing an idle long-poll), the program is handed a `Dropped`
+    # instead of the error.
+    retryable: bool = False
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """The connection of a retryable read dropped before its answer."""
+
+    error: Exception
 
 
 @dataclass(frozen=True)
@@ -254,7 +265,9 @@ def poll(instance_id: str, etag: str | None, wait: int | None = None) -> Call:
     applied the preference)."""
     headers = {"If-None-Match": etag} if etag else {}
     if wait is None:
-        return Call("GET", instance_path(instance_id), headers=headers, parse=_changed)
+        return Call(
+            "GET", instance_path(instance_id), headers=headers, parse=_changed, retryable=True
+        )
     headers["Prefer"] = f"wait={wait}"
     return Call(
         "GET",
@@ -262,6 +275,7 @@ def poll(instance_id: str, etag: str | None, wait: int | None = None) -> Call:
         headers=headers,
         parse=_long_polled,
         timeout=wait + LONG_POLL_GRACE,
+        retryable=True,
     )
 
 
@@ -269,6 +283,8 @@ def poll(instance_id: str, etag: str | None, wait: int | None = None) -> Call:
 # proxies commonly allow an idle answer), and how much longer the client waits for the answer.
 LONG_POLL_SECONDS = 25
 LONG_POLL_GRACE = 15.0
+# How many drops in a row `wait` rides out (backing off between them) before it raises the last.
+MAX_DROPS = 5
 
 
 def _long_polled(response: httpx.Response) -> tuple[tuple[Any, str | None] | None, bool]:
@@ -282,11 +298,13 @@ def wait(
 
     Long-polls while the console applies `Prefer: wait` (each answer comes when the instance
     changes, so it is asked again at once); polls backing off, as before, once a console
-    answers without `Preference-Applied` (one that does not know the preference)."""
+    answers without `Preference-Applied` (one that does not know the preference). A poll whose
+    connection drops is asked again after a pause, up to `MAX_DROPS` times in a row."""
     deadline = None if timeout is None else time.monotonic() + timeout
     etag: str | None = None
     payload: dict[str, Any] = {}
     long_poll = True
+    drops = 0
     while True:
         remaining = None if deadline is None else deadline - time.monotonic()
         asked = None
@@ -294,10 +312,15 @@ def wait(
             asked = (
                 LONG_POLL_SECONDS if remaining is None else min(LONG_POLL_SECONDS, int(remaining))
             )
-        if asked is None:
-            changed = yield poll(instance_id, etag)
-        else:
-            changed, long_poll = yield poll(instance_id, etag, asked)
+        answer = yield poll(instance_id, etag, asked)
+        if isinstance(answer, Dropped):
+            drops += 1
+            if drops > MAX_DROPS:
+                raise answer.error
+            yield Sleep(backoff(remaining))
+            continue
+        drops = 0
+        changed, long_poll = (answer, long_poll) if asked is None else answer
         if changed is not None:
             payload, etag = changed
         if payload.get("status") != AWAITING_USER:

@@ -299,9 +299,14 @@ class Console(
     def _do(self, step: Call | Sleep) -> Any:
         if isinstance(step, Sleep):
             return self._sleep(step.seconds)
-        response = self._http.request(
-            step.method, step.path, json=step.json, headers=step.headers, **_timeout(step)
-        )
+        try:
+            response = self._http.request(
+                step.method, step.path, json=step.json, headers=step.headers, **_timeout(step)
+            )
+        except _DROPS as exc:
+            if step.retryable:
+                return _core.Dropped(exc)
+            raise
         return step.parse(response)
 
 
@@ -354,10 +359,19 @@ class AsyncConsole(
     async def _do(self, step: Call | Sleep) -> Any:
         if isinstance(step, Sleep):
             return await self._sleep(step.seconds)
-        response = await self._http.request(
-            step.method, step.path, json=step.json, headers=step.headers, **_timeout(step)
-        )
+        try:
+            response = await self._http.request(
+                step.method, step.path, json=step.json, headers=step.headers, **_timeout(step)
+            )
+        except _DROPS as exc:
+            if step.retryable:
+                return _core.Dropped(exc)
+            raise
         return step.parse(response)
+
+
+# A connection that closed, reset or never answered; a retryable read is simply asked again.
+_DROPS = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError, httpx.ConnectError)
 
 
 def _timeout(call: Call) -> dict[str, Any]:
