@@ -162,7 +162,13 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Writes take the database lock at BEGIN, so two racing responses queue instead of failing.
-    DATABASES["default"]["OPTIONS"] = {"transaction_mode": "IMMEDIATE", "timeout": 20}
+    # Write-ahead logging lets pages, long-polls and the worker read while a write commits
+    # (in the default journal a reader holds off every writer); commits stay fully synced.
+    DATABASES["default"]["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+        "init_command": "PRAGMA journal_mode=WAL",
+    }
 elif env_bool("DATABASE_PREPARED_STATEMENTS", True):
     # A statement run a few times on a kept connection is prepared there: PostgreSQL then plans
     # it once, where planning took longer than running the short queries of a request. Needs

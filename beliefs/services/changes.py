@@ -23,9 +23,12 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import hashlib
 import logging
 import os
 import socket
+import stat
+import tempfile
 import threading
 import uuid
 import weakref
@@ -158,13 +161,23 @@ _sender: list[socket.socket] = []
 
 
 def channel_directory() -> Path | None:
-    """Where this machine's server processes keep their sockets: beside the SQLite file; None
-    for an in-memory database (one process: nothing to tell others)."""
+    """Where this machine's server processes of one SQLite file keep their sockets: a directory
+    of the temporary directory named after the file (a socket's path has to stay under about
+    100 bytes, which a directory beside a deeply placed file would not); None for an in-memory
+    database (one process: nothing to tell others)."""
     settings = connections["default"].settings_dict
     name = str(settings.get("NAME") or "")
     if not name or name == ":memory:" or name.startswith("file:") or "mode=memory" in name:
         return None
-    return Path(f"{name}-changes")
+    digest = hashlib.sha256(str(Path(name).resolve()).encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"console-changes-{digest}"
+
+
+def _own_private(directory: Path) -> bool:
+    """Whether `directory` is this user's and nobody else may write in it (the temporary
+    directory is shared: a directory someone else made is not trusted with our sockets)."""
+    info = directory.lstat()
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o022
 
 
 def listen_locally() -> bool:
@@ -180,6 +193,8 @@ def listen_locally() -> bool:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     try:
         directory.mkdir(mode=0o700, exist_ok=True)
+        if not _own_private(directory):
+            raise PermissionError(f"{directory} is not this user's alone")
         sock.setblocking(False)
         sock.bind(str(path))
     except OSError:
@@ -215,6 +230,8 @@ def _broadcast(key: str) -> None:
     if directory is None:
         return
     try:
+        if not _own_private(directory):
+            return
         names = os.listdir(directory)
     except OSError:
         return

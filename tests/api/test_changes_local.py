@@ -4,7 +4,10 @@ socket per listening process, in a directory beside the database file."""
 from __future__ import annotations
 
 import asyncio
+import shutil
 import socket
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,10 +16,12 @@ from beliefs.services import changes
 
 
 @pytest.fixture
-def directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    where = tmp_path / "db.sqlite3-changes"
+def directory(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    # Short, as a socket's path must be (pytest's tmp_path can be too long for one).
+    where = Path(tempfile.mkdtemp(prefix="cc-")) / "changes"
     monkeypatch.setattr(changes, "channel_directory", lambda: where)
-    return where
+    yield where
+    shutil.rmtree(where.parent, ignore_errors=True)
 
 
 def _peer(directory: Path, name: str) -> socket.socket:
@@ -76,20 +81,47 @@ def test_without_a_directory_nothing_is_sent_and_waiters_poll(
     assert asyncio.run(listens()) is False
 
 
-@pytest.mark.parametrize(
-    ("name", "expected"),
-    [
-        ("/var/lib/console/db.sqlite3", "/var/lib/console/db.sqlite3-changes"),
-        (":memory:", None),
-        ("file:memorydb_default?mode=memory&cache=shared", None),
-        ("", None),
-    ],
-)
-def test_the_directory_sits_beside_the_database_file(
-    name: str, expected: str | None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from django.db import connections
+@pytest.mark.parametrize("name", [":memory:", "file:memorydb_default?mode=memory&cache=shared", ""])
+def test_an_in_memory_database_has_no_directory(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(changes.connections["default"].settings_dict, "NAME", name)
+    assert changes.channel_directory() is None
 
-    monkeypatch.setitem(connections["default"].settings_dict, "NAME", name)
-    found = changes.channel_directory()
-    assert (None if found is None else str(found)) == expected
+
+def test_one_database_file_has_one_directory_and_another_file_another(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings = changes.connections["default"].settings_dict
+    monkeypatch.setitem(settings, "NAME", "/var/lib/console/db.sqlite3")
+    first = changes.channel_directory()
+    monkeypatch.setitem(settings, "NAME", "/var/lib/console/../console/db.sqlite3")
+    assert changes.channel_directory() == first
+    monkeypatch.setitem(settings, "NAME", "/var/lib/other/db.sqlite3")
+    assert changes.channel_directory() != first
+    assert first is not None and first.parent == Path(tempfile.gettempdir())
+
+
+def test_a_directory_someone_else_could_write_in_is_not_used(directory: Path) -> None:
+    directory.mkdir(mode=0o700)
+    directory.chmod(0o777)  # as another user's, or a world-writable one, would be
+    peer = _peer(directory, "1-peer.sock")
+    try:
+
+        async def listens() -> bool:
+            return changes.listen_locally()
+
+        assert asyncio.run(listens()) is False
+        changes._broadcast("instance-9")
+        peer.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            peer.recv(256)  # nothing was sent into it
+    finally:
+        peer.close()
+
+
+def test_the_directory_is_short_whatever_the_database_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    deep = "/" + "/".join(["a-rather-long-directory-name"] * 8) + "/db.sqlite3"
+    monkeypatch.setitem(changes.connections["default"].settings_dict, "NAME", deep)
+    where = changes.channel_directory()
+    assert where is not None and len(str(where / "123456-abcdef01.sock")) < 100
