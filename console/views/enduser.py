@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 from beliefs import selectors, services
 from beliefs.errors import Conflict, InvalidInput, NotFound
 from beliefs.models import Decision, InstanceStatus, Prompt, PromptState, TaskInstance
+from console import live
 from console.forms import parse_response, typed_values
 from console.http import AuthedHttpRequest
 from console.presenters.instance import (
@@ -51,6 +52,11 @@ def _instance_or_404(request: AuthedHttpRequest, instance_id: UUID) -> TaskInsta
         raise Http404("No such instance.") from None
 
 
+def _live_version(request: AuthedHttpRequest, instance_id: UUID) -> str:
+    found = live.instance_version(instance_id, request.user.pk)
+    return found[0] if found is not None else ""
+
+
 def _decisions(instance: TaskInstance) -> list[Decision]:
     return list(
         Decision.objects.filter(task_class_id=instance.task_class_id)
@@ -64,8 +70,12 @@ def _instance_context(
     instance: TaskInstance,
     overrides: dict[int, dict[str, Any]] | None = None,
     *,
+    live_version: str,
     focus_outcome: bool = False,
 ) -> dict[str, Any]:
+    """What the instance view shows. `live_version` (`_live_version`) was read before the
+    instance was: a change in between makes the page newer than its version, and the next
+    live read merely shows it again, where the other order could miss the change."""
     prompts = selectors.instance_prompts(instance)
     services.prompts_mark_shown(prompts=prompts, user=request.user)
     decisions = _decisions(instance)
@@ -78,6 +88,7 @@ def _instance_context(
         "sentences": restatement(instance, decisions),
         **groups,
         **banner_context(instance, all_cards(groups), focus=focus_outcome),
+        "live_version": live_version,
     }
 
 
@@ -125,7 +136,7 @@ def _inbox_context(request: AuthedHttpRequest) -> dict[str, Any]:
         .order_by("-updated_at")[:RECENT_LIMIT]
     )
     rows = list(waiting[start : start + INBOX_PAGE_SIZE + 1])
-    return {
+    context = {
         "waiting": rows[:INBOX_PAGE_SIZE],
         "recent": list(recent),
         "now": now,
@@ -133,6 +144,8 @@ def _inbox_context(request: AuthedHttpRequest) -> dict[str, Any]:
         "has_next": len(rows) > INBOX_PAGE_SIZE,
         "past_the_end": page > 1 and not rows,
     }
+    context["live_version"], context["live_recheck"] = live.inbox_version(context)
+    return context
 
 
 @require_GET
@@ -140,19 +153,15 @@ def inbox(request: AuthedHttpRequest) -> HttpResponse:
     return render(request, "console/inbox.html", _inbox_context(request))
 
 
-@require_GET
-def inbox_rows(request: AuthedHttpRequest) -> HttpResponse:
-    """The inbox list alone: htmx polls it so the inbox stays current without a reload."""
-    return render(request, "console/_inbox_rows.html", _inbox_context(request))
-
-
 # --- an instance and its cards -------------------------------------------------------------
 
 
 @require_GET
 def instance_detail(request: AuthedHttpRequest, instance_id: UUID) -> HttpResponse:
+    version = _live_version(request, instance_id)
     instance = _instance_or_404(request, instance_id)
-    return render(request, "console/instance.html", _instance_context(request, instance))
+    context = _instance_context(request, instance, live_version=version)
+    return render(request, "console/instance.html", context)
 
 
 @require_POST
@@ -186,6 +195,7 @@ def prompt_respond(request: AuthedHttpRequest, instance_id: UUID, prompt_id: int
     except NotFound:
         raise Http404("No such prompt.") from None
 
+    version = _live_version(request, instance.pk)
     instance.refresh_from_db()
     if status == 200 and not request.htmx:
         done = DONE_WORDS[answer.action].lower()
@@ -206,7 +216,11 @@ def prompt_respond(request: AuthedHttpRequest, instance_id: UUID, prompt_id: int
         InstanceStatus.EXPIRED,
     )
     context = _instance_context(
-        request, instance, overrides={prompt.pk: override}, focus_outcome=finished_now
+        request,
+        instance,
+        overrides={prompt.pk: override},
+        live_version=version,
+        focus_outcome=finished_now,
     )
     if not request.htmx:
         return render(request, "console/instance.html", context, status=status)

@@ -1,4 +1,4 @@
-"""The inbox: the user's instances awaiting them, newest first, refreshed by htmx polling."""
+"""The inbox: the user's instances awaiting them, newest first, kept current live."""
 
 from __future__ import annotations
 
@@ -64,11 +64,11 @@ def test_it_leaves_out_an_instance_past_its_ttl(vendor: TaskInstance, alice_clie
     assert "Nothing is waiting for you" in html
 
 
-def test_it_polls_its_rows_partial(vendor: TaskInstance, alice_client: Client) -> None:
+def test_its_rows_ask_their_live_endpoint(vendor: TaskInstance, alice_client: Client) -> None:
     html = alice_client.get("/").content.decode()
-    assert 'hx-get="/inbox/rows/"' in html
-    assert 'hx-trigger="every 10s"' in html
-    assert 'hx-swap="outerHTML"' in html
+    assert 'data-live-url="/inbox/rows/"' in html
+    assert re.search(r'data-live-version="[0-9a-f]{32}"', html)
+    assert "hx-trigger" not in html  # no more timed polling: the live endpoint waits for changes
 
 
 def test_it_renders_the_rows_partial_alone_with_its_own_trigger(
@@ -78,7 +78,7 @@ def test_it_renders_the_rows_partial_alone_with_its_own_trigger(
     html = response.content.decode()
     assert response.status_code == 200
     assert "<html" not in html
-    assert html.strip().startswith('<div id="inbox-rows" hx-get="/inbox/rows/"')
+    assert html.strip().startswith('<div id="inbox-rows" data-live-url="/inbox/rows/"')
     assert f'href="/instances/{vendor.pk}/"' in html
 
 
@@ -168,9 +168,9 @@ def test_it_shows_no_page_links_when_one_page_holds_everything(
 
 def test_the_polled_rows_keep_their_page(sixty_waiting: list[str], alice_client: Client) -> None:
     html = alice_client.get("/?page=2").content.decode()
-    assert 'hx-get="/inbox/rows/?page=2"' in html
+    assert 'data-live-url="/inbox/rows/?page=2"' in html
     rows = alice_client.get("/inbox/rows/?page=2", **HTMX).content.decode()
-    assert rows.strip().startswith('<div id="inbox-rows" hx-get="/inbox/rows/?page=2"')
+    assert rows.strip().startswith('<div id="inbox-rows" data-live-url="/inbox/rows/?page=2"')
     assert _listed(rows) == sixty_waiting[25:50]
 
 
