@@ -129,11 +129,55 @@
   // next change since the version it shows; the server answers the fresh fragment as soon as
   // there is one, or 204 after its wait, and we ask again. A card the person is typing in is
   // kept as typed: if it changed elsewhere, its buttons are disabled and it says so.
-  var liveEpoch = 0; // bumped by every htmx request and swap: a live answer older is stale
-  var inFlight = 0;
-  document.addEventListener("htmx:beforeRequest", function () { liveEpoch++; inFlight++; });
-  document.addEventListener("htmx:afterRequest", function () { liveEpoch++; inFlight = Math.max(inFlight - 1, 0); });
-  document.addEventListener("htmx:afterSettle", function () { liveEpoch++; });
+  //
+  // Every swap carries its version (`Live-Version`, a number that only grows): the page keeps
+  // the highest it applied, drops a live answer not newer than that, and a response to the
+  // person's own request older than that. So a live answer read just before the person's own
+  // answer was recorded, arriving after that answer's response, changes nothing.
+  var inFlight = 0; // the person's own htmx requests under way
+  var pollAfterRequests = false;
+  var shown = {}; // live target id -> the highest version applied
+
+  function versionNumber(text) {
+    var number = /^[0-9]{1,19}$/.test(text || "") ? parseInt(text, 10) : NaN;
+    return isNaN(number) ? -1 : number;
+  }
+
+  function liveMarker() {
+    return document.querySelector("[data-live-url]");
+  }
+
+  function shownVersion(marker) {
+    var target = marker.getAttribute("data-live-target");
+    return Math.max(shown[target] === undefined ? -1 : shown[target], versionNumber(marker.getAttribute("data-live-version")));
+  }
+
+  document.addEventListener("htmx:configRequest", function (event) {
+    var marker = liveMarker();
+    if (marker !== null) {
+      event.detail.headers["Live-Since"] = String(Math.max(shownVersion(marker), 0));
+    }
+  });
+  document.addEventListener("htmx:beforeRequest", function () { inFlight++; });
+  document.addEventListener("htmx:afterRequest", function () {
+    inFlight = Math.max(inFlight - 1, 0);
+    if (inFlight === 0 && pollAfterRequests) {
+      pollAfterRequests = false;
+      livePoll(0);
+    }
+  });
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var marker = liveMarker();
+    var version = versionNumber(event.detail.xhr.getResponseHeader("Live-Version"));
+    if (marker === null || version < 0 || !event.detail.shouldSwap) {
+      return;
+    }
+    if (version < shownVersion(marker)) {
+      event.detail.shouldSwap = false; // the page already shows something newer
+      return;
+    }
+    shown[marker.getAttribute("data-live-target")] = version;
+  });
 
   // Nothing is sent from a card marked changed, however it is submitted.
   document.addEventListener("submit", function (event) {
@@ -270,13 +314,13 @@
 
   function livePoll(delay) {
     window.setTimeout(function () {
-      var marker = document.querySelector("[data-live-url]");
+      var marker = liveMarker();
       if (marker === null || !window.fetch) {
         return;
       }
-      var started = liveEpoch;
       var url = marker.getAttribute("data-live-url");
-      url += (url.indexOf("?") === -1 ? "?" : "&") + "since=" + encodeURIComponent(marker.getAttribute("data-live-version") || "");
+      url += (url.indexOf("?") === -1 ? "?" : "&") + "since=" + Math.max(shownVersion(marker), 0);
+      url += "&seen=" + encodeURIComponent(marker.getAttribute("data-live-digest") || "");
       var target = marker.getAttribute("data-live-target");
       fetch(url, { credentials: "same-origin", cache: "no-store", headers: { "HX-Request": "true" } })
         .then(function (response) {
@@ -294,13 +338,18 @@
           if (!response.ok) {
             throw new Error("live " + response.status);
           }
+          var version = versionNumber(response.headers.get("Live-Version"));
           return response.text().then(function (html) {
-            if (started === liveEpoch && inFlight === 0) {
-              applyLive(target, html);
-              livePoll(100); // (never a tight loop, whatever the server answers)
-            } else {
-              livePoll(250); // a request of the person's own crossed it: ask again, afresh
+            var current = liveMarker();
+            if (inFlight > 0) {
+              pollAfterRequests = true; // the person's own request is under way: ask afresh after it
+              return;
             }
+            if (current !== null && version > shownVersion(current)) {
+              applyLive(target, html);
+              shown[target] = version;
+            } // else older than (or as old as) what the page shows: dropped
+            livePoll(100); // (never a tight loop, whatever the server answers)
           });
         })
         .catch(function () {
