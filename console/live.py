@@ -106,28 +106,36 @@ def snapshot() -> Iterator[None]:
     """Read everything inside in one consistent state of the database, so a page's version and
     its content agree. PostgreSQL: a repeatable-read, read-only transaction (readers do not
     block writers). SQLite: the transaction itself (it takes the database lock at BEGIN, see the
-    settings), writers wait for the read. Inside a transaction already (tests), that one.
+    settings), writers wait for the read; not on an in-memory database (`_cannot_wait`). Inside
+    a transaction already (a test's), that one.
 
     Writes wait until it ends (`after_snapshot`): one inside could fail against a writer that
     committed after the snapshot was taken."""
-    outermost = not connection.in_atomic_block
     after: list[Callable[[], object]] = []
     token = _after_snapshot.set(after)
     try:
-        if connection.allow_thread_sharing:
-            # One connection for several threads (the test live server's in-memory SQLite): a
-            # transaction on it would be theirs as well as this read's.
-            yield
+        if connection.in_atomic_block or _cannot_wait(connection):
+            yield  # a transaction already (one state: the tests'), or none that could wait
         else:
             with transaction.atomic():
-                if outermost and connection.vendor == "postgresql":
+                if connection.vendor == "postgresql":
                     with connection.cursor() as cursor:
-                        cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                        cursor.execute(
+                            "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+                        )
                 yield
     finally:
         _after_snapshot.reset(token)
     for write in after:
         write()
+
+
+def _cannot_wait(conn: Any) -> bool:  # noqa: ANN401 - Django's connection proxy
+    """Whether a read transaction here would only make others fail: SQLite's in-memory database
+    (the tests') shares one cache between its connections, where a lock held is refused at
+    once instead of waited for, and may be one connection shared by several threads, whose
+    transaction would be theirs as well as this read's."""
+    return conn.allow_thread_sharing or (conn.vendor == "sqlite" and conn.is_in_memory_db())
 
 
 def reread(instance: TaskInstance) -> None:

@@ -110,11 +110,11 @@ def test_it_runs_the_same_queries_for_2_and_50_prompts(
 ) -> None:
     scenarios.many(alice, prompts)
     scenarios.vendor(alice)
-    # 1 the session, 2 the user, in one snapshot (console.live: 3 savepoint, 9 release):
-    # 4 the waiting instances with their counts and next expiry, 5 their decisions (prefetch),
-    # 6 the recently finished instances, 7 the latest write to the person's instances (the
-    # live version), 8 and 10 the user's and the groups' permissions (the header's roles).
-    with django_assert_num_queries(10):
+    # 1 the session, 2 the user, in one snapshot (console.live; the test's transaction here):
+    # 3 the waiting instances with their counts and next expiry, 4 their decisions (prefetch),
+    # 5 the recently finished instances, 6 the latest write to the person's instances (the
+    # live version), 7 and 8 the user's and the groups' permissions (the header's roles).
+    with django_assert_num_queries(8):
         response = alice_client.get(url)
     assert response.status_code == 200
 
@@ -202,7 +202,7 @@ def test_a_later_page_runs_the_same_queries(
     alice_client: Client,
     django_assert_num_queries,  # noqa: ANN001
 ) -> None:
-    # The same ten as the first page: the page's rows and one more (no count).
-    with django_assert_num_queries(10):
+    # The same eight as the first page: the page's rows and one more (no count).
+    with django_assert_num_queries(8):
         response = alice_client.get(url)
     assert response.status_code == 200
