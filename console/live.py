@@ -43,7 +43,7 @@ from uuid import UUID
 
 from asgiref.sync import sync_to_async
 from django.core.handlers.asgi import ASGIRequest
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 from django.db.models import Max, OuterRef, Subquery
 from django.http import HttpRequest
 from django.utils import timezone
@@ -55,6 +55,7 @@ from beliefs.services import changes
 # Under `manage.py runserver` a waiting page holds a thread: short waits keep that harmless.
 PAGE_WAIT = 20
 POLL_SECONDS = 0.5
+RETRY_SECONDS = 0.1
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 T = TypeVar("T")
@@ -120,9 +121,7 @@ def snapshot() -> Iterator[None]:
             with transaction.atomic():
                 if connection.vendor == "postgresql":
                     with connection.cursor() as cursor:
-                        cursor.execute(
-                            "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
-                        )
+                        cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 yield
     finally:
         _after_snapshot.reset(token)
@@ -267,7 +266,14 @@ async def wait_for_change(
         changed = changes.watch(key)
         try:
             remaining = deadline - time.monotonic()
-            found, recheck = await sync_to_async(_released(read))()
+            try:
+                found, recheck = await sync_to_async(_released(read))()
+            except OperationalError:
+                # The database refused the read for a moment (locked; SQLite's in-memory test
+                # database refuses at once): the page is still waiting, so read again soon.
+                if remaining <= 0:
+                    raise
+                found, recheck = None, RETRY_SECONDS
             if found is not None or remaining <= 0:
                 return found
             pause = remaining if heard else POLL_SECONDS

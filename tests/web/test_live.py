@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, OperationalError, connection
 from django.test import Client
 from django.utils import timezone
 
@@ -351,3 +351,23 @@ def test_writes_inside_a_snapshot_wait_for_its_end(alice: User) -> None:
     assert done == ["written"]
     live.after_snapshot(lambda: done.append("at once"))
     assert done == ["written", "at once"]
+
+
+@pytest.mark.django_db
+def test_a_read_the_database_refuses_is_read_again(
+    alice: User, alice_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    instance = scenarios.vendor(alice)
+    version = _version(alice_client, f"/instances/{instance.pk}/")
+    read = live.instance_version
+    refused: list[int] = []
+
+    def refuse_once(*args: Any) -> live.Version | None:  # noqa: ANN401
+        if not refused:
+            refused.append(1)
+            raise OperationalError("database table is locked")
+        return read(*args)
+
+    monkeypatch.setattr(live, "instance_version", refuse_once)
+    response = alice_client.get(_live(instance), {**version, "seen": "stale", "wait": "5"}, **HTMX)
+    assert refused == [1] and response.status_code == 200
