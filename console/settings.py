@@ -161,6 +161,11 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Writes take the database lock at BEGIN, so two racing responses queue instead of failing.
     DATABASES["default"]["OPTIONS"] = {"transaction_mode": "IMMEDIATE", "timeout": 20}
+    # Tests on a file, not SQLite's in-memory database: its connections share one cache, where
+    # a table lock is refused at once instead of waited for (a live page's read would make a
+    # person's answer fail), and the test live server would share one connection between its
+    # threads. The file locks as production's does: a writer waits for a reader.
+    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "test-db.sqlite3")}
 elif env_bool("DATABASE_PREPARED_STATEMENTS", True):
     # A statement run a few times on a kept connection is prepared there: PostgreSQL then plans
     # it once, where planning took longer than running the short queries of a request. Needs
