@@ -169,6 +169,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "timeout": 20,
         "init_command": "PRAGMA journal_mode=WAL",
     }
+    # Tests on a file, not SQLite's in-memory database: its connections share one cache, where
+    # a table lock is refused at once instead of waited for (a live page's read would make a
+    # person's answer fail), and the test live server would share one connection between its
+    # threads. The file locks as production's does: a writer waits for a reader.
+    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "test-db.sqlite3")}
 elif env_bool("DATABASE_PREPARED_STATEMENTS", True):
     # A statement run a few times on a kept connection is prepared there: PostgreSQL then plans
     # it once, where planning took longer than running the short queries of a request. Needs

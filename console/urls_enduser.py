@@ -2,15 +2,16 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, include, path
 
-from console.views import enduser
+from console.views import enduser, live
 
 # An instance's page and what its forms post to.
 instance_patterns: list[URLPattern | URLResolver] = [
     path("", enduser.instance_detail, name="instance"),
+    path("live/", live.instance_live, name="instance-live"),
     path("prompts/<int:prompt_id>/respond/", enduser.prompt_respond, name="prompt-respond"),
 ]
 urlpatterns: list[URLPattern | URLResolver] = [
     path("", enduser.inbox, name="inbox"),
-    path("inbox/rows/", enduser.inbox_rows, name="inbox-rows"),
+    path("inbox/rows/", live.inbox_rows, name="inbox-rows"),
     path("instances/<uuid:instance_id>/", include(instance_patterns)),
 ]

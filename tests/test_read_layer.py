@@ -18,6 +18,7 @@ OWN_SQL = {
     "beliefs/services/changes.py": "pg_notify and LISTEN: tells waiting readers, reads nothing",
     "beliefs/services/notify.py": "an advisory lock that serialises one person's emails",
     "beliefs/services/outbox.py": "pg_notify: wakes the workers for new outbox rows, reads nothing",
+    "console/live.py": "sets a live page's read-only, repeatable-read snapshot (PostgreSQL)",
     "beliefs/worker.py": "LISTEN on the worker's own connection for the outbox's pg_notify",
     "beliefs/bench.py": "the benchmark loads and analyses its own database",
     "beliefs/management/commands/create_app_role.py": "creates a database role",

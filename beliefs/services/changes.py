@@ -81,13 +81,17 @@ def unwatch(key: str, future: asyncio.Future[None]) -> None:
                 del _waiters[key]
 
 
+# Waiters on ANY hear every instance's change (a person's inbox lists many, and new ones).
+ANY = "*"
+
+
 def wake(key: str | None) -> None:
-    """Wake the waiters of instance `key`, or every waiter (None)."""
+    """Wake the waiters of instance `key` (and those on ANY), or every waiter (None)."""
     with _lock:
         if key is None:
             entries = [entry for group in _waiters.values() for entry in group]
         else:
-            entries = list(_waiters.get(key, ()))
+            entries = [*_waiters.get(key, ()), *_waiters.get(ANY, ())]
     for loop, future in entries:
         # RuntimeError: that waiter's loop has closed, nobody is left to wake.
         with contextlib.suppress(RuntimeError):

@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 from beliefs import selectors, services
 from beliefs.errors import Conflict, InvalidInput, NotFound
 from beliefs.models import Decision, InstanceStatus, Prompt, PromptState, TaskInstance
+from console import live
 from console.forms.respond import parse_response, typed_values
 from console.http import AuthedHttpRequest
 from console.presenters.instance import Card, all_cards, cards_for, page_facts
@@ -45,6 +46,11 @@ def _instance_or_404(request: AuthedHttpRequest, instance_id: UUID) -> TaskInsta
         raise Http404("No such instance.") from None
 
 
+def _live_version(request: AuthedHttpRequest, instance_id: UUID) -> live.Version:
+    found = live.instance_version(instance_id, request.user.pk)
+    return found if found is not None else live.Version(0, "", None)
+
+
 def _decisions(instance: TaskInstance) -> list[Decision]:
     return list(
         Decision.objects.filter(task_class_id=instance.task_class_id)
@@ -58,10 +64,13 @@ def _instance_context(
     instance: TaskInstance,
     overrides: dict[int, dict[str, Any]] | None = None,
     *,
+    live_version: live.Version,
     focus_outcome: bool = False,
 ) -> dict[str, Any]:
+    """What the instance view shows, read in the `live.snapshot()` that read `live_version`
+    (`_live_version`) and the instance: the page's version is never newer than the page."""
     prompts = selectors.instance_prompts(instance)
-    services.prompts_mark_shown(prompts=prompts, user=request.user)
+    live.after_snapshot(lambda: services.prompts_mark_shown(prompts=prompts, user=request.user))
     decisions = _decisions(instance)
     # Only the principal sees the page: the signed-in user is the one who answers.
     facts = page_facts(instance, decisions, request.user.get_username())
@@ -72,6 +81,7 @@ def _instance_context(
         "sentences": restatement(instance, decisions),
         **groups,
         **banner_context(instance, all_cards(groups), focus=focus_outcome),
+        "live_version": live_version,
     }
 
 
@@ -106,7 +116,7 @@ def _inbox_context(request: AuthedHttpRequest) -> dict[str, Any]:
         .order_by("-updated_at")[:RECENT_LIMIT]
     )
     rows = list(waiting[start : start + INBOX_PAGE_SIZE + 1])
-    return {
+    context = {
         "waiting": rows[:INBOX_PAGE_SIZE],
         "recent": list(recent),
         "now": now,
@@ -114,17 +124,15 @@ def _inbox_context(request: AuthedHttpRequest) -> dict[str, Any]:
         "has_next": len(rows) > INBOX_PAGE_SIZE,
         "past_the_end": page > 1 and not rows,
     }
+    # (Read in the caller's `live.snapshot()`, with the rows it labels.)
+    context["live_version"] = live.inbox_version(context, request.user.pk)
+    return context
 
 
 @require_GET
 def inbox(request: AuthedHttpRequest) -> HttpResponse:
-    return render(request, "console/inbox.html", _inbox_context(request))
-
-
-@require_GET
-def inbox_rows(request: AuthedHttpRequest) -> HttpResponse:
-    """The inbox list alone: htmx polls it so the inbox stays current without a reload."""
-    return render(request, "console/_inbox_rows.html", _inbox_context(request))
+    with live.snapshot():
+        return render(request, "console/inbox.html", _inbox_context(request))
 
 
 # --- an instance and its cards -------------------------------------------------------------
@@ -132,8 +140,13 @@ def inbox_rows(request: AuthedHttpRequest) -> HttpResponse:
 
 @require_GET
 def instance_detail(request: AuthedHttpRequest, instance_id: UUID) -> HttpResponse:
-    instance = _instance_or_404(request, instance_id)
-    return render(request, "console/instance.html", _instance_context(request, instance))
+    instance = _instance_or_404(request, instance_id)  # (its expiry settled first: a write)
+    with live.snapshot():
+        live.reread(instance)
+        context = _instance_context(
+            request, instance, live_version=_live_version(request, instance_id)
+        )
+        return render(request, "console/instance.html", context)
 
 
 @require_POST
@@ -168,12 +181,30 @@ def prompt_respond(request: AuthedHttpRequest, instance_id: UUID, prompt_id: int
     except NotFound:
         raise Http404("No such prompt.") from None
 
-    instance.refresh_from_db()
     if status == 200 and not request.htmx:
         done = DONE_WORDS[answer.action].lower()
         messages.success(request, f"{display_text(prompt.slot.label)}: {done}.")
         return redirect(reverse("instance", args=[instance.pk]) + f"#prompt-{prompt.pk}")
+    # The answer's page and its version, read as one: the script shows nothing older after it.
+    with live.snapshot():
+        version = _live_version(request, instance.pk).at_least(live.requested_since(request))
+        answered = (status, message, errors, typed)
+        response = _answered(request, instance, prompt, version, status_before, answered)
+    response["Live-Version"] = str(version.number)
+    return response
 
+
+def _answered(
+    request: AuthedHttpRequest,
+    instance: TaskInstance,
+    prompt: Prompt,
+    version: live.Version,
+    status_before: str,
+    answered: tuple[int, str, dict[str, Any], dict[str, str]],
+) -> HttpResponse:
+    """`prompt_respond`'s page after the answer (or its refusal), read in one snapshot."""
+    status, message, errors, typed = answered
+    instance.refresh_from_db()
     # A 409 shows the fresh card: nothing typed is kept, since it answered something else.
     override = {
         "message": message,
@@ -184,7 +215,11 @@ def prompt_respond(request: AuthedHttpRequest, instance_id: UUID, prompt_id: int
     }
     finished_now = instance.status != status_before and instance.status in InstanceStatus.closed()
     context = _instance_context(
-        request, instance, overrides={prompt.pk: override}, focus_outcome=finished_now
+        request,
+        instance,
+        overrides={prompt.pk: override},
+        live_version=version,
+        focus_outcome=finished_now,
     )
     if not request.htmx:
         return render(request, "console/instance.html", context, status=status)

@@ -94,6 +94,9 @@
     buttons.forEach(function (button) {
       var delay = parseInt(button.getAttribute("data-enable-after-ms"), 10);
       window.setTimeout(function () {
+        if (button.closest("[data-live-stale]") !== null) {
+          return; // a card that changed elsewhere while being typed in stays disabled
+        }
         button.disabled = false;
       }, isNaN(delay) ? 0 : delay);
     });
@@ -119,6 +122,245 @@
       focusSwapped(root);
     }
   }
+
+
+  // --- Live pages ------------------------------------------------------------------------
+  // A page with a [data-live-url] marker (the instance view, the inbox rows) asks it for the
+  // next change since the version it shows; the server answers the fresh fragment as soon as
+  // there is one, or 204 after its wait, and we ask again. A card the person is typing in is
+  // kept as typed: if it changed elsewhere, its buttons are disabled and it says so.
+  //
+  // Every swap carries its version (`Live-Version`, a number that only grows): the page keeps
+  // the highest it applied, drops a live answer not newer than that, and a response to the
+  // person's own request older than that. So a live answer read just before the person's own
+  // answer was recorded, arriving after that answer's response, changes nothing.
+  var inFlight = 0; // the person's own htmx requests under way
+  var pollAfterRequests = false;
+  var shown = {}; // live target id -> the highest version applied
+
+  function versionNumber(text) {
+    var number = /^[0-9]{1,19}$/.test(text || "") ? parseInt(text, 10) : NaN;
+    return isNaN(number) ? -1 : number;
+  }
+
+  function liveMarker() {
+    return document.querySelector("[data-live-url]");
+  }
+
+  function shownVersion(marker) {
+    var target = marker.getAttribute("data-live-target");
+    return Math.max(shown[target] === undefined ? -1 : shown[target], versionNumber(marker.getAttribute("data-live-version")));
+  }
+
+  document.addEventListener("htmx:configRequest", function (event) {
+    var marker = liveMarker();
+    if (marker !== null) {
+      event.detail.headers["Live-Since"] = String(Math.max(shownVersion(marker), 0));
+    }
+  });
+  document.addEventListener("htmx:beforeRequest", function () { inFlight++; });
+  document.addEventListener("htmx:afterRequest", function () {
+    inFlight = Math.max(inFlight - 1, 0);
+    if (inFlight === 0 && pollAfterRequests) {
+      pollAfterRequests = false;
+      livePoll(0);
+    }
+  });
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var marker = liveMarker();
+    var version = versionNumber(event.detail.xhr.getResponseHeader("Live-Version"));
+    if (marker === null || version < 0 || !event.detail.shouldSwap) {
+      return;
+    }
+    if (version < shownVersion(marker)) {
+      event.detail.shouldSwap = false; // the page already shows something newer
+      return;
+    }
+    shown[marker.getAttribute("data-live-target")] = version;
+  });
+
+  // Nothing is sent from a card marked changed, however it is submitted.
+  document.addEventListener("submit", function (event) {
+    if (event.target.closest && event.target.closest("[data-live-stale]") !== null) {
+      event.preventDefault();
+      event.stopImmediatePropagation();
+    }
+  }, true);
+  document.addEventListener("htmx:confirm", function (event) {
+    if (event.target.closest && event.target.closest("[data-live-stale]") !== null) {
+      event.preventDefault();
+    }
+  });
+
+  function isEdited(field) {
+    if (field.type === "hidden" || field.type === "submit" || field.type === "button") {
+      return false;
+    }
+    if (field === document.activeElement) {
+      return true;
+    }
+    if (field.type === "checkbox" || field.type === "radio") {
+      return field.checked !== field.defaultChecked;
+    }
+    if (field.tagName === "SELECT") {
+      return Array.prototype.some.call(field.options, function (o) { return o.selected !== o.defaultSelected; });
+    }
+    return field.value !== field.defaultValue;
+  }
+
+  function markStale(card, fresh) {
+    card.setAttribute("data-live-stale", "");
+    card.liveFresh = fresh; // null: it is no longer on the page at all
+    card.querySelectorAll("button").forEach(function (button) {
+      if (!button.hasAttribute("data-live-refresh")) {
+        button.disabled = true;
+        button.removeAttribute("data-enable-after-ms");
+      }
+    });
+    if (card.querySelector(":scope > .live-stale") === null) {
+      var note = document.createElement("p");
+      note.className = "message message-409 live-stale";
+      note.setAttribute("role", "alert");
+      note.textContent = "This question changed or was answered elsewhere: review the fresh version. ";
+      var show = document.createElement("button");
+      show.type = "button";
+      show.setAttribute("data-live-refresh", "");
+      show.textContent = "Show the fresh version";
+      note.appendChild(show);
+      var head = card.querySelector(":scope > header");
+      card.insertBefore(note, head ? head.nextSibling : card.firstChild);
+    }
+  }
+
+  document.addEventListener("click", function (event) {
+    var show = event.target.closest && event.target.closest("[data-live-refresh]");
+    if (!show) {
+      return;
+    }
+    var card = show.closest("[data-live-stale]");
+    if (card.liveFresh) {
+      card.replaceWith(card.liveFresh);
+      armDelayedButtons(card.liveFresh);
+      window.htmx.process(card.liveFresh);
+      card.liveFresh.setAttribute("tabindex", "-1");
+      card.liveFresh.focus();
+    } else {
+      card.remove();
+    }
+  });
+
+  // Cards to keep as they are: one being typed in (stale when it changed), one showing the
+  // answer to the person's own request (a refused veto's message) while nothing changed.
+  function cardsToKeep(current) {
+    var keep = {};
+    current.querySelectorAll("input, textarea, select").forEach(function (field) {
+      var card = field.closest("[data-live-key]");
+      if (card !== null && isEdited(field)) {
+        keep[card.id] = "edited";
+      }
+    });
+    current.querySelectorAll("[data-live-key]").forEach(function (card) {
+      if (!keep[card.id] && (card.querySelector("#" + CSS.escape(card.id) + "-message") || card.hasAttribute("data-live-stale"))) {
+        keep[card.id] = card.hasAttribute("data-live-stale") ? "edited" : "message";
+      }
+    });
+    return keep;
+  }
+
+  function applyLive(targetId, html) {
+    var current = document.getElementById(targetId);
+    var fresh = new DOMParser().parseFromString(html, "text/html").getElementById(targetId);
+    if (current === null || fresh === null) {
+      return;
+    }
+    fresh = document.adoptNode(fresh);
+    var focused = document.activeElement;
+    var selection = focused && "selectionStart" in focused ? [focused.selectionStart, focused.selectionEnd] : null;
+    var keep = cardsToKeep(current);
+    var kept = [];
+    Object.keys(keep).forEach(function (id) {
+      var old = document.getElementById(id);
+      var next = fresh.querySelector("#" + CSS.escape(id));
+      var same = next !== null && next.getAttribute("data-live-key") === old.getAttribute("data-live-key") && !old.hasAttribute("data-live-stale");
+      if (keep[id] === "message" && !same) {
+        return; // its message answered a question that is gone: the fresh card replaces it
+      }
+      if (!same) {
+        markStale(old, next);
+      }
+      kept.push(old);
+      if (next !== null) {
+        next.replaceWith(old);
+      } else {
+        (fresh.querySelector(".cards") || fresh).appendChild(old);
+      }
+    });
+    fresh.querySelectorAll("[data-enable-after-ms]").forEach(function (button) {
+      if (!kept.some(function (card) { return card.contains(button); })) {
+        armDelayedButtons(button);
+      }
+    });
+    current.replaceWith(fresh);
+    if (window.htmx) {
+      window.htmx.process(fresh);
+    }
+    if (focused && focused !== document.body && document.contains(focused) && document.activeElement !== focused) {
+      focused.focus({ preventScroll: true });
+      if (selection !== null) {
+        try { focused.setSelectionRange(selection[0], selection[1]); } catch (ignored) { /* not a text field */ }
+      }
+    }
+  }
+
+  function livePoll(delay) {
+    window.setTimeout(function () {
+      var marker = liveMarker();
+      if (marker === null || !window.fetch) {
+        return;
+      }
+      var url = marker.getAttribute("data-live-url");
+      url += (url.indexOf("?") === -1 ? "?" : "&") + "since=" + Math.max(shownVersion(marker), 0);
+      url += "&seen=" + encodeURIComponent(marker.getAttribute("data-live-digest") || "");
+      var target = marker.getAttribute("data-live-target");
+      fetch(url, { credentials: "same-origin", cache: "no-store", headers: { "HX-Request": "true" } })
+        .then(function (response) {
+          if (response.redirected && response.url.indexOf("/accounts/login/") !== -1) {
+            window.location.assign("/accounts/login/?next=" + encodeURIComponent(window.location.pathname));
+            return null;
+          }
+          if (response.status === 204) {
+            livePoll(0);
+            return null;
+          }
+          if (response.status >= 400 && response.status < 500) {
+            return null; // gone or no longer theirs: stop asking (the page says so on reload)
+          }
+          if (!response.ok) {
+            throw new Error("live " + response.status);
+          }
+          var version = versionNumber(response.headers.get("Live-Version"));
+          return response.text().then(function (html) {
+            var current = liveMarker();
+            if (inFlight > 0) {
+              pollAfterRequests = true; // the person's own request is under way: ask afresh after it
+              return;
+            }
+            if (current !== null && version > shownVersion(current)) {
+              applyLive(target, html);
+              shown[target] = version;
+            } // else older than (or as old as) what the page shows: dropped
+            livePoll(100); // (never a tight loop, whatever the server answers)
+          });
+        })
+        .catch(function () {
+          livePoll(3000); // the server is away: try again in a while
+        });
+    }, delay);
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    livePoll(0);
+  });
 
   if (window.htmx) {
     window.htmx.onLoad(init);

@@ -106,7 +106,10 @@ def sign_in(page) -> Callable[[str, str], None]:  # noqa: ANN001
         page.get_by_label("Username").fill(username)
         page.get_by_label("Password").fill(password)
         page.get_by_role("button", name="Sign in").click()
-        page.wait_for_load_state("networkidle")
+        # Signed in: the page left the sign-in form. (Not "networkidle": a live page always
+        # has its long-poll open.)
+        page.wait_for_url(lambda url: "/accounts/login/" not in url)
+        page.wait_for_load_state("load")
 
     return do
 

@@ -352,12 +352,14 @@ def test_it_runs_the_same_queries_for_2_and_50_prompts(
     #   19 the audit event; the re-plan: 20 open prompts, 21 the slots with their decisions
     #   and beliefs, 22 the new ASK prompt, 23 the instance, 24 the audit event, 25 the
     #   instance re-read, 26 release;
-    # the render:  27 the instance re-read, 28 prompts, 29 shown_at of the new question,
-    #   30 decisions, 31 their slots, 32 and 33 permissions for the header;
+    # the render, in one snapshot (console.live; the test's transaction here): the page's
+    #   live version (the instance, its prompts, the latest write), 27 the instance re-read,
+    #   28 prompts, 29 decisions, 30 their slots, 31 and 32 permissions for the header; after
+    #   it 33 shown_at of the new question;
     # and, after the audit event of the veto, the belief.vetoed event: 34 its sequence number,
-    #   35 its row (the scenario's instance has no runtime, so no endpoint is looked up); and on
-    #   PostgreSQL the change notification.
-    with django_assert_num_queries(35 + notify_queries()):
+    #   35 its row (the scenario's instance has no runtime, so no endpoint is looked up); plus
+    #   the three reads of the live version; and on PostgreSQL the change notification.
+    with django_assert_num_queries(38 + notify_queries()):
         response = post(alice_client, surfaced, action="veto")
     assert response.status_code == 200
 

@@ -1,0 +1,285 @@
+"""Live pages: a page asks "anything new since what I show?" and the answer waits for a change.
+
+The instance page and the inbox each carry what they show in a marker: `data-live-version`, a
+number that only grows (the microseconds of the latest write the page shows), and
+`data-live-digest`, a digest of what the page is made of, read cheaply (no rendering). Their
+script asks the page's live endpoint with `?since=<version>&seen=<digest>`: the answer is the
+fresh fragment, its version in `Live-Version`, as soon as the digest differs; or 204 after
+`PAGE_WAIT` seconds with no change, when the script simply asks again. The wait is the API
+long-poll's (`beliefs.api.longpoll`): woken by change notifications
+(`beliefs.services.changes`), and re-reading every `POLL_SECONDS` where other processes'
+changes cannot be heard.
+
+Two answers can cross on their way to the page: a live fragment read just before the person's
+own answer was recorded may arrive after that answer's response. So every swap carries its
+version (the person's own responses too) and the script applies nothing older than what it
+shows. For that to hold, a version is read in the same database snapshot as the fragment it
+labels (`snapshot`), never newer than the content; and a live fragment that differs from what
+the page shows is labelled above the page's version even when no write time moved (two writers
+on different instances of an inbox may commit in the other order than their clocks): it was read
+after the page showed that version, so it is the newer.
+
+A notice that changed nothing the page shows costs a read, not a swap.
+
+Why a long-poll rather than server-sent events: it is the same wait the API already has (one
+code path, one test of it), it needs no htmx extension, a proxy or the test client handles it
+as a plain request, and the script must merge the answer into the page by hand anyway (cards
+being typed in are kept).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import time
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+from uuid import UUID
+
+from asgiref.sync import sync_to_async
+from django.core.handlers.asgi import ASGIRequest
+from django.db import OperationalError, connection, transaction
+from django.db.models import Max, OuterRef, Subquery
+from django.http import HttpRequest
+from django.utils import timezone
+
+from beliefs import selectors
+from beliefs.models import Belief, Prompt, PromptState, TaskInstance
+from beliefs.services import changes
+
+# Under `manage.py runserver` a waiting page holds a thread: short waits keep that harmless.
+PAGE_WAIT = 20
+POLL_SECONDS = 0.5
+RETRY_SECONDS = 0.1
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Version:
+    """What a page shows: `number` orders versions (it only grows), `digest` tells them apart,
+    `recheck` is the seconds until a question's time to live runs out (None: none will), a
+    change nobody writes."""
+
+    number: int
+    digest: str
+    recheck: float | None
+
+    def after(self, since: int | None) -> Version:
+        """This version labelled above `since`: a live answer to a page that showed version
+        `since`, and something else, before this was read."""
+        if since is None or self.number > since:
+            return self
+        return Version(since + 1, self.digest, self.recheck)
+
+    def at_least(self, since: int | None) -> Version:
+        """This version labelled no lower than `since`: the answer to a request of the person's
+        own from a page that showed version `since` before this was read."""
+        if since is None or self.number >= since:
+            return self
+        return Version(since, self.digest, self.recheck)
+
+
+def digest(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _micros(moments: list[datetime | None]) -> int:
+    return max(((m - EPOCH) // timedelta(microseconds=1) for m in moments if m), default=0)
+
+
+# --- one snapshot ------------------------------------------------------------------------
+
+_after_snapshot: ContextVar[list[Callable[[], object]] | None] = ContextVar(
+    "live_after_snapshot", default=None
+)
+
+
+@contextlib.contextmanager
+def snapshot() -> Iterator[None]:
+    """Read everything inside in one consistent state of the database, so a page's version and
+    its content agree. PostgreSQL: a repeatable-read, read-only transaction (readers do not
+    block writers). SQLite: the transaction itself (it takes the database lock at BEGIN, see the
+    settings), writers wait for the read; not on an in-memory database (`_cannot_wait`). Inside
+    a transaction already (a test's), that one.
+
+    Writes wait until it ends (`after_snapshot`): one inside could fail against a writer that
+    committed after the snapshot was taken."""
+    after: list[Callable[[], object]] = []
+    token = _after_snapshot.set(after)
+    try:
+        if connection.in_atomic_block or _cannot_wait(connection):
+            yield  # a transaction already (one state: the tests'), or none that could wait
+        else:
+            with transaction.atomic():
+                if connection.vendor == "postgresql":
+                    with connection.cursor() as cursor:
+                        cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                yield
+    finally:
+        _after_snapshot.reset(token)
+    for write in after:
+        write()
+
+
+def _cannot_wait(conn: Any) -> bool:  # noqa: ANN401 - Django's connection proxy
+    """Whether a read transaction here would only make others fail: SQLite's in-memory database
+    (the tests') shares one cache between its connections, where a lock held is refused at
+    once instead of waited for, and may be one connection shared by several threads, whose
+    transaction would be theirs as well as this read's."""
+    return conn.allow_thread_sharing or (conn.vendor == "sqlite" and conn.is_in_memory_db())
+
+
+def reread(instance: TaskInstance) -> None:
+    """The instance afresh, with its task class and principal, inside a `snapshot`: read before
+    it (its expiry settled, a write), it may be older than the rest of the page."""
+    instance.refresh_from_db(
+        from_queryset=TaskInstance.objects.select_related("task_class", "principal")
+    )
+
+
+def after_snapshot(write: Callable[[], object]) -> None:
+    """Run `write` once the current `snapshot` ends (at once outside one)."""
+    pending = _after_snapshot.get()
+    if pending is None:
+        write()
+    else:
+        pending.append(write)
+
+
+# --- versions ----------------------------------------------------------------------------
+
+
+def instance_version(instance_id: UUID, user_id: int) -> Version | None:
+    """The version of this person's view of the instance (read it inside the `snapshot` of the
+    fragment it labels); None when the instance is not theirs."""
+    read = selectors.instance_read(instance_id, principal_id=user_id)
+    if read is None:
+        return None
+    expiries = [
+        datetime.fromisoformat(p["expires_at"])
+        for p in read.payload.get("prompts", [])
+        if p["state"] == PromptState.OPEN and p["blocking"] and p["expires_at"]
+    ]
+    # Past a question's TTL the page shows it expired: reading it first records that (a write).
+    # When it was first shown is not on the page (and showing it sets it).
+    shown = {**read.payload, "prompts": [_unshown(p) for p in read.payload.get("prompts", [])]}
+    return Version(
+        _latest_write(instance_id), digest([shown, read.expiry_due]), _seconds_until(expiries)
+    )
+
+
+def _latest_write(instance_id: UUID) -> int:
+    """When the instance, its prompts or its beliefs were last written. Every writer holds the
+    instance's row lock, so these times follow the order of the writes."""
+    latest = {
+        model: Subquery(
+            model.objects.filter(instance=OuterRef("pk"))
+            .order_by()
+            .values("instance")
+            .annotate(at=Max(column))
+            .values("at")
+        )
+        for model, column in ((Prompt, "updated_at"), (Belief, "created_at"))
+    }
+    found = (
+        TaskInstance.objects.filter(pk=instance_id)
+        .annotate(prompts_at=latest[Prompt], beliefs_at=latest[Belief])
+        .values_list("updated_at", "prompts_at", "beliefs_at")
+        .first()
+    )
+    return _micros(list(found) if found else [])
+
+
+def inbox_version(context: dict[str, Any], user_id: int) -> Version:
+    """The version of an inbox page (the context `_inbox_context` gives it): its rows, and the
+    latest write to any of this person's instances. Its recheck: when its first row's time to
+    live runs out (the row then leaves the list)."""
+    rows = [
+        [str(i.pk), i.blocking_count, i.assumption_count, i.next_expiry, i.updated_at]
+        for i in context["waiting"]
+    ]
+    recent = [[str(i.pk), i.status] for i in context["recent"]]
+    facts = [context["page"], context["has_next"], context["past_the_end"]]
+    expiries = [i.next_expiry for i in context["waiting"] if i.next_expiry is not None]
+    latest = TaskInstance.objects.filter(principal_id=user_id).aggregate(
+        instances=Max("updated_at"), prompts=Max("prompts__updated_at")
+    )
+    return Version(
+        _micros(list(latest.values())), digest([rows, recent, facts]), _seconds_until(expiries)
+    )
+
+
+def requested_since(request: HttpRequest) -> int | None:
+    """The version the asking page shows: `?since=N` (its live asks), or `Live-Since: N` (its
+    own htmx requests); None when absent or not a version."""
+    raw = request.GET.get("since", request.headers.get("Live-Since", ""))
+    if raw.isascii() and raw.isdigit() and len(raw) < 19:
+        return int(raw)
+    return None
+
+
+def _unshown(prompt: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in prompt.items() if k != "shown_at"}
+
+
+def _seconds_until(moments: list[datetime]) -> float | None:
+    return (min(moments) - timezone.now()).total_seconds() if moments else None
+
+
+def requested_wait(request: HttpRequest) -> float:
+    """`?wait=N` seconds (0 to PAGE_WAIT, for tests), else PAGE_WAIT."""
+    raw = request.GET.get("wait", "")
+    if raw.isascii() and raw.isdigit() and len(raw) < 4:
+        return min(int(raw), PAGE_WAIT)
+    return PAGE_WAIT
+
+
+def _released(read: Callable[[], T]) -> Callable[[], T]:
+    def run() -> T:
+        try:
+            return read()
+        finally:
+            if not connection.in_atomic_block:
+                connection.close()  # a waiter keeps no database connection between reads
+
+    return run
+
+
+async def wait_for_change(
+    request: HttpRequest, key: str, read: Callable[[], tuple[T | None, float | None]], wait: float
+) -> T | None:
+    """`read()` (sync, run in a thread) until it finds something, or None after `wait` seconds.
+    It is re-run at each notice for `key` (an instance id, or `changes.ANY`), and by the time it
+    says (seconds, its second value: when a question's time to live runs out, nobody writes)."""
+    deadline = time.monotonic() + wait
+    heard = isinstance(request, ASGIRequest) and await changes.listening()
+    while True:
+        # Watching before reading: a change committed between the two still wakes us.
+        changed = changes.watch(key)
+        try:
+            remaining = deadline - time.monotonic()
+            try:
+                found, recheck = await sync_to_async(_released(read))()
+            except OperationalError:
+                # The database refused the read for a moment (locked; SQLite's in-memory test
+                # database refuses at once): the page is still waiting, so read again soon.
+                if remaining <= 0:
+                    raise
+                found, recheck = None, RETRY_SECONDS
+            if found is not None or remaining <= 0:
+                return found
+            pause = remaining if heard else POLL_SECONDS
+            if recheck is not None:
+                pause = min(pause, max(recheck, 0.05))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed, min(pause, remaining))
+        finally:
+            changes.unwatch(key, changed)

@@ -1,0 +1,83 @@
+"""The live pages' endpoints: what changed on an instance page or an inbox, when it changes.
+
+Each takes `?since=<version>&seen=<digest>` (the `data-live-version` and `data-live-digest` the
+page carries) and answers the fragment the page swaps in, with its version in `Live-Version`
+(above `since`), as soon as its digest differs from `seen`; or 204 after the wait with no
+change (see `console.live`). Without `since` the inbox rows answer at once, as they always did.
+Outsiders get 404, like the page itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from asgiref.sync import sync_to_async
+from django.http import Http404, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from beliefs.services import changes
+from console import live
+from console.http import AuthedHttpRequest
+from console.views.enduser import (
+    _inbox_context,
+    _instance_context,
+    _instance_or_404,
+    _live_version,
+)
+
+
+def _answer(found: HttpResponse | None) -> HttpResponse:
+    # (Every page answer is sent Cache-Control: no-store by the middleware, these too.)
+    return found if found is not None else HttpResponse(status=204)
+
+
+def _rendered(request: AuthedHttpRequest, template: str, context: dict[str, Any]) -> HttpResponse:
+    response = render(request, template, context)
+    response["Live-Version"] = str(context["live_version"].number)
+    return response
+
+
+@require_GET
+async def instance_live(request: AuthedHttpRequest, instance_id: UUID) -> HttpResponse:
+    """`#instance-view` afresh once this person's view of the instance differs from `seen`."""
+    since, seen = live.requested_since(request), request.GET.get("seen", "")
+
+    def read() -> tuple[HttpResponse | None, float | None]:
+        # A cheap look first; a change is then read again, with the fragment, in one snapshot.
+        found = live.instance_version(instance_id, request.user.pk)
+        if found is None:
+            raise Http404("No such instance.")
+        if found.digest == seen:
+            return None, found.recheck
+        instance = _instance_or_404(request, instance_id)  # (its expiry settled: a write)
+        with live.snapshot():
+            live.reread(instance)
+            version = _live_version(request, instance_id).after(since)
+            context = _instance_context(request, instance, live_version=version)
+            return _rendered(request, "console/_instance_view.html", context), None
+
+    wait = live.requested_wait(request)
+    return _answer(await live.wait_for_change(request, str(instance_id), read, wait))
+
+
+@require_GET
+async def inbox_rows(request: AuthedHttpRequest) -> HttpResponse:
+    """The inbox list alone: at once, or with `since` once it differs (any instance's change
+    may add, drop or change a row)."""
+    since, seen = live.requested_since(request), request.GET.get("seen")
+
+    def read() -> tuple[HttpResponse | None, float | None]:
+        with live.snapshot():
+            context = _inbox_context(request)
+            version = context["live_version"]
+            if seen is not None and version.digest == seen:
+                return None, version.recheck
+            context["live_version"] = version.after(since)
+            return _rendered(request, "console/_inbox_rows.html", context), None
+
+    if seen is None:
+        return _answer((await sync_to_async(read)())[0])
+    wait = live.requested_wait(request)
+    return _answer(await live.wait_for_change(request, changes.ANY, read, wait))
