@@ -235,31 +235,16 @@ class RuntimeAPIKeyAdmin(Revealing, APIKeyModelAdmin):
             obj.revoked = False  # revoked below, by the service, which audits it
         super().save_model(request, obj, form, change)
         if before is None:
-            audit(
-                AuditKind.RUNTIME_KEY_CREATED,
-                actor=actor,
-                subject=obj.runtime.name,
-                data={
-                    "runtime": obj.runtime.name,
-                    "prefix": obj.prefix,
-                    "key_name": obj.name,
-                    **VIA,
-                },
-            )
+            _audit_key(AuditKind.RUNTIME_KEY_CREATED, obj, actor, key_name=obj.name)
         else:
             changed = [f for f in _KEY_AUDITED if getattr(before, f) != getattr(obj, f)]
             if changed:
-                audit(
+                _audit_key(
                     AuditKind.RUNTIME_KEY_CHANGED,
-                    actor=actor,
-                    subject=obj.runtime.name,
-                    data={
-                        "runtime": obj.runtime.name,
-                        "prefix": obj.prefix,
-                        "before": {f: _plain(getattr(before, f)) for f in changed},
-                        "after": {f: _plain(getattr(obj, f)) for f in changed},
-                        **VIA,
-                    },
+                    obj,
+                    actor,
+                    before={f: _plain(getattr(before, f)) for f in changed},
+                    after={f: _plain(getattr(obj, f)) for f in changed},
                 )
         if revoking:
             runtime_key_revoke(key=obj, actor=actor)
@@ -269,6 +254,16 @@ class RuntimeAPIKeyAdmin(Revealing, APIKeyModelAdmin):
         for key in queryset.select_related("runtime"):
             runtime_key_revoke(key=key, actor=Actor.person(request.user))
         self.message_user(request, "Revoked.", messages.SUCCESS)
+
+
+def _audit_key(kind: AuditKind, key: RuntimeAPIKey, actor: Actor, **data: Any) -> None:
+    """Audit a change an admin made to a runtime key: its runtime and prefix, then `data`."""
+    audit(
+        kind,
+        actor=actor,
+        subject=key.runtime.name,
+        data={"runtime": key.runtime.name, "prefix": key.prefix, **data, **VIA},
+    )
 
 
 def _plain(value: Any) -> Any:

@@ -42,11 +42,10 @@ DEMO_EMAILS = {"alice": "alice@example.org"}
 class Scenario:
     key: str
     name: str
+    # Slots and decisions as a runtime registers them, each with the risk class a classifier
+    # sets for it (`_spec`).
     slots: list[dict[str, Any]]
     decisions: list[dict[str, Any]]
-    # Classification, as a classifier would set it: slot or decision key -> risk class.
-    slot_risks: dict[str, str]
-    decision_risks: dict[str, str]
     monotonic: tuple[str, ...] = ()
     # Run 1: the world then, and what alice answered for each slot.
     world_1: dict[str, Any] = field(default_factory=dict)
@@ -57,32 +56,51 @@ class Scenario:
     # Slots the task class gains between run 1 and run 2 (no belief yet in run 2: R0).
     slots_added_2: list[dict[str, Any]] = field(default_factory=list)
 
+    @property
+    def slot_risks(self) -> dict[str, str]:
+        return _risks([*self.slots, *self.slots_added_2])
+
+    @property
+    def decision_risks(self) -> dict[str, str]:
+        return _risks(self.decisions)
+
+
+def _spec(key: str, label: str, risk: str | None, **more: Any) -> dict[str, Any]:
+    """A slot or a decision as the runtime registers it (`more`: its other fields), with the
+    risk class the demo's classifier sets for it (None: it stays unclassified)."""
+    return {"key": key, "label": label, **more, "risk": risk}
+
+
+def _risks(specs: list[dict[str, Any]]) -> dict[str, str]:
+    """Slot or decision key -> the risk class the demo's classifier sets."""
+    return {spec["key"]: spec["risk"] for spec in specs if spec["risk"] is not None}
+
+
+def _registered(specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Slot or decision specs as the runtime sends them: the risk is a classifier's to set."""
+    return [{k: v for k, v in spec.items() if k != "risk"} for spec in specs]
+
 
 SCENARIOS = [
     Scenario(
         key="payments.transfer",
         name="Send a bank transfer",
         slots=[
-            {"key": "recipient_account", "label": "Recipient account (IBAN)"},
-            {"key": "amount", "label": "Amount (EUR)", "value_type": "number"},
-            {"key": "execution_date", "label": "Execution date", "value_type": "date"},
-            {"key": "memo", "label": "Memo", "suggested_risk": "cosmetic"},
+            # The account's own class is only policy: it inherits irreversible from the
+            # decision.
+            _spec("recipient_account", "Recipient account (IBAN)", "policy"),
+            _spec("amount", "Amount (EUR)", "irreversible", value_type="number"),
+            _spec("execution_date", "Execution date", "reversible", value_type="date"),
+            _spec("memo", "Memo", "cosmetic", suggested_risk="cosmetic"),
         ],
         decisions=[
-            {
-                "key": "send_transfer",
-                "label": "Send the transfer",
-                "slots": ["recipient_account", "amount"],
-            }
+            _spec(
+                "send_transfer",
+                "Send the transfer",
+                "irreversible",
+                slots=["recipient_account", "amount"],
+            )
         ],
-        # The account's own class is only policy: it inherits irreversible from the decision.
-        slot_risks={
-            "recipient_account": "policy",
-            "amount": "irreversible",
-            "execution_date": "reversible",
-            "memo": "cosmetic",
-        },
-        decision_risks={"send_transfer": "irreversible"},
         world_1={"recipient_account": {"account_holder": "Bob Example", "bank": "ING"}},
         answers_1={
             "recipient_account": "NL91ABNA0417164300",
@@ -97,25 +115,17 @@ SCENARIOS = [
         key="commerce.ship_order",
         name="Ship an order",
         slots=[
-            {"key": "item_sku", "label": "Item"},
-            {"key": "shipping_address", "label": "Shipping address", "suggested_risk": "policy"},
-            {
-                "key": "delivery_speed",
-                "label": "Delivery speed",
-                "choices": ["standard", "express"],
-            },
-            {"key": "gift_wrap", "label": "Gift wrap", "value_type": "boolean"},
+            _spec("item_sku", "Item", "reversible"),
+            # Left unclassified (A3): it is treated as irreversible.
+            _spec("shipping_address", "Shipping address", None, suggested_risk="policy"),
+            _spec(
+                "delivery_speed", "Delivery speed", "reversible", choices=["standard", "express"]
+            ),
+            _spec("gift_wrap", "Gift wrap", "cosmetic", value_type="boolean"),
         ],
         decisions=[
-            {"key": "ship", "label": "Ship the parcel", "slots": ["item_sku", "delivery_speed"]}
+            _spec("ship", "Ship the parcel", "reversible", slots=["item_sku", "delivery_speed"])
         ],
-        # shipping_address is left unclassified (A3): it is treated as irreversible.
-        slot_risks={
-            "item_sku": "reversible",
-            "delivery_speed": "reversible",
-            "gift_wrap": "cosmetic",
-        },
-        decision_risks={"ship": "reversible"},
         answers_1={
             "item_sku": "SKU-1234 Kettle",
             "shipping_address": "12 Old Street, Leeds LS1 4AB",
@@ -127,32 +137,22 @@ SCENARIOS = [
     Scenario(
         key="legal.sign_contract",
         name="Sign a supplier contract",
-        slots=[
-            {"key": "counterparty_name", "label": "Counterparty name"},
-            {"key": "counterparty_entity_id", "label": "Counterparty entity id (LEI)"},
-            {"key": "counterparty_jurisdiction", "label": "Counterparty jurisdiction"},
-            {"key": "renewal_reminder", "label": "Renewal reminder", "value_type": "boolean"},
-        ],
-        decisions=[
-            {
-                "key": "sign_contract",
-                "label": "Sign the contract",
-                "slots": [
-                    "counterparty_name",
-                    "counterparty_entity_id",
-                    "counterparty_jurisdiction",
-                ],
-            }
-        ],
         # A4: the composite counterparty's parts are policy on their own, irreversible through
         # the decision they feed.
-        slot_risks={
-            "counterparty_name": "policy",
-            "counterparty_entity_id": "policy",
-            "counterparty_jurisdiction": "policy",
-            "renewal_reminder": "reversible",
-        },
-        decision_risks={"sign_contract": "irreversible"},
+        slots=[
+            _spec("counterparty_name", "Counterparty name", "policy"),
+            _spec("counterparty_entity_id", "Counterparty entity id (LEI)", "policy"),
+            _spec("counterparty_jurisdiction", "Counterparty jurisdiction", "policy"),
+            _spec("renewal_reminder", "Renewal reminder", "reversible", value_type="boolean"),
+        ],
+        decisions=[
+            _spec(
+                "sign_contract",
+                "Sign the contract",
+                "irreversible",
+                slots=["counterparty_name", "counterparty_entity_id", "counterparty_jurisdiction"],
+            )
+        ],
         world_1={
             "counterparty_name": {"registry": "GLEIF", "legal_name": "Acme Supplies B.V."},
             "counterparty_entity_id": {"registry": "GLEIF", "lei": "724500VKKSH9QOLTFR81"},
@@ -174,12 +174,10 @@ SCENARIOS = [
         key="privacy.data_consent",
         name="Share data under a consent",
         slots=[
-            {"key": "consent", "label": "Consent to share data", "value_type": "boolean"},
-            {"key": "contact_channel", "label": "Contact channel", "choices": ["email", "sms"]},
+            _spec("consent", "Consent to share data", "irreversible", value_type="boolean"),
+            _spec("contact_channel", "Contact channel", "reversible", choices=["email", "sms"]),
         ],
-        decisions=[{"key": "share_data", "label": "Share the data", "slots": ["consent"]}],
-        slot_risks={"consent": "irreversible", "contact_channel": "reversible"},
-        decision_risks={"share_data": "irreversible"},
+        decisions=[_spec("share_data", "Share the data", "irreversible", slots=["consent"])],
         # A5: the value stays "yes", the scope and the policy it referred to changed.
         world_1={"consent": {"scope": "analytics", "policy_version": "v3", "date": "2026-03-01"}},
         answers_1={"consent": True, "contact_channel": "email"},
@@ -195,24 +193,17 @@ SCENARIOS = [
         key="iam.grant_access",
         name="Grant access to a system",
         slots=[
-            {"key": "resource", "label": "Resource"},
-            {"key": "scope", "label": "Access scope", "scope_order": ["read", "write", "admin"]},
-            {"key": "duration_days", "label": "Duration (days)", "value_type": "number"},
+            _spec("resource", "Resource", "irreversible"),
+            _spec("scope", "Access scope", "irreversible", scope_order=["read", "write", "admin"]),
+            _spec("duration_days", "Duration (days)", "policy", value_type="number"),
         ],
         decisions=[
-            {"key": "authorize", "label": "Authorize access", "slots": ["resource", "scope"]}
+            _spec("authorize", "Authorize access", "irreversible", slots=["resource", "scope"])
         ],
-        slot_risks={
-            "resource": "irreversible",
-            "scope": "irreversible",
-            "duration_days": "policy",
-            "justification": "reversible",
-        },
-        decision_risks={"authorize": "irreversible"},
         monotonic=("scope",),
         world_1={"resource": {"system": "billing-db", "owner": "finance"}},
         answers_1={"resource": "billing-db", "scope": "admin", "duration_days": 30},
-        slots_added_2=[{"key": "justification", "label": "Justification"}],
+        slots_added_2=[_spec("justification", "Justification", "reversible")],
         world_2={"resource": {"system": "billing-db", "owner": "finance"}},
         beliefs_2=[
             {"slot": "resource", "value": "billing-db-replica", "source": "tool", "turn": 1}
@@ -277,7 +268,11 @@ def _seed_scenario(scenario: Scenario, alice: User, runtime: Actor) -> None:
     # The seed registers and opens what a runtime would send, through the API's own checks.
     registration = parse(
         TaskClassIn,
-        {"name": scenario.name, "slots": scenario.slots, "decisions": scenario.decisions},
+        {
+            "name": scenario.name,
+            "slots": _registered(scenario.slots),
+            "decisions": _registered(scenario.decisions),
+        },
         key=scenario.key,
     )
     task_class = services.task_class_register(key=scenario.key, **registration, actor=runtime)
@@ -296,7 +291,7 @@ def _seed_scenario(scenario: Scenario, alice: User, runtime: Actor) -> None:
     _answer_everything(run_1, alice, scenario)
     if scenario.slots_added_2:
         # The runtime's next version of the task asks for more than run 1 did.
-        added = parse(TaskClassIn, {"slots": scenario.slots_added_2}, key=scenario.key)
+        added = parse(TaskClassIn, {"slots": _registered(scenario.slots_added_2)}, key=scenario.key)
         services.task_class_register(key=scenario.key, **added, actor=runtime)
         _classify(scenario, task_class, carol, cathy)
     run_2 = services.instance_open(

@@ -119,7 +119,29 @@ class TaskClassShare(models.Model):
         return f"{self.task_class_id} shared with {self.runtime_id}"
 
 
-class Slot(models.Model):
+class TaskClassPart(models.Model):
+    """What a slot and a decision share: a key of their own within their task class, a label
+    and a risk class. Each declares its own `task_class` (and so its related name)."""
+
+    task_class_id: int
+    key = models.CharField(max_length=MAX_KEY_LENGTH)
+    label = models.CharField(max_length=MAX_LABEL_LENGTH)
+    risk_class = models.CharField(
+        max_length=20, choices=RISK_CHOICES, default=RiskClass.UNCLASSIFIED.value
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        abstract = True
+        constraints = [
+            models.UniqueConstraint(fields=["task_class", "key"], name="%(class)s_unique_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_class_id}:{self.key}"
+
+
+class Slot(TaskClassPart):
     class ValueType(models.TextChoices):
         STRING = "string"
         NUMBER = "number"
@@ -128,15 +150,10 @@ class Slot(models.Model):
         JSON = "json"
 
     task_class = models.ForeignKey(TaskClass, on_delete=models.CASCADE, related_name="slots")
-    key = models.CharField(max_length=MAX_KEY_LENGTH)
-    label = models.CharField(max_length=MAX_LABEL_LENGTH)
     value_type = models.CharField(max_length=20, choices=ValueType, default=ValueType.STRING)
     choices = models.JSONField(null=True, blank=True)
     scope_order = models.JSONField(null=True, blank=True)
     monotonic = models.BooleanField(default=False)
-    risk_class = models.CharField(
-        max_length=20, choices=RISK_CHOICES, default=RiskClass.UNCLASSIFIED.value
-    )
     suggested_risk = models.CharField(max_length=20, choices=RISK_CHOICES, blank=True)
     position = models.PositiveIntegerField(default=0)
     # Declared by a registration; False for a slot an open-slots class grew from one call's
@@ -144,36 +161,17 @@ class Slot(models.Model):
     declared = models.BooleanField(default=True, db_default=True)
     # A retired slot is no longer planned; its history stays.
     retired_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
 
-    class Meta:
+    class Meta(TaskClassPart.Meta):
         ordering = ["task_class_id", "position", "id"]
-        constraints = [
-            models.UniqueConstraint(fields=["task_class", "key"], name="slot_unique_key"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.task_class_id}:{self.key}"
 
 
-class Decision(models.Model):
+class Decision(TaskClassPart):
     task_class = models.ForeignKey(TaskClass, on_delete=models.CASCADE, related_name="decisions")
-    key = models.CharField(max_length=MAX_KEY_LENGTH)
-    label = models.CharField(max_length=MAX_LABEL_LENGTH)
-    risk_class = models.CharField(
-        max_length=20, choices=RISK_CHOICES, default=RiskClass.UNCLASSIFIED.value
-    )
     slots = models.ManyToManyField(Slot, related_name="decisions", blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
 
-    class Meta:
+    class Meta(TaskClassPart.Meta):
         ordering = ["task_class_id", "id"]
-        constraints = [
-            models.UniqueConstraint(fields=["task_class", "key"], name="decision_unique_key"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.task_class_id}:{self.key}"
 
 
 class InstanceStatus(models.TextChoices):

@@ -93,16 +93,12 @@ def problem_words(problem: Problem) -> str:
             return "Enter a date written YYYY-MM-DD, for example 2026-11-02."
         case ProblemCode.NOT_A_CHOICE:
             return f"Choose one of: {', '.join(p['choices'])}."
-        case ProblemCode.NOT_JSON:
-            return f"Is not valid JSON ({p['detail']})."
-        case ProblemCode.ACTION_NOT_TAKEN:
-            return f"A {p['route']} prompt takes {', '.join(p['allowed'])}."
         case ProblemCode.NOT_A_VERSION:
             return "It must be the prompt version you saw (a whole number)."
         case ProblemCode.ESCALATION_UNCONFIRMED:
-            return problem.message + "."
-        case ProblemCode.VALUE_CHANGED:
-            return "Changed: use “Use this value instead” to keep it."
+            return problem.message + "."  # it starts with the value, kept as it is
+        case ProblemCode.NOT_JSON | ProblemCode.ACTION_NOT_TAKEN | ProblemCode.VALUE_CHANGED:
+            return as_sentence(problem.message)  # the API's words, as a sentence
         case _ as unreachable:
             assert_never(unreachable)
 

@@ -93,7 +93,32 @@ def interrupt_payload(
     }
 
 
-def _rejected_or_unready(resolution: Resolution) -> None:
+def _resolve_arguments(
+    task_class: str,
+    principal: str,
+    values: Mapping[str, Any],
+    world: Mapping[str, Any] | None,
+    name: str,
+    slots: Sequence[str] | None,
+) -> dict[str, Any]:
+    """What confirm and aconfirm ask the console to resolve: `values` for the action's `slots`
+    (default: the keys of `values`), under this node run's idempotency key, without waiting
+    (the graph pauses instead)."""
+    slots = list(values) if slots is None else list(slots)
+    return {
+        "task_class": task_class,
+        "principal": principal,
+        "values": values,
+        "world": world,
+        "idempotency_key": idempotency_key(name, values, world, slots),
+        "wait": False,
+        "slots": slots,
+    }
+
+
+def _confirmed_bindings(resolution: Resolution) -> dict[str, Any]:
+    """The verified bindings of a ready resolution: `Rejected` when the person rejected it,
+    `NotReady` while it is not ready."""
     if resolution.status == CANCELLED:
         reason = resolution.reason
         raise Rejected(
@@ -104,6 +129,7 @@ def _rejected_or_unready(resolution: Resolution) -> None:
         )
     if not resolution.ready:
         raise NotReady(f"instance {resolution.instance_id} is {resolution.status}")
+    return resolution.verified_bindings()
 
 
 def _earlier_instances(
@@ -185,27 +211,19 @@ def confirm(
     confirmation was already returned once. `name` tells apart several confirm() calls in one
     node. `slots` are the action's slots (default: the keys of `values`).
     """
-    slots = list(values) if slots is None else list(slots)
     _, _, _, node = _node_identity(name)
     own = console is None
     console = console or Console()
     try:
         resolution = console.resolve(
-            task_class,
-            principal,
-            values,
-            world=world,
-            idempotency_key=idempotency_key(name, values, world, slots),
-            wait=False,
-            slots=slots,
+            **_resolve_arguments(task_class, principal, values, world, name, slots)
         )
         for earlier in _superseded(node, name, resolution.instance_id):
             _cancel_if_waiting(console, earlier, _cancel_reason(resolution.instance_id))
         if resolution.status == AWAITING_USER:
             interrupt(interrupt_payload(resolution, task_class, principal, node, name))
             resolution = console.wait(resolution.instance_id, timeout)
-        _rejected_or_unready(resolution)
-        bindings = resolution.verified_bindings()
+        bindings = _confirmed_bindings(resolution)
         receipt = console.verify_receipt(resolution.usable_receipt(), bindings=bindings)
         console.redeem(receipt.token, bindings_digest=receipt.bindings_digest)
         return bindings
@@ -242,27 +260,19 @@ async def aconfirm(
     slots: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """`confirm` for async nodes: the same, with `AsyncConsole`, never blocking the loop."""
-    slots = list(values) if slots is None else list(slots)
     _, _, _, node = _node_identity(name)
     own = console is None
     console = console or AsyncConsole()
     try:
         resolution = await console.resolve(
-            task_class,
-            principal,
-            values,
-            world=world,
-            idempotency_key=idempotency_key(name, values, world, slots),
-            wait=False,
-            slots=slots,
+            **_resolve_arguments(task_class, principal, values, world, name, slots)
         )
         for earlier in await _asuperseded(node, name, resolution.instance_id):
             await _acancel_if_waiting(console, earlier, _cancel_reason(resolution.instance_id))
         if resolution.status == AWAITING_USER:
             interrupt(interrupt_payload(resolution, task_class, principal, node, name))
             resolution = await console.wait(resolution.instance_id, timeout)
-        _rejected_or_unready(resolution)
-        bindings = resolution.verified_bindings()
+        bindings = _confirmed_bindings(resolution)
         receipt = await console.verify_receipt(resolution.usable_receipt(), bindings=bindings)
         await console.redeem(receipt.token, bindings_digest=receipt.bindings_digest)
         return bindings
