@@ -300,13 +300,9 @@ class Console(
         if isinstance(step, Sleep):
             return self._sleep(step.seconds)
         try:
-            response = self._http.request(
-                step.method, step.path, json=step.json, headers=step.headers, **_timeout(step)
-            )
+            response = self._http.request(**_request(step))
         except _DROPS as exc:
-            if step.retryable:
-                return _core.Dropped(exc)
-            raise
+            return _dropped(step, exc)
         return step.parse(response)
 
 
@@ -360,13 +356,9 @@ class AsyncConsole(
         if isinstance(step, Sleep):
             return await self._sleep(step.seconds)
         try:
-            response = await self._http.request(
-                step.method, step.path, json=step.json, headers=step.headers, **_timeout(step)
-            )
+            response = await self._http.request(**_request(step))
         except _DROPS as exc:
-            if step.retryable:
-                return _core.Dropped(exc)
-            raise
+            return _dropped(step, exc)
         return step.parse(response)
 
 
@@ -374,6 +366,22 @@ class AsyncConsole(
 _DROPS = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError, httpx.ConnectError)
 
 
-def _timeout(call: Call) -> dict[str, Any]:
-    """The call's own timeout where it has one (a long-poll outlasts the client's)."""
-    return {} if call.timeout is None else {"timeout": call.timeout}
+def _request(call: Call) -> dict[str, Any]:
+    """The arguments of httpx's `request` for `call`, with the call's own timeout where it has
+    one (a long-poll outlasts the client's)."""
+    timeout = {} if call.timeout is None else {"timeout": call.timeout}
+    return {
+        "method": call.method,
+        "url": call.path,
+        "json": call.json,
+        "headers": call.headers,
+        **timeout,
+    }
+
+
+def _dropped(call: Call, error: Exception) -> _core.Dropped:
+    """What a dropped connection answers: a `Dropped` for a read that may be asked again (its
+    program decides), else the error itself (a write is never sent twice on its own)."""
+    if call.retryable:
+        return _core.Dropped(error)
+    raise error
