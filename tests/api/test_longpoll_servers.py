@@ -7,8 +7,6 @@ Two real uvicorn processes, on ports of their own, both serving the test databas
 
 from __future__ import annotations
 
-import os
-import socket
 import subprocess
 import sys
 import threading
@@ -25,6 +23,7 @@ from rest_framework_api_key.models import APIKey
 
 from beliefs.services import Actor
 from tests.builders import classify, register_task_class
+from tests.servers import free_port, production_env
 
 pytestmark = [
     pytest.mark.postgres,
@@ -38,12 +37,6 @@ pytestmark = [
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _until(condition: Callable[[], bool], seconds: float = 30.0) -> None:
     deadline = time.monotonic() + seconds
     while not condition():
@@ -54,21 +47,7 @@ def _until(condition: Callable[[], bool], seconds: float = 30.0) -> None:
 @pytest.fixture
 def servers(db: None) -> Iterator[list[str]]:
     """Two uvicorn processes (one event loop each) on the test database."""
-    database = connection.settings_dict
-    env = {
-        **os.environ,
-        "DEBUG": "false",
-        "DJANGO_SECRET_KEY": settings.SECRET_KEY,
-        "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
-        "DJANGO_SECURE_SSL_REDIRECT": "false",
-        "CONSOLE_RECEIPT_SIGNING_KEYS": ",".join(settings.CONSOLE_RECEIPT_SIGNING_KEYS),
-        "DATABASE_URL": (
-            f"postgres://{database['USER']}@{database['HOST'] or '127.0.0.1'}:"
-            f"{database['PORT'] or 5432}/{database['NAME']}"
-        ),
-        "DATABASE_CONN_MAX_AGE": "0",
-        "LOG_LEVEL": "WARNING",
-    }
+    env = production_env(DATABASE_CONN_MAX_AGE="0", LOG_LEVEL="WARNING")
     # Production settings serve static files by their manifest, which the pages need (a fresh
     # clone has none until collectstatic has run).
     subprocess.run(
@@ -79,7 +58,7 @@ def servers(db: None) -> Iterator[list[str]]:
     )
     processes, bases = [], []
     for _ in range(2):
-        port = _free_port()
+        port = free_port()
         processes.append(
             subprocess.Popen(
                 [

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import random
-import socket
 import subprocess
 import sys
 import time
@@ -26,7 +24,6 @@ from typing import Any
 
 import pytest
 import requests
-from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import connection
 from django.db.models import Count, Q
@@ -38,6 +35,7 @@ from beliefs.domain.canonical import bindings_digest
 from beliefs.models import Belief, BeliefStatus, Prompt, PromptResponse, PromptState, TaskInstance
 from beliefs.services import Actor
 from tests.builders import classify, register_task_class
+from tests.servers import free_port, production_env
 
 pytestmark = [
     pytest.mark.postgres,
@@ -52,31 +50,11 @@ CHAINS = 135  # each eight or nine requests: well over 1,000 in all
 CLIENTS = 24
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def server(db: None) -> Iterator[str]:
     """gunicorn, 4 worker processes with 4 threads each, on the test database."""
-    database = connection.settings_dict
-    port = _free_port()
-    env = {
-        **os.environ,
-        "DEBUG": "false",
-        "DJANGO_SECRET_KEY": settings.SECRET_KEY,
-        "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
-        "DJANGO_SECURE_SSL_REDIRECT": "false",
-        # The test session's receipts key (production settings need one to sign).
-        "CONSOLE_RECEIPT_SIGNING_KEYS": ",".join(settings.CONSOLE_RECEIPT_SIGNING_KEYS),
-        "DATABASE_URL": (
-            f"postgres://{database['USER']}@{database['HOST'] or '127.0.0.1'}:"
-            f"{database['PORT'] or 5432}/{database['NAME']}"
-        ),
-        "LOG_LEVEL": "WARNING",
-    }
+    port = free_port()
+    env = production_env(LOG_LEVEL="WARNING")
     process = subprocess.Popen(
         [
             str(Path(sys.executable).with_name("gunicorn")),

@@ -11,8 +11,6 @@ request).
 
 from __future__ import annotations
 
-import os
-import socket
 import subprocess
 import sys
 import threading
@@ -26,7 +24,6 @@ from pathlib import Path
 import psycopg
 import pytest
 import requests
-from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import connection
 from django.test import Client
@@ -37,6 +34,7 @@ from beliefs import services
 from beliefs.models import Prompt, PromptResponse
 from beliefs.services import Actor
 from tests.builders import classify, open_instance, register_task_class
+from tests.servers import database_url, free_port, production_env
 
 pytestmark = [
     pytest.mark.postgres,
@@ -58,36 +56,11 @@ TERMINATE = (
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _database_url() -> str:
-    database = connection.settings_dict
-    return (
-        f"postgres://{database['USER']}@{database['HOST'] or '127.0.0.1'}:"
-        f"{database['PORT'] or 5432}/{database['NAME']}"
-    )
-
-
 @pytest.fixture
 def server(db: None) -> Iterator[str]:
     """gunicorn, 2 worker processes with 4 threads each, keeping their connections."""
-    port = _free_port()
-    env = {
-        **os.environ,
-        "DEBUG": "false",
-        "DJANGO_SECRET_KEY": settings.SECRET_KEY,
-        "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
-        "DJANGO_SECURE_SSL_REDIRECT": "false",
-        # The test session's receipts key (production settings need one to sign).
-        "CONSOLE_RECEIPT_SIGNING_KEYS": ",".join(settings.CONSOLE_RECEIPT_SIGNING_KEYS),
-        "DATABASE_URL": _database_url(),
-        "DATABASE_CONN_MAX_AGE": "60",
-        "LOG_LEVEL": "ERROR",
-    }
+    port = free_port()
+    env = production_env(DATABASE_CONN_MAX_AGE="60", LOG_LEVEL="ERROR")
     # Production settings serve static files by their manifest, which the pages need.
     subprocess.run(
         [sys.executable, "manage.py", "collectstatic", "--noinput", "--verbosity", "0"],
@@ -246,7 +219,7 @@ def _cut(progress: Progress, total: int) -> list[int]:
     been answered; returns how many backends each cut ended."""
     ended = []
     with psycopg.connect(
-        _database_url().replace("postgres://", "postgresql://"), autocommit=True
+        database_url().replace("postgres://", "postgresql://"), autocommit=True
     ) as cutter:
         for cut in range(1, CUTS + 1):
             if not progress.wait_for(total * cut // (CUTS + 1), timeout=120):

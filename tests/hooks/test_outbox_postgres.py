@@ -26,6 +26,7 @@ from beliefs.services.webhooks import endpoint_create, send_test_event
 from tests.conftest import runtime_key_of
 from tests.hooks.conftest import open_transfer
 from tests.hooks.servers import CutServer, DripServer, SmtpServer
+from tests.servers import database_url
 
 pytestmark = [
     pytest.mark.postgres,
@@ -39,12 +40,6 @@ pytestmark = [
 ROOT = Path(__file__).resolve().parents[2]
 DEADLINE = 3  # seconds, for one webhook attempt
 LEASE = 5
-
-
-def _database_url() -> str:
-    s = connection.settings_dict
-    auth = s["USER"] + (f":{s['PASSWORD']}" if s["PASSWORD"] else "")
-    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
 
 
 def wait_for(done: Callable[[], object], timeout: float = 30.0, what: str = "it") -> None:
@@ -68,7 +63,7 @@ def workers(
         "--sweep-interval=0.3",
         "--verbosity=0",
     ]
-    full_env = {**os.environ, "DATABASE_URL": _database_url(), **env}
+    full_env = {**os.environ, "DATABASE_URL": database_url(), **env}
     logs: list[IO[bytes]] = []
     started: dict[str, subprocess.Popen[bytes]] = {}
     try:
