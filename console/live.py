@@ -259,7 +259,7 @@ async def wait_for_change(
     """`read()` (sync, run in a thread) until it finds something, or None after `wait` seconds.
     It is re-run at each notice for `key` (an instance id, or `changes.ANY`), and by the time it
     says (seconds, its second value: when a question's time to live runs out, nobody writes)."""
-    deadline = time.monotonic() + wait
+    deadline, era = time.monotonic() + wait, changes.era()
     heard = isinstance(request, ASGIRequest) and await changes.listening()
     while True:
         # Watching before reading: a change committed between the two still wakes us.
@@ -274,7 +274,7 @@ async def wait_for_change(
                 if remaining <= 0:
                     raise
                 found, recheck = None, RETRY_SECONDS
-            if found is not None or remaining <= 0:
+            if found is not None or remaining <= 0 or changes.era() != era:
                 return found
             pause = remaining if heard else POLL_SECONDS
             if recheck is not None:

@@ -73,7 +73,7 @@ async def instance_detail(request: HttpRequest, instance_id: UUID) -> HttpRespon
     if wait is None:
         return await sync_to_async(_read)(request, instance_id, release=False)
     key = str(instance_id)
-    deadline = time.monotonic() + wait
+    deadline, era = time.monotonic() + wait, changes.era()
     asgi = isinstance(request, ASGIRequest)
     if asgi:
         await _release_request_thread()
@@ -92,7 +92,7 @@ async def instance_detail(request: HttpRequest, instance_id: UUID) -> HttpRespon
             slots = _read_slots.setdefault(loop, asyncio.Semaphore(READS_AT_ONCE))
             async with slots:
                 response = await read(request, instance_id, release=asgi or remaining > 0)
-            if response.status_code != 304 or remaining <= 0:
+            if response.status_code != 304 or remaining <= 0 or changes.era() != era:
                 break
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(changed, remaining if heard else POLL_SECONDS)

@@ -199,3 +199,35 @@ def test_a_wake_from_another_thread_resolves_only_that_instances_waiters() -> No
 
     assert asyncio.run(scenario()) == (True, False)
     assert changes.waiting() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_end_waits_answers_a_wait_begun_before_it_and_not_one_begun_after(
+    api: Driver, instance_id: str, runtime_key: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(longpoll, "POLL_SECONDS", 30.0)
+    url = f"{API}/instances/{instance_id}/"
+    tag = api.runtime.get(url)["ETag"]
+    answers: list[tuple[float, Any]] = []
+
+    def wait() -> None:
+        client = JsonClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Api-Key {runtime_key[1]}")
+        started = time.monotonic()
+        response = client.get(url, HTTP_IF_NONE_MATCH=tag, HTTP_PREFER="wait=30")
+        answers.append((time.monotonic() - started, response))
+
+    first = threading.Thread(target=wait)
+    first.start()
+    try:
+        _until(lambda: changes.waiting() == 1)
+        changes.end_waits()
+        _until(lambda: bool(answers), 30.0)
+    finally:
+        first.join(60)
+    ((took, response),) = answers
+    assert response.status_code == 304 and took < 10.0
+    # A wait begun afterwards is a wait like any other: it ends at its time, not at once.
+    started = time.monotonic()
+    late = api.runtime.get(url, HTTP_IF_NONE_MATCH=tag, HTTP_PREFER="wait=1")
+    assert late.status_code == 304 and time.monotonic() - started >= 1.0
