@@ -59,6 +59,7 @@ SETTLE_SECONDS = 30.0
 # Goals (issue 21): PostgreSQL p50 <= 100 ms and p90 <= 250 ms; SQLite p90 <= 1 s.
 GOAL_TEXT = "PostgreSQL p50 ≤ 100 ms, p90 ≤ 250 ms; SQLite p90 ≤ 1 s"
 RATE_GOAL = 0.8
+SERVE_POOL = "12"  # as the Makefile's `serve` sets DATABASE_POOL
 _CSRF = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 
 
@@ -166,6 +167,8 @@ def servers() -> Iterator[Servers]:
         ],
         "worker": [sys.executable, "manage.py", "worker"],
     }  # fmt: skip
+    # `make serve`'s connection pool is the web processes' (the worker keeps its own).
+    pooled = {"uvicorn": {"DATABASE_POOL": os.environ.get("DATABASE_POOL", SERVE_POOL)}}
     try:
         for name, command in commands.items():
             log = logs / f"{name}.log"
@@ -173,7 +176,11 @@ def servers() -> Iterator[Servers]:
             with log.open("wb") as out:
                 running.processes.append(
                     subprocess.Popen(
-                        command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=out
+                        command,
+                        cwd=ROOT,
+                        env={**env, **pooled.get(name, {})},
+                        stdout=subprocess.DEVNULL,
+                        stderr=out,
                     )
                 )
         running.server_pid = running.processes[0].pid

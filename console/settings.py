@@ -181,6 +181,18 @@ elif env_bool("DATABASE_PREPARED_STATEMENTS", True):
     # a pooler that hands one connection to several clients in turn, such as PgBouncer in
     # transaction mode).
     DATABASES["default"]["OPTIONS"] = {"server_side_binding": True, "prepare_threshold": 5}
+DATABASE_POOL = env_int("DATABASE_POOL", 0)
+if DATABASE_POOL > 0 and DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # `make serve` (uvicorn): a request's sync code runs in a thread made for it, so a kept
+    # connection would be kept by nobody; the process's requests take connections from a pool
+    # of this many in turn instead (Django's pool, psycopg_pool). Waiting for one gives up with
+    # the database-busy answer (503) after `timeout` seconds.
+    DATABASES["default"]["CONN_MAX_AGE"] = 0  # the pool keeps them (Django refuses both)
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": min(2, DATABASE_POOL),
+        "max_size": DATABASE_POOL,
+        "timeout": 10,
+    }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

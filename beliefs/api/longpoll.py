@@ -17,7 +17,6 @@ waits with it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 import time
 import weakref
@@ -94,8 +93,11 @@ async def instance_detail(request: HttpRequest, instance_id: UUID) -> HttpRespon
                 response = await read(request, instance_id, release=asgi or remaining > 0)
             if response.status_code != 304 or remaining <= 0 or changes.era() != era:
                 break
-            with contextlib.suppress(TimeoutError):
+            try:
                 await asyncio.wait_for(changed, remaining if heard else POLL_SECONDS)
+            except TimeoutError:
+                if heard and time.monotonic() >= deadline:
+                    break  # heard nothing to the end: the 304 just read still holds
         finally:
             changes.unwatch(key, changed)
     if response.status_code in (200, 304):

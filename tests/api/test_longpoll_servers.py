@@ -47,7 +47,7 @@ def _until(condition: Callable[[], bool], seconds: float = 30.0) -> None:
 @pytest.fixture
 def servers(db: None) -> Iterator[list[str]]:
     """Two uvicorn processes (one event loop each) on the test database."""
-    env = production_env(DATABASE_CONN_MAX_AGE="0", LOG_LEVEL="WARNING")
+    env = production_env(DATABASE_CONN_MAX_AGE="0", DATABASE_POOL="4", LOG_LEVEL="WARNING")
     # Production settings serve static files by their manifest, which the pages need (a fresh
     # clone has none until collectstatic has run).
     subprocess.run(
