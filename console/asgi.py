@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -25,9 +25,9 @@ from django.core.handlers.base import BaseHandler
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
 
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[Mapping[str, Any]], Awaitable[None]]
 
 waiting_handler = get_asgi_application()  # sets Django up first
 
@@ -41,7 +41,8 @@ class OneHopHandler(ASGIHandler):
     def __init__(self) -> None:
         BaseHandler.__init__(self)
         self.load_middleware(is_async=False)
-        self._middleware_chain = sync_to_async(self._middleware_chain, thread_sensitive=True)
+        chain: Any = getattr(self, "_middleware_chain")  # noqa: B009 - untyped in the stubs
+        self._middleware_chain = sync_to_async(chain, thread_sensitive=True)
 
 
 one_hop_handler = OneHopHandler()
