@@ -133,6 +133,9 @@ def request_change(change_request: RiskChangeRequest) -> Change:
 
 def request_is_current(change_request: RiskChangeRequest, classes: Classes) -> bool:
     """Is the target still as it was when the change was requested?"""
+    if change_request.field == RiskChangeRequest.Field.REQUIRES_SIGNATURE:  # (issue 23)
+        assert change_request.decision is not None
+        return bool(change_request.decision.requires_signature == change_request.before)
     change = request_change(change_request)
     current = classes.current(change)
     before = change_request.before

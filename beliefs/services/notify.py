@@ -35,6 +35,7 @@ from beliefs.services.webhooks import emit_event
 
 STATUS_EVENTS = {
     InstanceStatus.AWAITING_USER: events.INSTANCE_AWAITING_USER,
+    InstanceStatus.AWAITING_SIGNATURE: events.INSTANCE_AWAITING_SIGNATURE,
     InstanceStatus.READY: events.INSTANCE_READY,
     InstanceStatus.CANCELLED: events.INSTANCE_CANCELLED,
     InstanceStatus.EXPIRED: events.INSTANCE_EXPIRED,
@@ -110,6 +111,19 @@ def instance_status_changed(instance: TaskInstance, before: str) -> None:
         prompts = _blocking_prompts(instance)
         _emit(instance, type, blocking=len(prompts), prompts=_prompt_summaries(prompts))
         _email_person(instance, EmailNotification.Kind.AWAITING_USER)
+    elif status == InstanceStatus.AWAITING_SIGNATURE:
+        # (issue 23) every answer is in; the person's passkey signature is awaited. The
+        # digest, not the values: the runtime learns them once they are signed (ready).
+        _emit(
+            instance,
+            type,
+            awaiting="signature",
+            bindings_digest=instance.bindings_digest,
+            signature_due_at=instance.signature_due_at.isoformat()
+            if instance.signature_due_at
+            else None,
+        )
+        _email_person(instance, EmailNotification.Kind.AWAITING_SIGNATURE)
     elif status == InstanceStatus.READY:
         receipt = instance.receipt
         _emit(
@@ -245,6 +259,8 @@ def compose(kind: str, notes: Sequence[EmailNotification], now: datetime) -> tup
     """Subject and body: for each instance the task, how many answers, the link; never a
     value. One instance reads as it always did; several make a digest."""
     expiring = kind == EmailNotification.Kind.EXPIRING
+    if kind == EmailNotification.Kind.AWAITING_SIGNATURE:
+        return _compose_signature(notes, now)
     n = len(notes)
     items = [_about(note, now) for note in notes[:DIGEST_LISTED]]  # two queries each
     account = settings.CONSOLE_BASE_URL + reverse("account")
@@ -285,6 +301,32 @@ def compose(kind: str, notes: Sequence[EmailNotification], now: datetime) -> tup
             lead += f"\n… and {n - DIGEST_LISTED} more, in your inbox: {inbox}"
     body = (
         f"Hello {name},\n\n{lead}\n\n"
+        "This email never contains the values themselves; you see them on the page, after "
+        f"signing in.\nTurn these emails off on your account page: {account}\n"
+    )
+    return subject, body
+
+
+def _compose_signature(notes: Sequence[EmailNotification], now: datetime) -> tuple[str, str]:
+    """(issue 23) Every answer is in and the person's passkey signature is awaited."""
+    items = [_about(note, now) for note in notes[:DIGEST_LISTED]]
+    account = settings.CONSOLE_BASE_URL + reverse("account")
+    name = _plain(notes[0].recipient.get_username())
+    n = len(notes)
+    if n == 1:
+        subject = f"Your signature is needed: {items[0]['task']}"
+        lead = (
+            f"Your answers to “{items[0]['task']}” (run {items[0]['run']}) are in. It goes "
+            "ahead only once you sign it with your passkey: review and sign it here: "
+            f"{items[0]['link']}"
+        )
+    else:
+        subject = f"Your signature is needed: {n} tasks"
+        lead = f"{n} tasks go ahead only once you sign them with your passkey:\n\n"
+        lead += "\n".join(f"- “{i['task']}” (run {i['run']}): {i['link']}" for i in items)
+    body = (
+        f"Hello {name},\n\n{lead}\n\n"
+        f"No passkey yet? Add one on your account page first: {account}\n"
         "This email never contains the values themselves; you see them on the page, after "
         f"signing in.\nTurn these emails off on your account page: {account}\n"
     )
@@ -348,6 +390,14 @@ def email_send(email_id: int, *, worker: str = "job") -> str:
     return email_attempt(OutgoingEmail.objects.select_related("recipient").get(pk=email_id))
 
 
+# The status an instance must still be in for its notification of each kind to be told.
+_TOLD_WHILE: dict[str, str] = {
+    EmailNotification.Kind.AWAITING_USER: InstanceStatus.AWAITING_USER,
+    EmailNotification.Kind.EXPIRING: InstanceStatus.AWAITING_USER,
+    EmailNotification.Kind.AWAITING_SIGNATURE: InstanceStatus.AWAITING_SIGNATURE,
+}
+
+
 def email_attempt(email: OutgoingEmail) -> str:
     """Send one claimed email, on the outbox's state machine: claimed under a lease, so it
     goes out at most once per attempt; retried over hours when SMTP is down; taken up again by
@@ -355,7 +405,7 @@ def email_attempt(email: OutgoingEmail) -> str:
     notes = list(
         email.notifications.select_related("instance__task_class", "recipient").order_by("id")
     )
-    told = [n for n in notes if n.instance.status == InstanceStatus.AWAITING_USER]
+    told = [n for n in notes if n.instance.status == _TOLD_WHILE.get(n.kind, n.instance.status)]
     if not told or not email_enabled(email.recipient):
         with transaction.atomic():
             finished = outbox.finish(email, done=OutgoingEmail.State.SKIPPED, schedule=())
