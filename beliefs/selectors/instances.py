@@ -122,6 +122,7 @@ def task_class_payload(task_class: TaskClass) -> dict[str, Any]:
             "label": d.label,
             "risk_class": d.risk_class,
             "slots": [s.key for s in d.slots.all()],
+            "requires_signature": d.requires_signature,
         }
         for d in task_class.decisions.all()
     ]

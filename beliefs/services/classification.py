@@ -652,7 +652,9 @@ def _apply_requires_signature(
             **extra,
         },
     )
-    return ChangeResult("applied", f"Saved: {_describe_signature(decision, required)}.", replanned=replanned)
+    return ChangeResult(
+        "applied", f"Saved: {_describe_signature(decision, required)}.", replanned=replanned
+    )
 
 
 def requires_signature_request_decide(
@@ -715,8 +717,8 @@ def requires_signature_request_decide(
     )
     return ChangeResult(
         "applied",
-        f"Approved {requester}'s request: {_describe_signature(decision, False)}. Instances already "
-        "waiting for a signature still need it.",
+        f"Approved {requester}'s request: {_describe_signature(decision, False)}. "
+        "Instances already waiting for a signature still need it.",
         request=change_request,
     )
 

@@ -265,8 +265,9 @@ def plan_locked(
         if change and prompt is not None:
             changes.append({"slot": state.slot.key, "prompt": prompt.pk, "change": change})
         items.append(plan_item(state, None if change == "superseded" else prompt))
-    if changes:
-        # --- passkey signature gate (issue 23): a change of what the person saw voids it ---
+    if changes and instance.signature_due_at is not None:
+        # --- passkey signature gate (issue 23): a change of what the person saw voids it
+        # (only an instance that has waited for a signature can hold one) ---
         signatures_void(instance, "the action changed after it was signed", now)
     status, bindings, digest = _settle(items, instance)
     blocking = sum(1 for item in items if item["prompt"] and item["prompt"]["blocking"])
