@@ -73,7 +73,9 @@ def inbox_instances(user: User, now: datetime | None = None) -> QuerySet[TaskIns
     `now`, only those still waiting then (`TaskInstanceQuerySet.waiting`, with `next_expiry`)."""
     mine = TaskInstance.objects.select_related("task_class", "principal").filter(principal=user)
     awaiting = (
-        mine.waiting(now) if now is not None else mine.filter(status=InstanceStatus.AWAITING_USER)
+        mine.waiting(now)
+        if now is not None
+        else mine.filter(status__in=InstanceStatus.waiting_for_person())
     )
     return awaiting.annotate(
         blocking_count=Count("prompts", filter=blocking_open_q("prompts__")),

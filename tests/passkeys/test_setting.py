@@ -230,5 +230,6 @@ def test_the_inbox_lists_an_instance_awaiting_its_signature(
     confirm_recipient(api, instance_id)
     inbox = signed_in(alice).get("/").content.decode()
     assert f"/instances/{instance_id}/" in inbox
+    assert "Your passkey signature needed" in inbox
     page = signed_in(alice).get(f"/instances/{instance_id}/").content.decode()
     assert "Waiting for your signature" in page and f"/instances/{instance_id}/sign/" in page
