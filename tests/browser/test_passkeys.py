@@ -91,10 +91,14 @@ def awaiting_signature(principal: str, runtime: str = "billing-agent") -> TaskIn
     return instance
 
 
-def _origin(page: Page) -> str:
+def fits(page: Page, width: int) -> bool:
+    return bool(page.evaluate("document.documentElement.scrollWidth") <= width)
+
+
+def _origin(live_server: Any) -> str:  # noqa: ANN401 - pytest-django's live server
     # WebAuthn takes a domain as the relying party, never an IP address: the console is opened
     # as http://localhost:PORT, a secure context.
-    return re.sub(r"//127\.0\.0\.1:", "//localhost:", page.context._impl_obj._options["baseURL"])
+    return re.sub(r"//127\.0\.0\.1:", "//localhost:", str(live_server.url))
 
 
 @pytest.mark.parametrize("width", WIDTHS)
@@ -102,10 +106,11 @@ def test_it_registers_a_passkey_signs_and_the_signature_verifies_elsewhere(
     page: Page,
     screenshot: Callable[[str], Any],
     alice: User,
+    live_server: Any,
     width: int,
 ) -> None:
     page.set_viewport_size({"width": width, "height": 900})
-    origin = _origin(page)
+    origin = _origin(live_server)
     instance = awaiting_signature("alice")
     virtual_authenticator(page)
 
@@ -123,6 +128,7 @@ def test_it_registers_a_passkey_signs_and_the_signature_verifies_elsewhere(
     row = page.locator("tr[data-passkey]")
     expect(row).to_contain_text("test laptop")
     expect(row).to_contain_text("never")
+    assert fits(page, width), "the account page scrolls sideways"
 
     # The instance page sends the person to review and sign.
     page.goto(f"{origin}/instances/{instance.pk}/")
@@ -136,6 +142,7 @@ def test_it_registers_a_passkey_signs_and_the_signature_verifies_elsewhere(
     expect(page.locator("[data-slot=memo]")).to_contain_text("Changed since it was acquired")
     expect(page.locator("#bindings-digest")).to_have_text(instance.bindings_digest)
     screenshot(f"passkeys-review-and-sign-{width}")
+    assert fits(page, width), "the review page scrolls sideways"
 
     page.get_by_role("button", name="Sign with passkey").click()
     page.wait_for_url(re.compile(rf"/instances/{instance.pk}/$"))
@@ -194,10 +201,11 @@ def test_a_person_without_a_passkey_is_told_how_to_add_one_and_it_stays_unsigned
     page: Page,
     screenshot: Callable[[str], Any],
     alice: User,
+    live_server: Any,
     width: int,
 ) -> None:
     page.set_viewport_size({"width": width, "height": 900})
-    origin = _origin(page)
+    origin = _origin(live_server)
     instance = awaiting_signature("alice")
     virtual_authenticator(page)
     page.goto(f"{origin}/accounts/login/")
@@ -211,6 +219,7 @@ def test_a_person_without_a_passkey_is_told_how_to_add_one_and_it_stays_unsigned
     expect(note.get_by_role("link", name="your account page")).to_be_visible()
     expect(page.get_by_role("button", name="Sign with passkey")).to_have_count(0)
     screenshot(f"passkeys-no-passkey-{width}")
+    assert fits(page, width)
     # Whatever it posts, it cannot make the instance ready.
     csrf = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
     started = page.request.post(
