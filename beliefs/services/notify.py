@@ -154,13 +154,16 @@ def belief_vetoed(
 
 
 def instance_warn_expiring(instance: TaskInstance) -> bool:
-    """Once per instance: its first blocking prompt expires soon. Caller holds the lock."""
-    if instance.status != InstanceStatus.AWAITING_USER:
+    """Once per instance: its first blocking prompt (or, awaiting a signature, the signature)
+    is due soon. Caller holds the lock."""
+    if instance.status not in InstanceStatus.waiting_for_person():
         return False
     if instance.webhook_events.filter(type=events.INSTANCE_EXPIRING).exists():
         return False
     prompts = _blocking_prompts(instance)
     expires = min((p.expires_at for p in prompts if p.expires_at), default=None)
+    if instance.status == InstanceStatus.AWAITING_SIGNATURE:  # (issue 23)
+        expires = instance.signature_due_at
     _emit(
         instance,
         events.INSTANCE_EXPIRING,
@@ -246,10 +249,15 @@ def _about(note: EmailNotification, now: datetime) -> dict[str, Any]:
     blocking = instance.prompts.blocking_open()
     count = blocking.count()
     expires = blocking.aggregate(m=Min("expires_at"))["m"]
+    if instance.status == InstanceStatus.AWAITING_SIGNATURE:  # (issue 23) its signature's due
+        expires = instance.signature_due_at
     return {
         "task": _plain(instance.task_class.name or instance.task_class.key)[:150],
         "run": instance.run_number,
-        "answers": f"{count} answer{'' if count == 1 else 's'}",
+        # (issue 23) awaiting a signature, what it needs is that
+        "answers": "your passkey signature"
+        if instance.status == InstanceStatus.AWAITING_SIGNATURE
+        else f"{count} answer{'' if count == 1 else 's'}",
         "left": max(int((expires - now).total_seconds() // 60), 0) if expires else 0,
         "link": settings.CONSOLE_BASE_URL + reverse("instance", args=[instance.pk]),
     }
@@ -393,9 +401,16 @@ def email_send(email_id: int, *, worker: str = "job") -> str:
 # The status an instance must still be in for its notification of each kind to be told.
 _TOLD_WHILE: dict[str, str] = {
     EmailNotification.Kind.AWAITING_USER: InstanceStatus.AWAITING_USER,
-    EmailNotification.Kind.EXPIRING: InstanceStatus.AWAITING_USER,
+    EmailNotification.Kind.EXPIRING: "",  # while it waits for its person, either way
     EmailNotification.Kind.AWAITING_SIGNATURE: InstanceStatus.AWAITING_SIGNATURE,
 }
+
+
+def _still_told(note: EmailNotification) -> bool:
+    """Is the instance still in the state its notification tells of?"""
+    status = note.instance.status
+    wanted = _TOLD_WHILE.get(note.kind, status)
+    return status == wanted if wanted else status in InstanceStatus.waiting_for_person()
 
 
 def email_attempt(email: OutgoingEmail) -> str:
@@ -405,7 +420,7 @@ def email_attempt(email: OutgoingEmail) -> str:
     notes = list(
         email.notifications.select_related("instance__task_class", "recipient").order_by("id")
     )
-    told = [n for n in notes if n.instance.status == _TOLD_WHILE.get(n.kind, n.instance.status)]
+    told = [n for n in notes if _still_told(n)]
     if not told or not email_enabled(email.recipient):
         with transaction.atomic():
             finished = outbox.finish(email, done=OutgoingEmail.State.SKIPPED, schedule=())

@@ -376,3 +376,25 @@ def test_post_without_a_body_is_a_clear_refusal(api: Driver, alice_pages: Client
     response = post_json(alice_pages, f"/instances/{instance_id}/sign/assertion/", {})
     assert response.status_code == 400
     assert response.json()["error"]
+
+
+def test_it_warns_once_before_the_signature_is_due(api: Driver, alice: User) -> None:
+    from beliefs.models import OutgoingEmail
+    from beliefs.services.notify import email_send
+    from beliefs.services.sweep import instances_warn_expiring
+
+    User.objects.filter(pk=alice.pk).update(email="alice@example.com")
+    instance_id, _ = _awaiting(api)
+    due = TaskInstance.objects.get(pk=instance_id).signature_due_at
+    assert due is not None
+    soon = due - settings.CONSOLE_EXPIRY_WARNING + timedelta(seconds=1)
+    assert instances_warn_expiring(now=soon - timedelta(minutes=5)) == 0  # not yet
+    assert instances_warn_expiring(now=soon) == 1
+    assert instances_warn_expiring(now=soon) == 0  # once
+    event = WebhookEvent.objects.get(instance_id=instance_id, type="instance.expiring")
+    assert event.payload["data"]["expires_at"] == due.isoformat()
+    email = OutgoingEmail.objects.get(kind="expiring")
+    assert email_send(email.pk) == "sent"
+    (sent,) = [m for m in mail.outbox if m.subject.startswith("Expiring soon")]
+    assert "your passkey signature" in sent.body
+    assert RECIPIENT not in sent.body
