@@ -193,6 +193,11 @@ class InstanceStatus(models.TextChoices):
         return frozenset({cls.OPEN, cls.AWAITING_USER, cls.AWAITING_SIGNATURE})
 
     @classmethod
+    def planned_open(cls) -> frozenset[InstanceStatus]:
+        """Planned and still open: what a change of routing's inputs re-plans."""
+        return cls.open() - {cls.OPEN}
+
+    @classmethod
     def waiting_for_person(cls) -> frozenset[InstanceStatus]:
         """The statuses in which an instance waits for its principal (the inbox lists them)."""
         return frozenset({cls.AWAITING_USER, cls.AWAITING_SIGNATURE})

@@ -98,7 +98,7 @@ def impact_snapshot(
             belief, carried = chosen[instance.pk].get(slot.pk, (None, False))
             # The very facts `slot_states` gives routing for the same belief.
             runs.append(SlotRun(instance.pk, slot.key, belief_facts(belief, carried)))
-    planned = sum(1 for i in instances if i.status == InstanceStatus.AWAITING_USER)
+    planned = sum(1 for i in instances if i.status in InstanceStatus.planned_open())
     return Snapshot(classes, len(instances), planned, tuple(runs))
 
 

@@ -404,7 +404,7 @@ def instances_replan_for_task_class(*, task_class: TaskClass, actor: Actor) -> i
     # Only the instances' own rows, in one order (by id), so two re-plans cannot deadlock.
     for instance in (
         TaskInstance.objects.select_for_update(of=("self",), no_key=True)
-        .filter(task_class=task_class, status=InstanceStatus.AWAITING_USER)
+        .filter(task_class=task_class, status__in=InstanceStatus.planned_open())
         .select_related("task_class", "principal")
         .order_by("pk")
     ):

@@ -398,3 +398,27 @@ def test_it_warns_once_before_the_signature_is_due(api: Driver, alice: User) -> 
     (sent,) = [m for m in mail.outbox if m.subject.startswith("Expiring soon")]
     assert "your passkey signature" in sent.body
     assert RECIPIENT not in sent.body
+
+
+def test_an_upgrade_while_it_awaits_its_signature_asks_again(
+    api: Driver, alice_pages: Client, device: SoftAuthenticator, carol: User
+) -> None:
+    from beliefs.models import Slot
+    from beliefs.services import Actor
+    from beliefs.services.classification import slot_set_risk
+
+    instance_id, _ = _awaiting(api)
+    register_passkey(alice_pages, device)
+    started = start_signing(alice_pages, instance_id).json()
+    credential = device.get(started["options"])
+    result = slot_set_risk(
+        slot=Slot.objects.get(key="memo"),
+        risk_class="irreversible",
+        reason="memos go on the statement",
+        actor=Actor(user=carol),
+    )
+    assert result.replanned == 1
+    read = api.instance(instance_id)
+    assert read["status"] == "awaiting_user"  # the memo must now be confirmed
+    refused = send_assertion(alice_pages, instance_id, started["attempt"], credential)
+    assert refused.status_code == 409
