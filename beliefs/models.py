@@ -169,6 +169,9 @@ class Slot(TaskClassPart):
 class Decision(TaskClassPart):
     task_class = models.ForeignKey(TaskClass, on_delete=models.CASCADE, related_name="decisions")
     slots = models.ManyToManyField(Slot, related_name="decisions", blank=True)
+    # An action this decision is part of is ready only once its person signed the bindings
+    # with a passkey (issue 23). Turning it off waits for a second classifier.
+    requires_signature = models.BooleanField(default=False, db_default=False)
 
     class Meta(TaskClassPart.Meta):
         ordering = ["task_class_id", "id"]
@@ -177,6 +180,9 @@ class Decision(TaskClassPart):
 class InstanceStatus(models.TextChoices):
     OPEN = "open"  # opened, not planned yet
     AWAITING_USER = "awaiting_user"
+    # Every blocking prompt is answered; a decision requires the person's passkey signature of
+    # exactly these bindings before they are final (`services.passkeys`).
+    AWAITING_SIGNATURE = "awaiting_signature"
     READY = "ready"
     CANCELLED = "cancelled"
     EXPIRED = "expired"
@@ -184,7 +190,17 @@ class InstanceStatus(models.TextChoices):
     @classmethod
     def open(cls) -> frozenset[InstanceStatus]:
         """The statuses in which an instance may still change."""
-        return frozenset({cls.OPEN, cls.AWAITING_USER})
+        return frozenset({cls.OPEN, cls.AWAITING_USER, cls.AWAITING_SIGNATURE})
+
+    @classmethod
+    def planned_open(cls) -> frozenset[InstanceStatus]:
+        """Planned and still open: what a change of routing's inputs re-plans."""
+        return cls.open() - {cls.OPEN}
+
+    @classmethod
+    def waiting_for_person(cls) -> frozenset[InstanceStatus]:
+        """The statuses in which an instance waits for its principal (the inbox lists them)."""
+        return frozenset({cls.AWAITING_USER, cls.AWAITING_SIGNATURE})
 
     @classmethod
     def closed(cls) -> frozenset[InstanceStatus]:
@@ -200,9 +216,11 @@ class TaskInstanceQuerySet(models.QuerySet["TaskInstance"]):
         read expires it). Each is annotated with `next_expiry`, the earliest time to live of its
         open blocking prompts (None when they have none)."""
         return (
-            self.filter(status=InstanceStatus.AWAITING_USER)
+            self.filter(status__in=InstanceStatus.waiting_for_person())
             .annotate(next_expiry=Min("prompts__expires_at", filter=blocking_open_q("prompts__")))
             .filter(Q(next_expiry__isnull=True) | Q(next_expiry__gt=now))
+            # Awaiting a signature: waiting until its signature is due (issue 23).
+            .exclude(status=InstanceStatus.AWAITING_SIGNATURE, signature_due_at__lte=now)
         )
 
 
@@ -245,6 +263,12 @@ class TaskInstance(models.Model):
         "Receipt", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     planned_at = models.DateTimeField(null=True, blank=True)
+    # --- passkey signatures (issue 23) ---
+    # Set when the instance first waits for a signature (a decision of its action requires
+    # one): until then it expires as its prompts did; from then on it is an instance that must
+    # be signed, whatever the decision's setting later says (a downgrade binds nothing back).
+    signature_due_at = models.DateTimeField(null=True, blank=True)
+    # --- end passkey signatures ---
     # How many of its prompts are blocking: the questions this run put to its person, kept by
     # planning (which alone creates prompts and sets `blocking`) so /insights/ reads a number
     # per instance instead of counting prompts.
@@ -296,7 +320,11 @@ class TaskInstance(models.Model):
     def accepts_veto(self) -> bool:
         """An assumption may be vetoed while the instance waits and after it is ready (which
         reopens it); a cancelled or expired instance takes nothing."""
-        return self.status in (InstanceStatus.AWAITING_USER, InstanceStatus.READY)
+        return self.status in (
+            InstanceStatus.AWAITING_USER,
+            InstanceStatus.AWAITING_SIGNATURE,
+            InstanceStatus.READY,
+        )
 
 
 class BeliefStatus(models.TextChoices):
@@ -568,6 +596,7 @@ class RiskChangeRequest(models.Model):
         RISK_CLASS = "risk_class"
         MONOTONIC = "monotonic"
         SCOPE_ORDER = "scope_order"
+        REQUIRES_SIGNATURE = "requires_signature"  # a decision's; turning it off waits
 
     task_class = models.ForeignKey(TaskClass, on_delete=models.CASCADE, related_name="+")
     slot = models.ForeignKey(Slot, on_delete=models.CASCADE, null=True, blank=True)
@@ -836,6 +865,7 @@ class EmailNotification(models.Model):
 
     class Kind(models.TextChoices):
         AWAITING_USER = "awaiting_user"
+        AWAITING_SIGNATURE = "awaiting_signature"
         EXPIRING = "expiring"
 
     class State(models.TextChoices):
@@ -932,3 +962,77 @@ class Receipt(models.Model):
         if self.expires_at <= now:
             return "expired"
         return "valid"
+
+
+# --- Passkeys and signed approvals (issue 23) ---------------------------------------------------
+
+
+class Passkey(models.Model):
+    """A WebAuthn credential a person registered (user verification required). Removing one
+    keeps its row (`removed_at`): signatures it made stay verifiable with its public key."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    name = models.CharField(max_length=MAX_LABEL_LENGTH)
+    # base64url, as WebAuthn's JSON names it (at most 1023 bytes, so 1364 characters).
+    credential_id = models.CharField(max_length=1400, unique=True)
+    public_key = models.BinaryField()  # COSE_Key, as the authenticator gave it
+    sign_count = models.PositiveBigIntegerField(default=0)
+    transports = models.JSONField(default=list, blank=True)
+    aaguid = models.CharField(max_length=64, blank=True)
+    backed_up = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    removed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["user_id", "created_at", "id"]
+
+    def __str__(self) -> str:
+        return reveal(f"passkey {self.name} of {self.user_id}")
+
+    @property
+    def active(self) -> bool:
+        return self.removed_at is None
+
+
+class SignatureAttempt(models.Model):
+    """One attempt to sign an instance's bindings: a fresh nonce, stored, whose challenge is
+    SHA-256 of the canonical JSON {"instance", "bindings_digest", "nonce"}. It holds the
+    assertion once one verified (`verified_at`); a later change of the instance voids it."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    instance = models.ForeignKey(
+        TaskInstance, on_delete=models.CASCADE, related_name="signature_attempts"
+    )
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    bindings_digest = models.CharField(max_length=64)
+    nonce = models.CharField(max_length=64, unique=True)
+    challenge = models.CharField(max_length=64)  # hex SHA-256
+    rp_id = models.CharField(max_length=MAX_LABEL_LENGTH)
+    origin = models.CharField(max_length=MAX_URL_LENGTH)
+    created_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    passkey = models.ForeignKey(
+        Passkey, on_delete=models.PROTECT, null=True, blank=True, related_name="signatures"
+    )
+    assertion = models.JSONField(null=True, blank=True)
+    verified_at = models.DateTimeField(null=True, blank=True)
+    voided_at = models.DateTimeField(null=True, blank=True)
+    voided_reason = models.CharField(max_length=MAX_LABEL_LENGTH, blank=True)
+
+    class Meta:
+        ordering = ["instance_id", "-created_at"]
+        constraints = [
+            # One attempt is used at most once, and one signature at a time stands per instance.
+            models.UniqueConstraint(
+                fields=["instance"],
+                condition=Q(verified_at__isnull=False, voided_at__isnull=True),
+                name="signature_one_standing_per_instance",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"signature attempt {self.pk} of {self.instance_id}"
+
+
+# --- end passkeys ---------------------------------------------------------------------------------

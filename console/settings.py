@@ -385,6 +385,23 @@ CONSOLE_RECEIPT_SIGNING_KEYS = env_list("CONSOLE_RECEIPT_SIGNING_KEYS", [])
 # How long a receipt may be redeemed or verified after the instance became ready.
 CONSOLE_RECEIPT_TTL = timedelta(seconds=env_int("CONSOLE_RECEIPT_TTL_SECONDS", 24 * 3600))
 
+# --- Passkeys (WebAuthn) ----------------------------------------------------------------------
+# The relying party: passkeys are bound to this domain. Empty: the host the page was served on
+# (after ALLOWED_HOSTS), so http://localhost:8000 works in development. WebAuthn needs a secure
+# context (https, or http on localhost) and a domain, never an IP address: open the console as
+# http://localhost:PORT, not http://127.0.0.1:PORT. Set it (e.g. "console.example.com") in
+# production, with CONSOLE_WEBAUTHN_ORIGINS the exact origins pages are served from.
+CONSOLE_WEBAUTHN_RP_ID = os.environ.get("CONSOLE_WEBAUTHN_RP_ID", "")
+CONSOLE_WEBAUTHN_RP_NAME = os.environ.get("CONSOLE_WEBAUTHN_RP_NAME", "Confirmation console")
+# Empty: the origin of the request (scheme and host).
+CONSOLE_WEBAUTHN_ORIGINS = env_list("CONSOLE_WEBAUTHN_ORIGINS", [])
+# How long an instance waits for its signature once every answer is in (then it expires).
+CONSOLE_SIGNATURE_TTL = timedelta(
+    seconds=env_int("CONSOLE_SIGNATURE_TTL_SECONDS", int(CONSOLE_PROMPT_TTL.total_seconds()))
+)
+# How long one signing attempt's nonce stays usable.
+CONSOLE_SIGNATURE_ATTEMPT_TTL = timedelta(seconds=env_int("CONSOLE_SIGNATURE_ATTEMPT_SECONDS", 300))
+
 # Email: printed to the console unless EMAIL_HOST is set, then sent by SMTP.
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
 EMAIL_BACKEND = (

@@ -5,6 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
 
+from console.views import passkeys
 from console.views.account import account_page
 from console.views.help import glossary
 from console.views.insights import insights_page
@@ -20,6 +21,24 @@ urlpatterns = [
     path("api/v1/", include("beliefs.api.urls")),
     path("admin/", admin.site.urls),
     path("account/", account_page, name="account"),
+    # (issue 23) passkeys: registered on the account page, and signing in with one
+    path(
+        "account/passkeys/options/",
+        passkeys.passkey_registration_options,
+        name="passkey-options",
+    ),
+    path("account/passkeys/", passkeys.passkey_add, name="passkey-add"),
+    path(
+        "account/passkeys/<int:passkey_id>/remove/",
+        passkeys.passkey_remove,
+        name="passkey-remove",
+    ),
+    path(
+        "accounts/login/passkey/options/",
+        passkeys.passkey_sign_in_options,
+        name="passkey-sign-in-options",
+    ),
+    path("accounts/login/passkey/", passkeys.passkey_sign_in, name="passkey-sign-in"),
     path("runtimes/", runtimes_page, name="runtimes"),
     path(
         "runtimes/endpoints/<int:endpoint_id>/test/",

@@ -28,6 +28,11 @@ urlpatterns: list[URLPattern | URLResolver] = [
         {"kind": "decision"},
         name="classify-decision-preview",
     ),
+    path(  # (issue 23) a decision's passkey signature requirement
+        "<str:key>/decisions/<int:decision_id>/signature/",
+        classify.decision_signature_save,
+        name="classify-decision-signature",
+    ),
     path(
         "<str:key>/requests/<int:request_id>/",
         classify.request_decide,

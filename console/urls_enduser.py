@@ -2,13 +2,17 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, include, path
 
-from console.views import enduser, live
+from console.views import enduser, live, passkeys
 
 # An instance's page and what its forms post to.
 instance_patterns: list[URLPattern | URLResolver] = [
     path("", enduser.instance_detail, name="instance"),
     path("live/", live.instance_live, name="instance-live"),
     path("prompts/<int:prompt_id>/respond/", enduser.prompt_respond, name="prompt-respond"),
+    # (issue 23) review and sign with a passkey
+    path("sign/", passkeys.instance_review, name="instance-sign"),
+    path("sign/options/", passkeys.instance_sign_options, name="instance-sign-options"),
+    path("sign/assertion/", passkeys.instance_sign, name="instance-sign-assertion"),
 ]
 urlpatterns: list[URLPattern | URLResolver] = [
     path("", enduser.inbox, name="inbox"),

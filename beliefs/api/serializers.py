@@ -49,6 +49,10 @@ class DecisionOut(serializers.Serializer):
     label = serializers.CharField()
     risk_class = serializers.ChoiceField(choices=RISKS)
     slots = serializers.ListField(child=serializers.CharField())
+    requires_signature = serializers.BooleanField(
+        help_text="an action of this decision is ready only once its person signed the "
+        "bindings with a passkey"
+    )
 
 
 class TaskClassOut(serializers.Serializer):
@@ -151,6 +155,52 @@ class PromptOut(RoutedSlotOut):
 RECEIPT_STATES = ["valid", "redeemed", "revoked", "expired"]
 
 
+# --- passkey signatures (issue 23) ---
+
+
+class SignatureEvidenceOut(serializers.Serializer):
+    """A WebAuthn assertion over SHA-256 of the canonical JSON {"instance", "bindings_digest",
+    "nonce"}, in base64url as WebAuthn's JSON gives it."""
+
+    instance = serializers.UUIDField()
+    bindings_digest = serializers.CharField()
+    nonce = serializers.CharField()
+    challenge = serializers.CharField(help_text="base64url SHA-256 of the canonical JSON")
+    credential_id = serializers.CharField()
+    authenticator_data = serializers.CharField()
+    client_data_json = serializers.CharField()
+    signature = serializers.CharField()
+    user_handle = serializers.CharField(allow_null=True)
+    rp_id = serializers.CharField()
+    origin = serializers.CharField()
+    by = serializers.CharField(help_text="the person who signed")
+    signed_at = serializers.DateTimeField()
+
+
+class SignatureOut(serializers.Serializer):
+    required = serializers.BooleanField()
+    signed = serializers.BooleanField()
+    assertion = SignatureEvidenceOut(allow_null=True)
+
+
+class PasskeyPublicOut(serializers.Serializer):
+    credential_id = serializers.CharField(help_text="base64url")
+    public_key_cose = serializers.CharField(help_text="base64url COSE_Key")
+    public_key_jwk = ObjectField(allow_null=True, help_text="the same key as a JWK")
+    created_at = serializers.DateTimeField()
+    last_used_at = serializers.DateTimeField(allow_null=True)
+    removed_at = serializers.DateTimeField(allow_null=True)
+    active = serializers.BooleanField()
+
+
+class PersonPasskeysOut(serializers.Serializer):
+    username = serializers.CharField()
+    passkeys = PasskeyPublicOut(many=True)
+
+
+# --- end passkey signatures ---
+
+
 class InstanceOut(serializers.Serializer):
     id = serializers.UUIDField()
     task_class = serializers.CharField()
@@ -171,6 +221,11 @@ class InstanceOut(serializers.Serializer):
         "verifies against /.well-known/jwks.json and the arguments it executes",
     )
     receipt_state = serializers.ChoiceField(choices=RECEIPT_STATES, allow_null=True)
+    signature = SignatureOut(
+        allow_null=True,
+        help_text="once the instance waits for a passkey signature (issue 23): whether the "
+        "bindings are signed, and the assertion",
+    )
     plan = PlanItemOut(many=True)
     prompts = PromptOut(many=True)
     planned_at = serializers.DateTimeField(allow_null=True)

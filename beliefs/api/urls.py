@@ -6,7 +6,7 @@ from django.urls import URLPattern, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.views import APIView
 
-from beliefs.api import longpoll, proposals, views, webhooks
+from beliefs.api import longpoll, passkeys, proposals, views, webhooks
 
 # The API authenticates by itself (runtime key or session) and answers JSON, so Django's
 # LoginRequiredMiddleware, which redirects to the sign-in page, must leave it alone.
@@ -41,6 +41,8 @@ task_class_and_instance_patterns = [
 ]
 receipt_patterns = [
     api_path("receipts/redeem/", views.ReceiptRedeemApi, "api-receipt-redeem"),
+    # (issue 23) what a verifier checks a receipt's passkey evidence with
+    api_path("people/<str:username>/passkeys/", passkeys.PersonPasskeysApi, "api-person-passkeys"),
 ]
 prompt_patterns = [
     api_path("prompts/", views.PromptListApi, "api-prompts"),

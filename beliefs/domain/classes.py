@@ -267,7 +267,7 @@ class SlotRun:
 class Snapshot:
     classes: Classes
     open_instances: int
-    planned_instances: int  # awaiting_user: the ones an upgrade re-plans now
+    planned_instances: int  # planned and open: the ones an upgrade re-plans now
     runs: tuple[SlotRun, ...]
 
 

@@ -18,6 +18,7 @@ from beliefs.domain.vocabulary import MAX_URL_LENGTH
 # The events a runtime can subscribe to. `webhook.test` is sent only on request, to one
 # endpoint, whatever it subscribed to.
 INSTANCE_AWAITING_USER = "instance.awaiting_user"
+INSTANCE_AWAITING_SIGNATURE = "instance.awaiting_signature"
 INSTANCE_READY = "instance.ready"
 INSTANCE_CANCELLED = "instance.cancelled"
 INSTANCE_EXPIRED = "instance.expired"
@@ -26,6 +27,7 @@ BELIEF_VETOED = "belief.vetoed"
 WEBHOOK_TEST = "webhook.test"
 EVENT_TYPES: tuple[str, ...] = (
     INSTANCE_AWAITING_USER,
+    INSTANCE_AWAITING_SIGNATURE,
     INSTANCE_READY,
     INSTANCE_CANCELLED,
     INSTANCE_EXPIRED,

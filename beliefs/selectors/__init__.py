@@ -34,8 +34,10 @@ from beliefs.selectors.instances import (
     task_class_payload,
     task_class_with_slots,
 )
+from beliefs.selectors.passkeys import person_passkeys_for_runtime
 
 __all__ = [
+    "person_passkeys_for_runtime",
     "Owner",
     "SlotState",
     "belief_body",

@@ -98,7 +98,7 @@ def impact_snapshot(
             belief, carried = chosen[instance.pk].get(slot.pk, (None, False))
             # The very facts `slot_states` gives routing for the same belief.
             runs.append(SlotRun(instance.pk, slot.key, belief_facts(belief, carried)))
-    planned = sum(1 for i in instances if i.status == InstanceStatus.AWAITING_USER)
+    planned = sum(1 for i in instances if i.status in InstanceStatus.planned_open())
     return Snapshot(classes, len(instances), planned, tuple(runs))
 
 
@@ -133,6 +133,9 @@ def request_change(change_request: RiskChangeRequest) -> Change:
 
 def request_is_current(change_request: RiskChangeRequest, classes: Classes) -> bool:
     """Is the target still as it was when the change was requested?"""
+    if change_request.field == RiskChangeRequest.Field.REQUIRES_SIGNATURE:  # (issue 23)
+        assert change_request.decision is not None
+        return bool(change_request.decision.requires_signature == change_request.before)
     change = request_change(change_request)
     current = classes.current(change)
     before = change_request.before

@@ -38,6 +38,7 @@ from beliefs.selectors.beliefs import (
     slot_effective_risk,
     with_light_instance,
 )
+from beliefs.selectors.passkeys import instance_signature
 
 
 def _instances() -> QuerySet[TaskInstance]:
@@ -72,7 +73,9 @@ def inbox_instances(user: User, now: datetime | None = None) -> QuerySet[TaskIns
     `now`, only those still waiting then (`TaskInstanceQuerySet.waiting`, with `next_expiry`)."""
     mine = TaskInstance.objects.select_related("task_class", "principal").filter(principal=user)
     awaiting = (
-        mine.waiting(now) if now is not None else mine.filter(status=InstanceStatus.AWAITING_USER)
+        mine.waiting(now)
+        if now is not None
+        else mine.filter(status__in=InstanceStatus.waiting_for_person())
     )
     return awaiting.annotate(
         blocking_count=Count("prompts", filter=blocking_open_q("prompts__")),
@@ -121,6 +124,7 @@ def task_class_payload(task_class: TaskClass) -> dict[str, Any]:
             "label": d.label,
             "risk_class": d.risk_class,
             "slots": [s.key for s in d.slots.all()],
+            "requires_signature": d.requires_signature,
         }
         for d in task_class.decisions.all()
     ]
@@ -291,6 +295,7 @@ def instance_body(
     planned_at: datetime | None,
     created_at: datetime,
     updated_at: datetime,
+    signature: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """An instance as the API shows it, from plain values: the one builder of that body, fed by
     models (`instance_payload`) or by the instance read's rows. `task_class` is its class's
@@ -311,6 +316,9 @@ def instance_body(
         "bindings_digest": bindings_digest or None,
         "receipt": receipt if receipt_state == "valid" else None,
         "receipt_state": receipt_state,
+        # (issue 23) once the instance waits for a passkey signature: whether it is signed,
+        # and the assertion that signed these bindings.
+        "signature": signature,
         "plan": plan,
         "prompts": prompts,
         "planned_at": _iso(planned_at),
@@ -340,6 +348,7 @@ def instance_payload(instance: TaskInstance) -> dict[str, Any]:
         planned_at=instance.planned_at,
         created_at=instance.created_at,
         updated_at=instance.updated_at,
+        signature=instance_signature(instance.pk, instance.signature_due_at is not None),
     )
 
 
@@ -386,6 +395,7 @@ _INSTANCE_COLUMNS: tuple[tuple[type[Model], str], ...] = (
             "planned_at",
             "created_at",
             "updated_at",
+            "signature_due_at",
         )
     ),
     (TaskClass, "key"),
@@ -519,8 +529,8 @@ def instance_read(
         return None
     (
         pk, run_number, slots, status, status_reason, world, bindings, digest, plan_items,
-        planned_at, created_at, updated_at, task_class_key, username, token, receipt_expires,
-        revoked_at, redeemed_at,
+        planned_at, created_at, updated_at, signature_due_at, task_class_key, username, token,
+        receipt_expires, revoked_at, redeemed_at,
     ) = found[0]  # fmt: skip
     prompt_rows = rows.fetch(
         _prompts_sql(), [rows.prepare(Prompt, "instance", pk)], _PROMPT_COLUMNS
@@ -531,6 +541,9 @@ def instance_read(
         is_overdue(p["state"], p["blocking"], row[_EXPIRES_AT], now)
         for p, row in zip(prompts, prompt_rows, strict=True)
     )
+    if status == InstanceStatus.AWAITING_SIGNATURE and signature_due_at is not None:
+        due = signature_due_at <= now  # (issue 23) never signed in time
+
     state = None
     if token is not None:
         state = Receipt(
@@ -554,6 +567,7 @@ def instance_read(
         planned_at=planned_at,
         created_at=created_at,
         updated_at=updated_at,
+        signature=instance_signature(pk, signature_due_at is not None),
     )
     return InstanceRead(payload=payload, expiry_due=due)
 

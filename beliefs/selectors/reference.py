@@ -66,9 +66,13 @@ def instance_read(
     if instance is None:
         return None
     payload = instance_payload(instance)
+    now = timezone.now()
     due = instance.status == InstanceStatus.AWAITING_USER and any_overdue(
-        instance.prompts.all(), timezone.now()
+        instance.prompts.all(), now
     )
+    if instance.status == InstanceStatus.AWAITING_SIGNATURE and instance.signature_due_at:
+        due = instance.signature_due_at <= now
+
     return InstanceRead(payload=payload, expiry_due=due)
 
 

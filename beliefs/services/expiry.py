@@ -18,6 +18,7 @@ from beliefs.models import (
 )
 from beliefs.services.audit import SYSTEM, audit
 from beliefs.services.lifecycle import close_instance, lock_instance
+from beliefs.services.signatures import signature_overdue
 
 
 def expire_locked_if_due(
@@ -25,6 +26,17 @@ def expire_locked_if_due(
 ) -> bool:
     """Expire the locked instance if a blocking prompt is overdue; `open_prompts`, when the
     caller has already read them, saves asking the database."""
+    if signature_overdue(instance, now):  # (issue 23) never signed in time
+        close_instance(
+            instance, InstanceStatus.EXPIRED, PromptState.EXPIRED, "the signature was not given"
+        )
+        audit(
+            AuditKind.INSTANCE_EXPIRED,
+            actor=SYSTEM,
+            instance=instance,
+            data={"reason": "the passkey signature was not given before its TTL"},
+        )
+        return True
     if instance.status != InstanceStatus.AWAITING_USER:
         return False
     if open_prompts is None:
@@ -48,9 +60,12 @@ def expire_locked_if_due(
 def instance_expire_if_due(*, instance: TaskInstance, now: datetime | None = None) -> bool:
     """Lazy expiry, called whenever an instance is read. Cheap when nothing is due."""
     now = now or timezone.now()
-    if instance.status != InstanceStatus.AWAITING_USER:
-        return False
-    if not Prompt.objects.filter(instance=instance).overdue(now).exists():
+    if signature_overdue(instance, now):
+        pass  # (issue 23) expired below, under the lock
+    elif (
+        instance.status != InstanceStatus.AWAITING_USER
+        or not Prompt.objects.filter(instance=instance).overdue(now).exists()
+    ):
         return False
     with transaction.atomic():
         locked = lock_instance(instance)
@@ -69,8 +84,11 @@ def instances_expire(*, now: datetime | None = None) -> int:
         .values_list("instance_id", flat=True)
         .distinct()
     )
+    unsigned = TaskInstance.objects.filter(  # (issue 23) awaiting a signature past its TTL
+        status=InstanceStatus.AWAITING_SIGNATURE, signature_due_at__lte=now
+    ).values_list("pk", flat=True)
     count = 0
-    for instance in TaskInstance.objects.filter(pk__in=list(ids)):
+    for instance in TaskInstance.objects.filter(pk__in=[*ids, *unsigned]):
         with transaction.atomic():
             if expire_locked_if_due(lock_instance(instance), now):
                 count += 1

@@ -35,6 +35,7 @@ from beliefs.services.webhooks import emit_event
 
 STATUS_EVENTS = {
     InstanceStatus.AWAITING_USER: events.INSTANCE_AWAITING_USER,
+    InstanceStatus.AWAITING_SIGNATURE: events.INSTANCE_AWAITING_SIGNATURE,
     InstanceStatus.READY: events.INSTANCE_READY,
     InstanceStatus.CANCELLED: events.INSTANCE_CANCELLED,
     InstanceStatus.EXPIRED: events.INSTANCE_EXPIRED,
@@ -110,6 +111,19 @@ def instance_status_changed(instance: TaskInstance, before: str) -> None:
         prompts = _blocking_prompts(instance)
         _emit(instance, type, blocking=len(prompts), prompts=_prompt_summaries(prompts))
         _email_person(instance, EmailNotification.Kind.AWAITING_USER)
+    elif status == InstanceStatus.AWAITING_SIGNATURE:
+        # (issue 23) every answer is in; the person's passkey signature is awaited. The
+        # digest, not the values: the runtime learns them once they are signed (ready).
+        _emit(
+            instance,
+            type,
+            awaiting="signature",
+            bindings_digest=instance.bindings_digest,
+            signature_due_at=instance.signature_due_at.isoformat()
+            if instance.signature_due_at
+            else None,
+        )
+        _email_person(instance, EmailNotification.Kind.AWAITING_SIGNATURE)
     elif status == InstanceStatus.READY:
         receipt = instance.receipt
         _emit(
@@ -140,13 +154,16 @@ def belief_vetoed(
 
 
 def instance_warn_expiring(instance: TaskInstance) -> bool:
-    """Once per instance: its first blocking prompt expires soon. Caller holds the lock."""
-    if instance.status != InstanceStatus.AWAITING_USER:
+    """Once per instance: its first blocking prompt (or, awaiting a signature, the signature)
+    is due soon. Caller holds the lock."""
+    if instance.status not in InstanceStatus.waiting_for_person():
         return False
     if instance.webhook_events.filter(type=events.INSTANCE_EXPIRING).exists():
         return False
     prompts = _blocking_prompts(instance)
     expires = min((p.expires_at for p in prompts if p.expires_at), default=None)
+    if instance.status == InstanceStatus.AWAITING_SIGNATURE:  # (issue 23)
+        expires = instance.signature_due_at
     _emit(
         instance,
         events.INSTANCE_EXPIRING,
@@ -232,10 +249,15 @@ def _about(note: EmailNotification, now: datetime) -> dict[str, Any]:
     blocking = instance.prompts.blocking_open()
     count = blocking.count()
     expires = blocking.aggregate(m=Min("expires_at"))["m"]
+    if instance.status == InstanceStatus.AWAITING_SIGNATURE:  # (issue 23) its signature's due
+        expires = instance.signature_due_at
     return {
         "task": _plain(instance.task_class.name or instance.task_class.key)[:150],
         "run": instance.run_number,
-        "answers": f"{count} answer{'' if count == 1 else 's'}",
+        # (issue 23) awaiting a signature, what it needs is that
+        "answers": "your passkey signature"
+        if instance.status == InstanceStatus.AWAITING_SIGNATURE
+        else f"{count} answer{'' if count == 1 else 's'}",
         "left": max(int((expires - now).total_seconds() // 60), 0) if expires else 0,
         "link": settings.CONSOLE_BASE_URL + reverse("instance", args=[instance.pk]),
     }
@@ -245,6 +267,8 @@ def compose(kind: str, notes: Sequence[EmailNotification], now: datetime) -> tup
     """Subject and body: for each instance the task, how many answers, the link; never a
     value. One instance reads as it always did; several make a digest."""
     expiring = kind == EmailNotification.Kind.EXPIRING
+    if kind == EmailNotification.Kind.AWAITING_SIGNATURE:
+        return _compose_signature(notes, now)
     n = len(notes)
     items = [_about(note, now) for note in notes[:DIGEST_LISTED]]  # two queries each
     account = settings.CONSOLE_BASE_URL + reverse("account")
@@ -285,6 +309,32 @@ def compose(kind: str, notes: Sequence[EmailNotification], now: datetime) -> tup
             lead += f"\n… and {n - DIGEST_LISTED} more, in your inbox: {inbox}"
     body = (
         f"Hello {name},\n\n{lead}\n\n"
+        "This email never contains the values themselves; you see them on the page, after "
+        f"signing in.\nTurn these emails off on your account page: {account}\n"
+    )
+    return subject, body
+
+
+def _compose_signature(notes: Sequence[EmailNotification], now: datetime) -> tuple[str, str]:
+    """(issue 23) Every answer is in and the person's passkey signature is awaited."""
+    items = [_about(note, now) for note in notes[:DIGEST_LISTED]]
+    account = settings.CONSOLE_BASE_URL + reverse("account")
+    name = _plain(notes[0].recipient.get_username())
+    n = len(notes)
+    if n == 1:
+        subject = f"Your signature is needed: {items[0]['task']}"
+        lead = (
+            f"Your answers to “{items[0]['task']}” (run {items[0]['run']}) are in. It goes "
+            "ahead only once you sign it with your passkey: review and sign it here: "
+            f"{items[0]['link']}"
+        )
+    else:
+        subject = f"Your signature is needed: {n} tasks"
+        lead = f"{n} tasks go ahead only once you sign them with your passkey:\n\n"
+        lead += "\n".join(f"- “{i['task']}” (run {i['run']}): {i['link']}" for i in items)
+    body = (
+        f"Hello {name},\n\n{lead}\n\n"
+        f"No passkey yet? Add one on your account page first: {account}\n"
         "This email never contains the values themselves; you see them on the page, after "
         f"signing in.\nTurn these emails off on your account page: {account}\n"
     )
@@ -348,6 +398,21 @@ def email_send(email_id: int, *, worker: str = "job") -> str:
     return email_attempt(OutgoingEmail.objects.select_related("recipient").get(pk=email_id))
 
 
+# The status an instance must still be in for its notification of each kind to be told.
+_TOLD_WHILE: dict[str, str] = {
+    EmailNotification.Kind.AWAITING_USER: InstanceStatus.AWAITING_USER,
+    EmailNotification.Kind.EXPIRING: "",  # while it waits for its person, either way
+    EmailNotification.Kind.AWAITING_SIGNATURE: InstanceStatus.AWAITING_SIGNATURE,
+}
+
+
+def _still_told(note: EmailNotification) -> bool:
+    """Is the instance still in the state its notification tells of?"""
+    status = note.instance.status
+    wanted = _TOLD_WHILE.get(note.kind, status)
+    return status == wanted if wanted else status in InstanceStatus.waiting_for_person()
+
+
 def email_attempt(email: OutgoingEmail) -> str:
     """Send one claimed email, on the outbox's state machine: claimed under a lease, so it
     goes out at most once per attempt; retried over hours when SMTP is down; taken up again by
@@ -355,7 +420,7 @@ def email_attempt(email: OutgoingEmail) -> str:
     notes = list(
         email.notifications.select_related("instance__task_class", "recipient").order_by("id")
     )
-    told = [n for n in notes if n.instance.status == InstanceStatus.AWAITING_USER]
+    told = [n for n in notes if _still_told(n)]
     if not told or not email_enabled(email.recipient):
         with transaction.atomic():
             finished = outbox.finish(email, done=OutgoingEmail.State.SKIPPED, schedule=())

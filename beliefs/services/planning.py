@@ -32,6 +32,11 @@ from beliefs.services.lifecycle import instance_with_open_prompts, require_open
 from beliefs.services.notify import instance_status_changed
 from beliefs.services.receipts import receipt_issue, receipt_revoke
 from beliefs.services.retry import retry_on_race
+from beliefs.services.signatures import (  # the passkey signature gate (issue 23)
+    awaits_signature,
+    signature_wait_begin,
+    signatures_void,
+)
 
 DESIRED_FIELDS = [
     "route",
@@ -174,13 +179,20 @@ def _reconcile(
 
 
 def _settle(
-    items: list[dict[str, Any]],
+    items: list[dict[str, Any]], instance: TaskInstance
 ) -> tuple[InstanceStatus, dict[str, Any] | None, str]:
-    """The status, bindings and bindings digest a plan's items give."""
+    """The status, bindings and bindings digest a plan's items give the instance. The ready
+    gate, in order: an open blocking prompt, then the missing approvals, then the missing
+    signature; else ready."""
     if any(item["prompt"] and item["prompt"]["blocking"] for item in items):
         return InstanceStatus.AWAITING_USER, None, ""
     bindings = {item["slot"]: item["value"] for item in items}
-    return InstanceStatus.READY, bindings, bindings_digest(bindings)
+    digest = bindings_digest(bindings)
+    # --- passkey signature gate (issue 23): the bindings wait for the person's signature ---
+    if awaits_signature(instance, digest):
+        return InstanceStatus.AWAITING_SIGNATURE, bindings, digest
+    # --- end passkey signature gate ---
+    return InstanceStatus.READY, bindings, digest
 
 
 def _is_current(instance: TaskInstance, plan_digest: str, status: str) -> bool:
@@ -204,7 +216,8 @@ def current_plan(
         return None
     items = [plan_item(state, prompt) for state, prompt, _ in done.planned]
     text = canonical_json(items)
-    return (items, text) if _is_current(instance, text_digest(text), _settle(items)[0]) else None
+    status = _settle(items, instance)[0]
+    return (items, text) if _is_current(instance, text_digest(text), status) else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -252,7 +265,11 @@ def plan_locked(
         if change and prompt is not None:
             changes.append({"slot": state.slot.key, "prompt": prompt.pk, "change": change})
         items.append(plan_item(state, None if change == "superseded" else prompt))
-    status, bindings, digest = _settle(items)
+    if changes and instance.signature_due_at is not None:
+        # --- passkey signature gate (issue 23): a change of what the person saw voids it
+        # (only an instance that has waited for a signature can hold one) ---
+        signatures_void(instance, "the action changed after it was signed", now)
+    status, bindings, digest = _settle(items, instance)
     blocking = sum(1 for item in items if item["prompt"] and item["prompt"]["blocking"])
     # A re-plan that changes nothing writes nothing: `planned_at` is when the plan was made or
     # last changed, and a runtime that plans again while it waits sees the same body (and
@@ -266,8 +283,10 @@ def plan_locked(
         instance.planned_at = now
         instance.status, instance.bindings, instance.bindings_digest = status, bindings, digest
         instance.blocking_asked += done.blocking_delta
+        signature_wait_begin(instance, now)  # (issue 23) from the first wait, its deadline
         instance.save(
             update_fields=[
+                "signature_due_at",
                 "plan_items",
                 "plan_digest",
                 "planned_at",
@@ -385,7 +404,7 @@ def instances_replan_for_task_class(*, task_class: TaskClass, actor: Actor) -> i
     # Only the instances' own rows, in one order (by id), so two re-plans cannot deadlock.
     for instance in (
         TaskInstance.objects.select_for_update(of=("self",), no_key=True)
-        .filter(task_class=task_class, status=InstanceStatus.AWAITING_USER)
+        .filter(task_class=task_class, status__in=InstanceStatus.planned_open())
         .select_related("task_class", "principal")
         .order_by("pk")
     ):

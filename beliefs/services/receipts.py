@@ -27,6 +27,7 @@ from beliefs.models import (
     RuntimeAPIKey,
     TaskInstance,
 )
+from beliefs.selectors.passkeys import signature_evidence, standing_signature
 from beliefs.services.audit import Actor, audit
 from beliefs.services.changes import instance_changed
 from beliefs.signing import ReceiptTokenInvalid, sign, verify
@@ -82,8 +83,16 @@ def receipt_issue(instance: TaskInstance, now: datetime) -> Receipt:
         issued_at=now,
         expires_at=now + settings.CONSOLE_RECEIPT_TTL,
     )
+    claims: dict[str, Any] = {}
+    # --- passkey evidence (issue 23): the person's device signed exactly these bindings ---
+    # (Only an instance that waited for a signature has one: `signature_due_at` says so.)
+    signature = standing_signature(instance.pk) if instance.signature_due_at else None
+    if signature is not None and signature.bindings_digest == instance.bindings_digest:
+        claims["passkey"] = signature_evidence(signature)
+    # --- end passkey evidence ---
     receipt.token = sign(
         {
+            **claims,
             "iss": settings.CONSOLE_BASE_URL,
             "sub": instance.principal.get_username(),
             "aud": receipt.audience,

@@ -31,8 +31,17 @@ def instances_warn_expiring(*, now: datetime | None = None) -> int:
         .values_list("instance_id", flat=True)
         .distinct()
     )
+    unsigned = (  # (issue 23) awaiting a signature that is due soon
+        TaskInstance.objects.filter(
+            status=InstanceStatus.AWAITING_SIGNATURE,
+            signature_due_at__gt=now,
+            signature_due_at__lte=now + settings.CONSOLE_EXPIRY_WARNING,
+        )
+        .exclude(webhook_events__type=INSTANCE_EXPIRING)
+        .values_list("pk", flat=True)
+    )
     count = 0
-    for instance in TaskInstance.objects.filter(pk__in=list(ids)):
+    for instance in TaskInstance.objects.filter(pk__in=[*ids, *unsigned]):
         with transaction.atomic():
             if instance_warn_expiring(lock_instance(instance)):
                 count += 1

@@ -142,7 +142,10 @@ def class_context(
                 request=change_request,
                 target=_target_label(change_request),
                 impact=impact_of(snapshot, [request_change(change_request)])
-                if snapshot is not None and current
+                if snapshot is not None
+                and current
+                # (issue 23) a signature requirement changes no routing: no impact to preview
+                and change_request.field != RiskChangeRequest.Field.REQUIRES_SIGNATURE
                 else None,
                 current=current,
                 own=change_request.requested_by_id == request.user.pk,

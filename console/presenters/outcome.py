@@ -26,6 +26,7 @@ class Outcome:
 
     # The flags the templates branch on, one a status.
     waiting = _status_is(InstanceStatus.AWAITING_USER)
+    awaiting_signature = _status_is(InstanceStatus.AWAITING_SIGNATURE)  # (issue 23)
     ready = _status_is(InstanceStatus.READY)
     cancelled = _status_is(InstanceStatus.CANCELLED)
     expired = _status_is(InstanceStatus.EXPIRED)

@@ -10,6 +10,7 @@ from django.views.decorators.http import require_http_methods
 from beliefs.models import PersonSettings
 from beliefs.services.people import person_email_notifications_set
 from console.http import AuthedHttpRequest
+from console.views.passkeys import account_passkeys_context
 
 
 @require_http_methods(["GET", "POST"])
@@ -23,5 +24,8 @@ def account_page(request: AuthedHttpRequest) -> HttpResponse:
     return render(
         request,
         "console/account.html",
-        {"email_notifications": prefs is None or prefs.email_notifications},
+        {
+            "email_notifications": prefs is None or prefs.email_notifications,
+            **account_passkeys_context(request),  # (issue 23)
+        },
     )

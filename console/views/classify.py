@@ -31,6 +31,7 @@ from beliefs.services import Actor
 from beliefs.services.classification import (
     ChangeResult,
     classification_save,
+    decision_set_requires_signature,
     risk_change_request_approve,
     risk_change_request_refuse,
 )
@@ -323,3 +324,38 @@ def matrix(request: AuthedHttpRequest) -> HttpResponse:
             groups.append(MatrixGroup(cell.risk.value, cell.monotonic, []))
         groups[-1].cells.append(cell)
     return render(request, "classify/matrix.html", {"groups": groups})
+
+
+# --- a decision's passkey signature requirement (issue 23) ----------------------------------
+
+
+class SignatureSettingForm(forms.Form):
+    requires_signature = forms.BooleanField(required=False)
+    reason = forms.CharField(max_length=2000, required=False)
+
+
+@require_POST
+@classifier_required
+def decision_signature_save(request: AuthedHttpRequest, key: str, decision_id: int) -> HttpResponse:
+    """Turn a decision's passkey signature requirement on (at once) or off (four eyes)."""
+    task_class = _task_class(key)
+    decision = _decision(task_class, decision_id)
+    form = SignatureSettingForm(request.POST)
+    form.is_valid()  # a checkbox and a text: nothing to refuse before the service
+    data = form.cleaned_data
+    try:
+        result = decision_set_requires_signature(
+            decision=decision,
+            requires_signature=bool(data.get("requires_signature")),
+            reason=data.get("reason", ""),
+            actor=Actor(user=request.user),
+        )
+    except ServiceError as exc:
+        words = [p for problems in exc.fields.values() for p in problems]
+        messages.error(request, f"Not saved: {words[0] if words else exc.detail}")
+        return _after_change(request, task_class, f"decision-{decision.pk}")
+    _announce(request, [result])
+    return _after_change(request, task_class, f"decision-{decision.pk}")
+
+
+# --- end passkey signature requirement ---

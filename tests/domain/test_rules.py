@@ -32,7 +32,11 @@ EXPIRIES: dict[str, datetime | None] = {
 
 def test_it_splits_every_instance_status_into_open_or_closed() -> None:
     open_, closed = InstanceStatus.open(), InstanceStatus.closed()
-    assert open_ == {InstanceStatus.OPEN, InstanceStatus.AWAITING_USER}
+    assert open_ == {
+        InstanceStatus.OPEN,
+        InstanceStatus.AWAITING_USER,
+        InstanceStatus.AWAITING_SIGNATURE,
+    }
     assert closed == {InstanceStatus.READY, InstanceStatus.CANCELLED, InstanceStatus.EXPIRED}
     assert open_ | closed == set(InstanceStatus) and not open_ & closed
 
@@ -40,7 +44,10 @@ def test_it_splits_every_instance_status_into_open_or_closed() -> None:
 @pytest.mark.parametrize("status", list(InstanceStatus))
 def test_it_takes_a_veto_while_waiting_and_after_ready_only(status: InstanceStatus) -> None:
     instance = TaskInstance(status=status)
-    assert instance.accepts_veto is (status in (InstanceStatus.AWAITING_USER, InstanceStatus.READY))
+    assert instance.accepts_veto is (
+        status
+        in (InstanceStatus.AWAITING_USER, InstanceStatus.AWAITING_SIGNATURE, InstanceStatus.READY)
+    )
     assert instance.is_open is (status in InstanceStatus.open())
 
 
@@ -99,7 +106,7 @@ def test_it_lists_an_instance_as_waiting_until_a_blocking_prompt_is_overdue(
         _set(prompt, state, blocking, expires_at)
         counts = state == PromptState.OPEN and blocking
         overdue = counts and name in ("past", "just before", "at")
-        expected = status == InstanceStatus.AWAITING_USER and not overdue
+        expected = status in InstanceStatus.waiting_for_person() and not overdue
         found = TaskInstance.objects.waiting(NOW).filter(pk=instance.pk).first()
         case = (status, state, blocking, name)
         assert (found is not None) is expected, case

@@ -39,6 +39,7 @@ from console_client.errors import (
     WebhookVerificationError,
 )
 from console_client.models import Resolution
+from console_client.passkeys import SignatureInvalid, signature_challenge, verify_signature
 from console_client.receipts import Approval, Receipt, Redemption, verify_receipt
 from console_client.webhooks import WebhookEvent, verify_webhook
 
@@ -71,6 +72,7 @@ __all__ = [
     "Rejected",
     "Resolution",
     "ServerError",
+    "SignatureInvalid",
     "Unauthorized",
     "WaitEnded",
     "WaitTimeout",
@@ -78,7 +80,9 @@ __all__ = [
     "WebhookVerificationError",
     "bindings_digest",
     "canonical_json",
+    "signature_challenge",
     "verify_bindings",
     "verify_receipt",
+    "verify_signature",
     "verify_webhook",
 ]

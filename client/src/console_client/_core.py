@@ -19,7 +19,7 @@ from urllib.parse import quote
 import httpx
 
 from console_client.errors import InstanceExpired, WaitTimeout, error_for
-from console_client.models import AWAITING_USER, EXPIRED, Resolution
+from console_client.models import EXPIRED, WAITING, Resolution
 from console_client.receipts import JWKS_PATH, Receipt, Redemption, key_id, verify_receipt
 
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -245,6 +245,10 @@ def _redemption(response: httpx.Response) -> Redemption:
     return Redemption.from_payload(decode(response))
 
 
+def person_passkeys(username: str) -> Call:
+    return Call("GET", f"people/{quote(username, safe='')}/passkeys/")
+
+
 def jwks(base_url: str) -> Call:
     """The console's public keys; outside /api/v1/, so by its absolute URL."""
     return Call("GET", base_url + JWKS_PATH)
@@ -323,7 +327,7 @@ def wait(
         changed, long_poll = (answer, long_poll) if asked is None else answer
         if changed is not None:
             payload, etag = changed
-        if payload.get("status") != AWAITING_USER:
+        if payload.get("status") not in WAITING:
             return settle(payload, base_url)
         remaining = None if deadline is None else deadline - time.monotonic()
         if remaining is not None and remaining <= 0:

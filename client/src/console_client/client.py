@@ -174,6 +174,11 @@ class _Api(
         """The console's public receipt keys (`/.well-known/jwks.json`), fetched now."""
         return self._send(_core.jwks(self.base_url))
 
+    def person_passkeys(self, username: str) -> JsonResult:
+        """The public keys of a person's passkeys (for a person this runtime opened an
+        instance for): what `verify_signature` checks a receipt's `passkey` claim with."""
+        return self._send(_core.person_passkeys(username))
+
     def verify_receipt(
         self,
         token: str,

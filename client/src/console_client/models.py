@@ -18,9 +18,14 @@ from console_client.errors import (
 # Instance statuses.
 OPEN = "open"
 AWAITING_USER = "awaiting_user"
+# Every answer is in; the person's passkey signature of the bindings is awaited (the person
+# goes to `url` to review and sign).
+AWAITING_SIGNATURE = "awaiting_signature"
 READY = "ready"
 CANCELLED = "cancelled"
 EXPIRED = "expired"
+# The statuses in which an instance waits for its person.
+WAITING = frozenset({AWAITING_USER, AWAITING_SIGNATURE})
 
 
 @dataclass(frozen=True)
@@ -54,7 +59,12 @@ class Resolution:
 
     @property
     def awaiting_user(self) -> bool:
-        return self.status == AWAITING_USER
+        """The person must act (answer, or sign with a passkey) at `url`."""
+        return self.status in WAITING
+
+    @property
+    def awaiting_signature(self) -> bool:
+        return self.status == AWAITING_SIGNATURE
 
     def verified_bindings(self) -> dict[str, Any]:
         """The bindings after checking their digest; `NotReady` unless the status is ready."""

@@ -74,6 +74,9 @@ class Receipt:
     decisions: tuple[str, ...]
     approvals: tuple[Approval, ...]
     key_id: str
+    # The person's passkey assertion over these bindings, where the decision required one:
+    # check it with `verify_signature` and the person's public keys.
+    passkey: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -188,7 +191,9 @@ def _receipt(token: str, claims: Mapping[str, Any], kid: str) -> Receipt:
     if not all(isinstance(a, Mapping) for a in approvals):
         raise ReceiptInvalid("each approval must be an object")
     aud = claims["aud"]
+    passkey = claims.get("passkey")
     return Receipt(
+        passkey=dict(passkey) if isinstance(passkey, Mapping) else None,
         token=token,
         jti=str(claims["jti"]),
         instance_id=str(claims["instance"]),

@@ -1,0 +1,138 @@
+"""Reads of passkeys and of instances' signatures (issue 23)."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from django.contrib.auth.models import User
+from webauthn.helpers import parse_cbor
+
+from beliefs.domain.passkeys import b64url, cose_to_jwk
+from beliefs.errors import NotFound
+from beliefs.models import Decision, Passkey, SignatureAttempt, TaskInstance
+
+
+def decisions_requiring_signature(instance: TaskInstance) -> list[str]:
+    """The keys of the decisions the action's slots feed that require a signature."""
+    return sorted(
+        Decision.objects.filter(
+            task_class_id=instance.task_class_id,
+            slots__key__in=instance.action_slots,
+            requires_signature=True,
+        )
+        .values_list("key", flat=True)
+        .distinct()
+    )
+
+
+def signature_required(instance: TaskInstance) -> bool:
+    """Must the person sign before the instance is ready? Once asked, always (a downgrade of
+    the decision binds nothing back); else when a decision of the action requires it."""
+    if instance.signature_due_at is not None:
+        return True
+    return bool(decisions_requiring_signature(instance))
+
+
+def standing_signature(instance_id: Any) -> SignatureAttempt | None:
+    """The instance's verified, not voided signature, if it has one."""
+    return (
+        SignatureAttempt.objects.filter(
+            instance_id=instance_id, verified_at__isnull=False, voided_at__isnull=True
+        )
+        .select_related("passkey", "user")
+        .first()
+    )
+
+
+def signature_holds(instance: TaskInstance, bindings_digest: str) -> bool:
+    """A standing signature of exactly these bindings."""
+    signature = standing_signature(instance.pk)
+    return signature is not None and signature.bindings_digest == bindings_digest
+
+
+def active_passkeys(user: Any) -> list[Passkey]:
+    return list(Passkey.objects.filter(user=user, removed_at__isnull=True).order_by("created_at"))
+
+
+def has_passkey(user: Any) -> bool:
+    return Passkey.objects.filter(user=user, removed_at__isnull=True).exists()
+
+
+def passkey_by_credential(credential_id: str) -> Passkey | None:
+    return (
+        Passkey.objects.filter(credential_id=credential_id, removed_at__isnull=True)
+        .select_related("user")
+        .first()
+    )
+
+
+def signature_evidence(attempt: SignatureAttempt) -> dict[str, Any]:
+    """What a verifier needs to check, without the console, that this person's device signed
+    these bindings: the assertion's parts (base64url, as WebAuthn's JSON gives them), the nonce,
+    and what the challenge was made of."""
+    assertion = attempt.assertion or {}
+    return {
+        "instance": str(attempt.instance_id),
+        "bindings_digest": attempt.bindings_digest,
+        "nonce": attempt.nonce,
+        "challenge": b64url(bytes.fromhex(attempt.challenge)),
+        "credential_id": assertion.get("credential_id"),
+        "authenticator_data": assertion.get("authenticator_data"),
+        "client_data_json": assertion.get("client_data_json"),
+        "signature": assertion.get("signature"),
+        "user_handle": assertion.get("user_handle"),
+        "rp_id": attempt.rp_id,
+        "origin": attempt.origin,
+        "by": attempt.user.get_username(),
+        "signed_at": attempt.verified_at.isoformat() if attempt.verified_at else None,
+    }
+
+
+def instance_signature(instance_id: Any, required: bool) -> dict[str, Any] | None:
+    """The instance read's `signature`: None where none is required; else whether it is
+    signed, and the evidence of the standing signature."""
+    if not required:
+        return None
+    standing = standing_signature(instance_id)
+    return {
+        "required": True,
+        "signed": standing is not None,
+        "assertion": signature_evidence(standing) if standing is not None else None,
+    }
+
+
+def passkey_public(passkey: Passkey) -> dict[str, Any]:
+    cose = bytes(passkey.public_key)
+    try:
+        jwk: dict[str, Any] | None = cose_to_jwk(parse_cbor(cose))
+    except (ValueError, TypeError, KeyError):
+        jwk = None
+    return {
+        "credential_id": passkey.credential_id,
+        "public_key_cose": b64url(cose),
+        "public_key_jwk": jwk,
+        "created_at": passkey.created_at.isoformat(),
+        "last_used_at": passkey.last_used_at.isoformat() if passkey.last_used_at else None,
+        "removed_at": passkey.removed_at.isoformat() if passkey.removed_at else None,
+        "active": passkey.active,
+    }
+
+
+def person_passkeys_for_runtime(username: str, runtime_id: int) -> dict[str, Any]:
+    """A person's passkey public keys, for a runtime that opened at least one instance for
+    them; NotFound (404) otherwise, whether the person exists or not. Removed passkeys are
+    listed too (with `removed_at`): the signatures they made stay verifiable. Passkey names
+    are the person's own words for their devices and are not shown."""
+    user = User.objects.filter(**{User.USERNAME_FIELD: username}).first()
+    if (
+        user is None
+        or not TaskInstance.objects.filter(principal=user, runtime_id=runtime_id).exists()
+    ):
+        raise NotFound("No such person.", code="not_found")
+    passkeys = Passkey.objects.filter(user=user).order_by("created_at", "id")
+    return {"username": username, "passkeys": [passkey_public(p) for p in passkeys]}
+
+
+def signature_attempt_for(attempt_id: UUID, instance_id: Any) -> SignatureAttempt | None:
+    return SignatureAttempt.objects.filter(pk=attempt_id, instance_id=instance_id).first()

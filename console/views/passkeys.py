@@ -1,0 +1,221 @@
+"""Passkeys on the pages (issue 23): registering and removing them on the account page,
+signing in with one, and the review-and-sign page of an instance that awaits a signature.
+
+The browser side is static/console/passkeys.js: it asks for options (JSON), hands them to
+`navigator.credentials`, and posts the credential back as JSON. The relying party is
+`CONSOLE_WEBAUTHN_RP_ID` or, unset, the host the page was served on (ALLOWED_HOSTS has checked
+it); the accepted origins are `CONSOLE_WEBAUTHN_ORIGINS` or the request's own. WebAuthn needs a
+secure context and a domain: https, or http://localhost (not an IP address).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from uuid import UUID
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_not_required
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
+
+from beliefs import selectors, services
+from beliefs.domain.passkeys import b64url, b64url_decode
+from beliefs.errors import ServiceError
+from beliefs.models import Decision, InstanceStatus, TaskInstance
+from beliefs.selectors.passkeys import (
+    active_passkeys,
+    decisions_requiring_signature,
+    standing_signature,
+)
+from beliefs.services import passkeys
+from console.http import AuthedHttpRequest
+from console.presenters.restatement import restatement
+from console.presenters.signing import binding_rows
+
+REGISTRATION_CHALLENGE = "passkey_registration_challenge"
+SIGN_IN_CHALLENGE = "passkey_sign_in_challenge"
+MAX_BODY = 64 * 1024
+
+
+def relying_party(request: HttpRequest) -> passkeys.RelyingParty:
+    host = request.get_host()  # validated against ALLOWED_HOSTS
+    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    rp_id = settings.CONSOLE_WEBAUTHN_RP_ID or name.strip("[]")
+    origins = tuple(settings.CONSOLE_WEBAUTHN_ORIGINS) or (f"{request.scheme}://{host}",)
+    return passkeys.RelyingParty(rp_id, settings.CONSOLE_WEBAUTHN_RP_NAME, origins)
+
+
+def _body(request: HttpRequest) -> dict[str, Any]:
+    if len(request.body) > MAX_BODY:
+        return {}
+    try:
+        data = json.loads(request.body or b"{}")
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _refused(exc: ServiceError) -> JsonResponse:
+    return JsonResponse(
+        {"error": exc.code, "detail": exc.detail, "fields": exc.fields}, status=exc.status
+    )
+
+
+def _options(text: str, **extra: Any) -> JsonResponse:
+    return JsonResponse({"options": json.loads(text), **extra})
+
+
+# --- the account page's passkeys ----------------------------------------------------------------
+
+
+def account_passkeys_context(request: AuthedHttpRequest) -> dict[str, Any]:
+    """What the account page's passkey section shows (console.views.account includes it)."""
+    return {"passkeys": active_passkeys(request.user)}
+
+
+@require_POST
+def passkey_registration_options(request: AuthedHttpRequest) -> JsonResponse:
+    text, challenge = passkeys.passkey_registration_options(
+        user=request.user, rp=relying_party(request)
+    )
+    request.session[REGISTRATION_CHALLENGE] = b64url(challenge)
+    return _options(text)
+
+
+@require_POST
+def passkey_add(request: AuthedHttpRequest) -> JsonResponse:
+    data = _body(request)
+    challenge = request.session.pop(REGISTRATION_CHALLENGE, None)
+    if not challenge:
+        return JsonResponse(
+            {"error": "no_challenge", "detail": "Start again: no registration was under way."},
+            status=400,
+        )
+    try:
+        passkey = passkeys.passkey_register(
+            user=request.user,
+            name=data.get("name"),
+            credential=data.get("credential"),
+            challenge=b64url_decode(challenge),
+            rp=relying_party(request),
+        )
+    except ServiceError as exc:
+        return _refused(exc)
+    messages.success(request, f"Passkey “{passkey.name}” added.")
+    return JsonResponse({"id": passkey.pk, "redirect": reverse("account")}, status=201)
+
+
+@require_POST
+def passkey_remove(request: AuthedHttpRequest, passkey_id: int) -> HttpResponse:
+    try:
+        removed = passkeys.passkey_remove(user=request.user, passkey_id=passkey_id)
+    except ServiceError:
+        raise Http404("No such passkey.") from None
+    messages.success(request, f"Passkey “{removed.name}” removed.")
+    return redirect(reverse("account") + "#passkeys-heading")
+
+
+# --- signing in ---------------------------------------------------------------------------------
+
+
+@login_not_required
+@require_POST
+def passkey_sign_in_options(request: HttpRequest) -> JsonResponse:
+    text, challenge = passkeys.passkey_sign_in_options(rp=relying_party(request))
+    request.session[SIGN_IN_CHALLENGE] = b64url(challenge)
+    return _options(text)
+
+
+@login_not_required
+@require_POST
+def passkey_sign_in(request: HttpRequest) -> JsonResponse:
+    data = _body(request)
+    challenge = request.session.pop(SIGN_IN_CHALLENGE, None)
+    if not challenge:
+        return JsonResponse(
+            {"error": "no_challenge", "detail": "Start again: no sign-in was under way."},
+            status=400,
+        )
+    try:
+        user = passkeys.passkey_sign_in(
+            credential=data.get("credential"),
+            challenge=b64url_decode(challenge),
+            rp=relying_party(request),
+        )
+    except ServiceError as exc:
+        return _refused(exc)
+    login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+    target = str(data.get("next") or "")
+    allowed = url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    )
+    return JsonResponse({"redirect": target if target and allowed else reverse("home")})
+
+
+# --- the review-and-sign page -------------------------------------------------------------------
+
+
+def _instance_or_404(request: AuthedHttpRequest, instance_id: UUID) -> TaskInstance:
+    try:
+        return services.instance_for_principal(instance_id, request.user)
+    except ServiceError:
+        raise Http404("No such instance.") from None
+
+
+@require_GET
+def instance_review(request: AuthedHttpRequest, instance_id: UUID) -> HttpResponse:
+    instance = _instance_or_404(request, instance_id)
+    if instance.status != InstanceStatus.AWAITING_SIGNATURE and not instance.signature_due_at:
+        return redirect("instance", instance.pk)
+    decisions = list(
+        Decision.objects.filter(task_class_id=instance.task_class_id)
+        .prefetch_related("slots")
+        .order_by("id")
+    )
+    prompts = selectors.instance_prompts(instance)
+    context = {
+        "instance": instance,
+        "awaiting": instance.status == InstanceStatus.AWAITING_SIGNATURE,
+        "sentences": restatement(instance, decisions),
+        "rows": binding_rows(instance, prompts),
+        "requiring": decisions_requiring_signature(instance),
+        "has_passkey": bool(active_passkeys(request.user)),
+        "signature": standing_signature(instance.pk),
+    }
+    return render(request, "console/sign.html", context)
+
+
+@require_POST
+def instance_sign_options(request: AuthedHttpRequest, instance_id: UUID) -> JsonResponse:
+    try:
+        attempt, text = passkeys.signature_attempt_start(
+            instance_id=instance_id, user=request.user, rp=relying_party(request)
+        )
+    except ServiceError as exc:
+        return _refused(exc)
+    return _options(text, attempt=str(attempt.pk))
+
+
+@require_POST
+def instance_sign(request: AuthedHttpRequest, instance_id: UUID) -> JsonResponse:
+    data = _body(request)
+    try:
+        instance = passkeys.instance_sign(
+            instance_id=instance_id,
+            user=request.user,
+            attempt_id=data.get("attempt"),
+            credential=data.get("credential"),
+        )
+    except ServiceError as exc:
+        return _refused(exc)
+    if instance.status == InstanceStatus.READY:
+        messages.success(request, "Signed with your passkey: the action may go ahead.")
+    return JsonResponse(
+        {"status": instance.status, "redirect": reverse("instance", args=[instance.pk])}
+    )
