@@ -34,8 +34,20 @@ from beliefs.selectors.instances import (
     task_class_payload,
     task_class_with_slots,
 )
+from beliefs.selectors.quorum import (
+    instance_for_approver,
+    quorum_of,
+    quorum_payload,
+    time_to_quorum,
+    waiting_for_approver,
+)
 
 __all__ = [
+    "instance_for_approver",
+    "quorum_of",
+    "quorum_payload",
+    "time_to_quorum",
+    "waiting_for_approver",
     "Owner",
     "SlotState",
     "belief_body",

@@ -38,6 +38,7 @@ from beliefs.selectors.beliefs import (
     slot_effective_risk,
     with_light_instance,
 )
+from beliefs.selectors.quorum import approval_due, quorum_payload
 
 
 def _instances() -> QuerySet[TaskInstance]:
@@ -291,6 +292,7 @@ def instance_body(
     planned_at: datetime | None,
     created_at: datetime,
     updated_at: datetime,
+    quorum: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """An instance as the API shows it, from plain values: the one builder of that body, fed by
     models (`instance_payload`) or by the instance read's rows. `task_class` is its class's
@@ -313,6 +315,8 @@ def instance_body(
         "receipt_state": receipt_state,
         "plan": plan,
         "prompts": prompts,
+        # M-of-N approval: while it awaits approval, who approved and how many are missing.
+        "quorum": quorum,
         "planned_at": _iso(planned_at),
         "created_at": created_at.isoformat(),
         "updated_at": updated_at.isoformat(),
@@ -340,6 +344,7 @@ def instance_payload(instance: TaskInstance) -> dict[str, Any]:
         planned_at=instance.planned_at,
         created_at=instance.created_at,
         updated_at=instance.updated_at,
+        quorum=quorum_payload(instance),
     )
 
 
@@ -531,6 +536,12 @@ def instance_read(
         is_overdue(p["state"], p["blocking"], row[_EXPIRES_AT], now)
         for p, row in zip(prompts, prompt_rows, strict=True)
     )
+    quorum = None
+    if status == InstanceStatus.AWAITING_APPROVAL:
+        # M-of-N approval: rare and short-lived, read through the ORM (a few more queries).
+        waiting = TaskInstance.objects.get(pk=pk)
+        quorum = quorum_payload(waiting)
+        due = approval_due(pk, now)
     state = None
     if token is not None:
         state = Receipt(
@@ -554,6 +565,7 @@ def instance_read(
         planned_at=planned_at,
         created_at=created_at,
         updated_at=updated_at,
+        quorum=quorum,
     )
     return InstanceRead(payload=payload, expiry_due=due)
 

@@ -49,6 +49,7 @@ from beliefs.selectors.insights import (
     fatigue_of,
 )
 from beliefs.selectors.instances import InstanceRead, instance_payload
+from beliefs.selectors.quorum import approval_due
 
 
 def usable_runtime_key(prefix: str) -> RuntimeAPIKey | None:
@@ -69,6 +70,8 @@ def instance_read(
     due = instance.status == InstanceStatus.AWAITING_USER and any_overdue(
         instance.prompts.all(), timezone.now()
     )
+    if instance.status == InstanceStatus.AWAITING_APPROVAL:
+        due = approval_due(instance.pk, timezone.now())
     return InstanceRead(payload=payload, expiry_due=due)
 
 

@@ -16,6 +16,7 @@ from beliefs.models import (
     TaskInstance,
     any_overdue,
 )
+from beliefs.selectors.quorum import approval_due, approvals_overdue
 from beliefs.services.audit import SYSTEM, audit
 from beliefs.services.lifecycle import close_instance, lock_instance
 
@@ -25,6 +26,8 @@ def expire_locked_if_due(
 ) -> bool:
     """Expire the locked instance if a blocking prompt is overdue; `open_prompts`, when the
     caller has already read them, saves asking the database."""
+    if instance.status == InstanceStatus.AWAITING_APPROVAL:
+        return _expire_approval_if_due(instance, now)
     if instance.status != InstanceStatus.AWAITING_USER:
         return False
     if open_prompts is None:
@@ -45,12 +48,42 @@ def expire_locked_if_due(
     return True
 
 
+# --- M-of-N approval (issue 24): the approvers' time runs out like a prompt's ---
+
+
+def _expire_approval_if_due(instance: TaskInstance, now: datetime) -> bool:
+    if not approval_due(instance.pk, now):
+        return False
+    close_instance(
+        instance,
+        InstanceStatus.EXPIRED,
+        PromptState.EXPIRED,
+        "the approvals it needed did not all arrive in time",
+    )
+    audit(
+        AuditKind.INSTANCE_EXPIRED,
+        actor=SYSTEM,
+        instance=instance,
+        data={"reason": "the approvers group did not approve before the approval TTL"},
+    )
+    return True
+
+
+# --- end M-of-N approval ---
+
+
+def _due(instance: TaskInstance, now: datetime) -> bool:
+    if instance.status == InstanceStatus.AWAITING_APPROVAL:
+        return approval_due(instance.pk, now)
+    if instance.status != InstanceStatus.AWAITING_USER:
+        return False
+    return Prompt.objects.filter(instance=instance).overdue(now).exists()
+
+
 def instance_expire_if_due(*, instance: TaskInstance, now: datetime | None = None) -> bool:
     """Lazy expiry, called whenever an instance is read. Cheap when nothing is due."""
     now = now or timezone.now()
-    if instance.status != InstanceStatus.AWAITING_USER:
-        return False
-    if not Prompt.objects.filter(instance=instance).overdue(now).exists():
+    if not _due(instance, now):
         return False
     with transaction.atomic():
         locked = lock_instance(instance)
@@ -70,7 +103,8 @@ def instances_expire(*, now: datetime | None = None) -> int:
         .distinct()
     )
     count = 0
-    for instance in TaskInstance.objects.filter(pk__in=list(ids)):
+    ids = [*ids, *approvals_overdue(now)]
+    for instance in TaskInstance.objects.filter(pk__in=ids):
         with transaction.atomic():
             if expire_locked_if_due(lock_instance(instance), now):
                 count += 1

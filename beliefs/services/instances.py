@@ -252,7 +252,7 @@ def _lock_open(instance: TaskInstance, doing: str) -> TaskInstance:
 def _replan_if_planned(instance: TaskInstance, actor: Actor) -> None:
     """A change to what routing reads re-plans a planned instance; an open one is planned
     when its runtime asks."""
-    if instance.status == InstanceStatus.AWAITING_USER:
+    if instance.status in (InstanceStatus.AWAITING_USER, InstanceStatus.AWAITING_APPROVAL):
         plan_locked(instance, actor)
 
 

@@ -30,6 +30,7 @@ from beliefs.services.changes import instance_changed
 from beliefs.services.expiry import expire_locked_if_due
 from beliefs.services.lifecycle import instance_with_open_prompts, require_open
 from beliefs.services.notify import instance_status_changed
+from beliefs.services.quorum import awaits_approval, quorum_gate
 from beliefs.services.receipts import receipt_issue, receipt_revoke
 from beliefs.services.retry import retry_on_race
 
@@ -175,12 +176,26 @@ def _reconcile(
 
 def _settle(
     items: list[dict[str, Any]],
+    instance: TaskInstance,
+    actor: Actor | None = None,
 ) -> tuple[InstanceStatus, dict[str, Any] | None, str]:
-    """The status, bindings and bindings digest a plan's items give."""
+    """The status, bindings and bindings digest a plan's items give, through the ready gates
+    in order: an open blocking prompt (awaiting_user); missing approvals for these exact
+    bindings (awaiting_approval). With `actor` (planning under the lock) the approval gate
+    records what it settles (services/quorum.py); without, it only reads."""
     if any(item["prompt"] and item["prompt"]["blocking"] for item in items):
         return InstanceStatus.AWAITING_USER, None, ""
     bindings = {item["slot"]: item["value"] for item in items}
-    return InstanceStatus.READY, bindings, bindings_digest(bindings)
+    digest = bindings_digest(bindings)
+    # --- M-of-N approval (issue 24): the group's approvals of exactly these bindings ---
+    if actor is not None:
+        missing = quorum_gate(instance, digest, actor, timezone.now())
+    else:
+        missing = awaits_approval(instance, digest)
+    if missing:
+        return InstanceStatus.AWAITING_APPROVAL, bindings, digest
+    # --- end M-of-N approval ---
+    return InstanceStatus.READY, bindings, digest
 
 
 def _is_current(instance: TaskInstance, plan_digest: str, status: str) -> bool:
@@ -204,7 +219,8 @@ def current_plan(
         return None
     items = [plan_item(state, prompt) for state, prompt, _ in done.planned]
     text = canonical_json(items)
-    return (items, text) if _is_current(instance, text_digest(text), _settle(items)[0]) else None
+    status = _settle(items, instance)[0]
+    return (items, text) if _is_current(instance, text_digest(text), status) else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -252,7 +268,7 @@ def plan_locked(
         if change and prompt is not None:
             changes.append({"slot": state.slot.key, "prompt": prompt.pk, "change": change})
         items.append(plan_item(state, None if change == "superseded" else prompt))
-    status, bindings, digest = _settle(items)
+    status, bindings, digest = _settle(items, instance, actor)
     blocking = sum(1 for item in items if item["prompt"] and item["prompt"]["blocking"])
     # A re-plan that changes nothing writes nothing: `planned_at` is when the plan was made or
     # last changed, and a runtime that plans again while it waits sees the same body (and
@@ -385,7 +401,10 @@ def instances_replan_for_task_class(*, task_class: TaskClass, actor: Actor) -> i
     # Only the instances' own rows, in one order (by id), so two re-plans cannot deadlock.
     for instance in (
         TaskInstance.objects.select_for_update(of=("self",), no_key=True)
-        .filter(task_class=task_class, status=InstanceStatus.AWAITING_USER)
+        .filter(
+            task_class=task_class,
+            status__in=[InstanceStatus.AWAITING_USER, InstanceStatus.AWAITING_APPROVAL],
+        )
         .select_related("task_class", "principal")
         .order_by("pk")
     ):

@@ -19,7 +19,7 @@ from urllib.parse import quote
 import httpx
 
 from console_client.errors import InstanceExpired, WaitTimeout, error_for
-from console_client.models import AWAITING_USER, EXPIRED, Resolution
+from console_client.models import EXPIRED, WAITING, Resolution
 from console_client.receipts import JWKS_PATH, Receipt, Redemption, key_id, verify_receipt
 
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -323,7 +323,7 @@ def wait(
         changed, long_poll = (answer, long_poll) if asked is None else answer
         if changed is not None:
             payload, etag = changed
-        if payload.get("status") != AWAITING_USER:
+        if payload.get("status") not in WAITING:
             return settle(payload, base_url)
         remaining = None if deadline is None else deadline - time.monotonic()
         if remaining is not None and remaining <= 0:

@@ -18,9 +18,13 @@ from console_client.errors import (
 # Instance statuses.
 OPEN = "open"
 AWAITING_USER = "awaiting_user"
+# The principal has answered; the decision's approvers group still has to approve (M-of-N).
+AWAITING_APPROVAL = "awaiting_approval"
 READY = "ready"
 CANCELLED = "cancelled"
 EXPIRED = "expired"
+# Statuses a wait waits through: people still have to act.
+WAITING = frozenset({AWAITING_USER, AWAITING_APPROVAL})
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,270 @@
+"""M-of-N approval (DESIGN.md §14, issue 24): a decision that needs k approvals from a group
+is ready only once k distinct members approved its exact bindings; nobody counts twice, an
+edit resets the approvals, the first rejection cancels, a runtime never approves."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jwt
+import pytest
+from django.contrib.auth.models import Group, User
+from django.core import mail
+
+from beliefs.models import (
+    Approval,
+    AuditEvent,
+    Decision,
+    EmailNotification,
+    OutgoingEmail,
+    WebhookEvent,
+)
+from beliefs.services.notify import email_send
+from tests.api.conftest import API, Driver
+from tests.conftest import PASSWORD, JsonClient
+
+CLASS = "treasury.transfer"
+
+
+def _member(username: str, group: Group) -> User:
+    user = User.objects.create_user(
+        username=username, password=PASSWORD, email=f"{username}@x.test"
+    )
+    user.groups.add(group)
+    return user
+
+
+@pytest.fixture
+def treasury(db: None) -> Group:
+    return Group.objects.create(name="treasury")
+
+
+@pytest.fixture
+def bob(treasury: Group) -> User:
+    return _member("bob", treasury)
+
+
+@pytest.fixture
+def dave(treasury: Group) -> User:
+    return _member("dave", treasury)
+
+
+@pytest.fixture
+def erin(treasury: Group) -> User:
+    return _member("erin", treasury)
+
+
+def register(api: Driver, group: Group, required: int) -> None:
+    api.register(
+        CLASS,
+        slots=[{"key": "iban"}, {"key": "amount", "value_type": "number"}],
+        decisions=[{"key": "send_transfer", "slots": ["iban", "amount"]}],
+        risks={"iban": "irreversible", "amount": "irreversible"},
+        decision_risks={"send_transfer": "irreversible"},
+    )
+    Decision.objects.filter(key="send_transfer").update(
+        approvals_required=required, approvers=group
+    )
+
+
+def answered(api: Driver, amount: int = 250_000) -> dict[str, Any]:
+    """An instance alice has answered in full (she confirms the iban, edits the amount)."""
+    instance_id = api.open(
+        CLASS,
+        beliefs=[
+            {"slot": "iban", "value": "DE89370400440532013000", "source": "tool"},
+            {"slot": "amount", "value": 1000, "source": "tool"},
+        ],
+    )
+    api.plan(instance_id)
+    assert api.respond(api.prompt(instance_id, "iban"), "confirm").status_code == 200
+    edited = api.respond(api.prompt(instance_id, "amount"), "edit", value=amount)
+    assert edited.status_code == 200, edited.json()
+    return api.instance(instance_id)
+
+
+def approve(client: JsonClient, instance: dict[str, Any], **extra: Any) -> Any:
+    body = {"action": "approve", "bindings_digest": instance["bindings_digest"], **extra}
+    return client.post_json(f"{API}/instances/{instance['id']}/approval/", body)
+
+
+@pytest.fixture
+def as_person(person_client: Callable[[User], JsonClient]) -> Callable[[User], JsonClient]:
+    return person_client
+
+
+@pytest.mark.usefixtures("erin")
+def test_two_of_three_is_ready_only_after_two_distinct_people_approve_the_same_digest(
+    api: Driver, treasury: Group, bob: User, dave: User, as_person: Callable[[User], JsonClient]
+) -> None:
+    register(api, treasury, 2)
+    instance = answered(api)
+    assert instance["status"] == "awaiting_approval"
+    assert instance["receipt"] is None
+    quorum = instance["quorum"]
+    assert quorum["missing"] == 2
+    assert quorum["approvals"] == []
+    assert quorum["requirements"][0]["approvers_group"] == "treasury"
+
+    first = approve(as_person(bob), instance)
+    assert first.status_code == 200, first.json()
+    assert first.json()["status"] == "awaiting_approval"
+    assert first.json()["quorum"]["missing"] == 1
+    again = approve(as_person(bob), instance)
+    assert again.json()["replayed"] is True
+    assert api.instance(instance["id"])["quorum"]["missing"] == 1  # bob counts once
+
+    second = approve(as_person(dave), instance)
+    assert second.status_code == 200
+    ready = api.instance(instance["id"])
+    assert ready["status"] == "ready"
+    assert ready["bindings_digest"] == instance["bindings_digest"]
+    claims = jwt.decode(ready["receipt"], options={"verify_signature": False})
+    assert [a["by"] for a in claims["quorum"]["approvers"]] == ["bob", "dave"]
+    assert {a["bindings_digest"] for a in claims["quorum"]["approvers"]} == {
+        instance["bindings_digest"]
+    }
+    late = approve(as_person(bob), instance)
+    assert late.status_code == 409
+    assert late.json()["error"] == "instance_ready"
+
+
+def test_the_principal_in_the_group_counts_once_however_often_she_approves(
+    api: Driver, treasury: Group, alice: User, bob: User, as_person: Callable[[User], JsonClient]
+) -> None:
+    alice.groups.add(treasury)
+    register(api, treasury, 2)
+    instance = answered(api)
+    assert instance["status"] == "awaiting_approval"
+    assert [a["by"] for a in instance["quorum"]["approvals"]] == ["alice"]
+    assert instance["quorum"]["missing"] == 1
+    twice = approve(api.person, instance)
+    assert twice.status_code == 200 and twice.json()["replayed"] is True
+    assert api.instance(instance["id"])["quorum"]["missing"] == 1
+    assert approve(as_person(bob), instance).status_code == 200
+    assert api.instance(instance["id"])["status"] == "ready"
+
+
+def test_the_principal_outside_the_group_cannot_approve_and_cannot_approve_for_others(
+    api: Driver, treasury: Group, bob: User
+) -> None:
+    register(api, treasury, 1)
+    instance = answered(api)
+    refused = approve(api.person, instance)
+    assert refused.status_code == 403
+    assert refused.json()["error"] == "not_an_approver"
+    on_behalf = approve(api.person, instance, approver="bob")
+    assert on_behalf.status_code == 400  # there is no "on behalf of"
+    assert api.instance(instance["id"])["quorum"]["missing"] == 1
+    assert Approval.objects.count() == 0
+
+
+def test_a_runtime_key_cannot_approve(api: Driver, treasury: Group, bob: User) -> None:
+    register(api, treasury, 1)
+    instance = answered(api)
+    refused = approve(api.runtime, instance)
+    assert refused.status_code == 403
+    assert api.instance(instance["id"])["status"] == "awaiting_approval"
+    assert Approval.objects.count() == 0
+
+
+def test_an_outsider_gets_404(
+    api: Driver, treasury: Group, mallory: User, as_person: Callable[[User], JsonClient]
+) -> None:
+    register(api, treasury, 1)
+    instance = answered(api)
+    assert approve(as_person(mallory), instance).status_code == 404
+    assert as_person(mallory).get(f"{API}/instances/{instance['id']}/approval/").status_code == 404
+
+
+def test_an_edit_resets_the_approvals_and_says_so(
+    api: Driver, treasury: Group, bob: User, dave: User, as_person: Callable[[User], JsonClient]
+) -> None:
+    register(api, treasury, 2)
+    instance = answered(api)
+    assert approve(as_person(bob), instance).status_code == 200
+    # The runtime states a new world for the amount: alice must confirm again, new values.
+    new = api.runtime.post_json(
+        f"{API}/instances/{instance['id']}/beliefs/",
+        {"slot": "amount", "value": 260_000, "source": "tool"},
+    )
+    assert new.status_code == 201, new.json()
+    reopened = api.instance(instance["id"])
+    assert reopened["status"] == "awaiting_user"
+    api.respond(api.prompt(instance["id"], "amount"), "confirm")
+    waiting = api.instance(instance["id"])
+    assert waiting["status"] == "awaiting_approval"
+    assert waiting["bindings_digest"] != instance["bindings_digest"]
+    assert waiting["quorum"]["missing"] == 2
+    assert [a["by"] for a in waiting["quorum"]["reset"]] == ["bob"]
+    assert AuditEvent.objects.filter(kind="approval.reset").exists()
+    stale = approve(as_person(dave), instance)  # the digest dave saw before the edit
+    assert stale.status_code == 409
+    assert stale.json()["error"] == "stale_digest"
+    assert approve(as_person(dave), waiting).status_code == 200
+    assert approve(as_person(bob), waiting).status_code == 200
+    assert api.instance(instance["id"])["status"] == "ready"
+
+
+def test_the_first_rejection_cancels_with_its_reason(
+    api: Driver, treasury: Group, bob: User, dave: User, as_person: Callable[[User], JsonClient]
+) -> None:
+    register(api, treasury, 2)
+    instance = answered(api)
+    assert approve(as_person(bob), instance).status_code == 200
+    url = f"{API}/instances/{instance['id']}/approval/"
+    body = {"action": "reject", "bindings_digest": instance["bindings_digest"]}
+    assert as_person(dave).post_json(url, body).status_code == 400  # a reason is required
+    rejected = as_person(dave).post_json(url, {**body, "reason": "not budgeted"})
+    assert rejected.status_code == 200, rejected.json()
+    after = api.instance(instance["id"])
+    assert after["status"] == "cancelled"
+    assert "dave" in after["status_reason"] and "not budgeted" in after["status_reason"]
+    assert approve(as_person(bob), instance).status_code == 409
+
+
+def test_away_is_marked_by_another_member_and_is_not_an_approval(
+    api: Driver,
+    treasury: Group,
+    bob: User,
+    dave: User,
+    erin: User,
+    as_person: Callable[[User], JsonClient],
+) -> None:
+    register(api, treasury, 2)
+    instance = answered(api)
+    url = f"{API}/instances/{instance['id']}/approval/"
+    body = {"action": "away", "bindings_digest": instance["bindings_digest"], "approver": "erin"}
+    assert api.runtime.post_json(url, body).status_code == 403
+    assert as_person(erin).post_json(url, {**body}).status_code == 400  # not oneself
+    marked = as_person(bob).post_json(url, body)
+    assert marked.status_code == 200, marked.json()
+    quorum = api.instance(instance["id"])["quorum"]
+    assert quorum["missing"] == 2
+    assert quorum["away"][0]["approver"] == "erin" and quorum["away"][0]["marked_by"] == "bob"
+
+
+def test_events_and_emails_go_to_the_group(
+    api: Driver,
+    treasury: Group,
+    bob: User,
+    dave: User,
+    erin: User,
+    as_person: Callable[[User], JsonClient],
+) -> None:
+    register(api, treasury, 2)
+    instance = answered(api)
+    event = WebhookEvent.objects.get(type="instance.awaiting_approval")
+    assert event.payload["data"]["quorum"]["missing"] == 2
+    notes = EmailNotification.objects.filter(instance_id=instance["id"], kind="awaiting_approval")
+    assert sorted(n.recipient.username for n in notes) == ["bob", "dave", "erin"]
+    for email in OutgoingEmail.objects.filter(kind="awaiting_approval"):
+        email_send(email.pk)
+    assert sorted(m.to[0] for m in mail.outbox) == ["bob@x.test", "dave@x.test", "erin@x.test"]
+    assert all("250000" not in m.body and "DE89" not in m.body for m in mail.outbox)
+    assert all(f"/approvals/{instance['id']}/" in m.body for m in mail.outbox)
+    approve(as_person(bob), instance)
+    recorded = WebhookEvent.objects.get(type="instance.approval_recorded")
+    assert recorded.payload["data"]["quorum"]["missing"] == 1
+    assert [a["by"] for a in recorded.payload["data"]["quorum"]["approvals"]] == ["bob"]
