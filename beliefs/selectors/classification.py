@@ -104,7 +104,7 @@ def impact_snapshot(
 
 def pending_requests(task_class: TaskClass | None = None) -> list[RiskChangeRequest]:
     qs = RiskChangeRequest.objects.filter(state=RiskChangeRequest.State.PENDING).select_related(
-        "task_class", "slot", "decision", "requested_by"
+        "task_class", "slot", "decision", "decision__approvers", "requested_by"
     )
     if task_class is not None:
         qs = qs.filter(task_class=task_class)
@@ -133,6 +133,16 @@ def request_change(change_request: RiskChangeRequest) -> Change:
 
 def request_is_current(change_request: RiskChangeRequest, classes: Classes) -> bool:
     """Is the target still as it was when the change was requested?"""
+    if change_request.field in (
+        RiskChangeRequest.Field.APPROVALS_REQUIRED,
+        RiskChangeRequest.Field.APPROVERS,
+    ):  # M-of-N approval (issue 24): the decision's own setting, not a risk
+        decision = change_request.decision
+        assert decision is not None
+        if change_request.field == RiskChangeRequest.Field.APPROVALS_REQUIRED:
+            return bool(decision.approvals_required == change_request.before)
+        group = decision.approvers.name if decision.approvers is not None else None
+        return bool(group == change_request.before)
     change = request_change(change_request)
     current = classes.current(change)
     before = change_request.before

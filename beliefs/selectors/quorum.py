@@ -10,9 +10,8 @@ every requirement whose group they are in, once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -235,9 +234,7 @@ def waiting_for_approver(user: User, now: datetime) -> QuerySet[TaskInstance]:
     their task class's decisions has a group `user` is in, and the round of their current
     bindings has not run out. Newest first. (The page checks each against its action's own
     decisions, `instance_for_approver`.)"""
-    groups = list(user.groups.values_list("id", flat=True))
-    if not groups:
-        return TaskInstance.objects.none()
+    groups = user.groups.values("id")  # a subquery: one query in all
     current = ApprovalRound.objects.filter(
         instance=OuterRef("pk"),
         bindings_digest=OuterRef("bindings_digest"),
@@ -276,21 +273,22 @@ def instance_for_approver(instance_id: Any, user: User) -> TaskInstance | None:
     return None
 
 
-def time_to_quorum(task_class_ids: Iterable[int] | None = None) -> list[dict[str, Any]]:
-    """Per task class: how many rounds reached their quorum and how long they took
-    (median and longest seconds, from the round's start to its last approval needed)."""
-    rounds = ApprovalRound.objects.filter(reached_at__isnull=False).select_related(
-        "instance__task_class"
+def time_to_quorum(limit: int = 2000) -> list[dict[str, Any]]:
+    """Per task class, over its latest `limit` rounds that reached their quorum: how many,
+    and how long from the principal's last answer to the last approval needed (median and
+    longest, in seconds). One query."""
+    rounds = (
+        ApprovalRound.objects.filter(reached_at__isnull=False)
+        .order_by("-reached_at")
+        .values_list(
+            "instance__task_class__key", "instance__task_class__name", "started_at", "reached_at"
+        )[:limit]
     )
-    if task_class_ids is not None:
-        rounds = rounds.filter(instance__task_class_id__in=list(task_class_ids))
     by_class: dict[str, list[float]] = {}
     names: dict[str, str] = {}
-    for r in rounds.order_by("-reached_at")[:2000]:
-        assert r.reached_at is not None
-        key = r.instance.task_class.key
-        names[key] = r.instance.task_class.name
-        by_class.setdefault(key, []).append((r.reached_at - r.started_at).total_seconds())
+    for key, name, started, reached in rounds:
+        names[key] = name
+        by_class.setdefault(key, []).append((reached - started).total_seconds())
     rows = []
     for key in sorted(by_class):
         seconds = sorted(by_class[key])
@@ -299,8 +297,8 @@ def time_to_quorum(task_class_ids: Iterable[int] | None = None) -> list[dict[str
                 "task_class": key,
                 "name": names[key],
                 "reached": len(seconds),
-                "median_seconds": seconds[len(seconds) // 2],
-                "longest_seconds": seconds[-1],
+                "median": timedelta(seconds=seconds[len(seconds) // 2]),
+                "longest": timedelta(seconds=seconds[-1]),
             }
         )
     return rows
