@@ -142,7 +142,7 @@ def request_is_current(change_request: RiskChangeRequest, classes: Classes) -> b
         if change_request.field == RiskChangeRequest.Field.APPROVALS_REQUIRED:
             return bool(decision.approvals_required == change_request.before)
         group = decision.approvers.name if decision.approvers is not None else None
-        return bool(group == change_request.before)
+        return bool(group == (change_request.before or None))  # no group is ""
     change = request_change(change_request)
     current = classes.current(change)
     before = change_request.before

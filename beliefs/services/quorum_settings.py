@@ -168,8 +168,9 @@ def _request(
         task_class=task_class,
         decision=decision,
         field=field,
-        before=before,
-        after=after,
+        # No group is "" here: the columns take JSON, not NULL.
+        before="" if before is None else before,
+        after="" if after is None else after,
         reason=reason,
         requested_by=_require_classifier(actor),
     )
@@ -244,7 +245,8 @@ def decision_set_approvals(
 def request_is_current(change_request: RiskChangeRequest) -> bool:
     """Is the decision still as it was when the change was requested?"""
     assert change_request.decision is not None
-    return bool(_current(change_request.decision, change_request.field) == change_request.before)
+    before = change_request.before if change_request.before != "" else None
+    return bool(_current(change_request.decision, change_request.field) == before)
 
 
 def quorum_request_decide(
@@ -267,7 +269,7 @@ def quorum_request_decide(
             "(four eyes). You may withdraw it instead.",
             code="own_request",
         )
-    if approve and _current(decision, change_request.field) != change_request.before:
+    if approve and not request_is_current(change_request):
         raise Conflict(
             "The decision changed since this was requested, so approving it would apply more "
             "than was asked for. Refuse it; its requester can ask again.",
@@ -310,7 +312,7 @@ def quorum_request_decide(
         task_class,
         decision,
         change_request.field,
-        change_request.after,
+        change_request.after or None,
         change_request.reason,
         actor,
         tightens=False,
@@ -323,7 +325,7 @@ def quorum_request_decide(
     return ChangeResult(
         "applied",
         f"Approved {requester}'s request: "
-        f"{_describe(decision, change_request.field, change_request.after)}. "
+        f"{_describe(decision, change_request.field, change_request.after or None)}. "
         "Instances already ready stay as they are.",
         request=change_request,
     )

@@ -5,22 +5,27 @@ edit resets the approvals, the first rejection cancels, a runtime never approves
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import jwt
 import pytest
+import time_machine
 from django.contrib.auth.models import Group, User
 from django.core import mail
 
 from beliefs.models import (
     Approval,
+    ApprovalRound,
     AuditEvent,
     Decision,
     EmailNotification,
     OutgoingEmail,
+    TaskInstance,
     WebhookEvent,
 )
 from beliefs.services.notify import email_send
+from beliefs.services.sweep import sweep
 from tests.api.conftest import API, Driver
 from tests.conftest import PASSWORD, JsonClient
 
@@ -268,3 +273,86 @@ def test_events_and_emails_go_to_the_group(
     recorded = WebhookEvent.objects.get(type="instance.approval_recorded")
     assert recorded.payload["data"]["quorum"]["missing"] == 1
     assert [a["by"] for a in recorded.payload["data"]["quorum"]["approvals"]] == ["bob"]
+
+
+def test_approvers_still_asked_are_reminded_before_expiry_and_the_instance_expires_after(
+    api: Driver,
+    treasury: Group,
+    bob: User,
+    dave: User,
+    erin: User,
+    as_person: Callable[[User], JsonClient],
+    settings: Any,
+) -> None:
+    register(api, treasury, 2)
+    instance = answered(api)
+    url = f"{API}/instances/{instance['id']}/approval/"
+    assert approve(as_person(bob), instance).status_code == 200
+    away = {"action": "away", "bindings_digest": instance["bindings_digest"], "approver": "erin"}
+    assert as_person(bob).post_json(url, away).status_code == 200
+    round_ = ApprovalRound.objects.get(instance_id=instance["id"])
+    assert round_.expires_at - round_.started_at == settings.CONSOLE_APPROVAL_TTL
+
+    early = round_.expires_at - settings.CONSOLE_EXPIRY_WARNING - timedelta(minutes=1)
+    assert sweep(now=early)["warned"] == 0
+    soon = round_.expires_at - timedelta(minutes=5)
+    assert sweep(now=soon)["warned"] == 1
+    assert sweep(now=soon)["warned"] == 0  # once
+    reminded = EmailNotification.objects.filter(
+        instance_id=instance["id"], kind="approval_expiring"
+    )
+    # bob approved and erin is away: only dave is reminded.
+    assert [n.recipient.username for n in reminded] == ["dave"]
+    assert WebhookEvent.objects.filter(
+        instance_id=instance["id"], type="instance.expiring"
+    ).exists()
+
+    with time_machine.travel(round_.expires_at + timedelta(seconds=1), tick=False):
+        expired = api.instance(instance["id"])  # the read settles the expiry first
+    assert expired["status"] == "expired"
+    assert approve(as_person(dave), instance).status_code == 409
+
+
+def test_the_sweep_expires_an_instance_whose_approvals_ran_out(
+    api: Driver, treasury: Group, bob: User
+) -> None:
+    register(api, treasury, 1)
+    instance = answered(api)
+    round_ = ApprovalRound.objects.get(instance_id=instance["id"])
+    assert sweep(now=round_.expires_at - timedelta(seconds=1))["expired"] == 0
+    assert sweep(now=round_.expires_at)["expired"] == 1
+    assert TaskInstance.objects.get(pk=instance["id"]).status == "expired"
+
+
+def test_an_approval_round_of_earlier_values_does_not_expire_the_current_one(
+    api: Driver, treasury: Group, bob: User
+) -> None:
+    register(api, treasury, 1)
+    instance = answered(api)
+    first = ApprovalRound.objects.get(instance_id=instance["id"])
+    api.runtime.post_json(
+        f"{API}/instances/{instance['id']}/beliefs/",
+        {"slot": "amount", "value": 1, "source": "tool"},
+    )
+    api.respond(api.prompt(instance["id"], "amount"), "confirm")
+    ApprovalRound.objects.filter(pk=first.pk).update(expires_at=first.started_at)
+    assert sweep()["expired"] == 0
+    assert api.instance(instance["id"])["status"] == "awaiting_approval"
+
+
+def test_time_to_quorum_shows_per_task_class_on_insights(
+    api: Driver,
+    treasury: Group,
+    bob: User,
+    carol: User,
+    as_person: Callable[[User], JsonClient],
+    signed_in: Callable[[User], Any],
+) -> None:
+    register(api, treasury, 1)
+    instance = answered(api)
+    round_ = ApprovalRound.objects.get(instance_id=instance["id"])
+    with time_machine.travel(round_.started_at + timedelta(minutes=12, seconds=5), tick=False):
+        assert approve(as_person(bob), instance).status_code == 200
+    page = signed_in(carol).get("/insights/").content.decode()
+    assert 'id="time-to-quorum"' in page
+    assert CLASS in page and "12 min 5 s" in page
