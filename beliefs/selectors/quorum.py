@@ -287,6 +287,7 @@ def time_to_quorum(limit: int = 2000) -> list[dict[str, Any]]:
     by_class: dict[str, list[float]] = {}
     names: dict[str, str] = {}
     for key, name, started, reached in rounds:
+        assert reached is not None  # filtered above
         names[key] = name
         by_class.setdefault(key, []).append((reached - started).total_seconds())
     rows = []

@@ -103,8 +103,8 @@ def instances_expire(*, now: datetime | None = None) -> int:
         .distinct()
     )
     count = 0
-    ids = [*ids, *approvals_overdue(now)]
-    for instance in TaskInstance.objects.filter(pk__in=ids):
+    due = [*ids, *approvals_overdue(now)]
+    for instance in TaskInstance.objects.filter(pk__in=due):
         with transaction.atomic():
             if expire_locked_if_due(lock_instance(instance), now):
                 count += 1

@@ -482,7 +482,9 @@ def email_attempt(email: OutgoingEmail) -> str:
     notes = list(
         email.notifications.select_related("instance__task_class", "recipient").order_by("id")
     )
-    told = [n for n in notes if n.instance.status == _WAITING_STATUS.get(n.kind)]
+    told = [
+        n for n in notes if n.instance.status == _WAITING_STATUS.get(EmailNotification.Kind(n.kind))
+    ]
     if not told or not email_enabled(email.recipient):
         with transaction.atomic():
             finished = outbox.finish(email, done=OutgoingEmail.State.SKIPPED, schedule=())

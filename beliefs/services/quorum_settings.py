@@ -260,6 +260,7 @@ def quorum_request_decide(
 ) -> ChangeResult:
     """A second classifier's approval (or a refusal, or the requester's withdrawal) of a
     lowered approval setting; the caller holds the task class and the pending request."""
+    assert change_request.decision_id is not None  # a quorum request names a decision
     decision = Decision.objects.select_related("approvers").get(pk=change_request.decision_id)
     requester = change_request.requested_by.get_username()
     own = change_request.requested_by_id == user.pk

@@ -50,9 +50,9 @@ def _values(instance: TaskInstance, prompts: list[Prompt]) -> list[Value]:
     values = []
     for item in instance.plan_items or []:
         key = item["slot"]
-        prompt = answered.get(key)
-        if prompt is not None:
-            how = HOW.get(prompt.action, "{who}").format(who=who)
+        answer = answered.get(key)
+        if answer is not None:
+            how = HOW.get(answer.action, "{who}").format(who=who)
         elif item.get("route") == "SURFACED":
             how = f"assumed; {who} could have vetoed it"
         else:
@@ -63,7 +63,7 @@ def _values(instance: TaskInstance, prompts: list[Prompt]) -> list[Value]:
                 label=item.get("label") or key,
                 text=plain_text(item.get("value"), compact=True),
                 how=how,
-                edited=prompt is not None and prompt.action == "edit",
+                edited=answer is not None and answer.action == "edit",
             )
         )
     return values

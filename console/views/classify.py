@@ -10,7 +10,7 @@ works without JavaScript.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from django import forms
@@ -34,6 +34,7 @@ from beliefs.services.classification import (
     risk_change_request_approve,
     risk_change_request_refuse,
 )
+from beliefs.services.quorum_settings import ChangeResult as QuorumChangeResult
 from beliefs.services.quorum_settings import decision_set_approvals
 from console.forms.classify import DecisionForm, RequestDecisionForm, SlotForm
 from console.http import AuthedHttpRequest, role_required
@@ -91,7 +92,9 @@ def _attach(form: forms.Form, exc: ServiceError) -> None:
         form.add_error(None, exc.detail)
 
 
-def _announce(request: AuthedHttpRequest, results: list[ChangeResult]) -> None:
+def _announce(
+    request: AuthedHttpRequest, results: Sequence[ChangeResult | QuorumChangeResult]
+) -> None:
     for result in results:
         if result.outcome == "requested":
             messages.warning(request, result.message)
