@@ -356,3 +356,77 @@ def test_time_to_quorum_shows_per_task_class_on_insights(
     page = signed_in(carol).get("/insights/").content.decode()
     assert 'id="time-to-quorum"' in page
     assert CLASS in page and "12 min 5 s" in page
+
+
+@pytest.mark.parametrize("principal_in_group", [False, True])
+@pytest.mark.parametrize("required", [1, 2, 3])
+@pytest.mark.parametrize("approving", [0, 1, 2, 3])
+def test_it_is_ready_exactly_when_enough_distinct_members_approved(
+    api: Driver,
+    treasury: Group,
+    alice: User,
+    bob: User,
+    dave: User,
+    erin: User,
+    as_person: Callable[[User], JsonClient],
+    principal_in_group: bool,
+    required: int,
+    approving: int,
+) -> None:
+    """Every combination: the principal in the group or not, k, and how many other members
+    approve (each twice): ready iff the distinct approvals reach k, never before."""
+    if principal_in_group:
+        alice.groups.add(treasury)
+    register(api, treasury, required)
+    instance = answered(api)
+    counted = int(principal_in_group)
+    assert instance["status"] == ("ready" if counted >= required else "awaiting_approval")
+    for member in [bob, dave, erin][:approving]:
+        was_ready = counted >= required
+        first = approve(as_person(member), instance)
+        assert first.status_code == (409 if was_ready else 200), first.json()
+        counted += 0 if was_ready else 1
+        twice = approve(as_person(member), instance)  # the same person again counts once
+        if counted >= required:
+            assert twice.status_code == 409
+        else:
+            assert twice.status_code == 200 and twice.json()["replayed"] is True
+    after = api.instance(instance["id"])
+    assert after["status"] == ("ready" if counted >= required else "awaiting_approval")
+    distinct = Approval.objects.filter(instance_id=instance["id"]).values("approver").distinct()
+    assert distinct.count() == Approval.objects.filter(instance_id=instance["id"]).count()
+    if after["status"] == "awaiting_approval":
+        assert after["quorum"]["missing"] == required - counted
+
+
+def test_a_veto_by_the_principal_while_approvers_wait_resets_their_approvals(
+    api: Driver, treasury: Group, bob: User, as_person: Callable[[User], JsonClient]
+) -> None:
+    api.register(
+        CLASS,
+        slots=[{"key": "iban"}, {"key": "memo"}],
+        decisions=[{"key": "send_transfer", "slots": ["iban"]}],
+        risks={"iban": "irreversible", "memo": "reversible"},
+        decision_risks={"send_transfer": "irreversible"},
+    )
+    Decision.objects.filter(key="send_transfer").update(approvals_required=2, approvers=treasury)
+    instance_id = api.open(
+        CLASS,
+        beliefs=[
+            {"slot": "iban", "value": "DE89", "source": "tool"},
+            {"slot": "memo", "value": "rent", "source": "tool"},
+        ],
+    )
+    api.plan(instance_id)
+    api.respond(api.prompt(instance_id, "iban"), "confirm")
+    waiting = api.instance(instance_id)
+    assert waiting["status"] == "awaiting_approval"
+    assert approve(as_person(bob), waiting).status_code == 200
+    vetoed = api.respond(api.prompt(instance_id, "memo"), "veto", reason="wrong memo")
+    assert vetoed.status_code == 200, vetoed.json()
+    assert api.instance(instance_id)["status"] == "awaiting_user"
+    api.respond(api.prompt(instance_id, "memo"), "answer", value="deposit")
+    again = api.instance(instance_id)
+    assert again["status"] == "awaiting_approval"
+    assert again["quorum"]["missing"] == 2
+    assert [a["by"] for a in again["quorum"]["reset"]] == ["bob"]

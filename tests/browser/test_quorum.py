@@ -13,6 +13,7 @@ from playwright.sync_api import Page, expect
 
 from beliefs import services
 from beliefs.models import Decision, Prompt, PromptState, TaskInstance
+from tests.browser.test_enduser import assert_accessible
 from tests.builders import classify, open_instance, register_task_class
 from tests.conftest import PASSWORD
 
@@ -96,6 +97,7 @@ def test_an_approver_walks_through_the_inbox_and_two_approvals_make_it_ready(
     expect(page.locator("#approval-missing")).to_have_text("2 approvals missing")
     width_now = page.evaluate("document.documentElement.scrollWidth")
     assert width_now <= width, f"the approval page scrolls sideways: {width_now}px"
+    assert_accessible(page)
     screenshot(f"quorum-approve-{width}")
     page.get_by_role("button", name="Approve these values").click()
     expect(page.locator(".messages")).to_contain_text("Approved")
