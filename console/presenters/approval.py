@@ -90,12 +90,13 @@ def approval_context(instance: TaskInstance, user: User) -> dict[str, Any]:
     waiting = instance.status == InstanceStatus.AWAITING_APPROVAL
     mine = user.pk in quorum.approvers
     sentences: list[Sentence] = restatement(instance, decisions)
+    members = _members(quorum, user)
     return {
         "instance": instance,
         "sentences": sentences,
         "values": _values(instance, prompts),
         "quorum": quorum,
-        "members": _members(quorum, user),
+        "members": members,
         "waiting": waiting,
         "can_act": waiting and mine and not quorum.approved_by(user.pk),
         "approved_by_you": quorum.approved_by(user.pk),

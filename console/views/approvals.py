@@ -38,6 +38,8 @@ DONE = {
     "away": "Marked away: they are no longer asked. It is not an approval.",
 }
 
+REPLAYED = "You had already approved these values: it counts once."
+
 
 @require_POST
 def approval_act(request: AuthedHttpRequest, instance_id: UUID) -> HttpResponse:
@@ -52,8 +54,7 @@ def approval_act(request: AuthedHttpRequest, instance_id: UUID) -> HttpResponse:
                 instance_id=instance.pk, user=request.user, bindings_digest=digest
             )
             if result.replayed:
-                DONE_NOW = "You had already approved these values: it counts once."  # noqa: N806
-                messages.info(request, DONE_NOW)
+                messages.info(request, REPLAYED)
             else:
                 messages.success(request, DONE["approve"])
         elif action == "reject":

@@ -430,3 +430,32 @@ def test_a_veto_by_the_principal_while_approvers_wait_resets_their_approvals(
     assert again["status"] == "awaiting_approval"
     assert again["quorum"]["missing"] == 2
     assert [a["by"] for a in again["quorum"]["reset"]] == ["bob"]
+
+
+def test_the_pages_say_where_the_approvals_stand_and_outsiders_get_404(
+    api: Driver,
+    treasury: Group,
+    alice: User,
+    bob: User,
+    dave: User,
+    mallory: User,
+    as_person: Callable[[User], JsonClient],
+    signed_in: Callable[[User], Any],
+) -> None:
+    register(api, treasury, 2)
+    instance = answered(api)
+    approve(as_person(bob), instance)
+    own = signed_in(alice).get(f"/instances/{instance['id']}/").content.decode()
+    assert "waiting for the approvers" in own and "1 approval missing" in own and "bob" in own
+    status = signed_in(alice).get(f"/approvals/{instance['id']}/")
+    assert status.status_code == 200
+    assert "Approve these values" not in status.content.decode()  # not one of the approvers
+    inbox = signed_in(dave).get("/").content.decode()
+    assert f"approval-link-{instance['id']}" in inbox
+    assert f"approval-link-{instance['id']}" not in signed_in(bob).get("/").content.decode()
+    assert signed_in(mallory).get(f"/approvals/{instance['id']}/").status_code == 404
+    stale = signed_in(dave).post(
+        f"/approvals/{instance['id']}/act/", {"action": "approve", "bindings_digest": "0" * 64}
+    )
+    assert stale.status_code == 409
+    assert "the values changed since you saw them" in stale.content.decode()
