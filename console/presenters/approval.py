@@ -103,8 +103,6 @@ def approval_context(instance: TaskInstance, user: User) -> dict[str, Any]:
         "is_principal": instance.principal_id == user.pk,
         "is_approver": mine,
         "away_choices": [
-            m
-            for m in _members(quorum, user)
-            if not m.is_you and not m.approved and not m.away_marked_by
+            m for m in members if not m.is_you and not m.approved and not m.away_marked_by
         ],
     }
