@@ -341,12 +341,17 @@ class CancelIn(StrictSerializer):
     )
 
 
+# The actions on a prompt, and an approver's: two enums named apart in the OpenAPI schema.
+PROMPT_ACTIONS = [a.value for a in Action]
+APPROVAL_ACTIONS = ["approve", "reject", "away"]
+
+
 class ApprovalIn(StrictSerializer):
     """M-of-N approval: an approver's approve, reject or mark-away, for the exact bindings
     they saw. There is no "on behalf of": a person approves only for themself."""
 
     action = serializers.ChoiceField(
-        choices=["approve", "reject", "away"],
+        choices=APPROVAL_ACTIONS,
         error_messages=dict.fromkeys(
             ("invalid_choice", "required", "null"), "one of approve, reject, away"
         ),

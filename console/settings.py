@@ -263,6 +263,8 @@ SPECTACULAR_SETTINGS = {
         "InstanceStatusEnum": "beliefs.api.serializers.INSTANCE_STATUSES",
         "BeliefStatusEnum": "beliefs.api.serializers.BELIEF_STATUSES",
         "RiskClassEnum": "beliefs.schemas.RISKS",
+        "ActionEnum": "beliefs.schemas.PROMPT_ACTIONS",
+        "ApprovalActionEnum": "beliefs.schemas.APPROVAL_ACTIONS",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
