@@ -98,7 +98,9 @@ def impact_snapshot(
             belief, carried = chosen[instance.pk].get(slot.pk, (None, False))
             # The very facts `slot_states` gives routing for the same belief.
             runs.append(SlotRun(instance.pk, slot.key, belief_facts(belief, carried)))
-    planned = sum(1 for i in instances if i.status == InstanceStatus.AWAITING_USER)
+    # The ones an upgrade re-plans now (`instances_replan_for_task_class`).
+    replanned = (InstanceStatus.AWAITING_USER, InstanceStatus.AWAITING_APPROVAL)
+    planned = sum(1 for i in instances if i.status in replanned)
     return Snapshot(classes, len(instances), planned, tuple(runs))
 
 
