@@ -35,6 +35,7 @@ from beliefs.selectors.instances import (
     task_class_with_slots,
 )
 from beliefs.selectors.quorum import (
+    approvals_asked_of,
     instance_for_approver,
     quorum_of,
     quorum_payload,
@@ -43,6 +44,7 @@ from beliefs.selectors.quorum import (
 )
 
 __all__ = [
+    "approvals_asked_of",
     "instance_for_approver",
     "quorum_of",
     "quorum_payload",

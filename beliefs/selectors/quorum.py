@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db.models import Exists, F, OuterRef, QuerySet, Subquery
+from django.db.models import Exists, F, OuterRef, Prefetch, QuerySet, Subquery
 
 from beliefs.models import (
     Approval,
@@ -254,6 +254,25 @@ def waiting_for_approver(user: User, now: datetime) -> QuerySet[TaskInstance]:
         .select_related("task_class", "principal")
         .order_by("-updated_at")
     )
+
+
+def approvals_asked_of(user: User, now: datetime, limit: int) -> list[TaskInstance]:
+    """`waiting_for_approver`'s first `limit` instances whose own action has a decision
+    `user` approves (its slots among the action's): what the inbox lists. One query, and two
+    more (the decisions at stake, the approved decisions with their slots) only when any
+    instance is a candidate."""
+    at_stake = Prefetch("task_class__decisions", queryset=Decision.objects.order_by("id"))
+    candidates = list(waiting_for_approver(user, now).prefetch_related(at_stake)[: limit * 2])
+    if not candidates:
+        return []
+    decisions = Decision.objects.filter(
+        task_class__in={i.task_class_id for i in candidates},
+        approvers__in=user.groups.values("id"),
+    ).prefetch_related("slots")
+    fed: dict[int, set[str]] = {}
+    for decision in decisions:
+        fed.setdefault(decision.task_class_id, set()).update(s.key for s in decision.slots.all())
+    return [i for i in candidates if fed.get(i.task_class_id, set()) & set(i.action_slots)][:limit]
 
 
 def instance_for_approver(instance_id: Any, user: User) -> TaskInstance | None:

@@ -124,11 +124,7 @@ def _inbox_context(request: AuthedHttpRequest) -> dict[str, Any]:
         "has_next": len(rows) > INBOX_PAGE_SIZE,
         "past_the_end": page > 1 and not rows,
         # M-of-N approval (issue 24): what waits for this person's approval (first page only).
-        "approvals": list(
-            selectors.waiting_for_approver(request.user, now).prefetch_related(decisions)[
-                :INBOX_PAGE_SIZE
-            ]
-        )
+        "approvals": selectors.approvals_asked_of(request.user, now, INBOX_PAGE_SIZE)
         if page == 1
         else [],
     }
