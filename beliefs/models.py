@@ -172,6 +172,15 @@ class Decision(TaskClassPart):
     # An action this decision is part of is ready only once its person signed the bindings
     # with a passkey (issue 23). Turning it off waits for a second classifier.
     requires_signature = models.BooleanField(default=False, db_default=False)
+    # --- M-of-N approval (issue 24, services/quorum.py) ---
+    # With an approvers group, an action of this decision is ready only once this many
+    # members of the group approved its exact bindings (the principal's answers count as one
+    # when the principal is a member). Without a group: the principal alone, as always.
+    approvals_required = models.PositiveSmallIntegerField(default=1, db_default=1)
+    approvers = models.ForeignKey(
+        "auth.Group", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    # --- end M-of-N approval ---
 
     class Meta(TaskClassPart.Meta):
         ordering = ["task_class_id", "id"]
@@ -183,6 +192,8 @@ class InstanceStatus(models.TextChoices):
     # Every blocking prompt is answered; a decision requires the person's passkey signature of
     # exactly these bindings before they are final (`services.passkeys`).
     AWAITING_SIGNATURE = "awaiting_signature"
+    # Every blocking prompt is answered; approvers of the group still have to approve.
+    AWAITING_APPROVAL = "awaiting_approval"
     READY = "ready"
     CANCELLED = "cancelled"
     EXPIRED = "expired"
@@ -190,7 +201,9 @@ class InstanceStatus(models.TextChoices):
     @classmethod
     def open(cls) -> frozenset[InstanceStatus]:
         """The statuses in which an instance may still change."""
-        return frozenset({cls.OPEN, cls.AWAITING_USER, cls.AWAITING_SIGNATURE})
+        return frozenset(
+            {cls.OPEN, cls.AWAITING_USER, cls.AWAITING_APPROVAL, cls.AWAITING_SIGNATURE}
+        )
 
     @classmethod
     def planned_open(cls) -> frozenset[InstanceStatus]:
@@ -318,10 +331,12 @@ class TaskInstance(models.Model):
 
     @property
     def accepts_veto(self) -> bool:
-        """An assumption may be vetoed while the instance waits and after it is ready (which
-        reopens it); a cancelled or expired instance takes nothing."""
+        """An assumption may be vetoed while the instance waits (for its person, its approvers
+        or its signature) and after it is ready (which reopens it); a cancelled or expired
+        instance takes nothing."""
         return self.status in (
             InstanceStatus.AWAITING_USER,
+            InstanceStatus.AWAITING_APPROVAL,
             InstanceStatus.AWAITING_SIGNATURE,
             InstanceStatus.READY,
         )
@@ -597,6 +612,9 @@ class RiskChangeRequest(models.Model):
         MONOTONIC = "monotonic"
         SCOPE_ORDER = "scope_order"
         REQUIRES_SIGNATURE = "requires_signature"  # a decision's; turning it off waits
+        # M-of-N approval (issue 24): fewer approvals, or another or no approvers group.
+        APPROVALS_REQUIRED = "approvals_required"
+        APPROVERS = "approvers"
 
     task_class = models.ForeignKey(TaskClass, on_delete=models.CASCADE, related_name="+")
     slot = models.ForeignKey(Slot, on_delete=models.CASCADE, null=True, blank=True)
@@ -867,6 +885,9 @@ class EmailNotification(models.Model):
         AWAITING_USER = "awaiting_user"
         AWAITING_SIGNATURE = "awaiting_signature"
         EXPIRING = "expiring"
+        # To each member of a decision's approvers group (services/quorum.py).
+        AWAITING_APPROVAL = "awaiting_approval"
+        APPROVAL_EXPIRING = "approval_expiring"
 
     class State(models.TextChoices):
         PENDING = "pending"
@@ -896,7 +917,10 @@ class EmailNotification(models.Model):
     class Meta:
         ordering = ["-created_at"]
         constraints = [
-            models.UniqueConstraint(fields=["instance", "kind"], name="email_once_per_state"),
+            # Per recipient: an approval request tells every member of the group.
+            models.UniqueConstraint(
+                fields=["instance", "kind", "recipient"], name="email_once_per_state_and_person"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -1036,3 +1060,90 @@ class SignatureAttempt(models.Model):
 
 
 # --- end passkeys ---------------------------------------------------------------------------------
+
+
+# --- M-of-N approval (issue 24, services/quorum.py) ----------------------------------------
+
+
+class ApprovalRound(models.Model):
+    """An instance waiting for its approvers, for one `bindings_digest`: started when the
+    principal's answers settle into `awaiting_approval`, reached when the last approval needed
+    arrives. A change of the bindings starts a new round: the approvals of the earlier one are
+    for other values and no longer count."""
+
+    instance = models.ForeignKey(
+        TaskInstance, on_delete=models.CASCADE, related_name="approval_rounds"
+    )
+    bindings_digest = models.CharField(max_length=64)
+    started_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    reached_at = models.DateTimeField(null=True, blank=True)
+    # The reminder before expiry, once per round.
+    warned_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["instance_id", "started_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["instance", "bindings_digest"], name="approval_round_once_per_digest"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"approval round of {self.instance_id} for {self.bindings_digest[:12]}"
+
+
+class Approval(models.Model):
+    """One person's approval of one instance's exact bindings. The unique constraint on
+    (instance, digest, person) is what keeps anyone from counting twice, however they race."""
+
+    class Via(models.TextChoices):
+        ANSWERS = "answers"  # the principal's own answers, the principal being an approver
+        APPROVE = "approve"  # an approver's Approve
+
+    instance = models.ForeignKey(TaskInstance, on_delete=models.CASCADE, related_name="approvals")
+    round = models.ForeignKey(ApprovalRound, on_delete=models.CASCADE, related_name="approvals")
+    bindings_digest = models.CharField(max_length=64)
+    approver = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="approvals"
+    )
+    via = models.CharField(max_length=10, choices=Via)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["instance", "bindings_digest", "approver"],
+                name="approval_once_per_person_and_digest",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"approval of {self.instance_id} by {self.approver_id}"
+
+
+class ApproverAway(models.Model):
+    """Another member of the group marked this approver away for this instance: they are no
+    longer asked or reminded. It approves nothing and lowers no count."""
+
+    instance = models.ForeignKey(
+        TaskInstance, on_delete=models.CASCADE, related_name="approvers_away"
+    )
+    approver = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    marked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    reason = models.TextField(blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["instance", "approver"], name="approver_away_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.approver_id} away for {self.instance_id}"

@@ -341,6 +341,44 @@ class CancelIn(StrictSerializer):
     )
 
 
+# The actions on a prompt, and an approver's: two enums named apart in the OpenAPI schema.
+PROMPT_ACTIONS = [a.value for a in Action]
+APPROVAL_ACTIONS = ["approve", "reject", "away"]
+
+
+class ApprovalIn(StrictSerializer):
+    """M-of-N approval: an approver's approve, reject or mark-away, for the exact bindings
+    they saw. There is no "on behalf of": a person approves only for themself."""
+
+    action = serializers.ChoiceField(
+        choices=APPROVAL_ACTIONS,
+        error_messages=dict.fromkeys(
+            ("invalid_choice", "required", "null"), "one of approve, reject, away"
+        ),
+    )
+    bindings_digest = TextField(
+        max_length=64, help_text="the bindings_digest of the values you saw and approve"
+    )
+    reason = TextField(
+        max_length=MAX_TEXT_LENGTH,
+        allow_blank=True,
+        required=False,
+        help_text="required for reject; optional for away",
+    )
+    approver = TextField(
+        max_length=MAX_LABEL_LENGTH,
+        required=False,
+        help_text="for away: the username of the member you mark away",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs.get("approver") and attrs["action"] != "away":
+            raise serializers.ValidationError(
+                {"approver": "only for away: a person approves or rejects only for themself"}
+            )
+        return attrs
+
+
 class RedeemIn(StrictSerializer):
     receipt = TextField(max_length=16384, help_text="the compact JWS, as the instance read gave it")
     bindings_digest = TextField(

@@ -208,6 +208,8 @@ def inbox_version(context: dict[str, Any], user_id: int) -> Version:
     ]
     recent = [[str(i.pk), i.status] for i in context["recent"]]
     facts = [context["page"], context["has_next"], context["past_the_end"]]
+    # M-of-N approval: the approvals asked of this person are part of the page.
+    facts.append([[str(i.pk), i.updated_at] for i in context.get("approvals", [])])
     expiries = [i.next_expiry for i in context["waiting"] if i.next_expiry is not None]
     latest = TaskInstance.objects.filter(principal_id=user_id).aggregate(
         instances=Max("updated_at"), prompts=Max("prompts__updated_at")

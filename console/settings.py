@@ -275,6 +275,8 @@ SPECTACULAR_SETTINGS = {
         "InstanceStatusEnum": "beliefs.api.serializers.INSTANCE_STATUSES",
         "BeliefStatusEnum": "beliefs.api.serializers.BELIEF_STATUSES",
         "RiskClassEnum": "beliefs.schemas.RISKS",
+        "ActionEnum": "beliefs.schemas.PROMPT_ACTIONS",
+        "ApprovalActionEnum": "beliefs.schemas.APPROVAL_ACTIONS",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
@@ -323,6 +325,10 @@ LOGGING = {
 # --- Product settings -------------------------------------------------------------------------
 # How long a blocking prompt may wait before its instance expires.
 CONSOLE_PROMPT_TTL = timedelta(seconds=env_int("CONSOLE_PROMPT_TTL_SECONDS", 24 * 3600))
+# M-of-N approval: how long a decision's approvers have once the principal has answered.
+CONSOLE_APPROVAL_TTL = timedelta(
+    seconds=env_int("CONSOLE_APPROVAL_TTL_SECONDS", int(CONSOLE_PROMPT_TTL.total_seconds()))
+)
 # Anti-fatigue: the confirm button of an irreversible prompt enables only after this delay.
 CONSOLE_CONFIRM_DELAY_MS = env_int("CONSOLE_CONFIRM_DELAY_MS", 1000)
 # The largest JSON body the API reads (a proposal carries its whole graph).

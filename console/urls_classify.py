@@ -34,6 +34,11 @@ urlpatterns: list[URLPattern | URLResolver] = [
         name="classify-decision-signature",
     ),
     path(
+        "<str:key>/decisions/<int:decision_id>/approvals/",
+        classify.decision_approvals_save,
+        name="classify-decision-approvals",
+    ),
+    path(
         "<str:key>/requests/<int:request_id>/",
         classify.request_decide,
         name="classify-request",

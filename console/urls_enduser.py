@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, include, path
 
-from console.views import enduser, live, passkeys
+from console.views import approvals, enduser, live, passkeys
 
 # An instance's page and what its forms post to.
 instance_patterns: list[URLPattern | URLResolver] = [
@@ -18,4 +18,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("", enduser.inbox, name="inbox"),
     path("inbox/rows/", live.inbox_rows, name="inbox-rows"),
     path("instances/<uuid:instance_id>/", include(instance_patterns)),
+    # M-of-N approval (issue 24): an approver's page of one action.
+    path("approvals/<uuid:instance_id>/", approvals.approval_detail, name="approval"),
+    path("approvals/<uuid:instance_id>/act/", approvals.approval_act, name="approval-act"),
 ]

@@ -228,6 +228,11 @@ class InstanceOut(serializers.Serializer):
     )
     plan = PlanItemOut(many=True)
     prompts = PromptOut(many=True)
+    quorum = ObjectField(
+        allow_null=True,
+        help_text="while awaiting_approval: who approved these exact bindings, how many are "
+        "missing per decision, who is marked away, approvals an edit reset, and when it expires",
+    )
     planned_at = serializers.DateTimeField(allow_null=True)
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
@@ -285,6 +290,18 @@ class RespondOut(serializers.Serializer):
     instance = InstanceOut()
     replayed = serializers.BooleanField(
         help_text="true when this repeats an answer already taken: nothing new was written"
+    )
+
+
+class ApprovalOut(serializers.Serializer):
+    instance = serializers.UUIDField()
+    status = serializers.ChoiceField(choices=INSTANCE_STATUSES)
+    status_reason = serializers.CharField(allow_null=True)
+    bindings = ObjectField(allow_null=True, help_text="the values to approve")
+    bindings_digest = serializers.CharField(allow_null=True)
+    quorum = ObjectField(allow_null=True)
+    replayed = serializers.BooleanField(
+        help_text="true when you had already approved these bindings: counted once"
     )
 
 

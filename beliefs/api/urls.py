@@ -38,6 +38,7 @@ task_class_and_instance_patterns = [
     api_path("instances/<uuid:instance_id>/world/", views.WorldApi, "api-world"),
     api_path("instances/<uuid:instance_id>/plan/", views.PlanApi, "api-plan"),
     api_path("instances/<uuid:instance_id>/cancel/", views.CancelApi, "api-cancel"),
+    api_path("instances/<uuid:instance_id>/approval/", views.ApprovalApi, "api-approval"),
 ]
 receipt_patterns = [
     api_path("receipts/redeem/", views.ReceiptRedeemApi, "api-receipt-redeem"),

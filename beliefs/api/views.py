@@ -495,6 +495,75 @@ class RespondApi(APIView):
         )
 
 
+# --- M-of-N approval (issue 24) -------------------------------------------------------------
+
+
+def _approval_body(instance: TaskInstance, replayed: bool = False) -> dict[str, Any]:
+    return {
+        "instance": str(instance.pk),
+        "status": instance.status,
+        "status_reason": instance.status_reason or None,
+        "bindings": instance.bindings,
+        "bindings_digest": instance.bindings_digest or None,
+        "quorum": selectors.quorum_payload(instance),
+        "replayed": replayed,
+    }
+
+
+class ApprovalApi(APIView):
+    permission_classes = [IsPerson]
+
+    @extend_schema(
+        responses={200: s.ApprovalOut, **errors(404)},
+        summary="An action waiting for your approval (its approvers and its principal)",
+    )
+    def get(self, request: Request, instance_id: UUID) -> Response:
+        instance = selectors.instance_for_approver(instance_id, person(request))
+        if instance is None:
+            raise NotFound("No such instance.")
+        return Response(_approval_body(instance))
+
+    @write_schema(
+        schemas.ApprovalIn,
+        s.ApprovalOut,
+        summary="Approve, reject or mark another approver away (approvers only)",
+        description=(
+            "For the exact `bindings_digest` you saw (409 `stale_digest` after an edit). "
+            "Approving again counts once (`replayed`). The first rejection cancels the "
+            "instance with its reason. Marking another member away stops asking them; it is "
+            "not an approval. A runtime key never may (403); someone not among the approvers "
+            "gets 403 `not_an_approver`, an outsider 404."
+        ),
+    )
+    def post(self, request: Request, instance_id: UUID) -> Response:
+        data = validated(schemas.ApprovalIn, request.data)
+        user = person(request)
+        digest = data["bindings_digest"]
+        if data["action"] == "approve":
+            result = services.instance_approve(
+                instance_id=instance_id, user=user, bindings_digest=digest
+            )
+            return Response(_approval_body(result.instance, result.replayed))
+        if data["action"] == "reject":
+            instance = services.instance_reject_approval(
+                instance_id=instance_id,
+                user=user,
+                bindings_digest=digest,
+                reason=data.get("reason"),
+            )
+            return Response(_approval_body(instance))
+        services.approver_mark_away(
+            instance_id=instance_id,
+            user=user,
+            approver=data.get("approver"),
+            bindings_digest=digest,
+            reason=data.get("reason") or "",
+        )
+        found = selectors.instance_for_approver(instance_id, user)
+        assert found is not None  # the service found it just now
+        return Response(_approval_body(found))
+
+
 # --- receipts ------------------------------------------------------------------------------
 
 

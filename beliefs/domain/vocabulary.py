@@ -58,11 +58,16 @@ class AuditKind(StrEnum):
     """Every kind of audit event, `<what>.<happened>`: the activity page filters by these and
     by their families (`instance.*`)."""
 
+    APPROVAL_APPROVED = "approval.approved"
+    APPROVAL_AWAY_MARKED = "approval.away_marked"
+    APPROVAL_REJECTED = "approval.rejected"
+    APPROVAL_RESET = "approval.reset"
     BELIEF_RECORDED = "belief.recorded"
     CLASSIFICATION_CHANGE_APPROVED = "classification.change_approved"
     CLASSIFICATION_CHANGE_REFUSED = "classification.change_refused"
     CLASSIFICATION_CHANGE_REQUESTED = "classification.change_requested"
     CLASSIFICATION_DECISION_REQUIRES_SIGNATURE = "classification.decision_requires_signature"
+    CLASSIFICATION_DECISION_APPROVALS = "classification.decision_approvals"
     CLASSIFICATION_DECISION_RISK = "classification.decision_risk"
     CLASSIFICATION_DECISION_SLOTS = "classification.decision_slots"
     CLASSIFICATION_SLOT_MONOTONIC = "classification.slot_monotonic"

@@ -23,6 +23,10 @@ INSTANCE_READY = "instance.ready"
 INSTANCE_CANCELLED = "instance.cancelled"
 INSTANCE_EXPIRED = "instance.expired"
 INSTANCE_EXPIRING = "instance.expiring"
+# M-of-N approval (issue 24): the principal has answered and the group's approvals are due;
+# one more approval arrived and some are still missing.
+INSTANCE_AWAITING_APPROVAL = "instance.awaiting_approval"
+INSTANCE_APPROVAL_RECORDED = "instance.approval_recorded"
 BELIEF_VETOED = "belief.vetoed"
 WEBHOOK_TEST = "webhook.test"
 EVENT_TYPES: tuple[str, ...] = (
@@ -33,6 +37,8 @@ EVENT_TYPES: tuple[str, ...] = (
     INSTANCE_EXPIRED,
     INSTANCE_EXPIRING,
     BELIEF_VETOED,
+    INSTANCE_AWAITING_APPROVAL,
+    INSTANCE_APPROVAL_RECORDED,
 )
 
 # Seconds to wait before each retry after a failed attempt: 12 retries, 13 attempts, spread

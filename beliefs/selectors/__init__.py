@@ -35,9 +35,23 @@ from beliefs.selectors.instances import (
     task_class_with_slots,
 )
 from beliefs.selectors.passkeys import person_passkeys_for_runtime
+from beliefs.selectors.quorum import (
+    approvals_asked_of,
+    instance_for_approver,
+    quorum_of,
+    quorum_payload,
+    time_to_quorum,
+    waiting_for_approver,
+)
 
 __all__ = [
+    "approvals_asked_of",
+    "instance_for_approver",
     "person_passkeys_for_runtime",
+    "quorum_of",
+    "quorum_payload",
+    "time_to_quorum",
+    "waiting_for_approver",
     "Owner",
     "SlotState",
     "belief_body",

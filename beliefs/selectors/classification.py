@@ -98,13 +98,14 @@ def impact_snapshot(
             belief, carried = chosen[instance.pk].get(slot.pk, (None, False))
             # The very facts `slot_states` gives routing for the same belief.
             runs.append(SlotRun(instance.pk, slot.key, belief_facts(belief, carried)))
+    # The ones an upgrade re-plans now (`instances_replan_for_task_class`).
     planned = sum(1 for i in instances if i.status in InstanceStatus.planned_open())
     return Snapshot(classes, len(instances), planned, tuple(runs))
 
 
 def pending_requests(task_class: TaskClass | None = None) -> list[RiskChangeRequest]:
     qs = RiskChangeRequest.objects.filter(state=RiskChangeRequest.State.PENDING).select_related(
-        "task_class", "slot", "decision", "requested_by"
+        "task_class", "slot", "decision", "decision__approvers", "requested_by"
     )
     if task_class is not None:
         qs = qs.filter(task_class=task_class)
@@ -136,6 +137,16 @@ def request_is_current(change_request: RiskChangeRequest, classes: Classes) -> b
     if change_request.field == RiskChangeRequest.Field.REQUIRES_SIGNATURE:  # (issue 23)
         assert change_request.decision is not None
         return bool(change_request.decision.requires_signature == change_request.before)
+    if change_request.field in (
+        RiskChangeRequest.Field.APPROVALS_REQUIRED,
+        RiskChangeRequest.Field.APPROVERS,
+    ):  # M-of-N approval (issue 24): the decision's own setting, not a risk
+        decision = change_request.decision
+        assert decision is not None
+        if change_request.field == RiskChangeRequest.Field.APPROVALS_REQUIRED:
+            return bool(decision.approvals_required == change_request.before)
+        group = decision.approvers.name if decision.approvers is not None else None
+        return bool(group == (change_request.before or None))  # no group is ""
     change = request_change(change_request)
     current = classes.current(change)
     before = change_request.before

@@ -39,6 +39,7 @@ from beliefs.selectors.beliefs import (
     with_light_instance,
 )
 from beliefs.selectors.passkeys import instance_signature
+from beliefs.selectors.quorum import approval_due, quorum_payload
 
 
 def _instances() -> QuerySet[TaskInstance]:
@@ -296,6 +297,7 @@ def instance_body(
     created_at: datetime,
     updated_at: datetime,
     signature: dict[str, Any] | None = None,
+    quorum: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """An instance as the API shows it, from plain values: the one builder of that body, fed by
     models (`instance_payload`) or by the instance read's rows. `task_class` is its class's
@@ -321,6 +323,8 @@ def instance_body(
         "signature": signature,
         "plan": plan,
         "prompts": prompts,
+        # M-of-N approval: while it awaits approval, who approved and how many are missing.
+        "quorum": quorum,
         "planned_at": _iso(planned_at),
         "created_at": created_at.isoformat(),
         "updated_at": updated_at.isoformat(),
@@ -349,6 +353,7 @@ def instance_payload(instance: TaskInstance) -> dict[str, Any]:
         created_at=instance.created_at,
         updated_at=instance.updated_at,
         signature=instance_signature(instance.pk, instance.signature_due_at is not None),
+        quorum=quorum_payload(instance),
     )
 
 
@@ -543,7 +548,12 @@ def instance_read(
     )
     if status == InstanceStatus.AWAITING_SIGNATURE and signature_due_at is not None:
         due = signature_due_at <= now  # (issue 23) never signed in time
-
+    quorum = None
+    if status == InstanceStatus.AWAITING_APPROVAL:
+        # M-of-N approval: rare and short-lived, read through the ORM (a few more queries).
+        waiting = TaskInstance.objects.get(pk=pk)
+        quorum = quorum_payload(waiting)
+        due = approval_due(pk, now)
     state = None
     if token is not None:
         state = Receipt(
@@ -568,6 +578,7 @@ def instance_read(
         created_at=created_at,
         updated_at=updated_at,
         signature=instance_signature(pk, signature_due_at is not None),
+        quorum=quorum,
     )
     return InstanceRead(payload=payload, expiry_due=due)
 

@@ -49,6 +49,7 @@ from beliefs.selectors.insights import (
     fatigue_of,
 )
 from beliefs.selectors.instances import InstanceRead, instance_payload
+from beliefs.selectors.quorum import approval_due
 
 
 def usable_runtime_key(prefix: str) -> RuntimeAPIKey | None:
@@ -72,7 +73,8 @@ def instance_read(
     )
     if instance.status == InstanceStatus.AWAITING_SIGNATURE and instance.signature_due_at:
         due = instance.signature_due_at <= now
-
+    if instance.status == InstanceStatus.AWAITING_APPROVAL:
+        due = approval_due(instance.pk, now)
     return InstanceRead(payload=payload, expiry_due=due)
 
 

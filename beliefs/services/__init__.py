@@ -11,6 +11,11 @@ The names below are the services' public surface, so that callers can write
 from __future__ import annotations
 
 from beliefs.services.access import instance_for_principal, instance_for_runtime
+from beliefs.services.approvals import (
+    approver_mark_away,
+    instance_approve,
+    instance_reject_approval,
+)
 from beliefs.services.audit import SYSTEM, Actor, audit
 from beliefs.services.expiry import instance_expire_if_due, instances_expire
 from beliefs.services.instances import (
@@ -40,6 +45,9 @@ from beliefs.services.task_classes import (
 )
 
 __all__ = [
+    "approver_mark_away",
+    "instance_approve",
+    "instance_reject_approval",
     "SYSTEM",
     "Actor",
     "BeliefSpec",

@@ -71,6 +71,7 @@ from beliefs.selectors.classification import (
 )
 from beliefs.services.audit import Actor, audit
 from beliefs.services.planning import instances_replan_for_task_class
+from beliefs.services.quorum_settings import quorum_request_decide
 
 # --- the services ---------------------------------------------------------------------------
 
@@ -454,6 +455,8 @@ def risk_change_request_approve(
     user, reason, task_class, change_request = _start_decision(change_request, reason, actor)
     if change_request.field == RiskChangeRequest.Field.REQUIRES_SIGNATURE:  # (issue 23)
         return requires_signature_request_decide(change_request, True, user, reason, actor)
+    if change_request.field in QUORUM_REQUEST_FIELDS:  # M-of-N approval (issue 24)
+        return _quorum_decide(change_request, user, reason, actor, task_class, approve=True)
     if change_request.requested_by_id == user.pk:
         raise PermissionDenied(
             "You asked for this change, so you cannot approve it: another classifier must "
@@ -503,6 +506,8 @@ def risk_change_request_refuse(
     user, reason, task_class, change_request = _start_decision(change_request, reason, actor)
     if change_request.field == RiskChangeRequest.Field.REQUIRES_SIGNATURE:  # (issue 23)
         return requires_signature_request_decide(change_request, False, user, reason, actor)
+    if change_request.field in QUORUM_REQUEST_FIELDS:  # M-of-N approval (issue 24)
+        return _quorum_decide(change_request, user, reason, actor, task_class, approve=False)
     change = request_change(change_request)
     withdrawn = change_request.requested_by_id == user.pk
     _decide(change_request, RiskChangeRequest.State.REFUSED, user, reason)
@@ -514,6 +519,29 @@ def risk_change_request_refuse(
         "unchanged",
         f"{verb} the request; {change.target} {change.key} stays as it was.",
         request=change_request,
+    )
+
+
+# --- M-of-N approval (issue 24): a lowered approval setting is decided in its own module ---
+QUORUM_REQUEST_FIELDS = frozenset(
+    {RiskChangeRequest.Field.APPROVALS_REQUIRED, RiskChangeRequest.Field.APPROVERS}
+)
+
+
+def _quorum_decide(
+    change_request: RiskChangeRequest,
+    user: User,
+    reason: str,
+    actor: Actor,
+    task_class: TaskClass,
+    *,
+    approve: bool,
+) -> ChangeResult:
+    decided = quorum_request_decide(
+        change_request, user, reason, actor, task_class, approve=approve
+    )
+    return ChangeResult(
+        decided.outcome, decided.message, request=decided.request, replanned=decided.replanned
     )
 
 

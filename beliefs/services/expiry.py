@@ -16,6 +16,7 @@ from beliefs.models import (
     TaskInstance,
     any_overdue,
 )
+from beliefs.selectors.quorum import approval_due, approvals_overdue
 from beliefs.services.audit import SYSTEM, audit
 from beliefs.services.lifecycle import close_instance, lock_instance
 from beliefs.services.signatures import signature_overdue
@@ -37,6 +38,8 @@ def expire_locked_if_due(
             data={"reason": "the passkey signature was not given before its TTL"},
         )
         return True
+    if instance.status == InstanceStatus.AWAITING_APPROVAL:
+        return _expire_approval_if_due(instance, now)
     if instance.status != InstanceStatus.AWAITING_USER:
         return False
     if open_prompts is None:
@@ -57,15 +60,44 @@ def expire_locked_if_due(
     return True
 
 
+# --- M-of-N approval (issue 24): the approvers' time runs out like a prompt's ---
+
+
+def _expire_approval_if_due(instance: TaskInstance, now: datetime) -> bool:
+    if not approval_due(instance.pk, now):
+        return False
+    close_instance(
+        instance,
+        InstanceStatus.EXPIRED,
+        PromptState.EXPIRED,
+        "the approvals it needed did not all arrive in time",
+    )
+    audit(
+        AuditKind.INSTANCE_EXPIRED,
+        actor=SYSTEM,
+        instance=instance,
+        data={"reason": "the approvers group did not approve before the approval TTL"},
+    )
+    return True
+
+
+# --- end M-of-N approval ---
+
+
+def _due(instance: TaskInstance, now: datetime) -> bool:
+    if signature_overdue(instance, now):  # (issue 23) never signed in time
+        return True
+    if instance.status == InstanceStatus.AWAITING_APPROVAL:
+        return approval_due(instance.pk, now)
+    if instance.status != InstanceStatus.AWAITING_USER:
+        return False
+    return Prompt.objects.filter(instance=instance).overdue(now).exists()
+
+
 def instance_expire_if_due(*, instance: TaskInstance, now: datetime | None = None) -> bool:
     """Lazy expiry, called whenever an instance is read. Cheap when nothing is due."""
     now = now or timezone.now()
-    if signature_overdue(instance, now):
-        pass  # (issue 23) expired below, under the lock
-    elif (
-        instance.status != InstanceStatus.AWAITING_USER
-        or not Prompt.objects.filter(instance=instance).overdue(now).exists()
-    ):
+    if not _due(instance, now):
         return False
     with transaction.atomic():
         locked = lock_instance(instance)
@@ -88,7 +120,8 @@ def instances_expire(*, now: datetime | None = None) -> int:
         status=InstanceStatus.AWAITING_SIGNATURE, signature_due_at__lte=now
     ).values_list("pk", flat=True)
     count = 0
-    for instance in TaskInstance.objects.filter(pk__in=[*ids, *unsigned]):
+    due = [*ids, *unsigned, *approvals_overdue(now)]
+    for instance in TaskInstance.objects.filter(pk__in=due):
         with transaction.atomic():
             if expire_locked_if_due(lock_instance(instance), now):
                 count += 1

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.mail import send_mail
 from django.db import connection, transaction
 from django.db.models import Min
@@ -30,12 +31,14 @@ from beliefs.models import (
     Prompt,
     TaskInstance,
 )
+from beliefs.selectors.quorum import Quorum, quorum_of
 from beliefs.services import outbox
 from beliefs.services.webhooks import emit_event
 
 STATUS_EVENTS = {
     InstanceStatus.AWAITING_USER: events.INSTANCE_AWAITING_USER,
     InstanceStatus.AWAITING_SIGNATURE: events.INSTANCE_AWAITING_SIGNATURE,
+    InstanceStatus.AWAITING_APPROVAL: events.INSTANCE_AWAITING_APPROVAL,
     InstanceStatus.READY: events.INSTANCE_READY,
     InstanceStatus.CANCELLED: events.INSTANCE_CANCELLED,
     InstanceStatus.EXPIRED: events.INSTANCE_EXPIRED,
@@ -124,6 +127,11 @@ def instance_status_changed(instance: TaskInstance, before: str) -> None:
             else None,
         )
         _email_person(instance, EmailNotification.Kind.AWAITING_SIGNATURE)
+    elif status == InstanceStatus.AWAITING_APPROVAL:
+        # --- M-of-N approval (issue 24): the group is asked ---
+        quorum = quorum_of(instance, instance.bindings_digest)
+        _emit(instance, type, bindings_digest=instance.bindings_digest, quorum=quorum.payload())
+        _email_approvers(instance, quorum, EmailNotification.Kind.AWAITING_APPROVAL)
     elif status == InstanceStatus.READY:
         receipt = instance.receipt
         _emit(
@@ -135,6 +143,63 @@ def instance_status_changed(instance: TaskInstance, before: str) -> None:
         )
     else:
         _emit(instance, type, reason=instance.status_reason)
+
+
+# --- M-of-N approval (issue 24) ---------------------------------------------------------------
+
+
+APPROVAL_KINDS = frozenset(
+    {EmailNotification.Kind.AWAITING_APPROVAL, EmailNotification.Kind.APPROVAL_EXPIRING}
+)
+
+
+def approval_recorded(instance: TaskInstance, quorum: Quorum) -> None:
+    """One more approval arrived and some are still missing: the runtime hears who approved
+    and how many are missing."""
+    _emit(
+        instance,
+        events.INSTANCE_APPROVAL_RECORDED,
+        bindings_digest=instance.bindings_digest,
+        quorum=quorum.payload(),
+    )
+
+
+def approvals_warn_expiring(instance: TaskInstance) -> bool:
+    """The approvers' time runs out soon: remind those still asked (once per round), and tell
+    the runtime (`instance.expiring`, once per instance). Caller holds the lock."""
+    if instance.status != InstanceStatus.AWAITING_APPROVAL:
+        return False
+    quorum = quorum_of(instance, instance.bindings_digest)
+    if quorum.round is None or quorum.round.warned_at is not None:
+        return False
+    quorum.round.warned_at = timezone.now()
+    quorum.round.save(update_fields=["warned_at"])
+    if not instance.webhook_events.filter(type=events.INSTANCE_EXPIRING).exists():
+        _emit(
+            instance,
+            events.INSTANCE_EXPIRING,
+            expires_at=quorum.round.expires_at.isoformat(),
+            blocking=0,
+            prompts=[],
+            quorum=quorum.payload(),
+        )
+    _email_approvers(instance, quorum, EmailNotification.Kind.APPROVAL_EXPIRING)
+    return True
+
+
+def _email_approvers(instance: TaskInstance, quorum: Quorum, kind: str) -> None:
+    """Each member still asked (not approved, not away) gets one email of this kind about the
+    instance (the principal too, when a member who has not approved these values)."""
+    for user in quorum_members(quorum.still_asked()):
+        if email_enabled(user):
+            _email_to(instance, kind, user)
+
+
+def quorum_members(ids: Sequence[int]) -> list[User]:
+    return list(User.objects.filter(pk__in=list(ids)).order_by("pk"))
+
+
+# --- end M-of-N approval ---
 
 
 def belief_vetoed(
@@ -190,8 +255,12 @@ def _email_person(instance: TaskInstance, kind: str) -> None:
     the person's next email of that kind."""
     if not email_enabled(instance.principal):
         return
+    _email_to(instance, kind, instance.principal)
+
+
+def _email_to(instance: TaskInstance, kind: str, recipient: Any) -> None:
     note, created = EmailNotification.objects.get_or_create(
-        instance=instance, kind=kind, defaults={"recipient": instance.principal}
+        instance=instance, kind=kind, recipient=recipient
     )
     if created:
         note.email = _email_for(note.recipient, kind)
@@ -246,6 +315,17 @@ def _about(note: EmailNotification, now: datetime) -> dict[str, Any]:
     """One waiting instance as an email tells it: task, run, how many answers, minutes left,
     the link. Never a value."""
     instance = note.instance
+    if note.kind in APPROVAL_KINDS:
+        round_ = quorum_of(instance, instance.bindings_digest).round
+        expires = round_.expires_at if round_ is not None else None
+        return {
+            "task": _plain(instance.task_class.name or instance.task_class.key)[:150],
+            "run": instance.run_number,
+            "answers": "your approval",
+            "left": max(int((expires - now).total_seconds() // 60), 0) if expires else 0,
+            "link": settings.CONSOLE_BASE_URL + reverse("approval", args=[instance.pk]),
+            "principal": _plain(instance.principal.get_username())[:150],
+        }
     blocking = instance.prompts.blocking_open()
     count = blocking.count()
     expires = blocking.aggregate(m=Min("expires_at"))["m"]
@@ -266,6 +346,8 @@ def _about(note: EmailNotification, now: datetime) -> dict[str, Any]:
 def compose(kind: str, notes: Sequence[EmailNotification], now: datetime) -> tuple[str, str]:
     """Subject and body: for each instance the task, how many answers, the link; never a
     value. One instance reads as it always did; several make a digest."""
+    if kind in APPROVAL_KINDS:
+        return _compose_approval(kind, notes, now)
     expiring = kind == EmailNotification.Kind.EXPIRING
     if kind == EmailNotification.Kind.AWAITING_SIGNATURE:
         return _compose_signature(notes, now)
@@ -341,6 +423,44 @@ def _compose_signature(notes: Sequence[EmailNotification], now: datetime) -> tup
     return subject, body
 
 
+def _compose_approval(
+    kind: str, notes: Sequence[EmailNotification], now: datetime
+) -> tuple[str, str]:
+    """An approver's email: whose action, the link to approve or reject it; never a value."""
+    expiring = kind == EmailNotification.Kind.APPROVAL_EXPIRING
+    items = [_about(note, now) for note in notes[:DIGEST_LISTED]]
+    name = _plain(notes[0].recipient.get_username())
+    account = settings.CONSOLE_BASE_URL + reverse("account")
+    lines = []
+    for i in items:
+        line = f"- “{i['task']}” (run {i['run']}) for {i['principal']}: {i['link']}"
+        if expiring:
+            line += f" (expires in about {i['left']} minutes)"
+        lines.append(line)
+    n = len(notes)
+    if expiring:
+        subject = (
+            f"Approval expiring soon: {items[0]['task']}"
+            if n == 1
+            else (f"Approvals expiring soon: {n} actions")
+        )
+        lead = "These actions still need your approval and expire soon; after that nothing "
+        lead += "of them is carried out:"
+    else:
+        subject = (
+            f"Your approval is needed: {items[0]['task']}"
+            if n == 1
+            else (f"Your approval is needed: {n} actions")
+        )
+        lead = "You are one of the approvers of these actions; approve or reject each one:"
+    body = (
+        f"Hello {name},\n\n{lead}\n" + "\n".join(lines) + "\n\n"
+        "This email never contains the values themselves; you see them on the page, after "
+        f"signing in.\nTurn these emails off on your account page: {account}\n"
+    )
+    return subject, body
+
+
 @task()
 def deliver_email(email_id: int) -> str:
     """A job queued before the outbox was the workers' own queue: it names an email."""
@@ -403,6 +523,8 @@ _TOLD_WHILE: dict[str, str] = {
     EmailNotification.Kind.AWAITING_USER: InstanceStatus.AWAITING_USER,
     EmailNotification.Kind.EXPIRING: "",  # while it waits for its person, either way
     EmailNotification.Kind.AWAITING_SIGNATURE: InstanceStatus.AWAITING_SIGNATURE,
+    EmailNotification.Kind.AWAITING_APPROVAL: InstanceStatus.AWAITING_APPROVAL,
+    EmailNotification.Kind.APPROVAL_EXPIRING: InstanceStatus.AWAITING_APPROVAL,
 }
 
 

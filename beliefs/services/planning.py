@@ -30,6 +30,7 @@ from beliefs.services.changes import instance_changed
 from beliefs.services.expiry import expire_locked_if_due
 from beliefs.services.lifecycle import instance_with_open_prompts, require_open
 from beliefs.services.notify import instance_status_changed
+from beliefs.services.quorum import awaits_approval, quorum_gate
 from beliefs.services.receipts import receipt_issue, receipt_revoke
 from beliefs.services.retry import retry_on_race
 from beliefs.services.signatures import (  # the passkey signature gate (issue 23)
@@ -179,15 +180,27 @@ def _reconcile(
 
 
 def _settle(
-    items: list[dict[str, Any]], instance: TaskInstance
+    items: list[dict[str, Any]],
+    instance: TaskInstance,
+    actor: Actor | None = None,
 ) -> tuple[InstanceStatus, dict[str, Any] | None, str]:
-    """The status, bindings and bindings digest a plan's items give the instance. The ready
-    gate, in order: an open blocking prompt, then the missing approvals, then the missing
-    signature; else ready."""
+    """The status, bindings and bindings digest a plan's items give, through the ready gates
+    in order: an open blocking prompt (awaiting_user); missing approvals for these exact
+    bindings (awaiting_approval); the person's missing passkey signature (awaiting_signature);
+    else ready. With `actor` (planning under the lock) the approval gate records what it
+    settles (services/quorum.py); without, it only reads."""
     if any(item["prompt"] and item["prompt"]["blocking"] for item in items):
         return InstanceStatus.AWAITING_USER, None, ""
     bindings = {item["slot"]: item["value"] for item in items}
     digest = bindings_digest(bindings)
+    # --- M-of-N approval (issue 24): the group's approvals of exactly these bindings ---
+    if actor is not None:
+        missing = quorum_gate(instance, digest, actor, timezone.now())
+    else:
+        missing = awaits_approval(instance, digest)
+    if missing:
+        return InstanceStatus.AWAITING_APPROVAL, bindings, digest
+    # --- end M-of-N approval ---
     # --- passkey signature gate (issue 23): the bindings wait for the person's signature ---
     if awaits_signature(instance, digest):
         return InstanceStatus.AWAITING_SIGNATURE, bindings, digest
@@ -269,7 +282,7 @@ def plan_locked(
         # --- passkey signature gate (issue 23): a change of what the person saw voids it
         # (only an instance that has waited for a signature can hold one) ---
         signatures_void(instance, "the action changed after it was signed", now)
-    status, bindings, digest = _settle(items, instance)
+    status, bindings, digest = _settle(items, instance, actor)
     blocking = sum(1 for item in items if item["prompt"] and item["prompt"]["blocking"])
     # A re-plan that changes nothing writes nothing: `planned_at` is when the plan was made or
     # last changed, and a runtime that plans again while it waits sees the same body (and

@@ -28,6 +28,7 @@ from beliefs.models import (
     TaskInstance,
 )
 from beliefs.selectors.passkeys import signature_evidence, standing_signature
+from beliefs.selectors.quorum import approval_claim, quorum_of
 from beliefs.services.audit import Actor, audit
 from beliefs.services.changes import instance_changed
 from beliefs.signing import ReceiptTokenInvalid, sign, verify
@@ -59,6 +60,27 @@ def _approvals(instance: TaskInstance) -> list[dict[str, Any]]:
         }
         for p in answered
     ]
+
+
+def _quorum(instance: TaskInstance) -> dict[str, Any]:
+    """M-of-N approval (issue 24): every approver of exactly these bindings, under `quorum`
+    (absent when no decision of the action has an approvers group)."""
+    quorum = quorum_of(instance, instance.bindings_digest)
+    if not quorum.required:
+        return {}
+    return {
+        "quorum": {
+            "approvers": [approval_claim(a) for a in quorum.approvals],
+            "requirements": [
+                {
+                    "decision": r.decision,
+                    "approvers_group": r.group,
+                    "approvals_required": r.required,
+                }
+                for r in quorum.requirements
+            ],
+        }
+    }
 
 
 def _decisions(instance: TaskInstance) -> list[str]:
@@ -105,6 +127,7 @@ def receipt_issue(instance: TaskInstance, now: datetime) -> Receipt:
             "decisions": _decisions(instance),
             "bindings_digest": instance.bindings_digest,
             "approvals": _approvals(instance),
+            **_quorum(instance),
         }
     )
     receipt.save(force_insert=True)

@@ -10,9 +10,10 @@ from django.utils import timezone
 
 from beliefs.domain.webhooks import INSTANCE_EXPIRING
 from beliefs.models import InstanceStatus, Prompt, TaskInstance
+from beliefs.selectors.quorum import approvals_expiring
 from beliefs.services.expiry import instances_expire
 from beliefs.services.lifecycle import lock_instance
-from beliefs.services.notify import emails_resume, instance_warn_expiring
+from beliefs.services.notify import approvals_warn_expiring, emails_resume, instance_warn_expiring
 from beliefs.services.webhooks import deliveries_resume
 
 
@@ -44,6 +45,12 @@ def instances_warn_expiring(*, now: datetime | None = None) -> int:
     for instance in TaskInstance.objects.filter(pk__in=[*ids, *unsigned]):
         with transaction.atomic():
             if instance_warn_expiring(lock_instance(instance)):
+                count += 1
+    # M-of-N approval (issue 24): the approvers are reminded the same way.
+    approving = approvals_expiring(now, settings.CONSOLE_EXPIRY_WARNING)
+    for instance in TaskInstance.objects.filter(pk__in=approving):
+        with transaction.atomic():
+            if approvals_warn_expiring(lock_instance(instance)):
                 count += 1
     return count
 

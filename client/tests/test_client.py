@@ -205,6 +205,13 @@ def test_wait_polls_with_if_none_match_and_backs_off(
     assert sleeps == [0.5, 0.75, 1.125, 1.6875, 2.0]
 
 
+def test_wait_waits_through_the_approvers_too(console: Console, fake: FakeConsole) -> None:
+    """M-of-N approval: after the person, the approvers group; only ready ends the wait."""
+    fake.on("GET", PATH, instance("awaiting_user"), instance("awaiting_approval"), ready({"a": 1}))
+    assert console.wait(INSTANCE_ID).ready
+    assert len(fake.requests) == 3
+
+
 def test_wait_returns_at_once_when_nothing_awaits(console: Console, fake: FakeConsole) -> None:
     fake.on("GET", PATH, ready({"a": 1}))
     assert console.wait(INSTANCE_ID).status == "ready"

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django.contrib.auth.models import Group
+
 from beliefs.domain import policy
 from beliefs.domain.classes import DecisionClass, Impact, impact_of
 from beliefs.domain.policy import RiskClass
@@ -69,6 +71,14 @@ class Bound:
     form: SlotForm | DecisionForm | RequestDecisionForm
     impact: Impact | None = None
     nothing: bool = False  # a preview found no risk change in the form
+
+
+def _is_quorum(change_request: RiskChangeRequest) -> bool:
+    """M-of-N approval (issue 24): a request about a decision's approvals, not a risk."""
+    return change_request.field in (
+        RiskChangeRequest.Field.APPROVALS_REQUIRED,
+        RiskChangeRequest.Field.APPROVERS,
+    )
 
 
 def _target_label(change_request: RiskChangeRequest) -> str:
@@ -144,6 +154,7 @@ def class_context(
                 impact=impact_of(snapshot, [request_change(change_request)])
                 if snapshot is not None
                 and current
+                and not _is_quorum(change_request)
                 # (issue 23) a signature requirement changes no routing: no impact to preview
                 and change_request.field != RiskChangeRequest.Field.REQUIRES_SIGNATURE
                 else None,
@@ -161,6 +172,8 @@ def class_context(
         "pending_rows": pending_rows,
         "open_instances": open_instances,
         "unclassified_count": sum(1 for s in slots if s.risk_class == UNCLASSIFIED),
+        # M-of-N approval (issue 24): the groups a decision's approvers may come from.
+        "approver_groups": list(Group.objects.order_by("name").values_list("id", "name")),
         # The element an htmx swap hands the keyboard focus to (static/console/console.js).
         "focus": focus,
     }

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from beliefs.models import InstanceStatus, TaskInstance
+from beliefs.selectors.quorum import Quorum, quorum_of
 from console.presenters.instance import Card
 from console.templatetags.reveal import hidden_characters, mixed_script_note
 
@@ -23,6 +24,8 @@ class Outcome:
     status: str
     blocking_count: int
     focus: bool = False
+    # M-of-N approval (issue 24): where the approvals stand while it awaits them.
+    quorum: Quorum | None = None
 
     # The flags the templates branch on, one a status.
     waiting = _status_is(InstanceStatus.AWAITING_USER)
@@ -30,6 +33,7 @@ class Outcome:
     ready = _status_is(InstanceStatus.READY)
     cancelled = _status_is(InstanceStatus.CANCELLED)
     expired = _status_is(InstanceStatus.EXPIRED)
+    awaiting_approval = _status_is(InstanceStatus.AWAITING_APPROVAL)
 
     @property
     def finished(self) -> bool:
@@ -47,7 +51,14 @@ def banner_context(
     ]
     return {
         "instance": instance,
-        "outcome": Outcome(instance.status, len(open_blocking), focus),
+        "outcome": Outcome(
+            instance.status,
+            len(open_blocking),
+            focus,
+            quorum_of(instance, instance.bindings_digest)
+            if instance.status == InstanceStatus.AWAITING_APPROVAL
+            else None,
+        ),
         "blocking_count": len(open_blocking),
         "bindings": bindings,
         "bindings_flagged": bool(hidden_characters(instance.bindings or {})),

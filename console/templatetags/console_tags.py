@@ -144,3 +144,18 @@ def duration(value: timedelta | None) -> str:
         hours = minutes // 60
         return f"{hours} hour{'s' if hours != 1 else ''}"
     return f"{minutes} minute{'s' if minutes != 1 else ''}"
+
+
+@register.filter
+def seconds_words(value: timedelta | None) -> str:
+    """A short wait in words, to the second: "45 s", "12 min 5 s", "3 h 20 min"."""
+    if not isinstance(value, timedelta):
+        return ""
+    total = int(value.total_seconds())
+    if total < 60:
+        return f"{total} s"
+    minutes, seconds = divmod(total, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds} s" if seconds else f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if minutes else f"{hours} h"

@@ -10,7 +10,7 @@ works without JavaScript.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from django import forms
@@ -35,6 +35,8 @@ from beliefs.services.classification import (
     risk_change_request_approve,
     risk_change_request_refuse,
 )
+from beliefs.services.quorum_settings import ChangeResult as QuorumChangeResult
+from beliefs.services.quorum_settings import decision_set_approvals
 from console.forms.classify import DecisionForm, RequestDecisionForm, SlotForm
 from console.http import AuthedHttpRequest, role_required
 from console.presenters.classification import Bound, class_context
@@ -91,7 +93,9 @@ def _attach(form: forms.Form, exc: ServiceError) -> None:
         form.add_error(None, exc.detail)
 
 
-def _announce(request: AuthedHttpRequest, results: list[ChangeResult]) -> None:
+def _announce(
+    request: AuthedHttpRequest, results: Sequence[ChangeResult | QuorumChangeResult]
+) -> None:
     for result in results:
         if result.outcome == "requested":
             messages.warning(request, result.message)
@@ -359,3 +363,29 @@ def decision_signature_save(request: AuthedHttpRequest, key: str, decision_id: i
 
 
 # --- end passkey signature requirement ---
+
+
+# --- M-of-N approval (issue 24): a decision's approvals setting -------------------------------
+
+
+@require_POST
+@classifier_required
+def decision_approvals_save(request: AuthedHttpRequest, key: str, decision_id: int) -> HttpResponse:
+    """How many approvals the decision's actions need and from which group; a plain form post,
+    answered with the page and its message (a refusal says what was wrong)."""
+    task_class = _task_class(key)
+    decision = _decision(task_class, decision_id)
+    try:
+        results = decision_set_approvals(
+            decision=decision,
+            approvals_required=request.POST.get("approvals_required", ""),
+            approvers=request.POST.get("approvers", ""),
+            reason=request.POST.get("reason", ""),
+            actor=Actor(user=request.user),
+        )
+    except ServiceError as exc:
+        problems = [p for ps in exc.fields.values() for p in ps]
+        messages.error(request, f"Not saved: {problems[0] if problems else exc.detail}.")
+        return redirect(reverse("classify-task-class", args=[key]) + f"#approvals-{decision.pk}")
+    _announce(request, results)
+    return redirect(reverse("classify-task-class", args=[key]) + f"#approvals-{decision.pk}")

@@ -123,6 +123,10 @@ def _inbox_context(request: AuthedHttpRequest) -> dict[str, Any]:
         "page": page,
         "has_next": len(rows) > INBOX_PAGE_SIZE,
         "past_the_end": page > 1 and not rows,
+        # M-of-N approval (issue 24): what waits for this person's approval (first page only).
+        "approvals": selectors.approvals_asked_of(request.user, now, INBOX_PAGE_SIZE)
+        if page == 1
+        else [],
     }
     # (Read in the caller's `live.snapshot()`, with the rows it labels.)
     context["live_version"] = live.inbox_version(context, request.user.pk)

@@ -8,6 +8,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.template.defaultfilters import floatformat
 
+from beliefs import selectors
 from beliefs.roles import is_classifier, is_reviewer
 from beliefs.selectors import insights
 from console.http import AuthedHttpRequest
@@ -66,5 +67,7 @@ def insights_page(request: AuthedHttpRequest) -> HttpResponse:
             "fatigue": insights.fatigue(),
             "fast_seconds": insights.FAST_SECONDS,
             "window": insights.WINDOW,
+            # M-of-N approval (issue 24)
+            "quorum_times": selectors.time_to_quorum(),
         },
     )

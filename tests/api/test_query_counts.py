@@ -113,9 +113,10 @@ def test_pages_run_the_same_queries_at_5_and_200_slots(
     person.get(f"/instances/{run2}/")  # shown once: no shown_at UPDATE below
     pages: list[tuple[Client, str, int]] = [
         # 1 session, 2 user, in one snapshot (console.live): 3 waiting instances with counts,
-        # 4 their decisions, 5 recent instances, 6 the latest write (the live version), 7 and 8
-        # permissions for the header.
-        (person, "/", 8),
+        # 4 their decisions, 5 recent instances, 6 the instances waiting for this person's
+        # approval (none: no decisions prefetched), 7 the latest write (the live version), 8 and
+        # 9 permissions for the header.
+        (person, "/", 9),
         # 1 session, 2 user, 3 the instance, 4 expiry check; in one snapshot (console.live):
         # 5 the instance re-read, the live version (6 the instance, 7 its prompts, 8 the latest
         # write), 9 prompts with slots and beliefs, 10 decisions, 11 their slots, 12 and 13
@@ -125,14 +126,15 @@ def test_pages_run_the_same_queries_at_5_and_200_slots(
         # counts (pending requests included), 6 unclassified slots, 7 unclassified decisions.
         (staff, "/classify/", 7),
         # 1 session, 2 user, 3 and 4 permissions, 5 task class, 6 slots, 7 decisions, 8 their
-        # slots, 9 pending requests, 10 open instances.
-        (staff, "/classify/many/", 10),
+        # slots, 9 pending requests, 10 open instances, 11 the groups approvers may come from.
+        (staff, "/classify/many/", 11),
         # 1 session, 2 user, 3 and 4 permissions, 5 count, 6 a page of events, 7 task classes,
         # 8 actors (the kinds are an enum: no query).
         (staff, "/activity/", 8),
         # 1 session, 2 user, 3 and 4 permissions, 5 the latest planned instances with their
-        # blocking prompts counted, 6 their task classes, 7 the latest answered prompts.
-        (staff, "/insights/", 7),
+        # blocking prompts counted, 6 their task classes, 7 the latest answered prompts, 8 the
+        # approval rounds that reached their quorum.
+        (staff, "/insights/", 8),
     ]
     for client, url, count in pages:
         client.get(url)

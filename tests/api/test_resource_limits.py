@@ -223,7 +223,7 @@ def test_it_counts_exactly_the_open_and_awaiting_instances(
     TaskInstance.objects.filter(pk=TaskInstance.objects.order_by("created_at")[0].pk).update(
         status=status
     )
-    counts = status in InstanceStatus.open()
+    counts = status in InstanceStatus.open()  # awaiting approval is still open
     assert _open(runtime).status_code == (409 if counts else 201)
 
 

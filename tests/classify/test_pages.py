@@ -116,8 +116,9 @@ def test_it_shows_a_task_class_in_constant_queries(
     client = signed_in(carol)
     client.get("/classify/bulk.task/")  # warm the session
     # session, user, user permissions, group permissions, task class, slots, decisions,
-    # decision-slot links, pending requests, open instance count
-    with django_assert_num_queries(10):
+    # decision-slot links, pending requests, open instance count, the groups approvers may
+    # come from (M-of-N approval)
+    with django_assert_num_queries(11):
         response = client.get("/classify/bulk.task/")
     assert response.content.decode().count('data-slot="') == count
 
@@ -145,8 +146,9 @@ def test_it_previews_pending_requests_in_constant_queries(
     client = signed_in(carol)
     client.get("/classify/bulk.task/")
     # session, user, user permissions, group permissions, task class, slots, decisions,
-    # decision-slot links, pending requests, open instances, their principals' beliefs
-    with django_assert_num_queries(11):
+    # decision-slot links, pending requests, open instances, their principals' beliefs, the
+    # groups approvers may come from (M-of-N approval)
+    with django_assert_num_queries(12):
         response = client.get("/classify/bulk.task/")
     assert response.content.decode().count('class="pending-item"') == 2
 

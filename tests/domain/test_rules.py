@@ -36,6 +36,7 @@ def test_it_splits_every_instance_status_into_open_or_closed() -> None:
         InstanceStatus.OPEN,
         InstanceStatus.AWAITING_USER,
         InstanceStatus.AWAITING_SIGNATURE,
+        InstanceStatus.AWAITING_APPROVAL,
     }
     assert closed == {InstanceStatus.READY, InstanceStatus.CANCELLED, InstanceStatus.EXPIRED}
     assert open_ | closed == set(InstanceStatus) and not open_ & closed
@@ -44,10 +45,12 @@ def test_it_splits_every_instance_status_into_open_or_closed() -> None:
 @pytest.mark.parametrize("status", list(InstanceStatus))
 def test_it_takes_a_veto_while_waiting_and_after_ready_only(status: InstanceStatus) -> None:
     instance = TaskInstance(status=status)
-    assert instance.accepts_veto is (
-        status
-        in (InstanceStatus.AWAITING_USER, InstanceStatus.AWAITING_SIGNATURE, InstanceStatus.READY)
+    waiting = (
+        InstanceStatus.AWAITING_USER,
+        InstanceStatus.AWAITING_APPROVAL,
+        InstanceStatus.AWAITING_SIGNATURE,
     )
+    assert instance.accepts_veto is (status in (*waiting, InstanceStatus.READY))
     assert instance.is_open is (status in InstanceStatus.open())
 
 

@@ -113,8 +113,9 @@ def test_it_runs_the_same_queries_for_2_and_50_prompts(
     # 1 the session, 2 the user, in one snapshot (console.live; the test's transaction here):
     # 3 the waiting instances with their counts and next expiry, 4 their decisions (prefetch),
     # 5 the recently finished instances, 6 the latest write to the person's instances (the
-    # live version), 7 and 8 the user's and the groups' permissions (the header's roles).
-    with django_assert_num_queries(8):
+    # live version), 7 the instances waiting for this person's approval (M-of-N; none), 8 and
+    # 9 the user's and the groups' permissions (the header's roles).
+    with django_assert_num_queries(9):
         response = alice_client.get(url)
     assert response.status_code == 200
 

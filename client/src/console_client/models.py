@@ -18,14 +18,16 @@ from console_client.errors import (
 # Instance statuses.
 OPEN = "open"
 AWAITING_USER = "awaiting_user"
+# The principal has answered; the decision's approvers group still has to approve (M-of-N).
+AWAITING_APPROVAL = "awaiting_approval"
 # Every answer is in; the person's passkey signature of the bindings is awaited (the person
 # goes to `url` to review and sign).
 AWAITING_SIGNATURE = "awaiting_signature"
 READY = "ready"
 CANCELLED = "cancelled"
 EXPIRED = "expired"
-# The statuses in which an instance waits for its person.
-WAITING = frozenset({AWAITING_USER, AWAITING_SIGNATURE})
+# Statuses a wait waits through: people still have to act.
+WAITING = frozenset({AWAITING_USER, AWAITING_APPROVAL, AWAITING_SIGNATURE})
 
 
 @dataclass(frozen=True)

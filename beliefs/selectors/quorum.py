@@ -1,0 +1,324 @@
+"""M-of-N approval, the reads: which approvals an instance needs, who has given them for its
+exact bindings, who is away, and what is missing (services/quorum.py writes them).
+
+A decision with an approvers group (`Decision.approvers`) needs `approvals_required` members
+of that group to approve the bindings of every action it is part of. The requirement of an
+instance is the set of its decisions' requirements (the decisions its action's slots feed,
+as the receipt names them); each is met on its own, and one person's approval counts towards
+every requirement whose group they are in, once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db.models import Exists, F, OuterRef, Prefetch, QuerySet, Subquery
+
+from beliefs.models import (
+    Approval,
+    ApprovalRound,
+    ApproverAway,
+    Decision,
+    InstanceStatus,
+    TaskInstance,
+)
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One decision's need: `required` approvals from the members of one group."""
+
+    decision: str
+    label: str
+    group: str
+    required: int
+    members: frozenset[int]
+
+
+@dataclass(frozen=True)
+class Quorum:
+    """Where an instance's approvals stand for one bindings digest."""
+
+    requirements: tuple[Requirement, ...]
+    digest: str
+    approvals: tuple[Approval, ...] = ()  # for `digest`, with their approver
+    voided: tuple[Approval, ...] = ()  # for earlier digests: an edit reset them
+    away: tuple[ApproverAway, ...] = ()
+    round: ApprovalRound | None = None
+    names: dict[int, str] = field(default_factory=dict)  # every member's username
+
+    @property
+    def required(self) -> bool:
+        return bool(self.requirements)
+
+    def counted(self, requirement: Requirement) -> list[Approval]:
+        return [a for a in self.approvals if a.approver_id in requirement.members]
+
+    def missing_for(self, requirement: Requirement) -> int:
+        return max(0, requirement.required - len(self.counted(requirement)))
+
+    @property
+    def missing(self) -> int:
+        """How many more approvals the instance needs (each requirement on its own)."""
+        return sum(self.missing_for(r) for r in self.requirements)
+
+    @property
+    def met(self) -> bool:
+        return self.missing == 0
+
+    @property
+    def approvers(self) -> frozenset[int]:
+        """Everyone whose approval counts towards some requirement."""
+        return frozenset().union(*(r.members for r in self.requirements))
+
+    def approved_by(self, user_id: int) -> bool:
+        return any(a.approver_id == user_id for a in self.approvals)
+
+    def is_away(self, user_id: int) -> bool:
+        return any(a.approver_id == user_id for a in self.away)
+
+    def still_asked(self) -> list[int]:
+        """Members who have not approved and are not marked away: whom emails still ask."""
+        done = {a.approver_id for a in self.approvals}
+        away = {a.approver_id for a in self.away}
+        return sorted(self.approvers - done - away)
+
+    def payload(self) -> dict[str, Any]:
+        """The `quorum` of the instance read and of the events: who approved, how many are
+        missing, for which digest. Never a value."""
+        return {
+            "bindings_digest": self.digest or None,
+            "missing": self.missing,
+            "requirements": [
+                {
+                    "decision": r.decision,
+                    "approvers_group": r.group,
+                    "approvals_required": r.required,
+                    "approved": len(self.counted(r)),
+                    "missing": self.missing_for(r),
+                }
+                for r in self.requirements
+            ],
+            "approvals": [approval_claim(a) for a in self.approvals],
+            "away": [
+                {
+                    "approver": a.approver.get_username(),
+                    "marked_by": a.marked_by.get_username(),
+                    "at": a.created_at.isoformat(),
+                }
+                for a in self.away
+            ],
+            # An edit changed the bindings: these approvals were for other values.
+            "reset": [approval_claim(a) for a in self.voided],
+            "expires_at": self.round.expires_at.isoformat() if self.round else None,
+        }
+
+
+def approval_claim(approval: Approval) -> dict[str, Any]:
+    """One approval as the receipt, the instance read and the events name it."""
+    return {
+        "by": approval.approver.get_username(),
+        "at": approval.created_at.isoformat(),
+        "bindings_digest": approval.bindings_digest,
+        "via": approval.via,
+    }
+
+
+def _decisions_of(instance: TaskInstance) -> QuerySet[Decision]:
+    """The instance's decisions that have an approvers group."""
+    return (
+        Decision.objects.filter(
+            task_class_id=instance.task_class_id,
+            slots__key__in=instance.action_slots,
+            approvers__isnull=False,
+        )
+        .select_related("approvers")
+        .distinct()
+        .order_by("id")
+    )
+
+
+def requirements_of(instance: TaskInstance) -> tuple[Requirement, ...]:
+    """What the instance's decisions ask for (two queries; one when none has a group)."""
+    decisions = list(_decisions_of(instance))
+    if not decisions:
+        return ()
+    group_ids = {d.approvers_id for d in decisions}
+    members: dict[int, set[int]] = {g: set() for g in group_ids if g is not None}
+    for user_id, group_id in User.objects.filter(groups__in=group_ids, is_active=True).values_list(
+        "id", "groups"
+    ):
+        members[group_id].add(user_id)
+    return tuple(
+        Requirement(
+            decision=d.key,
+            label=d.label,
+            group=d.approvers.name if d.approvers else "",
+            required=max(1, d.approvals_required),
+            members=frozenset(members.get(d.approvers_id or 0, ())),
+        )
+        for d in decisions
+    )
+
+
+def quorum_of(
+    instance: TaskInstance, digest: str, requirements: tuple[Requirement, ...] | None = None
+) -> Quorum:
+    """Where the instance's approvals stand for `digest`."""
+    if requirements is None:
+        requirements = requirements_of(instance)
+    if not requirements:
+        return Quorum((), digest)
+    all_approvals = list(
+        Approval.objects.filter(instance=instance).select_related("approver").order_by("id")
+    )
+    current = tuple(a for a in all_approvals if a.bindings_digest == digest)
+    voided = tuple(a for a in all_approvals if a.bindings_digest != digest)
+    away = tuple(
+        ApproverAway.objects.filter(instance=instance).select_related("approver", "marked_by")
+    )
+    round_ = ApprovalRound.objects.filter(instance=instance, bindings_digest=digest).first()
+    return Quorum(requirements, digest, current, voided, away, round_)
+
+
+def quorum_payload(instance: TaskInstance) -> dict[str, Any] | None:
+    """The instance read's `quorum`: while it waits for approvals, where they stand."""
+    if instance.status != InstanceStatus.AWAITING_APPROVAL:
+        return None
+    return quorum_of(instance, instance.bindings_digest).payload()
+
+
+def approval_due(instance_id: Any, now: datetime) -> bool:
+    """The instance waits for approvals past its round's time: it is to expire."""
+    return ApprovalRound.objects.filter(
+        instance_id=instance_id,
+        instance__status=InstanceStatus.AWAITING_APPROVAL,
+        bindings_digest=F("instance__bindings_digest"),
+        reached_at__isnull=True,
+        expires_at__lte=now,
+    ).exists()
+
+
+def approvals_overdue(now: datetime) -> list[Any]:
+    """The instances waiting for approvals whose round ran out."""
+    return list(
+        ApprovalRound.objects.filter(
+            instance__status=InstanceStatus.AWAITING_APPROVAL,
+            bindings_digest=F("instance__bindings_digest"),
+            reached_at__isnull=True,
+            expires_at__lte=now,
+        ).values_list("instance_id", flat=True)
+    )
+
+
+def approvals_expiring(now: datetime, within: Any) -> list[Any]:
+    """The instances waiting for approvals whose round runs out within `within`, not yet
+    warned."""
+    return list(
+        ApprovalRound.objects.filter(
+            instance__status=InstanceStatus.AWAITING_APPROVAL,
+            bindings_digest=F("instance__bindings_digest"),
+            reached_at__isnull=True,
+            warned_at__isnull=True,
+            expires_at__gt=now,
+            expires_at__lte=now + within,
+        ).values_list("instance_id", flat=True)
+    )
+
+
+def waiting_for_approver(user: User, now: datetime) -> QuerySet[TaskInstance]:
+    """The instances waiting for approvals that `user` may give and has not given: one of
+    their task class's decisions has a group `user` is in, and the round of their current
+    bindings has not run out. Newest first. (The page checks each against its action's own
+    decisions, `instance_for_approver`.)"""
+    groups = user.groups.values("id")  # a subquery: one query in all
+    current = ApprovalRound.objects.filter(
+        instance=OuterRef("pk"),
+        bindings_digest=OuterRef("bindings_digest"),
+        reached_at__isnull=True,
+        expires_at__gt=now,
+    )
+    approved = Approval.objects.filter(
+        instance=OuterRef("pk"), bindings_digest=OuterRef("bindings_digest"), approver=user
+    )
+    in_group = Decision.objects.filter(task_class=OuterRef("task_class"), approvers__in=groups)
+    return (
+        TaskInstance.objects.filter(status=InstanceStatus.AWAITING_APPROVAL)
+        .filter(Exists(current), Exists(in_group), ~Exists(approved))
+        .annotate(
+            approval_expires=Subquery(current.values("expires_at")[:1]),
+        )
+        .select_related("task_class", "principal")
+        .order_by("-updated_at")
+    )
+
+
+def approvals_asked_of(user: User, now: datetime, limit: int) -> list[TaskInstance]:
+    """`waiting_for_approver`'s first `limit` instances whose own action has a decision
+    `user` approves (its slots among the action's): what the inbox lists. One query, and two
+    more (the decisions at stake, the approved decisions with their slots) only when any
+    instance is a candidate."""
+    at_stake = Prefetch("task_class__decisions", queryset=Decision.objects.order_by("id"))
+    candidates = list(waiting_for_approver(user, now).prefetch_related(at_stake)[: limit * 2])
+    if not candidates:
+        return []
+    decisions = Decision.objects.filter(
+        task_class__in={i.task_class_id for i in candidates},
+        approvers__in=user.groups.values("id"),
+    ).prefetch_related("slots")
+    fed: dict[int, set[str]] = {}
+    for decision in decisions:
+        fed.setdefault(decision.task_class_id, set()).update(s.key for s in decision.slots.all())
+    return [i for i in candidates if fed.get(i.task_class_id, set()) & set(i.action_slots)][:limit]
+
+
+def instance_for_approver(instance_id: Any, user: User) -> TaskInstance | None:
+    """The instance if `user` may approve it now or is its principal (None for anyone else:
+    existence is not leaked)."""
+    instance = (
+        TaskInstance.objects.select_related("task_class", "principal", "runtime")
+        .filter(pk=instance_id)
+        .first()
+    )
+    if instance is None:
+        return None
+    if instance.principal_id == user.pk:
+        return instance
+    if user.pk in frozenset().union(*(r.members for r in requirements_of(instance))):
+        return instance
+    return None
+
+
+def time_to_quorum(limit: int = 2000) -> list[dict[str, Any]]:
+    """Per task class, over its latest `limit` rounds that reached their quorum: how many,
+    and how long from the principal's last answer to the last approval needed (median and
+    longest, in seconds). One query."""
+    rounds = (
+        ApprovalRound.objects.filter(reached_at__isnull=False)
+        .order_by("-reached_at")
+        .values_list(
+            "instance__task_class__key", "instance__task_class__name", "started_at", "reached_at"
+        )[:limit]
+    )
+    by_class: dict[str, list[float]] = {}
+    names: dict[str, str] = {}
+    for key, name, started, reached in rounds:
+        assert reached is not None  # filtered above
+        names[key] = name
+        by_class.setdefault(key, []).append((reached - started).total_seconds())
+    rows = []
+    for key in sorted(by_class):
+        seconds = sorted(by_class[key])
+        rows.append(
+            {
+                "task_class": key,
+                "name": names[key],
+                "reached": len(seconds),
+                "median": timedelta(seconds=seconds[len(seconds) // 2]),
+                "longest": timedelta(seconds=seconds[-1]),
+            }
+        )
+    return rows

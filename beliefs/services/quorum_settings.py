@@ -1,0 +1,332 @@
+"""M-of-N approval, the classifier's setting on a decision (issue 24): how many approvals its
+actions need (`approvals_required`, at least 1) and from which group (`approvers`, a Django
+group; none: the principal alone, as before).
+
+Like a risk class, every change carries a reason and writes its audit event
+(`classification.decision_approvals`, before and after). Raising the count, or naming a group
+where there was none, takes effect at once and re-plans the open instances of the task class
+(their next settle asks for the approvals). Lowering the count, or changing or clearing the
+group (either may make approval easier), lowers a guard: it follows the four-eyes rule of risk
+downgrades, a pending `RiskChangeRequest` that another classifier approves or refuses
+(`risk_change_request_approve` hands such requests here). Nothing is lowered retroactively for
+an instance already ready.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from django.contrib.auth.models import Group, User
+from django.db import transaction
+from django.utils import timezone
+
+from beliefs.domain.vocabulary import MAX_TEXT_LENGTH, AuditKind
+from beliefs.errors import Conflict, PermissionDenied, field_error
+from beliefs.models import Decision, RiskChangeRequest, TaskClass
+from beliefs.roles import is_classifier
+from beliefs.services.audit import Actor, audit
+from beliefs.services.planning import instances_replan_for_task_class
+
+REQUESTED_KIND = AuditKind.CLASSIFICATION_CHANGE_REQUESTED
+
+
+@dataclass(frozen=True)
+class ChangeResult:
+    """As `classification.ChangeResult` (which `risk_change_request_approve` answers with):
+    kept apart so that classification may hand its quorum requests here without a cycle."""
+
+    outcome: Literal["applied", "requested", "unchanged"]
+    message: str
+    request: RiskChangeRequest | None = None
+    replanned: int = 0
+
+
+def _require_classifier(actor: Actor) -> User:
+    if actor.user is None or not is_classifier(actor.user):
+        raise PermissionDenied(
+            "Only classifiers set how many approvals a decision needs.",
+            code="not_a_classifier",
+        )
+    return actor.user
+
+
+def _reason(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise field_error("reason", "give a reason: it is kept in the audit log with the change")
+    if len(value) > MAX_TEXT_LENGTH:
+        raise field_error("reason", f"must be at most {MAX_TEXT_LENGTH} characters")
+    return value.strip()
+
+
+def _lock_task_class(task_class: TaskClass) -> TaskClass:
+    """Classification changes of one task class queue behind each other."""
+    return TaskClass.objects.select_for_update(no_key=True).get(pk=task_class.pk)
+
+
+QUORUM_FIELDS = frozenset(
+    {RiskChangeRequest.Field.APPROVALS_REQUIRED, RiskChangeRequest.Field.APPROVERS}
+)
+MAX_APPROVALS = 20
+KIND = AuditKind.CLASSIFICATION_DECISION_APPROVALS
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_APPROVALS:
+        raise field_error("approvals_required", f"a whole number from 1 to {MAX_APPROVALS}")
+    return value
+
+
+def _group(value: Any) -> Group | None:
+    if value in (None, ""):
+        return None
+    group = Group.objects.filter(name=value).first() if isinstance(value, str) else None
+    if group is None:
+        raise field_error("approvers", "no such group")
+    return group
+
+
+def _current(decision: Decision, field: str) -> Any:
+    if field == RiskChangeRequest.Field.APPROVALS_REQUIRED:
+        return decision.approvals_required
+    return decision.approvers.name if decision.approvers is not None else None
+
+
+def _write(decision: Decision, field: str, value: Any) -> None:
+    if field == RiskChangeRequest.Field.APPROVALS_REQUIRED:
+        decision.approvals_required = value
+        decision.save(update_fields=["approvals_required"])
+    else:
+        decision.approvers = _group(value)
+        decision.save(update_fields=["approvers"])
+
+
+def _describe(decision: Decision, field: str, value: Any) -> str:
+    if field == RiskChangeRequest.Field.APPROVALS_REQUIRED:
+        return f"decision {decision.key} now needs {value} approval{'' if value == 1 else 's'}"
+    if value is None:
+        return f"decision {decision.key} no longer needs an approvers group"
+    return f"decision {decision.key} is now approved by the group {value}"
+
+
+def _apply(
+    task_class: TaskClass,
+    decision: Decision,
+    field: str,
+    after: Any,
+    reason: str,
+    actor: Actor,
+    *,
+    tightens: bool,
+    extra: dict[str, Any] | None = None,
+) -> ChangeResult:
+    before = _current(decision, field)
+    _write(decision, field, after)
+    replanned = (
+        instances_replan_for_task_class(task_class=task_class, actor=actor) if tightens else 0
+    )
+    audit(
+        KIND,
+        actor=actor,
+        task_class=task_class,
+        subject=decision.key,
+        data={
+            "target": "decision",
+            "field": field,
+            "before": before,
+            "after": after,
+            "reason": reason,
+            "replanned": replanned,
+            **(extra or {}),
+        },
+    )
+    return ChangeResult(
+        "applied", f"Saved: {_describe(decision, field, after)}.", replanned=replanned
+    )
+
+
+def _request(
+    task_class: TaskClass, decision: Decision, field: str, after: Any, reason: str, actor: Actor
+) -> ChangeResult:
+    if RiskChangeRequest.objects.filter(
+        state=RiskChangeRequest.State.PENDING, field=field, decision=decision
+    ).exists():
+        raise Conflict(
+            f"A change of {field.replace('_', ' ')} for decision {decision.key} is already "
+            "waiting for approval; approve or refuse it first.",
+            code="change_already_pending",
+        )
+    why = (
+        "fewer approvals lower a guard"
+        if field == RiskChangeRequest.Field.APPROVALS_REQUIRED
+        else "another or no approvers group may lower a guard"
+    )
+    before = _current(decision, field)
+    change_request = RiskChangeRequest.objects.create(
+        task_class=task_class,
+        decision=decision,
+        field=field,
+        # No group is "" here: the columns take JSON, not NULL.
+        before="" if before is None else before,
+        after="" if after is None else after,
+        reason=reason,
+        requested_by=_require_classifier(actor),
+    )
+    audit(
+        REQUESTED_KIND,
+        actor=actor,
+        task_class=task_class,
+        subject=decision.key,
+        data={
+            "request": change_request.pk,
+            "target": "decision",
+            "field": field,
+            "before": before,
+            "after": after,
+            "reason": reason,
+            "why": why,
+        },
+    )
+    return ChangeResult(
+        "requested",
+        f"Not applied yet: {why}, so a second classifier must approve it. "
+        "The request is listed under pending approvals.",
+        request=change_request,
+    )
+
+
+@transaction.atomic
+def decision_set_approvals(
+    *, decision: Decision, approvals_required: Any, approvers: Any, reason: Any, actor: Actor
+) -> list[ChangeResult]:
+    """Set how many approvals a decision's actions need and from which group (see the module
+    docstring for what takes effect at once and what waits for a second classifier)."""
+    _require_classifier(actor)
+    checked, count, group = _reason(reason), _count(approvals_required), _group(approvers)
+    task_class = _lock_task_class(decision.task_class)
+    locked = Decision.objects.select_related("approvers").get(pk=decision.pk)
+    if count > 1 and group is None:
+        raise field_error("approvers", "more than one approval needs a group to come from")
+    results = []
+    name = group.name if group is not None else None
+    Field = RiskChangeRequest.Field  # noqa: N806
+    if name != _current(locked, Field.APPROVERS):
+        if locked.approvers_id is None:
+            results.append(
+                _apply(task_class, locked, Field.APPROVERS, name, checked, actor, tightens=True)
+            )
+        else:
+            results.append(_request(task_class, locked, Field.APPROVERS, name, checked, actor))
+    if count != locked.approvals_required:
+        if count > locked.approvals_required or locked.approvers_id is None:
+            tightens = count > locked.approvals_required
+            results.append(
+                _apply(
+                    task_class,
+                    locked,
+                    Field.APPROVALS_REQUIRED,
+                    count,
+                    checked,
+                    actor,
+                    tightens=tightens,
+                )
+            )
+        else:
+            results.append(
+                _request(task_class, locked, Field.APPROVALS_REQUIRED, count, checked, actor)
+            )
+    if not results:
+        return [ChangeResult("unchanged", "Nothing to change: the approvals are set so already.")]
+    return results
+
+
+def request_is_current(change_request: RiskChangeRequest) -> bool:
+    """Is the decision still as it was when the change was requested?"""
+    assert change_request.decision is not None
+    before = change_request.before if change_request.before != "" else None
+    return bool(_current(change_request.decision, change_request.field) == before)
+
+
+def quorum_request_decide(
+    change_request: RiskChangeRequest,
+    user: User,
+    reason: str,
+    actor: Actor,
+    task_class: TaskClass,
+    *,
+    approve: bool,
+) -> ChangeResult:
+    """A second classifier's approval (or a refusal, or the requester's withdrawal) of a
+    lowered approval setting; the caller holds the task class and the pending request."""
+    assert change_request.decision_id is not None  # a quorum request names a decision
+    decision = Decision.objects.select_related("approvers").get(pk=change_request.decision_id)
+    requester = change_request.requested_by.get_username()
+    own = change_request.requested_by_id == user.pk
+    if approve and own:
+        raise PermissionDenied(
+            "You asked for this change, so you cannot approve it: another classifier must "
+            "(four eyes). You may withdraw it instead.",
+            code="own_request",
+        )
+    if approve and not request_is_current(change_request):
+        raise Conflict(
+            "The decision changed since this was requested, so approving it would apply more "
+            "than was asked for. Refuse it; its requester can ask again.",
+            code="request_out_of_date",
+        )
+    change_request.state = (
+        RiskChangeRequest.State.APPROVED if approve else RiskChangeRequest.State.REFUSED
+    )
+    change_request.decided_by = user
+    change_request.decision_reason = reason
+    change_request.decided_at = timezone.now()
+    change_request.save(update_fields=["state", "decided_by", "decision_reason", "decided_at"])
+    audit(
+        AuditKind.CLASSIFICATION_CHANGE_APPROVED
+        if approve
+        else AuditKind.CLASSIFICATION_CHANGE_REFUSED,
+        actor=actor,
+        task_class=task_class,
+        subject=decision.key,
+        data={
+            "request": change_request.pk,
+            "target": "decision",
+            "field": change_request.field,
+            "before": change_request.before,
+            "after": change_request.after,
+            "reason": reason,
+            "requested_by": requester,
+            "request_reason": change_request.reason,
+            **({} if approve else {"withdrawn": own}),
+        },
+    )
+    if not approve:
+        verb = "Withdrew" if own else "Refused"
+        return ChangeResult(
+            "unchanged",
+            f"{verb} the request; decision {decision.key} stays as it was.",
+            request=change_request,
+        )
+    _apply(
+        task_class,
+        decision,
+        change_request.field,
+        change_request.after or None,
+        change_request.reason,
+        actor,
+        tightens=False,
+        extra={
+            "request": change_request.pk,
+            "requested_by": requester,
+            "approved_by": user.get_username(),
+        },
+    )
+    return ChangeResult(
+        "applied",
+        f"Approved {requester}'s request: "
+        f"{_describe(decision, change_request.field, change_request.after or None)}. "
+        "Instances already ready stay as they are.",
+        request=change_request,
+    )
