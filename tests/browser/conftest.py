@@ -62,7 +62,7 @@ def browser() -> Iterator[object]:
         browser.close()
 
 
-def _end_the_live_servers_waits(within: float = 15.0) -> None:
+def _end_the_live_servers_waits(within: float = 60.0) -> None:
     """The live pages' waits still held by the test server (their page is gone) end now, and
     this returns once none is left: the database is emptied after the test, and a wait's read
     in progress would hold the table locks the emptying needs (on PostgreSQL the two deadlock
