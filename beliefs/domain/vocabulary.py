@@ -58,6 +58,9 @@ class AuditKind(StrEnum):
     """Every kind of audit event, `<what>.<happened>`: the activity page filters by these and
     by their families (`instance.*`)."""
 
+    # A person's recent irreversible confirmations began or ceased to look habitual.
+    ATTENTION_FRICTION_LOWERED = "attention.friction_lowered"
+    ATTENTION_FRICTION_RAISED = "attention.friction_raised"
     BELIEF_RECORDED = "belief.recorded"
     CLASSIFICATION_CHANGE_APPROVED = "classification.change_approved"
     CLASSIFICATION_CHANGE_REFUSED = "classification.change_refused"

@@ -23,6 +23,9 @@ class Outcome:
     status: str
     blocking_count: int
     focus: bool = False
+    # A value was vetoed after the action was cleared: the agent may already have acted with
+    # it, so what waits is a correction, not a first go-ahead.
+    correction: bool = False
 
     # The flags the templates branch on, one a status.
     waiting = _status_is(InstanceStatus.AWAITING_USER)
@@ -46,7 +49,13 @@ def banner_context(
     ]
     return {
         "instance": instance,
-        "outcome": Outcome(instance.status, len(open_blocking), focus),
+        "outcome": Outcome(
+            instance.status,
+            len(open_blocking),
+            focus,
+            correction=instance.status == InstanceStatus.AWAITING_USER
+            and any(c.vetoed_after_ready for c in cards),
+        ),
         "blocking_count": len(open_blocking),
         "bindings": bindings,
         "bindings_flagged": bool(hidden_characters(instance.bindings or {})),

@@ -97,6 +97,15 @@ def problem_words(problem: Problem) -> str:
             return "It must be the prompt version you saw (a whole number)."
         case ProblemCode.ESCALATION_UNCONFIRMED:
             return problem.message + "."  # it starts with the value, kept as it is
+        case ProblemCode.NOT_ACKNOWLEDGED:
+            count = len(p["keys"])
+            which = "the changed detail" if count == 1 else f"each of the {count} changed details"
+            return f"Tick {which} below to say that you read it, then press “Confirm”."
+        case ProblemCode.TAIL_NOT_TYPED:
+            return (
+                f"Type the last {p['length']} characters of the value on record, as you read "
+                "them above, then press “Confirm”."
+            )
         case ProblemCode.NOT_JSON | ProblemCode.ACTION_NOT_TAKEN | ProblemCode.VALUE_CHANGED:
             return as_sentence(problem.message)  # the API's words, as a sentence
         case _ as unreachable:

@@ -9,7 +9,7 @@ from django.shortcuts import render
 from django.template.defaultfilters import floatformat
 
 from beliefs.roles import is_classifier, is_reviewer
-from beliefs.selectors import insights
+from beliefs.selectors import attention, insights
 from console.http import AuthedHttpRequest
 
 CHART_HEIGHT = 120
@@ -66,5 +66,7 @@ def insights_page(request: AuthedHttpRequest) -> HttpResponse:
             "fatigue": insights.fatigue(),
             "fast_seconds": insights.FAST_SECONDS,
             "window": insights.WINDOW,
+            "friction": attention.friction_report(),
+            "habit": attention.thresholds(),
         },
     )
