@@ -99,8 +99,10 @@ def problem_words(problem: Problem) -> str:
             return problem.message + "."  # it starts with the value, kept as it is
         case ProblemCode.NOT_ACKNOWLEDGED:
             count = len(p["keys"])
-            which = "the changed detail" if count == 1 else f"each of the {count} changed details"
-            return f"Tick {which} below to say that you read it, then press “Confirm”."
+            return (
+                "Tick each changed detail below to say that you read it "
+                f"({count} not ticked yet), then press “Confirm”."
+            )
         case ProblemCode.TAIL_NOT_TYPED:
             return (
                 f"Type the last {p['length']} characters of the value on record, as you read "
