@@ -344,3 +344,30 @@ def test_the_api_refuses_a_confirm_without_the_acts_in_json(
     assert taken.json()["prompt"]["action"] == "confirm"
     prompt.instance.refresh_from_db()
     assert prompt.instance.status == InstanceStatus.READY
+
+
+def test_an_acknowledgement_shows_untrusted_details_as_text_with_hidden_characters_marked(
+    rt: Actor, alice: User, alice_client: Client
+) -> None:
+    _history(rt, alice, fast=False)
+    hostile = "<img src=x onerror=alert(1)>\u202eEve"
+    world = {"recipient_account": {"iban": "DE89 3704", "holder": "Bob", "no\u200bte": hostile}}
+    prompt = open_prompt(_run(rt, alice, world), "recipient_account")
+    page = alice_client.get(f"/instances/{prompt.instance_id}/").content.decode()
+    label = page.split('name="acknowledged"')[1].split("</label>")[0]
+    assert "<img" not in label and "&lt;img src=x onerror=alert(1)&gt;" in label
+    assert '<span class="hidden-char" title="hidden character U+202E">' in label
+    assert '<span class="hidden-char" title="hidden character U+200B">' in label  # the key
+    assert "There is now a <strong>no" in label
+
+    # The key as the checkbox posts it back, hidden character and all, acknowledges it.
+    refused = _post(alice_client, prompt, action="confirm", value=ON_RECORD, acknowledged="note")
+    assert refused.status_code == 400
+    taken = _post(
+        alice_client, prompt, action="confirm", value=ON_RECORD, acknowledged="no\u200bte"
+    )
+    assert taken.status_code == 200
+    event = AuditEvent.objects.get(kind="prompt.confirm", prompt_id=prompt.pk)
+    assert event.data["acknowledged"] == [
+        {"key": "no\u200bte", "change": "added", "old": None, "new": hostile}
+    ]
