@@ -222,7 +222,7 @@ def _respond(found: Prompt, user: User, answer: Answer) -> RespondResult:
         return RespondResult(prompt, instance, replayed=True)
     _require_answerable(instance, prompt, answer)
     new_value = _value_for(prompt, answer)
-    habit = _Habit.of(prompt, user)
+    habit = _Habit.of(prompt, user, answer.action)
     acts = _require_acts(prompt, answer, habit)
     response = _record(prompt, user, answer, new_value)
     _HANDLERS[answer.action](Recorded(instance, prompt, response, user, answer, new_value, acts))
@@ -250,8 +250,8 @@ class _Habit:
     samples: list[Sample] | None  # None: this answer neither needs nor changes the habit
 
     @classmethod
-    def of(cls, prompt: Prompt, user: User) -> _Habit:
-        if not attention.needs_habit(prompt):
+    def of(cls, prompt: Prompt, user: User, action: Action) -> _Habit:
+        if action not in (Action.CONFIRM, Action.EDIT) or not attention.needs_habit(prompt):
             return cls(None)
         return cls(attention.recent_confirmations(user.pk, attention.thresholds().window))
 
