@@ -15,12 +15,12 @@ from django.utils import timezone
 
 from beliefs.domain.attention import (
     NO_ACTS,
-    TAIL_LENGTH,
     Acts,
     Habit,
     Sample,
     habit_of,
     missing_acts,
+    value_tail,
 )
 from beliefs.domain.canonical import canonical_json
 from beliefs.domain.policy import Route, Source
@@ -303,14 +303,15 @@ def _require_acts(prompt: Prompt, answer: Answer, habit: _Habit) -> Acts:
     if missing.unacknowledged:
         keys = [d.key for d in missing.unacknowledged]
         problems["acknowledged"] = [Problem(ProblemCode.NOT_ACKNOWLEDGED, {"keys": keys})]
+    length = len(value_tail(prompt.prefill))  # TAIL_LENGTH, or fewer for a shorter value
     if missing.tail:
-        problems["typed_tail"] = [Problem(ProblemCode.TAIL_NOT_TYPED, {"length": TAIL_LENGTH})]
+        problems["typed_tail"] = [Problem(ProblemCode.TAIL_NOT_TYPED, {"length": length})]
     detail = (
         "Not confirmed: the world this value refers to changed; acknowledge each changed "
         "detail (acknowledged: their keys) to confirm it."
         if missing.unacknowledged
         else "Not confirmed: your recent confirmations were fast and kept every value, so "
-        f"type the last {TAIL_LENGTH} characters of the value on record (typed_tail)."
+        f"type the last {length} characters of the value on record (typed_tail)."
     )
     raise InvalidInput(
         detail,

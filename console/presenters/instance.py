@@ -308,6 +308,14 @@ class Card:
         return ""  # a question is never pre-filled
 
     @property
+    def on_record_input(self) -> str:
+        """The input's text for the value on record, as the unanswered card shows it: the
+        script compares what is typed with it to tell an edit from a confirm."""
+        if not self.is_confirm or self.prefill_hidden:
+            return ""
+        return form_value(self.prompt.prefill, self.slot.value_type)
+
+    @property
     def prefill_hidden(self) -> bool:
         """A value with hidden characters is not copied into the input, where they would act
         (reorder, hide) again: it is shown revealed, and a correction is typed afresh."""

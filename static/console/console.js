@@ -144,16 +144,20 @@
 
   // Enter follows intent: once the value differs from the one on record, "Use this value
   // instead" is the primary button and Enter presses it; an unchanged value keeps Confirm.
+  // (Compared with the value on record, not with what the input first showed: a refused edit
+  // comes back with the person's value in it.)
   function valueChanged(form) {
+    var confirm = form.querySelector("button[name=action][value=confirm][data-on-record]");
+    if (confirm === null) {
+      return false;
+    }
+    var onRecord = confirm.getAttribute("data-on-record").trim();
     var fields = form.querySelectorAll("[name=value]");
     return Array.prototype.some.call(fields, function (field) {
       if (field.type === "radio") {
-        return field.checked !== field.defaultChecked;
+        return field.checked && field.value.trim() !== onRecord;
       }
-      if (field.tagName === "SELECT") {
-        return Array.prototype.some.call(field.options, function (o) { return o.selected !== o.defaultSelected; });
-      }
-      return field.value.trim() !== field.defaultValue.trim();
+      return field.value.trim() !== onRecord;
     });
   }
 

@@ -234,6 +234,21 @@ def test_enter_saves_an_edit_and_a_no_op_edit_is_a_confirm(
     expect(use_mine).to_be_enabled()
     value = amount.get_by_label("The value to use")
     expect(amount.get_by_role("button", name="Confirm")).to_have_class(PRIMARY)
+    value.fill("lots")
+    value.press("Enter")  # an edit, refused for what it is, not as a changed confirm
+    amount = card(page, "Amount")
+    expect(amount.get_by_role("alert")).to_contain_text("Enter a number")
+    value = amount.get_by_label("The value to use")
+    expect(value).to_have_value("lots")
+    use_mine = amount.get_by_role("button", name="Use this value instead")
+    expect(use_mine).to_have_class(PRIMARY)  # still the person's value, though shown afresh
+    expect(use_mine).to_be_enabled()
+    amount.evaluate("e => { e.dataset.shown = 'before'; }")
+    value.press("Enter")
+    expect(amount).not_to_have_attribute("data-shown", "before")  # answered afresh
+    expect(amount.get_by_role("alert")).not_to_contain_text("You changed the value")
+    expect(amount.get_by_role("alert")).to_contain_text("Enter a number")
+    expect(use_mine).to_be_enabled()  # Enter, like the button, waits out the delay
     value.fill("95")
     expect(use_mine).to_have_class(PRIMARY)  # the changed value is what the card now offers
     value.press("Enter")
