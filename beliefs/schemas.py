@@ -398,6 +398,10 @@ _VERSION_ERRORS: dict[str, Any] = dict.fromkeys(
 )
 
 
+# The most changed details one confirm acknowledges (a world statement has far fewer keys).
+MAX_ACKNOWLEDGED = 1000
+
+
 class RespondIn(StrictSerializer):
     action = serializers.ChoiceField(
         choices=[a.value for a in Action],
@@ -419,9 +423,29 @@ class RespondIn(StrictSerializer):
         required=False,
         help_text="for reject and veto",
     )
+    acknowledged = serializers.ListField(
+        child=TextField(max_length=MAX_TEXT_LENGTH, allow_blank=True),
+        max_length=MAX_ACKNOWLEDGED,
+        required=False,
+        help_text=(
+            "for a confirm of an irreversible value whose world diff shows changes: the key of "
+            "every changed entry, each acknowledged as read"
+        ),
+    )
+    typed_tail = TextField(
+        max_length=MAX_TEXT_LENGTH,
+        allow_blank=True,
+        allow_null=True,
+        required=False,
+        help_text=(
+            "for a confirm while friction is raised (your recent confirmations were fast and "
+            "kept every value): the last 4 characters of the value on record"
+        ),
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         attrs["reason"] = attrs.get("reason") or ""
+        attrs["acknowledged"] = attrs.get("acknowledged") or []
         return attrs
 
 

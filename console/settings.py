@@ -331,6 +331,12 @@ CONSOLE_APPROVAL_TTL = timedelta(
 )
 # Anti-fatigue: the confirm button of an irreversible prompt enables only after this delay.
 CONSOLE_CONFIRM_DELAY_MS = env_int("CONSOLE_CONFIRM_DELAY_MS", 1000)
+# Friction that rises with habituation: when at least this share of a person's latest WINDOW
+# irreversible confirmations kept the value on record, with a median dwell below this many
+# seconds, the next ones ask the person to type the value's last characters.
+CONSOLE_HABIT_WINDOW = env_int("CONSOLE_HABIT_WINDOW", 20)
+CONSOLE_HABIT_KEPT_SHARE = env_float("CONSOLE_HABIT_KEPT_SHARE", 0.9)
+CONSOLE_HABIT_MEDIAN_DWELL_S = env_float("CONSOLE_HABIT_MEDIAN_DWELL_S", 2.0)
 # The largest JSON body the API reads (a proposal carries its whole graph).
 API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 10 * 1024 * 1024)
 # Limits on what one runtime can make the console hold (beliefs/services/limits.py): every page

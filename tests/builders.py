@@ -11,6 +11,7 @@ from typing import Any
 from django.contrib.auth.models import User
 
 from beliefs import schemas, services
+from beliefs.domain.attention import changed_details
 from beliefs.models import Belief, Decision, Prompt, PromptState, Slot, TaskClass, TaskInstance
 from beliefs.schemas import parse
 from beliefs.services import SYSTEM, Actor
@@ -172,7 +173,8 @@ def answer_all(instance: TaskInstance, user: Any, values: Mapping[str, Any]) -> 
 
 def confirm_or_answer(instance: TaskInstance, user: Any, asked: str) -> None:
     """Confirm every open blocking prompt that is pre-filled and answer every blank (ASK) one
-    with `asked`, typed twice as a monotonic scope needs it."""
+    with `asked`, typed twice as a monotonic scope needs it. A confirm acknowledges every
+    changed detail of its world, as a person who read them would."""
     for prompt in Prompt.objects.filter(instance=instance, state=PromptState.OPEN, blocking=True):
         value = asked if prompt.route == "ASK" else None
         services.prompt_respond(
@@ -182,7 +184,13 @@ def confirm_or_answer(instance: TaskInstance, user: Any, asked: str) -> None:
             version=prompt.version,
             value=value,
             value_confirmation=value,
+            acknowledged=changed_keys(prompt),
         )
+
+
+def changed_keys(prompt: Prompt) -> list[str]:
+    """The keys a confirm of `prompt` acknowledges: every changed detail of its world diff."""
+    return [detail.key for detail in changed_details(prompt.world_diff)]
 
 
 def shop() -> TaskClass:

@@ -456,7 +456,12 @@ class RespondApi(APIView):
             "SURFACED prompts veto. A response to an older version is refused with 409 and the "
             "fresh prompt; an identical repeat is answered again (`replayed`) and writes "
             "nothing. An `Idempotency-Key` sent again returns the first answer, and is refused "
-            "(422) with a different action, value, reason or version."
+            "(422) with a different action, value, reason or version. A confirm of an "
+            "irreversible value whose world diff shows changes names each changed key in "
+            "`acknowledged`, and while your recent confirmations look habitual (fast, every "
+            "value kept) it carries the value's last 4 characters in `typed_tail`; without them "
+            "it is refused (400 `not_acknowledged` or `tail_not_typed`). An edit to the value "
+            "on record is recorded as a confirm."
         ),
         parameters=[
             OpenApiParameter(
@@ -484,6 +489,8 @@ class RespondApi(APIView):
             value_confirmation=data.get("value_confirmation"),
             reason=data["reason"],
             idempotency_key=key,
+            acknowledged=data["acknowledged"],
+            typed_tail=data.get("typed_tail"),
         )
         prompt = selectors.prompts_for_user(person(request)).get(pk=result.prompt.pk)
         return Response(

@@ -31,6 +31,12 @@ class ProblemCode(StrEnum):
     ESCALATION_UNCONFIRMED = "escalation_unconfirmed"
     # Confirm pressed with a changed value in the input (the console's forms only).
     VALUE_CHANGED = "value_changed"
+    # Confirm of an irreversible value whose world changed, without acknowledging each changed
+    # detail; keys: the details not acknowledged (world keys, as text).
+    NOT_ACKNOWLEDGED = "not_acknowledged"
+    # Confirm under raised friction without the value's last characters typed right;
+    # length: how many characters are asked for.
+    TAIL_NOT_TYPED = "tail_not_typed"
 
 
 VERSION_MESSAGE = "must be the prompt version you saw (a whole number)"
@@ -78,5 +84,12 @@ class Problem:
                 return what + ": type it a second time to confirm the escalation"
             case ProblemCode.VALUE_CHANGED:
                 return "changed: use “Use this value instead” to keep it"
+            case ProblemCode.NOT_ACKNOWLEDGED:
+                return (
+                    "must name every changed detail of the world before a confirm; missing: "
+                    + ", ".join(p["keys"])
+                )
+            case ProblemCode.TAIL_NOT_TYPED:
+                return f"must be the last {p['length']} characters of the value on record"
             case _ as unreachable:
                 assert_never(unreachable)

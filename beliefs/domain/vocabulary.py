@@ -62,6 +62,9 @@ class AuditKind(StrEnum):
     APPROVAL_AWAY_MARKED = "approval.away_marked"
     APPROVAL_REJECTED = "approval.rejected"
     APPROVAL_RESET = "approval.reset"
+    # A person's recent irreversible confirmations began or ceased to look habitual.
+    ATTENTION_FRICTION_LOWERED = "attention.friction_lowered"
+    ATTENTION_FRICTION_RAISED = "attention.friction_raised"
     BELIEF_RECORDED = "belief.recorded"
     CLASSIFICATION_CHANGE_APPROVED = "classification.change_approved"
     CLASSIFICATION_CHANGE_REFUSED = "classification.change_refused"

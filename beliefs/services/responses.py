@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -13,8 +13,17 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
+from beliefs.domain.attention import (
+    NO_ACTS,
+    Acts,
+    Habit,
+    Sample,
+    habit_of,
+    missing_acts,
+    value_tail,
+)
 from beliefs.domain.canonical import canonical_json
-from beliefs.domain.policy import Source
+from beliefs.domain.policy import Route, Source
 from beliefs.domain.problems import Problem, ProblemCode
 from beliefs.domain.vocabulary import (
     ACTIONS_BY_ROUTE,
@@ -42,6 +51,7 @@ from beliefs.models import (
     Slot,
     TaskInstance,
 )
+from beliefs.selectors import attention
 from beliefs.selectors.access import Owner, owned_prompt
 from beliefs.selectors.beliefs import history_pool
 from beliefs.selectors.instances import fresh_prompt
@@ -155,6 +165,12 @@ class Answer:
     value_confirmation: Any = None
     reason: str = ""
     idempotency_key: str | None = None
+    # The changed details of the world the person acknowledged (their keys), and the value's
+    # last characters as typed under raised friction: what a confirm may need (§16).
+    acknowledged: tuple[str, ...] = field(default=())
+    typed_tail: Any = None
+    # An edit to the value on record itself, taken as the confirm it is.
+    edited_to_same: bool = False
 
 
 @retry_on_race
@@ -168,8 +184,14 @@ def prompt_respond(
     value_confirmation: Any = None,
     reason: str = "",
     idempotency_key: str | None = None,
+    acknowledged: Collection[str] = (),
+    typed_tail: Any = None,
 ) -> RespondResult:
-    """A person's answer to one prompt of their own instance (input validated at the edge)."""
+    """A person's answer to one prompt of their own instance (input validated at the edge).
+
+    A confirm of an irreversible value may need more than the click (`domain.attention`): each
+    changed detail of its world named in `acknowledged`, and under raised friction the value's
+    last characters in `typed_tail`; without them it is refused (400) and nothing is written."""
     found = owned_prompt(prompt_id, Owner.of(principal_id=user.pk))
     if found is None:
         raise NotFound("No such prompt.", code="not_found")
@@ -183,6 +205,8 @@ def prompt_respond(
         value_confirmation=value_confirmation,
         reason=reason or "",
         idempotency_key=idempotency_key or None,
+        acknowledged=tuple(k for k in acknowledged if isinstance(k, str)),
+        typed_tail=typed_tail,
     )
     return _respond(found, user, answer)
 
@@ -191,16 +215,110 @@ def prompt_respond(
 def _respond(found: Prompt, user: User, answer: Answer) -> RespondResult:
     instance = lock_instance(found.instance)
     prompt = Prompt.objects.select_related("slot", "belief").get(pk=found.pk)
+    answer = _as_intended(prompt, answer)
     if _replays_idempotency_key(prompt, user, answer):
         return RespondResult(prompt, instance, replayed=True)
     if _repeats_a_taken_response(prompt, answer):
         return RespondResult(prompt, instance, replayed=True)
     _require_answerable(instance, prompt, answer)
     new_value = _value_for(prompt, answer)
+    habit = _Habit.of(prompt, user, answer.action)
+    acts = _require_acts(prompt, answer, habit)
     response = _record(prompt, user, answer, new_value)
-    _HANDLERS[answer.action](Recorded(instance, prompt, response, user, answer, new_value))
+    _HANDLERS[answer.action](Recorded(instance, prompt, response, user, answer, new_value, acts))
+    habit.record_change(instance, prompt, user)
     instance.refresh_from_db()
     return RespondResult(prompt, instance, replayed=False)
+
+
+def _as_intended(prompt: Prompt, answer: Answer) -> Answer:
+    """An edit to exactly the value on record is a confirm, and is recorded (and judged) as
+    one: it needs what a confirm needs, and says "Confirmed", not "Edited … instead of" it."""
+    if answer.action is not Action.EDIT or prompt.route != Route.CONFIRM:
+        return answer
+    typed = _checked_or_raw(prompt.slot, answer)
+    if canonical_json(typed) != canonical_json(prompt.prefill):
+        return answer
+    return replace(answer, action=Action.CONFIRM, value=None, edited_to_same=True)
+
+
+@dataclass
+class _Habit:
+    """The person's latest irreversible confirmations, read once per answer that can change
+    them: they decide whether friction is raised now, and, with this answer, after it."""
+
+    samples: list[Sample] | None  # None: this answer neither needs nor changes the habit
+
+    @classmethod
+    def of(cls, prompt: Prompt, user: User, action: Action) -> _Habit:
+        if action not in (Action.CONFIRM, Action.EDIT) or not attention.needs_habit(prompt):
+            return cls(None)
+        return cls(attention.recent_confirmations(user.pk, attention.thresholds().window))
+
+    @property
+    def now(self) -> Habit | None:
+        if self.samples is None:
+            return None
+        return habit_of(self.samples, attention.thresholds())
+
+    def record_change(self, instance: TaskInstance, prompt: Prompt, user: User) -> None:
+        """After an irreversible confirmation: when the person's pattern became habitual, or
+        stopped being so, say so in the audit (the /insights/ page reads it)."""
+        if self.samples is None or prompt.state != PromptState.ANSWERED:
+            return
+        this = Sample(kept=prompt.action == Action.CONFIRM, dwell_s=prompt.dwell_seconds)
+        after = habit_of([this, *self.samples], attention.thresholds())
+        if after.habitual == attention.friction_raised(user.pk):
+            return
+        kind = (
+            AuditKind.ATTENTION_FRICTION_RAISED
+            if after.habitual
+            else AuditKind.ATTENTION_FRICTION_LOWERED
+        )
+        audit(
+            kind,
+            actor=Actor(user=user),
+            instance=instance,
+            prompt=prompt,
+            subject=prompt.slot.key,
+            data=after.as_data(),
+        )
+
+
+def _require_acts(prompt: Prompt, answer: Answer, habit: _Habit) -> Acts:
+    """A confirm of an irreversible value names each changed detail of its world, and under
+    raised friction types the value's last characters; else it is refused, nothing written."""
+    if answer.action is not Action.CONFIRM:
+        return NO_ACTS
+    acts = attention.confirm_acts(prompt, habit.now)
+    missing = missing_acts(
+        acts,
+        prefill=prompt.prefill,
+        acknowledged=answer.acknowledged,
+        typed_tail=answer.typed_tail,
+    )
+    if not missing:
+        return acts
+    problems: dict[str, list[Problem]] = {}
+    if missing.unacknowledged:
+        keys = [d.key for d in missing.unacknowledged]
+        problems["acknowledged"] = [Problem(ProblemCode.NOT_ACKNOWLEDGED, {"keys": keys})]
+    length = len(value_tail(prompt.prefill))  # TAIL_LENGTH, or fewer for a shorter value
+    if missing.tail:
+        problems["typed_tail"] = [Problem(ProblemCode.TAIL_NOT_TYPED, {"length": length})]
+    detail = (
+        "Not confirmed: the world this value refers to changed; acknowledge each changed "
+        "detail (acknowledged: their keys) to confirm it."
+        if missing.unacknowledged
+        else "Not confirmed: your recent confirmations were fast and kept every value, so "
+        f"type the last {length} characters of the value on record (typed_tail)."
+    )
+    raise InvalidInput(
+        detail,
+        code="not_acknowledged" if missing.unacknowledged else "tail_not_typed",
+        fields={name: [p.message for p in found] for name, found in problems.items()},
+        problems=problems,
+    )
 
 
 def _replays_idempotency_key(prompt: Prompt, user: User, answer: Answer) -> bool:
@@ -367,6 +485,7 @@ class Recorded:
     user: User
     answer: Answer
     new_value: Any
+    acts: Acts = NO_ACTS
 
 
 def _bind_user_value(d: Recorded) -> None:
@@ -395,6 +514,12 @@ def _bind_user_value(d: Recorded) -> None:
     prompt.response_value = d.new_value
     prompt.save()
     data.update({"value": d.new_value, "belief": belief.pk, "world_ref": world_seen})
+    if d.acts.acknowledge:
+        data["acknowledged"] = [detail.as_data() for detail in d.acts.acknowledge]
+    if d.acts.type_tail and d.acts.habit is not None:
+        data["friction"] = {"typed_tail": True, **d.acts.habit.as_data()}
+    if answer.edited_to_same:
+        data["edited_to_the_value_on_record"] = True
     _audit_response(instance, prompt, user, data)
     plan_locked(instance, Actor(user=user))
 

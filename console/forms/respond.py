@@ -66,13 +66,15 @@ class Response:
     value: Any
     value_confirmation: Any
     reason: str
+    acknowledged: tuple[str, ...] = ()  # the changed details ticked as read
+    typed_tail: str | None = None  # the value's last characters, under raised friction
 
 
 def typed_values(post: Mapping[str, Any]) -> dict[str, str]:
     """What the person typed, to show again when the answer is refused."""
     return {
         name: str(post.get(name, ""))
-        for name in ("value", "value_confirmation", "reason")
+        for name in ("value", "value_confirmation", "reason", "typed_tail")
         if name in post
     }
 
@@ -109,10 +111,14 @@ def parse_response(post: Mapping[str, Any], prompt: Prompt) -> Response:
                 fields={"value": [changed.message]},
                 problems={"value": [changed]},
             )
+    getlist = getattr(post, "getlist", None)
+    ticked = getlist("acknowledged") if getlist is not None else post.get("acknowledged", [])
     return Response(
         action=action,
         version=fields["version"],
         value=value,
         value_confirmation=confirmation,
         reason=fields.get("reason", ""),
+        acknowledged=tuple(str(k) for k in ticked),
+        typed_tail=typed.get("typed_tail"),
     )

@@ -16,6 +16,15 @@ from typing import Any, assert_never
 
 from django.conf import settings
 
+from beliefs.domain.attention import (
+    NO_ACTS,
+    TAIL_LENGTH,
+    Acts,
+    ChangedDetail,
+    Habit,
+    acts_for,
+    value_tail,
+)
 from beliefs.domain.policy import RiskClass, RiskReason, RiskReasonKind, Route, Rule
 from beliefs.domain.vocabulary import MAX_TEXT_LENGTH
 from beliefs.models import (
@@ -46,6 +55,9 @@ from console.templatetags.reveal import (
 
 # Up to this many choices are radio buttons; more become a drop-down list.
 MAX_RADIO_CHOICES = 6
+# An acknowledgement names a changed detail's values up to this many characters (the world
+# diff above it shows them whole).
+ACK_VALUE_CHARS = 120
 
 
 @dataclass(frozen=True)
@@ -62,6 +74,8 @@ class PageFacts:
     accepts_veto: bool  # `TaskInstance.accepts_veto`
     principal: str
     decision_labels: dict[str, str]
+    # The person's latest irreversible confirmations, judged (None: no card here needs it).
+    habit: Habit | None = None
 
 
 @dataclass
@@ -82,6 +96,7 @@ class Card:
     focus: bool = False
     after_veto: bool = False  # this question was opened by a veto of the line above it
     vetoed_after_ready: bool = False
+    ticked: tuple[str, ...] = ()  # the changed details a refused confirm acknowledged
 
     # --- what it is ---
 
@@ -137,6 +152,30 @@ class Card:
     def delay_ms(self) -> int:
         """Confirm and "use this value instead" of an irreversible card wait this long."""
         return settings.CONSOLE_CONFIRM_DELAY_MS if self.irreversible else 0
+
+    # --- attention (§16): what a confirm needs beyond the click ---
+
+    @cached_property
+    def acts(self) -> Acts:
+        """Each changed detail to acknowledge, and under raised friction the value's tail to
+        type: the same rule (`domain.attention.acts_for`) the service enforces."""
+        if not (self.can_answer and self.is_confirm):
+            return NO_ACTS
+        return acts_for(
+            route=self.prompt.route,
+            effective_risk=self.prompt.effective_risk,
+            world_diff=self.prompt.world_diff,
+            habit=self.facts.habit,
+        )
+
+    @property
+    def acknowledgements(self) -> list[Acknowledgement]:
+        return [Acknowledgement(d, d.key in self.ticked) for d in self.acts.acknowledge]
+
+    @property
+    def tail_length(self) -> int:
+        """How many characters the friction asks for (fewer for a shorter value)."""
+        return len(value_tail(self.prompt.prefill)) if self.acts.type_tail else TAIL_LENGTH
 
     @property
     def belief(self) -> Any:
@@ -269,6 +308,14 @@ class Card:
         return ""  # a question is never pre-filled
 
     @property
+    def on_record_input(self) -> str:
+        """The input's text for the value on record, as the unanswered card shows it: the
+        script compares what is typed with it to tell an edit from a confirm."""
+        if not self.is_confirm or self.prefill_hidden:
+            return ""
+        return form_value(self.prompt.prefill, self.slot.value_type)
+
+    @property
     def prefill_hidden(self) -> bool:
         """A value with hidden characters is not copied into the input, where they would act
         (reorder, hide) again: it is shown revealed, and a correction is typed afresh."""
@@ -374,6 +421,40 @@ class Card:
         return bool(self.hidden or self.mixed)
 
 
+def _short(value: Any) -> str:
+    text = plain_text(value, compact=True)
+    return text if len(text) <= ACK_VALUE_CHARS else text[:ACK_VALUE_CHARS].rstrip() + "…"
+
+
+@dataclass(frozen=True)
+class Acknowledgement:
+    """One changed detail as the sentence a person ticks: "The holder is now ‘B. Exampel
+    Holdings’ (was ‘Bob Example’)"; its parts stay apart, for the template to escape."""
+
+    detail: ChangedDetail
+    ticked: bool
+
+    @property
+    def key(self) -> str:
+        return self.detail.key
+
+    @property
+    def added(self) -> bool:
+        return self.detail.change == "added"
+
+    @property
+    def removed(self) -> bool:
+        return self.detail.change == "removed"
+
+    @property
+    def old(self) -> str:
+        return _short(self.detail.old)
+
+    @property
+    def new(self) -> str:
+        return _short(self.detail.new)
+
+
 def _vetoed_after_ready(veto: Prompt, shown: list[Prompt]) -> bool:
     """Was the instance ready when this assumption was vetoed? It was if no blocking prompt
     was still waiting at that moment."""
@@ -435,10 +516,16 @@ def all_cards(groups: dict[str, Any]) -> list[Card]:
     return flat + cards
 
 
-def page_facts(instance: TaskInstance, decisions: list[Decision], principal: str) -> PageFacts:
+def page_facts(
+    instance: TaskInstance,
+    decisions: list[Decision],
+    principal: str,
+    habit: Habit | None = None,
+) -> PageFacts:
     return PageFacts(
         status=instance.status,
         accepts_veto=instance.accepts_veto,
         principal=principal,
         decision_labels={d.key: d.label for d in decisions},
+        habit=habit,
     )

@@ -26,6 +26,9 @@ class Outcome:
     focus: bool = False
     # M-of-N approval (issue 24): where the approvals stand while it awaits them.
     quorum: Quorum | None = None
+    # A value was vetoed after the action was cleared: the agent may already have acted with
+    # it, so what waits is a correction, not a first go-ahead.
+    correction: bool = False
 
     # The flags the templates branch on, one a status.
     waiting = _status_is(InstanceStatus.AWAITING_USER)
@@ -58,6 +61,8 @@ def banner_context(
             quorum_of(instance, instance.bindings_digest)
             if instance.status == InstanceStatus.AWAITING_APPROVAL
             else None,
+            correction=instance.status == InstanceStatus.AWAITING_USER
+            and any(c.vetoed_after_ready for c in cards),
         ),
         "blocking_count": len(open_blocking),
         "bindings": bindings,

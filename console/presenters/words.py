@@ -97,6 +97,17 @@ def problem_words(problem: Problem) -> str:
             return "It must be the prompt version you saw (a whole number)."
         case ProblemCode.ESCALATION_UNCONFIRMED:
             return problem.message + "."  # it starts with the value, kept as it is
+        case ProblemCode.NOT_ACKNOWLEDGED:
+            count = len(p["keys"])
+            return (
+                "Tick each changed detail below to say that you read it "
+                f"({count} not ticked yet), then press “Confirm”."
+            )
+        case ProblemCode.TAIL_NOT_TYPED:
+            return (
+                f"Type the last {p['length']} characters of the value on record, as you read "
+                "them above, then press “Confirm”."
+            )
         case ProblemCode.NOT_JSON | ProblemCode.ACTION_NOT_TAKEN | ProblemCode.VALUE_CHANGED:
             return as_sentence(problem.message)  # the API's words, as a sentence
         case _ as unreachable:

@@ -19,8 +19,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from beliefs import selectors, services
+from beliefs.domain.attention import Habit
 from beliefs.errors import Conflict, InvalidInput, NotFound
 from beliefs.models import Decision, InstanceStatus, Prompt, PromptState, TaskInstance
+from beliefs.selectors import attention
 from console import live
 from console.forms.respond import parse_response, typed_values
 from console.http import AuthedHttpRequest
@@ -73,7 +75,9 @@ def _instance_context(
     live.after_snapshot(lambda: services.prompts_mark_shown(prompts=prompts, user=request.user))
     decisions = _decisions(instance)
     # Only the principal sees the page: the signed-in user is the one who answers.
-    facts = page_facts(instance, decisions, request.user.get_username())
+    facts = page_facts(
+        instance, decisions, request.user.get_username(), _habit(instance, prompts, request)
+    )
     groups = cards_for(prompts, facts, overrides)
     return {
         "instance": instance,
@@ -83,6 +87,17 @@ def _instance_context(
         **banner_context(instance, all_cards(groups), focus=focus_outcome),
         "live_version": live_version,
     }
+
+
+def _habit(
+    instance: TaskInstance, prompts: list[Prompt], request: AuthedHttpRequest
+) -> Habit | None:
+    """The person's habit, read only when an open irreversible confirmation depends on it."""
+    if instance.status != InstanceStatus.AWAITING_USER:
+        return None
+    if not any(p.state == PromptState.OPEN and attention.needs_habit(p) for p in prompts):
+        return None
+    return attention.habit(request.user.pk)
 
 
 # --- the inbox -----------------------------------------------------------------------------
@@ -176,6 +191,8 @@ def prompt_respond(request: AuthedHttpRequest, instance_id: UUID, prompt_id: int
             value=answer.value,
             value_confirmation=answer.value_confirmation,
             reason=answer.reason,
+            acknowledged=answer.acknowledged,
+            typed_tail=answer.typed_tail,
         )
     except InvalidInput as exc:
         status, message = 400, _invalid_message(exc, typed)
@@ -215,6 +232,7 @@ def _answered(
         "status": status,
         "errors": errors,
         "typed": typed if status == 400 else {},
+        "ticked": tuple(request.POST.getlist("acknowledged")) if status == 400 else (),
         "focus": True,
     }
     finished_now = instance.status != status_before and instance.status in InstanceStatus.closed()
@@ -283,6 +301,10 @@ def _invalid_message(exc: InvalidInput, typed: dict[str, str]) -> str:
         return escalation
     if exc.code == "changed_value_confirmed":
         return exc.detail
+    if exc.code in ("not_acknowledged", "tail_not_typed"):
+        # Not confirmed: say every act still missing, the changed details first.
+        acts = ("acknowledged", "typed_tail")
+        return " ".join(words for name in acts for words in field_words(exc, name))
     for name in exc.fields:
         if words := field_words(exc, name):
             return FIELD_NAMES.get(name, "") + words[0]

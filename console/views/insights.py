@@ -10,7 +10,7 @@ from django.template.defaultfilters import floatformat
 
 from beliefs import selectors
 from beliefs.roles import is_classifier, is_reviewer
-from beliefs.selectors import insights
+from beliefs.selectors import attention, insights
 from console.http import AuthedHttpRequest
 
 CHART_HEIGHT = 120
@@ -69,5 +69,7 @@ def insights_page(request: AuthedHttpRequest) -> HttpResponse:
             "window": insights.WINDOW,
             # M-of-N approval (issue 24)
             "quorum_times": selectors.time_to_quorum(),
+            "friction": attention.friction_report(),
+            "habit": attention.thresholds(),
         },
     )

@@ -97,7 +97,8 @@
         if (button.closest("[data-live-stale]") !== null) {
           return; // a card that changed elsewhere while being typed in stays disabled
         }
-        button.disabled = false;
+        button.setAttribute("data-delay-over", "");
+        button.disabled = !actsDone(button);
       }, isNaN(delay) ? 0 : delay);
     });
   }
@@ -116,8 +117,100 @@
     }
   }
 
+  // --- Attention (DESIGN.md §16) ---------------------------------------------------------
+  // A Confirm marked data-needs-acts enables only once every changed detail of its card is
+  // ticked and, under raised friction, as many characters are typed as the value's tail has
+  // (whether they are the right ones is the server's to say), and its delay is over.
+  function actsDone(button) {
+    if (!button.hasAttribute("data-needs-acts") || button.form === null) {
+      return true;
+    }
+    var form = button.form;
+    var unticked = form.querySelectorAll("input[name=acknowledged]:not(:checked)").length;
+    var tail = form.querySelector("input[name=typed_tail]");
+    var typed = tail === null || tail.value.trim().length >= parseInt(tail.getAttribute("data-tail-length"), 10);
+    return unticked === 0 && typed;
+  }
+
+  function updateActs(form) {
+    form.querySelectorAll("button[data-needs-acts]").forEach(function (button) {
+      if (button.closest("[data-live-stale]") !== null) {
+        return;
+      }
+      var waiting = button.hasAttribute("data-enable-after-ms") && !button.hasAttribute("data-delay-over");
+      button.disabled = waiting || !actsDone(button);
+    });
+  }
+
+  // Enter follows intent: once the value differs from the one on record, "Use this value
+  // instead" is the primary button and Enter presses it; an unchanged value keeps Confirm.
+  // (Compared with the value on record, not with what the input first showed: a refused edit
+  // comes back with the person's value in it.)
+  function valueChanged(form) {
+    var confirm = form.querySelector("button[name=action][value=confirm][data-on-record]");
+    if (confirm === null) {
+      return false;
+    }
+    var onRecord = confirm.getAttribute("data-on-record").trim();
+    var fields = form.querySelectorAll("[name=value]");
+    return Array.prototype.some.call(fields, function (field) {
+      if (field.type === "radio") {
+        return field.checked && field.value.trim() !== onRecord;
+      }
+      return field.value.trim() !== onRecord;
+    });
+  }
+
+  function followIntent(form) {
+    var confirm = form.querySelector("button[name=action][value=confirm]");
+    var edit = form.querySelector("button[name=action][value=edit]");
+    if (confirm === null || edit === null) {
+      return;
+    }
+    var changed = valueChanged(form);
+    confirm.classList.toggle("primary", !changed);
+    edit.classList.toggle("primary", changed);
+  }
+
+  function onCardInput(event) {
+    var form = event.target.form;
+    if (!form || !form.classList.contains("answer")) {
+      return;
+    }
+    if (event.target.name === "acknowledged" || event.target.name === "typed_tail") {
+      updateActs(form);
+    } else if (event.target.name === "value") {
+      followIntent(form);
+    }
+  }
+  document.addEventListener("input", onCardInput);
+  document.addEventListener("change", onCardInput);
+
+  document.addEventListener("keydown", function (event) {
+    var field = event.target;
+    if (event.key !== "Enter" || event.isComposing || !field.form || field.tagName !== "INPUT" || field.name !== "value") {
+      return;
+    }
+    var edit = field.form.querySelector("button[name=action][value=edit]");
+    if (edit === null || !valueChanged(field.form)) {
+      return; // unchanged: Enter is the form's own (Confirm, once it may be pressed)
+    }
+    event.preventDefault();
+    if (!edit.disabled) {
+      edit.click();
+    }
+  });
+
   function init(root) {
     armDelayedButtons(root);
+    var forms = Array.prototype.slice.call(root.querySelectorAll("form.answer"));
+    if (root.matches && root.matches("form.answer")) {
+      forms.push(root);
+    }
+    forms.forEach(function (form) {
+      followIntent(form);
+      updateActs(form);
+    });
     if (root !== document.body) {
       focusSwapped(root);
     }

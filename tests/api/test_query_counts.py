@@ -87,14 +87,15 @@ def test_reads_and_a_response_run_the_same_queries_at_5_and_200_slots(
     prompt = api.prompt(run2, "s0")
     # 1 session, 2 user, 3 the prompt, 4 lazy expiry check; the service: 5 savepoint, 6 the
     # instance locked, 7 the prompt with slot and belief, 8 an earlier response for this
-    # version, 9 savepoint, 10 the response, 11 release, 12 older beliefs superseded, 13 the
-    # next turn, 14 the new belief, 15 the response's belief, 16 the prompt, 17 the audit
-    # event; the re-plan: 18 open prompts, 19 the slots with their decisions and beliefs, 20 the
-    # instance; 21 the instance re-read, 22 release; the answer: 23 the prompt, 24 the
-    # instance's prompts, 25 its task class, 26 its principal; and on PostgreSQL the change
-    # notification.
-    with django_assert_num_queries(26 + notify_queries()):
-        response = api.respond(prompt, "confirm")
+    # version, 9 the person's latest irreversible confirmations (is friction raised?),
+    # 10 savepoint, 11 the response, 12 release, 13 older beliefs superseded, 14 the next turn,
+    # 15 the new belief, 16 the response's belief, 17 the prompt, 18 the audit event; the
+    # re-plan: 19 open prompts, 20 the slots with their decisions and beliefs, 21 the instance;
+    # 22 whether the audit has friction raised for the person (did it change?), 23 the instance
+    # re-read, 24 release; the answer: 25 the prompt, 26 the instance's prompts, 27 its task
+    # class, 28 its principal; and on PostgreSQL the change notification.
+    with django_assert_num_queries(28 + notify_queries()):
+        response = api.respond(prompt, "confirm", acknowledged=["v"])
     assert response.status_code == 200, response.json()
 
 
@@ -119,9 +120,10 @@ def test_pages_run_the_same_queries_at_5_and_200_slots(
         (person, "/", 9),
         # 1 session, 2 user, 3 the instance, 4 expiry check; in one snapshot (console.live):
         # 5 the instance re-read, the live version (6 the instance, 7 its prompts, 8 the latest
-        # write), 9 prompts with slots and beliefs, 10 decisions, 11 their slots, 12 and 13
+        # write), 9 prompts with slots and beliefs, 10 decisions, 11 their slots, 12 the
+        # person's latest irreversible confirmations (is friction raised?), 13 and 14
         # permissions.
-        (person, f"/instances/{run2}/", 13),
+        (person, f"/instances/{run2}/", 14),
         # 1 session, 2 user, 3 and 4 permissions (role check), 5 task classes with their
         # counts (pending requests included), 6 unclassified slots, 7 unclassified decisions.
         (staff, "/classify/", 7),
@@ -133,8 +135,8 @@ def test_pages_run_the_same_queries_at_5_and_200_slots(
         (staff, "/activity/", 8),
         # 1 session, 2 user, 3 and 4 permissions, 5 the latest planned instances with their
         # blocking prompts counted, 6 their task classes, 7 the latest answered prompts, 8 the
-        # approval rounds that reached their quorum.
-        (staff, "/insights/", 8),
+        # approval rounds that reached their quorum, 9 the latest changes of friction.
+        (staff, "/insights/", 9),
     ]
     for client, url, count in pages:
         client.get(url)

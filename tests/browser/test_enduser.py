@@ -37,6 +37,14 @@ def card(page: Page, slot_label: str) -> Any:  # noqa: ANN401
     )
 
 
+def acknowledge_changes(box: Any) -> None:  # noqa: ANN401
+    """Tick every changed detail of a card, as a person who read them does (DESIGN.md §16):
+    an irreversible confirm of a changed world takes nothing less."""
+    ticks = box.locator("input[name=acknowledged]")
+    for index in range(ticks.count()):
+        ticks.nth(index).check()
+
+
 def assumption(page: Page, slot_label: str) -> Any:  # noqa: ANN401
     return page.locator("div.assumption").filter(
         has=page.locator(".assumption-label", has_text=slot_label)
@@ -107,6 +115,8 @@ def test_it_completes_a_run_2_instance_in_the_browser(
     recipient = card(page, "Recipient account")
     expect(recipient.locator("tr.changed")).to_contain_text("changed")
     confirm = recipient.get_by_role("button", name="Confirm")
+    expect(confirm).to_be_disabled()  # until the changed bank is acknowledged
+    acknowledge_changes(recipient)
     expect(confirm).to_be_enabled(timeout=fast_confirm + 5000)
     confirm.click()
     expect(recipient).to_contain_text("Confirmed: NL91ABNA0417164300")
@@ -161,6 +171,7 @@ def test_it_shows_the_409_message_with_the_fresh_card_after_a_world_change(
     page.route(re.compile(r"/live/"), lambda route: route.abort())
     page.goto(f"/instances/{instance.pk}/")
     recipient = card(page, "Recipient account")
+    acknowledge_changes(recipient)
     confirm = recipient.get_by_role("button", name="Confirm")
     expect(confirm).to_be_enabled(timeout=5000)
 
@@ -174,7 +185,9 @@ def test_it_shows_the_409_message_with_the_fresh_card_after_a_world_change(
         "Not recorded. What you answered has changed since you saw it"
     )
     expect(recipient.locator("tr.changed").filter(has_text="holder")).to_contain_text("Evil Ltd")
-    # The fresh card can be answered; its confirm waits out the delay again.
+    # The fresh card can be answered; its confirm waits out the delay again, and the new
+    # change is acknowledged as well.
+    acknowledge_changes(recipient)
     fresh = recipient.get_by_role("button", name="Confirm")
     expect(fresh).to_be_enabled(timeout=5000)
     fresh.click()
@@ -315,6 +328,7 @@ def test_it_completes_every_demo_run_2_instance(
         ).select_related("slot"):
             box = page.locator(f"#prompt-{prompt.pk}")
             if prompt.route == "CONFIRM":
+                acknowledge_changes(box)
                 confirm = box.get_by_role("button", name="Confirm")
                 expect(confirm).to_be_enabled(timeout=5000)
                 confirm.click()

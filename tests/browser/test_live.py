@@ -18,7 +18,7 @@ from playwright.sync_api import Page, expect
 
 from beliefs.models import TaskInstance
 from tests.browser import scenarios
-from tests.browser.test_enduser import assumption, card
+from tests.browser.test_enduser import acknowledge_changes, assumption, card
 from tests.conftest import PASSWORD, runtime_key_of
 
 SignIn = Callable[[str, str], None]
@@ -103,6 +103,7 @@ def test_an_answer_in_another_tab_shows_in_the_first(
     other.set_viewport_size({"width": width, "height": 900})
     other.goto(f"/instances/{instance.pk}/")
 
+    acknowledge_changes(card(other, "Recipient account"))
     confirm = card(other, "Recipient account").get_by_role("button", name="Confirm")
     expect(confirm).to_be_enabled(timeout=fast_confirm + 5000)
     confirm.click()

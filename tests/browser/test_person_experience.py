@@ -23,7 +23,7 @@ from beliefs.demo_proposals import seed_demo_proposals
 from beliefs.models import Prompt, ProposalValidation, TaskInstance
 from tests.browser import scenarios
 from tests.browser.conftest import SCREENSHOTS
-from tests.browser.test_enduser import assert_accessible, assumption, card
+from tests.browser.test_enduser import acknowledge_changes, assert_accessible, assumption, card
 from tests.builders import confirm_or_answer, open_instance
 from tests.conftest import PASSWORD
 
@@ -86,6 +86,7 @@ def test_refusals_swap_into_their_card_and_the_buttons_work_again(
     # Confirm after changing the value.
     recipient = card(page, "Recipient account")
     recipient.get_by_label("The value to use").fill("NL00BANK0000000000")
+    acknowledge_changes(recipient)
     confirm = recipient.get_by_role("button", name="Confirm")
     expect(confirm).to_be_enabled(timeout=5000)
     confirm.click()
@@ -142,6 +143,7 @@ def test_the_last_answer_brings_the_outcome_into_view_and_focus(
     sign_in("alice", PASSWORD)
     page.goto(f"/instances/{instance.pk}/")
     for label in ("Amount", "Recipient account"):
+        acknowledge_changes(card(page, label))
         confirm = card(page, label).get_by_role("button", name="Confirm")
         expect(confirm).to_be_enabled(timeout=5000)
         confirm.click()
@@ -416,6 +418,7 @@ def test_every_end_user_page_of_the_demo_speaks_plainly(
     expect(question).to_contain_text("Answered: 2026-12-01")
     for prompt in Prompt.objects.filter(instance=transfer, state="open", route="CONFIRM"):
         box = page.locator(f"#prompt-{prompt.pk}")
+        acknowledge_changes(box)
         confirm = box.get_by_role("button", name="Confirm")
         expect(confirm).to_be_enabled(timeout=5000)
         confirm.click()

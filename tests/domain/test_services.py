@@ -471,7 +471,9 @@ def test_it_writes_a_user_belief_with_the_world_seen_on_confirm(
     _finished_run_1(rt, alice)
     run2 = _plan(_open(rt, alice, world=WORLD_2), rt)
     prompt = open_prompt(run2, "recipient_account")
-    services.prompt_respond(prompt_id=prompt.pk, user=alice, action="confirm", version=1)
+    services.prompt_respond(
+        prompt_id=prompt.pk, user=alice, action="confirm", version=1, acknowledged=["iban"]
+    )
     belief = Belief.objects.get(instance=run2, slot__key="recipient_account")
     assert (belief.source, belief.value, belief.world_ref) == (
         "user",

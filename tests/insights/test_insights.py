@@ -12,7 +12,7 @@ from django.utils import timezone
 from beliefs import services
 from beliefs.models import Prompt, PromptState, RuntimeAPIKey, Slot, TaskInstance
 from beliefs.selectors import insights
-from tests.builders import open_instance, register_task_class
+from tests.builders import changed_keys, open_instance, register_task_class
 
 pytestmark = pytest.mark.django_db
 
@@ -40,7 +40,11 @@ def _run(actor: services.Actor, user: User, *, world: dict, keep: bool = True) -
         Prompt.objects.filter(pk=prompt.pk).update(shown_at=timezone.now() - timedelta(seconds=5))
         if prompt.route == "CONFIRM" and keep:
             services.prompt_respond(
-                prompt_id=prompt.pk, user=user, action="confirm", version=prompt.version
+                prompt_id=prompt.pk,
+                user=user,
+                action="confirm",
+                version=prompt.version,
+                acknowledged=changed_keys(prompt),  # read, and kept all the same
             )
         else:
             services.prompt_respond(

@@ -165,9 +165,10 @@ def test_it_runs_the_same_queries_for_2_and_50_prompts(
     # (console.live; the test's transaction here): 5 the instance re-read, the live version
     # (6 the instance, 7 its prompts, 8 the latest write), 9 the prompts with their slots,
     # beliefs and the beliefs' instances, 10 the decisions, 11 their slots (prefetch), for the
-    # restatement, 12 and 13 the user's and the groups' permissions (the header's roles);
-    # after it, 14 shown_at for the prompts shown for the first time (one UPDATE).
-    with django_assert_num_queries(14):
+    # restatement, 12 the person's latest irreversible confirmations (an irreversible one is
+    # open: is friction raised?), 13 and 14 the user's and the groups' permissions (the
+    # header's roles); after it, 15 shown_at for the prompts shown for the first time.
+    with django_assert_num_queries(15):
         response = alice_client.get(f"/instances/{instance.pk}/")
     assert response.status_code == 200
     assert response.content.decode().count('class="card card-confirm"') == prompts // 2

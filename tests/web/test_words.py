@@ -25,6 +25,8 @@ PARAMS = {
     "allowed": ["answer", "reject"],
     "value": "'admin'",
     "grant": "'read'",
+    "keys": ["holder"],
+    "length": 4,
 }
 FACTS = PageFacts(status="awaiting_user", accepts_veto=True, principal="alice", decision_labels={})
 

@@ -1,0 +1,161 @@
+"""Reads for attention (T7): a person's latest irreversible confirmations, what a confirm of a
+prompt needs (`domain.attention.acts_for`), and the history of friction for /insights/."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+
+from beliefs.domain.attention import Acts, Habit, Sample, Thresholds, acts_for, habit_of
+from beliefs.domain.policy import RiskClass, Route
+from beliefs.domain.vocabulary import AuditKind
+from beliefs.models import AuditEvent, Prompt, PromptState
+
+# /insights/ reads this many of the latest changes of friction.
+FRICTION_EVENTS_SHOWN = 200
+FRICTION_KINDS = (AuditKind.ATTENTION_FRICTION_RAISED, AuditKind.ATTENTION_FRICTION_LOWERED)
+
+
+def thresholds() -> Thresholds:
+    """The habituation thresholds from the settings."""
+    return Thresholds(
+        window=settings.CONSOLE_HABIT_WINDOW,
+        kept_share=settings.CONSOLE_HABIT_KEPT_SHARE,
+        median_dwell_s=settings.CONSOLE_HABIT_MEDIAN_DWELL_S,
+    )
+
+
+def recent_confirmations(principal_id: int, limit: int) -> list[Sample]:
+    """The principal's latest answered irreversible confirmations, newest first (one query):
+    each kept the value on record or replaced it, and how long it was shown before."""
+    rows = (
+        Prompt.objects.filter(
+            instance__principal_id=principal_id,
+            route=Route.CONFIRM,
+            effective_risk=RiskClass.IRREVERSIBLE,
+            state=PromptState.ANSWERED,
+            responded_at__isnull=False,
+        )
+        .order_by("-responded_at", "-id")
+        .values_list("action", "shown_at", "responded_at")[: max(limit, 0)]
+    )
+    return [
+        Sample(kept=action == "confirm", dwell_s=_seconds(shown, responded))
+        for action, shown, responded in rows
+    ]
+
+
+def _seconds(shown: datetime | None, responded: datetime | None) -> float | None:
+    if shown is None or responded is None:
+        return None
+    return (responded - shown).total_seconds()
+
+
+def habit(principal_id: int) -> Habit:
+    """The principal's habit now (one query)."""
+    t = thresholds()
+    return habit_of(recent_confirmations(principal_id, t.window), t)
+
+
+def friction_raised(principal_id: int) -> bool:
+    """Is friction raised for the person now, as the audit last recorded it (one query)?"""
+    latest = (
+        AuditEvent.objects.filter(
+            actor_user_id=principal_id, kind__in=[k.value for k in FRICTION_KINDS]
+        )
+        .values_list("kind", flat=True)
+        .first()
+    )
+    return latest == AuditKind.ATTENTION_FRICTION_RAISED
+
+
+def needs_habit(prompt: Prompt) -> bool:
+    """Only an irreversible CONFIRM's acts depend on the person's habit."""
+    return prompt.route == Route.CONFIRM and prompt.effective_risk == RiskClass.IRREVERSIBLE
+
+
+def confirm_acts(prompt: Prompt, habit_now: Habit | None) -> Acts:
+    """What confirming `prompt` needs beyond one click, given the person's habit now."""
+    return acts_for(
+        route=prompt.route,
+        effective_risk=prompt.effective_risk,
+        world_diff=prompt.world_diff,
+        habit=habit_now,
+    )
+
+
+# --- /insights/ -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FrictionChange:
+    """Friction rose or fell back for one person, when, and the figures that made it."""
+
+    person: str
+    raised: bool
+    at: datetime
+    figures: dict[str, Any]
+
+    @property
+    def kept(self) -> Any:
+        return self.figures.get("kept")
+
+    @property
+    def looked_at(self) -> Any:
+        return self.figures.get("looked_at")
+
+    @property
+    def median_dwell_s(self) -> Any:
+        return self.figures.get("median_dwell_s")
+
+
+@dataclass(frozen=True)
+class PersonFriction:
+    person: str
+    raised_now: bool
+    latest: FrictionChange  # the change that put the person where they are
+    times_raised: int
+
+
+@dataclass(frozen=True)
+class FrictionReport:
+    changes: list[FrictionChange]  # newest first
+    people: list[PersonFriction]  # raised now first, then by name
+
+    @property
+    def raised_now(self) -> int:
+        return sum(1 for p in self.people if p.raised_now)
+
+    @property
+    def times_raised(self) -> int:
+        return sum(1 for c in self.changes if c.raised)
+
+
+def friction_report(limit: int = FRICTION_EVENTS_SHOWN) -> FrictionReport:
+    """The latest changes of friction, overall and per person (one query, newest first)."""
+    events = AuditEvent.objects.filter(kind__in=[k.value for k in FRICTION_KINDS]).values_list(
+        "kind", "actor", "created_at", "data"
+    )[:limit]
+    changes = [
+        FrictionChange(
+            person=actor,
+            raised=kind == AuditKind.ATTENTION_FRICTION_RAISED,
+            at=created_at,
+            figures=dict(data or {}),
+        )
+        for kind, actor, created_at, data in events
+    ]
+    latest: dict[str, FrictionChange] = {}
+    raised: dict[str, int] = {}
+    for change in changes:
+        latest.setdefault(change.person, change)
+        raised[change.person] = raised.get(change.person, 0) + change.raised
+    people = [
+        PersonFriction(person=name, raised_now=c.raised, latest=c, times_raised=raised.get(name, 0))
+        for name, c in latest.items()
+    ]
+    people.sort(key=lambda p: (not p.raised_now, p.person))
+    return FrictionReport(changes=changes, people=people)
