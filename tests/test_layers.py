@@ -124,3 +124,32 @@ def test_it_has_no_import_cycle() -> None:
         if module not in state:
             visit(module, [module])
     assert cycles == []
+
+
+# Views and presenters stay small enough to read whole, and leave text patterns to the layers
+# that own the text (forms, domain): issue 20's rule.
+MAX_PAGE_MODULE_LINES = 500
+
+
+def _page_modules() -> list[Path]:
+    return sorted(
+        path
+        for folder in ("console/views", "console/presenters")
+        for path in (REPO / folder).glob("*.py")
+    )
+
+
+def test_no_view_or_presenter_module_is_over_500_lines() -> None:
+    long = {
+        str(path.relative_to(REPO)): n
+        for path in _page_modules()
+        if (n := len(path.read_text().splitlines())) > MAX_PAGE_MODULE_LINES
+    }
+    assert long == {}
+
+
+def test_no_view_or_presenter_uses_a_regular_expression() -> None:
+    using = [
+        str(path.relative_to(REPO)) for path in _page_modules() if _imports(path, {"re", "regex"})
+    ]
+    assert using == []

@@ -20,7 +20,6 @@ from beliefs.domain.attention import (
     NO_ACTS,
     TAIL_LENGTH,
     Acts,
-    ChangedDetail,
     Habit,
     acts_for,
     value_tail,
@@ -36,6 +35,7 @@ from beliefs.models import (
     TaskInstance,
 )
 from console.forms.respond import form_value
+from console.presenters.attention import Acknowledgement
 from console.presenters.words import (
     DONE_WORDS,
     GIVEN_IN_CONSOLE,
@@ -55,9 +55,6 @@ from console.templatetags.reveal import (
 
 # Up to this many choices are radio buttons; more become a drop-down list.
 MAX_RADIO_CHOICES = 6
-# An acknowledgement names a changed detail's values up to this many characters (the world
-# diff above it shows them whole).
-ACK_VALUE_CHARS = 120
 
 
 @dataclass(frozen=True)
@@ -419,40 +416,6 @@ class Card:
     @property
     def flagged(self) -> bool:
         return bool(self.hidden or self.mixed)
-
-
-def _short(value: Any) -> str:
-    text = plain_text(value, compact=True)
-    return text if len(text) <= ACK_VALUE_CHARS else text[:ACK_VALUE_CHARS].rstrip() + "…"
-
-
-@dataclass(frozen=True)
-class Acknowledgement:
-    """One changed detail as the sentence a person ticks: "The holder is now ‘B. Exampel
-    Holdings’ (was ‘Bob Example’)"; its parts stay apart, for the template to escape."""
-
-    detail: ChangedDetail
-    ticked: bool
-
-    @property
-    def key(self) -> str:
-        return self.detail.key
-
-    @property
-    def added(self) -> bool:
-        return self.detail.change == "added"
-
-    @property
-    def removed(self) -> bool:
-        return self.detail.change == "removed"
-
-    @property
-    def old(self) -> str:
-        return _short(self.detail.old)
-
-    @property
-    def new(self) -> str:
-        return _short(self.detail.new)
 
 
 def _vetoed_after_ready(veto: Prompt, shown: list[Prompt]) -> bool:
