@@ -371,7 +371,7 @@ class WebhookEndpointAdmin(Revealing):
             audit(
                 AuditKind.WEBHOOK_ENDPOINT_CREATED,
                 actor=actor,
-                subject=obj.url[:200],
+                subject=obj.url[:MAX_LABEL_LENGTH],
                 data=_endpoint_data(obj, event_types=obj.event_types),
             )
             if not typed:
@@ -399,7 +399,7 @@ class WebhookEndpointAdmin(Revealing):
             audit(
                 AuditKind.WEBHOOK_ENDPOINT_CHANGED,
                 actor=actor,
-                subject=obj.url[:200],
+                subject=obj.url[:MAX_LABEL_LENGTH],
                 data=_endpoint_data(
                     obj,
                     before={f: value(before, f) for f in changed},
@@ -410,7 +410,7 @@ class WebhookEndpointAdmin(Revealing):
             audit(
                 AuditKind.WEBHOOK_ENDPOINT_SECRET_ROTATED,
                 actor=actor,
-                subject=obj.url[:200],
+                subject=obj.url[:MAX_LABEL_LENGTH],
                 data=_endpoint_data(
                     obj, previous_secret_until=obj.previous_secret_until.isoformat()
                 ),

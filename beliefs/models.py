@@ -745,7 +745,7 @@ class OutboxItem(models.Model):
     last_error = models.TextField(blank=True)
     # The worker that made the last claim (`worker id#lane` for a delivery: deliveries of one
     # endpoint claimed together are sent in turn over one connection, and the caps count lanes).
-    claimed_by = models.CharField(max_length=200, blank=True)
+    claimed_by = models.CharField(max_length=MAX_LABEL_LENGTH, blank=True)
 
     class Meta:
         abstract = True

@@ -22,6 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from beliefs.domain import policy
 from beliefs.domain.classes import Change, impact_of
+from beliefs.domain.vocabulary import MAX_TEXT_LENGTH
 from beliefs.errors import ServiceError
 from beliefs.models import Decision, RiskChangeRequest, Slot, TaskClass
 from beliefs.roles import is_classifier
@@ -335,7 +336,7 @@ def matrix(request: AuthedHttpRequest) -> HttpResponse:
 
 class SignatureSettingForm(forms.Form):
     requires_signature = forms.BooleanField(required=False)
-    reason = forms.CharField(max_length=2000, required=False)
+    reason = forms.CharField(max_length=MAX_TEXT_LENGTH, required=False)
 
 
 @require_POST
