@@ -70,8 +70,8 @@ from beliefs.selectors.classification import (
     request_is_current,
 )
 from beliefs.services.audit import Actor, audit
+from beliefs.services.decision_settings import DECISION_SETTING_FIELDS, decision_request_decide
 from beliefs.services.planning import instances_replan_for_task_class
-from beliefs.services.quorum_settings import quorum_request_decide
 
 # --- the services ---------------------------------------------------------------------------
 
@@ -453,10 +453,8 @@ def risk_change_request_approve(
 ) -> ChangeResult:
     """A second classifier lets a downgrade take effect. It re-plans nothing."""
     user, reason, task_class, change_request = _start_decision(change_request, reason, actor)
-    if change_request.field == RiskChangeRequest.Field.REQUIRES_SIGNATURE:  # (issue 23)
-        return requires_signature_request_decide(change_request, True, user, reason, actor)
-    if change_request.field in QUORUM_REQUEST_FIELDS:  # M-of-N approval (issue 24)
-        return _quorum_decide(change_request, user, reason, actor, task_class, approve=True)
+    if change_request.field in DECISION_SETTING_FIELDS:  # approvals, signature (24, 23)
+        return _setting_decide(change_request, user, reason, actor, task_class, approve=True)
     if change_request.requested_by_id == user.pk:
         raise PermissionDenied(
             "You asked for this change, so you cannot approve it: another classifier must "
@@ -504,10 +502,8 @@ def risk_change_request_refuse(
 ) -> ChangeResult:
     """Refuse a pending request (its requester may refuse it too: a withdrawal)."""
     user, reason, task_class, change_request = _start_decision(change_request, reason, actor)
-    if change_request.field == RiskChangeRequest.Field.REQUIRES_SIGNATURE:  # (issue 23)
-        return requires_signature_request_decide(change_request, False, user, reason, actor)
-    if change_request.field in QUORUM_REQUEST_FIELDS:  # M-of-N approval (issue 24)
-        return _quorum_decide(change_request, user, reason, actor, task_class, approve=False)
+    if change_request.field in DECISION_SETTING_FIELDS:  # approvals, signature (24, 23)
+        return _setting_decide(change_request, user, reason, actor, task_class, approve=False)
     change = request_change(change_request)
     withdrawn = change_request.requested_by_id == user.pk
     _decide(change_request, RiskChangeRequest.State.REFUSED, user, reason)
@@ -522,13 +518,10 @@ def risk_change_request_refuse(
     )
 
 
-# --- M-of-N approval (issue 24): a lowered approval setting is decided in its own module ---
-QUORUM_REQUEST_FIELDS = frozenset(
-    {RiskChangeRequest.Field.APPROVALS_REQUIRED, RiskChangeRequest.Field.APPROVERS}
-)
+# --- a decision's own settings (approvals, signature) are decided in their own module ---
 
 
-def _quorum_decide(
+def _setting_decide(
     change_request: RiskChangeRequest,
     user: User,
     reason: str,
@@ -537,7 +530,7 @@ def _quorum_decide(
     *,
     approve: bool,
 ) -> ChangeResult:
-    decided = quorum_request_decide(
+    decided = decision_request_decide(
         change_request, user, reason, actor, task_class, approve=approve
     )
     return ChangeResult(
@@ -588,167 +581,3 @@ def _save_one(target: Slot | Decision, change: Change, reason: Any, actor: Actor
     return decision_set_slots(
         decision=target, slot_keys=sorted(change.value), reason=reason, actor=actor
     )
-
-
-# --- a decision's passkey signature requirement (issue 23) ---------------------------------
-
-
-def _describe_signature(decision: Decision, required: bool) -> str:
-    verb = "now requires" if required else "no longer requires"
-    return f"decision {decision.key} {verb} a passkey signature"
-
-
-@transaction.atomic
-def decision_set_requires_signature(
-    *, decision: Decision, requires_signature: Any, reason: Any, actor: Actor
-) -> ChangeResult:
-    """Turn a decision's signature requirement on (at once: open instances re-plan) or off
-    (a guard lowered: it waits for a second classifier, as a risk downgrade does). Answers the
-    classification services' `ChangeResult`."""
-    _require_classifier(actor)
-    reason = _reason(reason)
-    required = _bool("requires_signature", requires_signature)
-    task_class = _lock_task_class(decision.task_class)
-    decision = Decision.objects.get(pk=decision.pk)
-    field = RiskChangeRequest.Field.REQUIRES_SIGNATURE
-    if decision.requires_signature == required:
-        return ChangeResult(
-            "unchanged", f"Nothing to change: {_describe_signature(decision, required)} already."
-        )
-    if required:
-        return _apply_requires_signature(decision, task_class, True, reason, actor, {})
-    if RiskChangeRequest.objects.filter(
-        state=RiskChangeRequest.State.PENDING, field=field, decision=decision
-    ).exists():
-        raise Conflict(
-            f"A change of requires signature for decision {decision.key} is already waiting "
-            "for approval; approve or refuse it first.",
-            code="change_already_pending",
-        )
-    why = f"it stops requiring a passkey signature for decision {decision.key}"
-    change_request = RiskChangeRequest.objects.create(
-        task_class=task_class,
-        decision=decision,
-        field=field,
-        before=True,
-        after=False,
-        reason=reason,
-        requested_by=_require_classifier(actor),
-    )
-    audit(
-        REQUESTED_KIND,
-        actor=actor,
-        task_class=task_class,
-        subject=decision.key,
-        data={
-            "request": change_request.pk,
-            **_change_data("decision", field, True, False, reason),
-            "why": why,
-        },
-    )
-    return ChangeResult(
-        "requested",
-        f"Not applied yet: {why}, so a second classifier must approve it. "
-        "The request is listed under pending approvals.",
-        request=change_request,
-    )
-
-
-def _apply_requires_signature(
-    decision: Decision,
-    task_class: TaskClass,
-    required: bool,
-    reason: str,
-    actor: Actor,
-    extra: dict[str, Any],
-) -> ChangeResult:
-    decision.requires_signature = required
-    decision.save(update_fields=["requires_signature"])
-    # Turning it on tightens: instances still being answered will wait for a signature. Off,
-    # nothing re-plans: an instance already asked for a signature still needs it.
-    replanned = (
-        instances_replan_for_task_class(task_class=task_class, actor=actor) if required else 0
-    )
-    audit(
-        AuditKind.CLASSIFICATION_DECISION_REQUIRES_SIGNATURE,
-        actor=actor,
-        task_class=task_class,
-        subject=decision.key,
-        data={
-            **_change_data("decision", "requires_signature", not required, required, reason),
-            "replanned": replanned,
-            **extra,
-        },
-    )
-    return ChangeResult(
-        "applied", f"Saved: {_describe_signature(decision, required)}.", replanned=replanned
-    )
-
-
-def requires_signature_request_decide(
-    change_request: RiskChangeRequest, approve: bool, user: User, reason: str, actor: Actor
-) -> ChangeResult:
-    """A second classifier approves (or anyone refuses, its requester withdraws) turning a
-    decision's signature requirement off. Called by the classification services with the
-    request locked and pending."""
-    decision = change_request.decision
-    assert decision is not None
-    decision = Decision.objects.get(pk=decision.pk)
-    task_class = change_request.task_class
-    data = {
-        "request": change_request.pk,
-        **_change_data("decision", change_request.field, True, False, reason),
-        "requested_by": change_request.requested_by.get_username(),
-        "request_reason": change_request.reason,
-    }
-    requester = change_request.requested_by.get_username()
-    if not approve:
-        withdrawn = change_request.requested_by_id == user.pk
-        _decide(change_request, RiskChangeRequest.State.REFUSED, user, reason)
-        audit(
-            REFUSED_KIND,
-            actor=actor,
-            task_class=task_class,
-            subject=decision.key,
-            data={**data, "withdrawn": withdrawn},
-        )
-        verb = "Withdrew" if withdrawn else "Refused"
-        return ChangeResult(
-            "unchanged",
-            f"{verb} the request; decision {decision.key} still requires a passkey signature.",
-            request=change_request,
-        )
-    if change_request.requested_by_id == user.pk:
-        raise PermissionDenied(
-            "You asked for this change, so you cannot approve it: another classifier must "
-            "(four eyes). You may withdraw it instead.",
-            code="own_request",
-        )
-    if not decision.requires_signature:
-        raise Conflict(
-            "The target changed since this was requested. Refuse it; its requester can ask again.",
-            code="request_out_of_date",
-        )
-    _decide(change_request, RiskChangeRequest.State.APPROVED, user, reason)
-    audit(APPROVED_KIND, actor=actor, task_class=task_class, subject=decision.key, data=data)
-    _apply_requires_signature(
-        decision,
-        task_class,
-        False,
-        change_request.reason,
-        actor,
-        {
-            "request": change_request.pk,
-            "requested_by": requester,
-            "approved_by": user.get_username(),
-        },
-    )
-    return ChangeResult(
-        "applied",
-        f"Approved {requester}'s request: {_describe_signature(decision, False)}. "
-        "Instances already waiting for a signature still need it.",
-        request=change_request,
-    )
-
-
-# --- end passkey signature requirement ---

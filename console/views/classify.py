@@ -32,12 +32,14 @@ from beliefs.services import Actor
 from beliefs.services.classification import (
     ChangeResult,
     classification_save,
-    decision_set_requires_signature,
     risk_change_request_approve,
     risk_change_request_refuse,
 )
-from beliefs.services.quorum_settings import ChangeResult as QuorumChangeResult
-from beliefs.services.quorum_settings import decision_set_approvals
+from beliefs.services.decision_settings import ChangeResult as SettingChangeResult
+from beliefs.services.decision_settings import (
+    decision_set_approvals,
+    decision_set_requires_signature,
+)
 from console.forms.classify import DecisionForm, RequestDecisionForm, SlotForm
 from console.http import AuthedHttpRequest, role_required
 from console.presenters.classification import Bound, class_context
@@ -95,7 +97,7 @@ def _attach(form: forms.Form, exc: ServiceError) -> None:
 
 
 def _announce(
-    request: AuthedHttpRequest, results: Sequence[ChangeResult | QuorumChangeResult]
+    request: AuthedHttpRequest, results: Sequence[ChangeResult | SettingChangeResult]
 ) -> None:
     for result in results:
         if result.outcome == "requested":

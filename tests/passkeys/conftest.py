@@ -13,7 +13,7 @@ from django.test import Client
 
 from beliefs.models import Decision
 from beliefs.services import Actor
-from beliefs.services.classification import decision_set_requires_signature
+from beliefs.services.decision_settings import decision_set_requires_signature
 from tests.api.conftest import API, Driver
 from tests.conftest import JsonClient
 from tests.passkeys.authenticator import SoftAuthenticator

@@ -24,10 +24,10 @@ from beliefs.models import (
 )
 from beliefs.services import Actor
 from beliefs.services.classification import (
-    decision_set_requires_signature,
     risk_change_request_approve,
     risk_change_request_refuse,
 )
+from beliefs.services.decision_settings import decision_set_requires_signature
 from beliefs.services.signatures import awaits_signature
 from tests.api.conftest import API, Driver
 from tests.passkeys.conftest import CLASS, confirm_recipient, open_transfer

@@ -16,7 +16,7 @@ from beliefs.errors import InvalidInput, PermissionDenied
 from beliefs.models import AuditEvent, Decision, RiskChangeRequest
 from beliefs.services import Actor
 from beliefs.services import classification as c
-from beliefs.services.quorum_settings import decision_set_approvals
+from beliefs.services.decision_settings import decision_set_approvals
 from tests.builders import shop
 
 pytestmark = pytest.mark.django_db

@@ -1,15 +1,16 @@
-"""M-of-N approval, the classifier's setting on a decision (issue 24): how many approvals its
-actions need (`approvals_required`, at least 1) and from which group (`approvers`, a Django
-group; none: the principal alone, as before).
+"""A decision's own guards, set by classifiers: how many approvals its actions need
+(`approvals_required`, at least 1) and from which group (`approvers`, a Django group; none: the
+principal alone, as before), issue 24; and whether the person must sign them with a passkey
+(`requires_signature`), issue 23.
 
-Like a risk class, every change carries a reason and writes its audit event
-(`classification.decision_approvals`, before and after). Raising the count, or naming a group
-where there was none, takes effect at once and re-plans the open instances of the task class
-(their next settle asks for the approvals). Lowering the count, or changing or clearing the
-group (either may make approval easier), lowers a guard: it follows the four-eyes rule of risk
-downgrades, a pending `RiskChangeRequest` that another classifier approves or refuses
-(`risk_change_request_approve` hands such requests here). Nothing is lowered retroactively for
-an instance already ready.
+Like a risk class, every change carries a reason and writes its audit event (before and after).
+A change that tightens (more approvals, a group where there was none, a signature required)
+takes effect at once and re-plans the open instances of the task class (their next settle asks
+for it). One that may loosen (fewer approvals, another or no group, no signature) lowers a
+guard: it follows the four-eyes rule of risk downgrades, a pending `RiskChangeRequest` that
+another classifier approves or refuses (`risk_change_request_approve` hands such requests
+here). Nothing is lowered retroactively for an instance already ready (or already waiting for
+its signature).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ class ChangeResult:
 def _require_classifier(actor: Actor) -> User:
     if actor.user is None or not is_classifier(actor.user):
         raise PermissionDenied(
-            "Only classifiers set how many approvals a decision needs.",
+            "Only classifiers set a decision's approvals and signature.",
             code="not_a_classifier",
         )
     return actor.user
@@ -64,11 +65,26 @@ def _lock_task_class(task_class: TaskClass) -> TaskClass:
     return TaskClass.objects.select_for_update(no_key=True).get(pk=task_class.pk)
 
 
-QUORUM_FIELDS = frozenset(
-    {RiskChangeRequest.Field.APPROVALS_REQUIRED, RiskChangeRequest.Field.APPROVERS}
-)
+Field = RiskChangeRequest.Field
+# The settings decided here, and the audit event each change writes.
+KINDS = {
+    Field.APPROVALS_REQUIRED: AuditKind.CLASSIFICATION_DECISION_APPROVALS,
+    Field.APPROVERS: AuditKind.CLASSIFICATION_DECISION_APPROVALS,
+    Field.REQUIRES_SIGNATURE: AuditKind.CLASSIFICATION_DECISION_REQUIRES_SIGNATURE,
+}
+DECISION_SETTING_FIELDS = frozenset(KINDS)
 MAX_APPROVALS = 20
-KIND = AuditKind.CLASSIFICATION_DECISION_APPROVALS
+# Why a change of each waits for a second classifier, and what an approved one leaves alone.
+_WHY = {
+    Field.APPROVALS_REQUIRED: "fewer approvals lower a guard",
+    Field.APPROVERS: "another or no approvers group may lower a guard",
+    Field.REQUIRES_SIGNATURE: "it stops requiring a passkey signature",
+}
+_LEFT_ALONE = {
+    Field.APPROVALS_REQUIRED: "Instances already ready stay as they are.",
+    Field.APPROVERS: "Instances already ready stay as they are.",
+    Field.REQUIRES_SIGNATURE: "Instances already waiting for a signature still need it.",
+}
 
 
 def _count(value: Any) -> int:
@@ -89,13 +105,18 @@ def _group(value: Any) -> Group | None:
 
 
 def _current(decision: Decision, field: str) -> Any:
-    if field == RiskChangeRequest.Field.APPROVALS_REQUIRED:
+    if field == Field.REQUIRES_SIGNATURE:
+        return decision.requires_signature
+    if field == Field.APPROVALS_REQUIRED:
         return decision.approvals_required
     return decision.approvers.name if decision.approvers is not None else None
 
 
 def _write(decision: Decision, field: str, value: Any) -> None:
-    if field == RiskChangeRequest.Field.APPROVALS_REQUIRED:
+    if field == Field.REQUIRES_SIGNATURE:
+        decision.requires_signature = bool(value)
+        decision.save(update_fields=["requires_signature"])
+    elif field == Field.APPROVALS_REQUIRED:
         decision.approvals_required = value
         decision.save(update_fields=["approvals_required"])
     else:
@@ -104,7 +125,10 @@ def _write(decision: Decision, field: str, value: Any) -> None:
 
 
 def _describe(decision: Decision, field: str, value: Any) -> str:
-    if field == RiskChangeRequest.Field.APPROVALS_REQUIRED:
+    if field == Field.REQUIRES_SIGNATURE:
+        verb = "now requires" if value else "no longer requires"
+        return f"decision {decision.key} {verb} a passkey signature"
+    if field == Field.APPROVALS_REQUIRED:
         return f"decision {decision.key} now needs {value} approval{'' if value == 1 else 's'}"
     if value is None:
         return f"decision {decision.key} no longer needs an approvers group"
@@ -128,7 +152,7 @@ def _apply(
         instances_replan_for_task_class(task_class=task_class, actor=actor) if tightens else 0
     )
     audit(
-        KIND,
+        KINDS[Field(field)],
         actor=actor,
         task_class=task_class,
         subject=decision.key,
@@ -158,11 +182,7 @@ def _request(
             "waiting for approval; approve or refuse it first.",
             code="change_already_pending",
         )
-    why = (
-        "fewer approvals lower a guard"
-        if field == RiskChangeRequest.Field.APPROVALS_REQUIRED
-        else "another or no approvers group may lower a guard"
-    )
+    why = _WHY[Field(field)]
     before = _current(decision, field)
     change_request = RiskChangeRequest.objects.create(
         task_class=task_class,
@@ -211,7 +231,6 @@ def decision_set_approvals(
         raise field_error("approvers", "more than one approval needs a group to come from")
     results = []
     name = group.name if group is not None else None
-    Field = RiskChangeRequest.Field  # noqa: N806
     if name != _current(locked, Field.APPROVERS):
         if locked.approvers_id is None:
             results.append(
@@ -242,14 +261,21 @@ def decision_set_approvals(
     return results
 
 
+def _stored(field: str, value: Any) -> Any:
+    """A request's `before`/`after` as the setting takes it (no group is stored as "")."""
+    if field == Field.REQUIRES_SIGNATURE:
+        return bool(value)
+    return value if value != "" else None
+
+
 def request_is_current(change_request: RiskChangeRequest) -> bool:
     """Is the decision still as it was when the change was requested?"""
     assert change_request.decision is not None
-    before = change_request.before if change_request.before != "" else None
+    before = _stored(change_request.field, change_request.before)
     return bool(_current(change_request.decision, change_request.field) == before)
 
 
-def quorum_request_decide(
+def decision_request_decide(
     change_request: RiskChangeRequest,
     user: User,
     reason: str,
@@ -259,8 +285,8 @@ def quorum_request_decide(
     approve: bool,
 ) -> ChangeResult:
     """A second classifier's approval (or a refusal, or the requester's withdrawal) of a
-    lowered approval setting; the caller holds the task class and the pending request."""
-    assert change_request.decision_id is not None  # a quorum request names a decision
+    lowered decision setting; the caller holds the task class and the pending request."""
+    assert change_request.decision_id is not None  # such a request names a decision
     decision = Decision.objects.select_related("approvers").get(pk=change_request.decision_id)
     requester = change_request.requested_by.get_username()
     own = change_request.requested_by_id == user.pk
@@ -309,11 +335,12 @@ def quorum_request_decide(
             f"{verb} the request; decision {decision.key} stays as it was.",
             request=change_request,
         )
+    after = _stored(change_request.field, change_request.after)
     _apply(
         task_class,
         decision,
         change_request.field,
-        change_request.after or None,
+        after,
         change_request.reason,
         actor,
         tightens=False,
@@ -326,7 +353,28 @@ def quorum_request_decide(
     return ChangeResult(
         "applied",
         f"Approved {requester}'s request: "
-        f"{_describe(decision, change_request.field, change_request.after or None)}. "
-        "Instances already ready stay as they are.",
+        f"{_describe(decision, change_request.field, after)}. "
+        + _LEFT_ALONE[Field(change_request.field)],
         request=change_request,
     )
+
+
+@transaction.atomic
+def decision_set_requires_signature(
+    *, decision: Decision, requires_signature: Any, reason: Any, actor: Actor
+) -> ChangeResult:
+    """Turn a decision's signature requirement on (at once: open instances re-plan) or off
+    (a guard lowered: it waits for a second classifier, as a risk downgrade does)."""
+    _require_classifier(actor)
+    checked = _reason(reason)
+    if not isinstance(requires_signature, bool):
+        raise field_error("requires_signature", "must be true or false")
+    task_class = _lock_task_class(decision.task_class)
+    locked = Decision.objects.get(pk=decision.pk)
+    field = Field.REQUIRES_SIGNATURE
+    if locked.requires_signature == requires_signature:
+        described = _describe(locked, field, requires_signature)
+        return ChangeResult("unchanged", f"Nothing to change: {described} already.")
+    if requires_signature:
+        return _apply(task_class, locked, field, True, checked, actor, tightens=True)
+    return _request(task_class, locked, field, False, checked, actor)
