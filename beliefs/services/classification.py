@@ -31,8 +31,8 @@ made afterwards use the new class.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from dataclasses import replace
+from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -44,7 +44,6 @@ from beliefs.domain.classes import (
     Change,
     ChangeField,
     Classes,
-    EffectiveChange,
     Impact,
     Value,
     approval_reason,
@@ -54,7 +53,7 @@ from beliefs.domain.classes import (
     tightens,
 )
 from beliefs.domain.policy import RiskClass
-from beliefs.domain.vocabulary import MAX_TEXT_LENGTH, AuditKind
+from beliefs.domain.vocabulary import AuditKind
 from beliefs.errors import Conflict, InvalidInput, PermissionDenied, field_error
 from beliefs.models import (
     Decision,
@@ -62,7 +61,6 @@ from beliefs.models import (
     Slot,
     TaskClass,
 )
-from beliefs.roles import is_classifier
 from beliefs.selectors.classification import (
     classes_of,
     impact_snapshot,
@@ -70,37 +68,21 @@ from beliefs.selectors.classification import (
     request_is_current,
 )
 from beliefs.services.audit import Actor, audit
-from beliefs.services.decision_settings import DECISION_SETTING_FIELDS, decision_request_decide
+from beliefs.services.decision_settings import (
+    DECISION_SETTING_FIELDS,
+    ChangeResult,
+    checked_reason,
+    decision_request_decide,
+    lock_task_class,
+    require_classifier,
+)
 from beliefs.services.planning import instances_replan_for_task_class
 
 # --- the services ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ChangeResult:
-    outcome: Literal["applied", "requested", "unchanged"]
-    message: str
-    request: RiskChangeRequest | None = None
-    replanned: int = 0
-    effective: tuple[EffectiveChange, ...] = field(default_factory=tuple)
-
-
 def _require_classifier(actor: Actor) -> User:
-    """Only a signed-in classifier classifies; a runtime key never can."""
-    if actor.user is None or not is_classifier(actor.user):
-        raise PermissionDenied(
-            "Only classifiers set risk classes; runtimes may only suggest one.",
-            code="not_a_classifier",
-        )
-    return actor.user
-
-
-def _reason(value: Any, name: str = "reason") -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise field_error(name, "give a reason: it is kept in the audit log with the change")
-    if len(value) > MAX_TEXT_LENGTH:
-        raise field_error(name, f"must be at most {MAX_TEXT_LENGTH} characters")
-    return value.strip()
+    return require_classifier(actor, "set risk classes; runtimes may only suggest one")
 
 
 def _risk(value: Any) -> RiskClass:
@@ -116,11 +98,6 @@ def _bool(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise field_error(name, "must be true or false")
     return value
-
-
-def _lock_task_class(task_class: TaskClass) -> TaskClass:
-    """Classification changes of one task class queue behind each other."""
-    return TaskClass.objects.select_for_update(no_key=True).get(pk=task_class.pk)
 
 
 def _json(value: Value) -> Any:
@@ -300,7 +277,7 @@ def _set(
     actor: Actor,
 ) -> ChangeResult:
     """One field of one slot or decision, with its task class locked first."""
-    task_class = _lock_task_class(target.task_class)
+    task_class = lock_task_class(target.task_class)
     locked: Slot | Decision
     if isinstance(target, Slot):
         locked = Slot.objects.get(pk=target.pk)
@@ -315,7 +292,7 @@ def _set(
 def slot_set_risk(*, slot: Slot, risk_class: Any, reason: Any, actor: Actor) -> ChangeResult:
     """Set a slot's own risk class; out of irreversible/unclassified it waits for approval."""
     _require_classifier(actor)
-    reason, risk = _reason(reason), _risk(risk_class)
+    reason, risk = checked_reason(reason), _risk(risk_class)
     return _set(slot, "risk_class", risk, reason, actor)
 
 
@@ -323,7 +300,7 @@ def slot_set_risk(*, slot: Slot, risk_class: Any, reason: Any, actor: Actor) -> 
 def slot_set_monotonic(*, slot: Slot, monotonic: Any, reason: Any, actor: Actor) -> ChangeResult:
     """Mark a slot monotonic (at once, re-plans) or clear it (waits for approval)."""
     _require_classifier(actor)
-    reason, flag = _reason(reason), _bool("monotonic", monotonic)
+    reason, flag = checked_reason(reason), _bool("monotonic", monotonic)
     return _set(slot, "monotonic", flag, reason, actor)
 
 
@@ -343,7 +320,7 @@ def slot_set_scope_order(
     it decides when an answer is an escalation that must be typed twice, so a change that
     weakens it waits for a second classifier (rule 4)."""
     _require_classifier(actor)
-    reason, order = _reason(reason), parse_scope_order(scope_order)
+    reason, order = checked_reason(reason), parse_scope_order(scope_order)
     return _set(slot, "scope_order", tuple(order) if order else None, reason, actor)
 
 
@@ -353,7 +330,7 @@ def decision_set_risk(
 ) -> ChangeResult:
     """Set a decision's risk class; the slots it feeds inherit it."""
     _require_classifier(actor)
-    reason, risk = _reason(reason), _risk(risk_class)
+    reason, risk = checked_reason(reason), _risk(risk_class)
     return _set(decision, "risk_class", risk, reason, actor)
 
 
@@ -364,7 +341,7 @@ def decision_set_slots(
     """Say which slots feed a decision. Linking tightens (at once, re-plans); an unlink that
     drops a slot out of irreversible is refused (see the module docstring)."""
     _require_classifier(actor)
-    reason = _reason(reason)
+    reason = checked_reason(reason)
     if not isinstance(slot_keys, list | tuple | set | frozenset) or not all(
         isinstance(k, str) for k in slot_keys
     ):
@@ -379,7 +356,7 @@ def decision_set_slots(
 
 
 def _lock_request(change_request: RiskChangeRequest) -> tuple[TaskClass, RiskChangeRequest]:
-    task_class = _lock_task_class(change_request.task_class)
+    task_class = lock_task_class(change_request.task_class)
     locked = (
         RiskChangeRequest.objects.select_for_update(of=("self",))
         .select_related("slot", "decision", "requested_by", "decided_by")
@@ -400,7 +377,7 @@ def _start_decision(
     """How an approval or a refusal starts: the classifier deciding, the reason checked, then
     the task class and the still pending request locked."""
     user = _require_classifier(actor)
-    checked = _reason(reason)
+    checked = checked_reason(reason)
     task_class, locked = _lock_request(change_request)
     return user, checked, task_class, locked
 
@@ -454,7 +431,9 @@ def risk_change_request_approve(
     """A second classifier lets a downgrade take effect. It re-plans nothing."""
     user, reason, task_class, change_request = _start_decision(change_request, reason, actor)
     if change_request.field in DECISION_SETTING_FIELDS:  # approvals, signature (24, 23)
-        return _setting_decide(change_request, user, reason, actor, task_class, approve=True)
+        return decision_request_decide(
+            change_request, user, reason, actor, task_class, approve=True
+        )
     if change_request.requested_by_id == user.pk:
         raise PermissionDenied(
             "You asked for this change, so you cannot approve it: another classifier must "
@@ -503,7 +482,9 @@ def risk_change_request_refuse(
     """Refuse a pending request (its requester may refuse it too: a withdrawal)."""
     user, reason, task_class, change_request = _start_decision(change_request, reason, actor)
     if change_request.field in DECISION_SETTING_FIELDS:  # approvals, signature (24, 23)
-        return _setting_decide(change_request, user, reason, actor, task_class, approve=False)
+        return decision_request_decide(
+            change_request, user, reason, actor, task_class, approve=False
+        )
     change = request_change(change_request)
     withdrawn = change_request.requested_by_id == user.pk
     _decide(change_request, RiskChangeRequest.State.REFUSED, user, reason)
@@ -519,23 +500,6 @@ def risk_change_request_refuse(
 
 
 # --- a decision's own settings (approvals, signature) are decided in their own module ---
-
-
-def _setting_decide(
-    change_request: RiskChangeRequest,
-    user: User,
-    reason: str,
-    actor: Actor,
-    task_class: TaskClass,
-    *,
-    approve: bool,
-) -> ChangeResult:
-    decided = decision_request_decide(
-        change_request, user, reason, actor, task_class, approve=approve
-    )
-    return ChangeResult(
-        decided.outcome, decided.message, request=decided.request, replanned=decided.replanned
-    )
 
 
 def classification_impact(*, task_class: TaskClass, changes: Iterable[Change]) -> Impact:

@@ -15,13 +15,14 @@ its signature).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from django.contrib.auth.models import Group, User
 from django.db import transaction
 from django.utils import timezone
 
+from beliefs.domain.classes import EffectiveChange
 from beliefs.domain.vocabulary import MAX_TEXT_LENGTH, AuditKind
 from beliefs.errors import Conflict, PermissionDenied, field_error
 from beliefs.models import Decision, RiskChangeRequest, TaskClass
@@ -34,33 +35,35 @@ REQUESTED_KIND = AuditKind.CLASSIFICATION_CHANGE_REQUESTED
 
 @dataclass(frozen=True)
 class ChangeResult:
-    """As `classification.ChangeResult` (which `risk_change_request_approve` answers with):
-    kept apart so that classification may hand its quorum requests here without a cycle."""
+    """What a classification service did: applied, requested (waiting for a second
+    classifier) or unchanged, said for the classifier; with the request, how many open
+    instances re-planned, and for a risk change what it did to effective risks."""
 
     outcome: Literal["applied", "requested", "unchanged"]
     message: str
     request: RiskChangeRequest | None = None
     replanned: int = 0
+    effective: tuple[EffectiveChange, ...] = field(default_factory=tuple)
 
 
-def _require_classifier(actor: Actor) -> User:
+def require_classifier(
+    actor: Actor, what: str = "set a decision's approvals and signature"
+) -> User:
+    """Only a signed-in classifier classifies; a runtime key never can."""
     if actor.user is None or not is_classifier(actor.user):
-        raise PermissionDenied(
-            "Only classifiers set a decision's approvals and signature.",
-            code="not_a_classifier",
-        )
+        raise PermissionDenied(f"Only classifiers {what}.", code="not_a_classifier")
     return actor.user
 
 
-def _reason(value: Any) -> str:
+def checked_reason(value: Any, name: str = "reason") -> str:
     if not isinstance(value, str) or not value.strip():
-        raise field_error("reason", "give a reason: it is kept in the audit log with the change")
+        raise field_error(name, "give a reason: it is kept in the audit log with the change")
     if len(value) > MAX_TEXT_LENGTH:
-        raise field_error("reason", f"must be at most {MAX_TEXT_LENGTH} characters")
+        raise field_error(name, f"must be at most {MAX_TEXT_LENGTH} characters")
     return value.strip()
 
 
-def _lock_task_class(task_class: TaskClass) -> TaskClass:
+def lock_task_class(task_class: TaskClass) -> TaskClass:
     """Classification changes of one task class queue behind each other."""
     return TaskClass.objects.select_for_update(no_key=True).get(pk=task_class.pk)
 
@@ -192,7 +195,7 @@ def _request(
         before="" if before is None else before,
         after="" if after is None else after,
         reason=reason,
-        requested_by=_require_classifier(actor),
+        requested_by=require_classifier(actor),
     )
     audit(
         REQUESTED_KIND,
@@ -223,9 +226,9 @@ def decision_set_approvals(
 ) -> list[ChangeResult]:
     """Set how many approvals a decision's actions need and from which group (see the module
     docstring for what takes effect at once and what waits for a second classifier)."""
-    _require_classifier(actor)
-    checked, count, group = _reason(reason), _count(approvals_required), _group(approvers)
-    task_class = _lock_task_class(decision.task_class)
+    require_classifier(actor)
+    checked, count, group = checked_reason(reason), _count(approvals_required), _group(approvers)
+    task_class = lock_task_class(decision.task_class)
     locked = Decision.objects.select_related("approvers").get(pk=decision.pk)
     if count > 1 and group is None:
         raise field_error("approvers", "more than one approval needs a group to come from")
@@ -365,11 +368,11 @@ def decision_set_requires_signature(
 ) -> ChangeResult:
     """Turn a decision's signature requirement on (at once: open instances re-plan) or off
     (a guard lowered: it waits for a second classifier, as a risk downgrade does)."""
-    _require_classifier(actor)
-    checked = _reason(reason)
+    require_classifier(actor)
+    checked = checked_reason(reason)
     if not isinstance(requires_signature, bool):
         raise field_error("requires_signature", "must be true or false")
-    task_class = _lock_task_class(decision.task_class)
+    task_class = lock_task_class(decision.task_class)
     locked = Decision.objects.get(pk=decision.pk)
     field = Field.REQUIRES_SIGNATURE
     if locked.requires_signature == requires_signature:
