@@ -35,7 +35,6 @@ from beliefs.services.classification import (
     risk_change_request_approve,
     risk_change_request_refuse,
 )
-from beliefs.services.decision_settings import ChangeResult as SettingChangeResult
 from beliefs.services.decision_settings import (
     decision_set_approvals,
     decision_set_requires_signature,
@@ -97,7 +96,7 @@ def _attach(form: forms.Form, exc: ServiceError) -> None:
 
 
 def _announce(
-    request: AuthedHttpRequest, results: Sequence[ChangeResult | SettingChangeResult]
+    request: AuthedHttpRequest, results: Sequence[ChangeResult]
 ) -> None:
     for result in results:
         if result.outcome == "requested":
