@@ -21,67 +21,41 @@ from beliefs.services.audit import SYSTEM, audit
 from beliefs.services.lifecycle import close_instance, lock_instance
 from beliefs.services.signatures import signature_overdue
 
+# Why an instance expired: (its status reason, the audit's reason), per what ran out.
+_PROMPT = ("a blocking prompt expired", "a blocking prompt was not answered before its TTL")
+_APPROVALS = (
+    "the approvals it needed did not all arrive in time",
+    "the approvers group did not approve before the approval TTL",
+)
+_SIGNATURE = ("the signature was not given", "the passkey signature was not given before its TTL")
+
 
 def expire_locked_if_due(
     instance: TaskInstance, now: datetime, open_prompts: Sequence[Prompt] | None = None
 ) -> bool:
-    """Expire the locked instance if a blocking prompt is overdue; `open_prompts`, when the
-    caller has already read them, saves asking the database."""
-    if signature_overdue(instance, now):  # (issue 23) never signed in time
-        close_instance(
-            instance, InstanceStatus.EXPIRED, PromptState.EXPIRED, "the signature was not given"
-        )
-        audit(
-            AuditKind.INSTANCE_EXPIRED,
-            actor=SYSTEM,
-            instance=instance,
-            data={"reason": "the passkey signature was not given before its TTL"},
-        )
-        return True
+    """Expire the locked instance if what it waits for ran out of time: a blocking prompt, its
+    approvers (issue 24) or its signature (issue 23); `open_prompts`, when the caller has
+    already read them, saves asking the database."""
+    if signature_overdue(instance, now):
+        return _expire(instance, _SIGNATURE)
     if instance.status == InstanceStatus.AWAITING_APPROVAL:
-        return _expire_approval_if_due(instance, now)
+        return approval_due(instance.pk, now) and _expire(instance, _APPROVALS)
     if instance.status != InstanceStatus.AWAITING_USER:
         return False
     if open_prompts is None:
         due = instance.prompts.overdue(now).exists()
     else:
         due = any_overdue(open_prompts, now)
-    if not due:
-        return False
-    close_instance(
-        instance, InstanceStatus.EXPIRED, PromptState.EXPIRED, "a blocking prompt expired"
-    )
+    return due and _expire(instance, _PROMPT)
+
+
+def _expire(instance: TaskInstance, why: tuple[str, str]) -> bool:
+    status_reason, audit_reason = why
+    close_instance(instance, InstanceStatus.EXPIRED, PromptState.EXPIRED, status_reason)
     audit(
-        AuditKind.INSTANCE_EXPIRED,
-        actor=SYSTEM,
-        instance=instance,
-        data={"reason": "a blocking prompt was not answered before its TTL"},
+        AuditKind.INSTANCE_EXPIRED, actor=SYSTEM, instance=instance, data={"reason": audit_reason}
     )
     return True
-
-
-# --- M-of-N approval (issue 24): the approvers' time runs out like a prompt's ---
-
-
-def _expire_approval_if_due(instance: TaskInstance, now: datetime) -> bool:
-    if not approval_due(instance.pk, now):
-        return False
-    close_instance(
-        instance,
-        InstanceStatus.EXPIRED,
-        PromptState.EXPIRED,
-        "the approvals it needed did not all arrive in time",
-    )
-    audit(
-        AuditKind.INSTANCE_EXPIRED,
-        actor=SYSTEM,
-        instance=instance,
-        data={"reason": "the approvers group did not approve before the approval TTL"},
-    )
-    return True
-
-
-# --- end M-of-N approval ---
 
 
 def _due(instance: TaskInstance, now: datetime) -> bool:

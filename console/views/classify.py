@@ -95,9 +95,7 @@ def _attach(form: forms.Form, exc: ServiceError) -> None:
         form.add_error(None, exc.detail)
 
 
-def _announce(
-    request: AuthedHttpRequest, results: Sequence[ChangeResult]
-) -> None:
+def _announce(request: AuthedHttpRequest, results: Sequence[ChangeResult]) -> None:
     for result in results:
         if result.outcome == "requested":
             messages.warning(request, result.message)
