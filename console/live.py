@@ -202,12 +202,9 @@ def inbox_version(context: dict[str, Any], user_id: int) -> Version:
     """The version of an inbox page (the context `_inbox_context` gives it): its rows, and the
     latest write to any of this person's instances. Its recheck: when its first row's time to
     live runs out (the row then leaves the list)."""
-    rows = [
-        [str(i.pk), i.blocking_count, i.assumption_count, i.next_expiry, i.updated_at]
-        for i in context["waiting"]
-    ]
+    rows = [[*row.shown(), row.instance.updated_at] for row in context["waiting"]]
     recent = [[str(i.pk), i.status] for i in context["recent"]]
-    facts = [context["page"], context["has_next"], context["past_the_end"]]
+    facts = [context["page"], context["has_next"], context["past_the_end"], context["waiting_count"]]
     expiries = [i.next_expiry for i in context["waiting"] if i.next_expiry is not None]
     latest = TaskInstance.objects.filter(principal_id=user_id).aggregate(
         instances=Max("updated_at"), prompts=Max("prompts__updated_at")

@@ -24,6 +24,7 @@ from beliefs.models import Decision, InstanceStatus, Prompt, PromptState, TaskIn
 from console import live
 from console.forms.respond import parse_response, typed_values
 from console.http import AuthedHttpRequest
+from console.presenters.inbox import inbox_row
 from console.presenters.instance import Card, all_cards, cards_for, page_facts
 from console.presenters.outcome import banner_context
 from console.presenters.restatement import restatement
@@ -82,6 +83,10 @@ def _instance_context(
         **groups,
         **banner_context(instance, all_cards(groups), focus=focus_outcome),
         "live_version": live_version,
+        # Once this one is finished, where the person goes next.
+        "next_waiting": None
+        if instance.status == InstanceStatus.AWAITING_USER
+        else selectors.next_waiting(request.user, timezone.now(), instance),
     }
 
 
@@ -107,7 +112,10 @@ def _inbox_context(request: AuthedHttpRequest) -> dict[str, Any]:
     now = timezone.now()
     page = _page_number(request.GET.get("page"))
     start = (page - 1) * INBOX_PAGE_SIZE
-    decisions = Prefetch("task_class__decisions", queryset=Decision.objects.order_by("id"))
+    decisions = Prefetch(
+        "task_class__decisions",
+        queryset=Decision.objects.order_by("id").prefetch_related("slots"),
+    )
     # Past its TTL an instance no longer waits for anyone; opening it shows it expired.
     waiting = selectors.inbox_instances(request.user, now).prefetch_related(decisions)
     recent = (
@@ -116,13 +124,16 @@ def _inbox_context(request: AuthedHttpRequest) -> dict[str, Any]:
         .order_by("-updated_at")[:RECENT_LIMIT]
     )
     rows = list(waiting[start : start + INBOX_PAGE_SIZE + 1])
+    has_next = len(rows) > INBOX_PAGE_SIZE
     context = {
-        "waiting": rows[:INBOX_PAGE_SIZE],
+        "waiting": [inbox_row(i) for i in rows[:INBOX_PAGE_SIZE]],
         "recent": list(recent),
         "now": now,
         "page": page,
-        "has_next": len(rows) > INBOX_PAGE_SIZE,
+        "has_next": has_next,
         "past_the_end": page > 1 and not rows,
+        # Counted only where this page does not already say it (one page holds them all).
+        "waiting_count": waiting.count() if page > 1 or has_next else len(rows),
     }
     # (Read in the caller's `live.snapshot()`, with the rows it labels.)
     context["live_version"] = live.inbox_version(context, request.user.pk)

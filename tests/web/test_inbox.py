@@ -24,8 +24,8 @@ def test_it_lists_the_instances_awaiting_the_user_with_what_is_at_stake(
     html = alice_client.get("/").content.decode()
     assert f'href="/instances/{vendor.pk}/"' in html
     assert "Vendor payment" in html
-    assert "run 2" in html
-    assert "Send payment" in html and "Authorize the vendor" in html  # decisions at stake
+    assert "attempt 2" in html and "run 2" not in html
+    assert "Asked by <strong class=\"runtime\">" in html
     assert "3 answers needed" in html
     assert "2 assumptions to review" in html
     assert "opened" in html and "ago" in html
@@ -111,10 +111,11 @@ def test_it_runs_the_same_queries_for_2_and_50_prompts(
     scenarios.many(alice, prompts)
     scenarios.vendor(alice)
     # 1 the session, 2 the user, in one snapshot (console.live; the test's transaction here):
-    # 3 the waiting instances with their counts and next expiry, 4 their decisions (prefetch),
-    # 5 the recently finished instances, 6 the latest write to the person's instances (the
-    # live version), 7 and 8 the user's and the groups' permissions (the header's roles).
-    with django_assert_num_queries(8):
+    # 3 the waiting instances with their runtime, counts and next expiry, 4 their decisions
+    # and 5 the decisions' slots (prefetches: which values are decisive), 6 the recently
+    # finished instances, 7 the latest write to the person's instances (the live version),
+    # 8 and 9 the user's and the groups' permissions (the header's roles).
+    with django_assert_num_queries(9):
         response = alice_client.get(url)
     assert response.status_code == 200
 
@@ -202,7 +203,9 @@ def test_a_later_page_runs_the_same_queries(
     alice_client: Client,
     django_assert_num_queries,  # noqa: ANN001
 ) -> None:
-    # The same eight as the first page: the page's rows and one more (no count).
-    with django_assert_num_queries(8):
+    # The first page's nine, less the decisions' slots (this class declares no decision, so
+    # there are none to fetch), and a count of the waiting instances (the title's number: one
+    # page does not hold them all).
+    with django_assert_num_queries(9):
         response = alice_client.get(url)
     assert response.status_code == 200

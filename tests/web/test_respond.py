@@ -162,8 +162,9 @@ def test_it_vetoes_an_assumption_and_swaps_in_the_question(
     )
     assert "<strong>Vetoed</strong>. Reason: we moved it" in html
     assert f'id="prompt-{ask.pk}"' in html and "Answer: Due date" in html
-    # A date is typed as the hint says; no browser date picker with another format.
-    assert 'placeholder="YYYY-MM-DD"' in html and 'type="date"' not in html
+    # A date is picked with the browser's date input (it sends YYYY-MM-DD), not typed as text.
+    field = html[html.index(f'id="prompt-{ask.pk}-value"') :].split(">", 1)[0]
+    assert 'type="date"' in field and "placeholder" not in field
     assert "4 answers needed" in html  # the banner, out of band
     # The question sits under the vetoed line on a full render too.
     full = alice_client.get(f"/instances/{vendor.pk}/").content.decode()
