@@ -204,7 +204,7 @@ def inbox_version(context: dict[str, Any], user_id: int) -> Version:
     live runs out (the row then leaves the list)."""
     rows = [[*row.shown(), row.instance.updated_at] for row in context["waiting"]]
     recent = [[str(i.pk), i.status] for i in context["recent"]]
-    facts = [context["page"], context["has_next"], context["past_the_end"], context["waiting_count"]]
+    facts = [context[name] for name in ("page", "has_next", "past_the_end", "waiting_count")]
     expiries = [i.next_expiry for i in context["waiting"] if i.next_expiry is not None]
     latest = TaskInstance.objects.filter(principal_id=user_id).aggregate(
         instances=Max("updated_at"), prompts=Max("prompts__updated_at")

@@ -126,6 +126,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Inside the session and the person (the page's header), outside every view.
+    "console.middleware.OwnNotFoundMiddleware",
     "axes.middleware.AxesMiddleware",
     "console.middleware.DatabaseBusyMiddleware",
 ]

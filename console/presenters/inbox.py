@@ -7,7 +7,7 @@ a customer" for 12.00 to Bob does not read like the one for 1,200.00 to an unkno
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -67,8 +67,17 @@ def changed_details(instance: TaskInstance) -> int:
     )
 
 
+def _clamp(text: str) -> str:
+    return text if len(text) <= ROW_VALUE_CHARS else text[: ROW_VALUE_CHARS - 1] + "…"
+
+
+def display_label(label: Any) -> str:  # noqa: ANN401 - a label as stored (text)
+    return label if isinstance(label, str) else str(label)
+
+
 def inbox_row(instance: Any) -> InboxRow:  # noqa: ANN401 - an annotated `inbox_instances` row
-    values = list(value_parts(instance, decisive_keys(instance), ROW_VALUE_CHARS).values())
+    parts = value_parts(instance, decisive_keys(instance), ROW_VALUE_CHARS).values()
+    values = [replace(p, label=_clamp(display_label(p.label))) for p in parts]
     runtime = instance.runtime
     return InboxRow(
         instance=instance,

@@ -167,7 +167,9 @@ class Card:
     @property
     def risk_badge(self) -> str:
         """The badge's CSS risk class: the effective risk, or "unclassified"."""
-        return RiskClass.UNCLASSIFIED.value if self.unclassified else str(self.prompt.effective_risk)
+        if self.unclassified:
+            return RiskClass.UNCLASSIFIED.value
+        return str(self.prompt.effective_risk)
 
     @property
     def risk_words(self) -> str:
@@ -216,8 +218,8 @@ class Card:
                 )
             case Rule.CARRIED_ANCHORED:
                 return (
-                    f"This value is from an earlier attempt: {self.provenance}. Check that it still "
-                    "holds: things may have changed since."
+                    f"This value is from an earlier attempt: {self.provenance}. Check that it "
+                    "still holds: things may have changed since."
                 )
             case Rule.COSMETIC | Rule.ANSWERED_THIS_RUN | Rule.ASSUMPTION:
                 return "The agent will use this value unless you veto it."

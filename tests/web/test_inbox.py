@@ -25,7 +25,7 @@ def test_it_lists_the_instances_awaiting_the_user_with_what_is_at_stake(
     assert f'href="/instances/{vendor.pk}/"' in html
     assert "Vendor payment" in html
     assert "attempt 2" in html and "run 2" not in html
-    assert "Asked by <strong class=\"runtime\">" in html
+    assert 'Asked by <strong class="runtime">' in html
     assert "3 answers needed" in html
     assert "2 assumptions to review" in html
     assert "opened" in html and "ago" in html
