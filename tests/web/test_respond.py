@@ -99,12 +99,17 @@ def test_it_asks_for_an_escalated_scope_twice(vendor: TaskInstance, alice_client
     assert "grants more than the earlier" in html and "type it a second time" in html
     assert f'<label for="prompt-{prompt.pk}-again">Type it again</label>' in html
     assert 'name="value_confirmation"' in html and 'value="unlimited"' in html
+    # The normal next step, said as a step: not a red "Please correct this" before it.
+    assert '<p class="message message-step"' in html and "<strong>One more step.</strong>" in html
+    assert "Please correct this" not in html and "message-400" not in html
 
     mismatch = post(
         alice_client, prompt, action="answer", value="unlimited", value_confirmation="recurring"
     )
     assert mismatch.status_code == 400
-    assert "The two values do not match." in mismatch.content.decode()
+    wrong = mismatch.content.decode()
+    assert "The two values do not match." in wrong
+    assert "<strong>Please correct this.</strong>" in wrong and "message-step" not in wrong
     assert not Belief.objects.filter(instance=vendor, slot__key="approval_scope").exists()
 
     ok = post(
