@@ -175,7 +175,7 @@ def prompt_respond(request: AuthedHttpRequest, instance_id: UUID, prompt_id: int
     typed = typed_values(request.POST)
     try:
         answer = parse_response(request.POST, prompt)
-        services.prompt_respond(
+        result = services.prompt_respond(
             prompt_id=prompt.pk,
             user=request.user,
             action=answer.action,
@@ -184,11 +184,17 @@ def prompt_respond(request: AuthedHttpRequest, instance_id: UUID, prompt_id: int
             value_confirmation=answer.value_confirmation,
             reason=answer.reason,
         )
+        if result.replayed and _reason_dropped(result.prompt, answer.reason):
+            # The same veto or rejection was already taken (another tab, a double click) with
+            # another reason: nothing was written, and the reason typed here must not vanish.
+            status, message = 409, _dropped_reason_message(result.prompt, answer.reason)
     except InvalidInput as exc:
         status, message = 400, _invalid_message(exc, typed)
         errors = {name: field_words(exc, name) for name in exc.fields}
     except Conflict as exc:
         status, message = 409, _conflict_message(exc)
+        if typed.get("reason", "").strip():
+            message += _NOT_SENT.format(reason=display_text(typed["reason"].strip()))
     except NotFound:
         raise Http404("No such prompt.") from None
 
@@ -272,7 +278,30 @@ CONFLICT_WORDS = {
         for state in PromptState
         if state != PromptState.OPEN
     },
+    # Settled with its instance: say what happened to the action.
+    "prompt_cancelled": "This question is no longer open: the action was cancelled, so nothing "
+    "was recorded.",
+    "prompt_expired": "This question is no longer open: it waited too long and the action "
+    "expired, so nothing was recorded.",
 }
+
+
+_NOT_SENT = " Your reason was not sent either: “{reason}”."
+
+
+def _reason_dropped(prompt: Prompt, reason: str) -> bool:
+    return bool(reason.strip()) and reason.strip() != (prompt.response_reason or "").strip()
+
+
+def _dropped_reason_message(prompt: Prompt, reason: str) -> str:
+    """A veto or rejection refused because the same one was already taken, with its reason."""
+    done, act = ("vetoed", "veto") if prompt.action == "veto" else ("rejected", "rejection")
+    said = (prompt.response_reason or "").strip()
+    earlier = f" with the reason “{display_text(said)}”" if said else " without a reason"
+    return (
+        f"This was already {done}{earlier} (in another tab or window, or by a second click), "
+        f"so this {act} was not recorded." + _NOT_SENT.format(reason=display_text(reason.strip()))
+    )
 
 
 def _conflict_message(exc: Conflict) -> str:

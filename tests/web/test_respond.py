@@ -379,7 +379,7 @@ def test_it_shows_every_card_expired_once_the_ttl_has_passed(
     response = post(alice_client, prompt, action="confirm")
     html = response.content.decode()
     assert response.status_code == 409
-    assert "no longer open (it is expired)" in html
+    assert "no longer open: it waited too long and the action expired" in html
     assert "✕ Expired" in html
     assert response["HX-Retarget"] == "#instance-view"
     for other in others:
