@@ -26,7 +26,7 @@ from beliefs.errors import ServiceError
 from beliefs.models import Decision, RiskChangeRequest, Slot, TaskClass
 from beliefs.roles import is_classifier
 from beliefs.selectors import unclassified
-from beliefs.selectors.classification import impact_snapshot
+from beliefs.selectors.classification import awaiting_approval_by, impact_snapshot
 from beliefs.services import Actor
 from beliefs.services.classification import (
     ChangeResult,
@@ -285,10 +285,12 @@ def request_decide(request: AuthedHttpRequest, key: str, request_id: int) -> Htt
 @require_GET
 @classifier_required
 def index(request: AuthedHttpRequest) -> HttpResponse:
-    """Every task class with its counts; the queue of unclassified slots and decisions first."""
+    """Every task class with its counts; first the changes that wait for this classifier's
+    approval, then the queue of unclassified slots and decisions."""
     rows = list(unclassified.task_classes_counted())
     queue_list = unclassified.unclassified_slots(QUEUE_LIMIT + 1)
     decision_list = unclassified.unclassified_decisions(QUEUE_LIMIT + 1)
+    mine = awaiting_approval_by(request.user.pk, QUEUE_LIMIT + 1)
     return render(
         request,
         "classify/index.html",
@@ -299,6 +301,8 @@ def index(request: AuthedHttpRequest) -> HttpResponse:
             "decision_queue": decision_list[:QUEUE_LIMIT],
             "decision_queue_more": len(decision_list) > QUEUE_LIMIT,
             "pending_total": sum(row.pending_count for row in rows),
+            "awaiting_me": mine[:QUEUE_LIMIT],
+            "awaiting_me_more": len(mine) > QUEUE_LIMIT,
         },
     )
 
