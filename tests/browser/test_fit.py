@@ -148,6 +148,12 @@ def test_no_console_page_is_wider_than_a_phone(
         if width > screen:
             too_wide[name] = (width, page.evaluate(OVERFLOWING))
     assert too_wide == {}, f"wider than {PHONE['width']} px: {too_wide}"
+    # A proposal's review form is within reach: near the top, and a link at the top leads to it.
+    page.goto(urls["proposal"])
+    top = page.evaluate("document.getElementById('annotation').getBoundingClientRect().top")
+    assert top < 3_000, f"the review form starts {top} px down"
+    page.get_by_role("link", name="Your review").click()
+    expect(page.get_by_role("heading", name="Your review")).to_be_in_viewport()
     mode = "debug" if debug else "nodebug"
     for name in ("inbox", "activity", "classify", "matrix"):
         for size, viewport in (("390", PHONE), ("1280", DESKTOP)):
