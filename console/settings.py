@@ -375,12 +375,12 @@ CONSOLE_RECEIPT_SIGNING_KEYS = env_list("CONSOLE_RECEIPT_SIGNING_KEYS", [])
 # How long a receipt may be redeemed or verified after the instance became ready.
 CONSOLE_RECEIPT_TTL = timedelta(seconds=env_int("CONSOLE_RECEIPT_TTL_SECONDS", 24 * 3600))
 
-# Email: printed to the console unless EMAIL_HOST is set, then sent by SMTP.
+# Email: one line of the log per email unless EMAIL_HOST is set, then sent by SMTP.
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
 EMAIL_BACKEND = (
     "beliefs.mail.DeadlineSMTPBackend"  # Django's SMTP backend, under the deadline below
     if EMAIL_HOST
-    else "django.core.mail.backends.console.EmailBackend"
+    else "beliefs.mail.LogEmailBackend"
 )
 EMAIL_PORT = env_int("EMAIL_PORT", 587)
 EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
