@@ -32,13 +32,17 @@ lock:
 
 ## Serve the demo on http://127.0.0.1:8000 with one background worker beside it (SQLite unless
 ## DATABASE_URL is set). Ctrl-C stops both; so does the server stopping on its own.
+## The logins and the runtime key are printed last (`demo --when-served`): once the server
+## answers and the worker has sent the demo's emails, each one log line (no EMAIL_HOST:
+## `beliefs.mail.LogEmailBackend`).
 run: $(STAMP)
 	$(PY) manage.py migrate --noinput
-	$(PY) manage.py demo --url http://127.0.0.1:$(PORT)/
 	@export CONSOLE_BASE_URL=http://127.0.0.1:$(PORT); \
 	$(PY) manage.py worker & worker=$$!; \
-	trap 'kill $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT INT TERM; \
-	$(PY) manage.py runserver 127.0.0.1:$(PORT)
+	$(PY) manage.py runserver 127.0.0.1:$(PORT) & server=$$!; \
+	trap 'kill $$worker $$server 2>/dev/null; wait $$worker $$server 2>/dev/null' EXIT INT TERM; \
+	$(PY) manage.py demo --url http://127.0.0.1:$(PORT)/ --when-served; \
+	wait $$server
 
 ## The production server: uvicorn on 0.0.0.0:$PORT with $WEB_CONCURRENCY processes (default 2),
 ## one event loop each, so a process holds thousands of long-polls (Prefer: wait). Settings

@@ -210,7 +210,9 @@ _KEY_AUDITED = ("name", "expiry_date")
 class RuntimeAPIKeyAdmin(Revealing, APIKeyModelAdmin):
     """Create (the key is shown once, in a message), rename, set an expiry and revoke."""
 
-    list_display = ("prefix", "runtime", "name", "created", "expiry_date", "revoked")
+    # The state in words: Django's boolean icons put a red ✕ under "Revoked" for every key
+    # that works.
+    list_display = ("prefix", "runtime", "name", "created", "expiry_date", "state")
     list_filter = ("runtime", "revoked")  # type: ignore[assignment]  # the stub pins a 1-tuple
     search_fields = ("name", "prefix", "runtime__name")  # type: ignore[assignment]
     fields = ("runtime", "name", "name_as_read", "expiry_date", "revoked", "prefix")
@@ -221,6 +223,12 @@ class RuntimeAPIKeyAdmin(Revealing, APIKeyModelAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         fields = [*super().get_readonly_fields(request, obj), "name_as_read"]
         return [*fields, "runtime"] if obj is not None else fields
+
+    @admin.display(description="State", ordering="revoked")
+    def state(self, obj: RuntimeAPIKey) -> str:
+        if obj.revoked:
+            return "revoked"
+        return "expired" if obj.has_expired else "active"
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

@@ -1,4 +1,5 @@
-"""Django's SMTP backend under one total deadline per email.
+"""Django's SMTP backend under one total deadline per email, and one line of the log per email
+where no SMTP server is set (`LogEmailBackend`).
 
 EMAIL_TIMEOUT bounds each socket operation, so a server dripping its replies a byte at a time
 could hold a worker for ever. Inside `deadline(seconds)`, every SMTP connection opened in this
@@ -8,14 +9,20 @@ write was waiting, and smtplib raises. The email then counts as a failed attempt
 
 from __future__ import annotations
 
+import logging
+import re
 import smtplib
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
 
+from django.core.mail import EmailMessage
+from django.core.mail.backends.base import BaseEmailBackend
 from django.core.mail.backends.smtp import EmailBackend
+
+logger = logging.getLogger("beliefs.mail")
 
 _local = threading.local()
 
@@ -82,3 +89,23 @@ class DeadlineSMTPBackend(EmailBackend):
     @property
     def connection_class(self) -> type[smtplib.SMTP]:
         return WatchedSMTPSSL if self.use_ssl else WatchedSMTP
+
+
+class LogEmailBackend(BaseEmailBackend):
+    """Development without EMAIL_HOST: each email is one line of the log (to whom, its subject
+    and the first link in it), not its whole text printed, so `make run`'s screen stays
+    readable. Nothing is sent."""
+
+    def send_messages(self, email_messages: Sequence[EmailMessage]) -> int:
+        for message in email_messages:
+            link = LINK.search(str(message.body))
+            logger.info(
+                "email to %s: %s%s (not sent: EMAIL_HOST is not set)",
+                ", ".join(message.to),
+                message.subject,
+                f" {link.group(0)}" if link else "",
+            )
+        return len(email_messages)
+
+
+LINK = re.compile(r"https?://\S+")

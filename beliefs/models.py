@@ -88,6 +88,7 @@ class TaskClass(models.Model):
 
     class Meta:
         ordering = ["key"]
+        verbose_name_plural = "task classes"
         permissions = [("classify", "Can classify slot and decision risk")]
 
     def __str__(self) -> str:

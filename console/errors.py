@@ -20,6 +20,9 @@ MESSAGES = {
 }
 
 
+# Marks a response as one of these pages (`OwnNotFoundMiddleware` leaves it as it is).
+OWN_PAGE = "console_error_page"
+
 CSRF_DETAIL = (
     "This page was out of date (you may have signed in again in another tab). Reload the "
     "page and try again; nothing was changed."
@@ -39,8 +42,10 @@ def _answer(request: HttpRequest, status: int, detail: str = "", code: str = "")
         response = render(request, "_error.html", context, status=status)
         response["HX-Retarget"] = "#main"
         response["HX-Reswap"] = "innerHTML"
-        return response
-    return render(request, "error.html", context, status=status)
+    else:
+        response = render(request, "error.html", context, status=status)
+    setattr(response, OWN_PAGE, True)
+    return response
 
 
 def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:

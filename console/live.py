@@ -202,12 +202,9 @@ def inbox_version(context: dict[str, Any], user_id: int) -> Version:
     """The version of an inbox page (the context `_inbox_context` gives it): its rows, and the
     latest write to any of this person's instances. Its recheck: when its first row's time to
     live runs out (the row then leaves the list)."""
-    rows = [
-        [str(i.pk), i.blocking_count, i.assumption_count, i.next_expiry, i.updated_at]
-        for i in context["waiting"]
-    ]
+    rows = [[*row.shown(), row.instance.updated_at] for row in context["waiting"]]
     recent = [[str(i.pk), i.status] for i in context["recent"]]
-    facts = [context["page"], context["has_next"], context["past_the_end"]]
+    facts = [context[name] for name in ("page", "has_next", "past_the_end", "waiting_count")]
     # M-of-N approval: the approvals asked of this person are part of the page.
     facts.append([[str(i.pk), i.updated_at] for i in context.get("approvals", [])])
     expiries = [i.next_expiry for i in context["waiting"] if i.next_expiry is not None]

@@ -244,3 +244,21 @@ class DatabaseBusyMiddleware(MiddlewareMixin):
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         error = as_unavailable(exception)
         return None if error is None else errors.unavailable(request, error)
+
+
+class OwnNotFoundMiddleware(MiddlewareMixin):
+    """With DEBUG on, Django answers a page that is not there with its technical 404, which
+    lists every URL pattern of the site: a page person would read as broken (and a map of the
+    site). The console's own 404 page answers instead, as with DEBUG off (under /api/ its JSON
+    error). Only the technical page is replaced: a 404 the console answers itself
+    (`console.errors`) or in JSON (the API's views) is kept."""
+
+    def process_response(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
+        if (
+            settings.DEBUG
+            and response.status_code == 404
+            and not getattr(response, errors.OWN_PAGE, False)
+            and response.get("Content-Type", "").startswith("text/html")
+        ):
+            return errors.page_not_found(request)
+        return response

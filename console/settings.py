@@ -126,6 +126,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Inside the session and the person (the page's header), outside every view.
+    "console.middleware.OwnNotFoundMiddleware",
     "axes.middleware.AxesMiddleware",
     "console.middleware.DatabaseBusyMiddleware",
 ]
@@ -414,12 +416,12 @@ CONSOLE_SIGNATURE_TTL = timedelta(
 # How long one signing attempt's nonce stays usable.
 CONSOLE_SIGNATURE_ATTEMPT_TTL = timedelta(seconds=env_int("CONSOLE_SIGNATURE_ATTEMPT_SECONDS", 300))
 
-# Email: printed to the console unless EMAIL_HOST is set, then sent by SMTP.
+# Email: one line of the log per email unless EMAIL_HOST is set, then sent by SMTP.
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
 EMAIL_BACKEND = (
     "beliefs.mail.DeadlineSMTPBackend"  # Django's SMTP backend, under the deadline below
     if EMAIL_HOST
-    else "django.core.mail.backends.console.EmailBackend"
+    else "beliefs.mail.LogEmailBackend"
 )
 EMAIL_PORT = env_int("EMAIL_PORT", 587)
 EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")

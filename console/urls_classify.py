@@ -1,4 +1,5 @@
-"""The classifier console, mounted at /classify/."""
+"""The classifier console, mounted at /classify/. A task class key is any text a runtime
+registered (a slash too), hence `path`."""
 
 from __future__ import annotations
 
@@ -9,21 +10,20 @@ from console.views import classify
 urlpatterns: list[URLPattern | URLResolver] = [
     path("", classify.index, name="classify-index"),
     path("matrix/", classify.matrix, name="classify-matrix"),
-    path("<str:key>/", classify.task_class_page, name="classify-task-class"),
-    path("<str:key>/slots/<int:slot_id>/", classify.slot_save, name="classify-slot"),
+    path("<path:key>/slots/<int:slot_id>/", classify.slot_save, name="classify-slot"),
     path(
-        "<str:key>/slots/<int:row_id>/preview/",
+        "<path:key>/slots/<int:row_id>/preview/",
         classify.row_preview,
         {"kind": "slot"},
         name="classify-slot-preview",
     ),
     path(
-        "<str:key>/decisions/<int:decision_id>/",
+        "<path:key>/decisions/<int:decision_id>/",
         classify.decision_save,
         name="classify-decision",
     ),
     path(
-        "<str:key>/decisions/<int:row_id>/preview/",
+        "<path:key>/decisions/<int:row_id>/preview/",
         classify.row_preview,
         {"kind": "decision"},
         name="classify-decision-preview",
@@ -39,8 +39,11 @@ urlpatterns: list[URLPattern | URLResolver] = [
         name="classify-decision-approvals",
     ),
     path(
-        "<str:key>/requests/<int:request_id>/",
+        "<path:key>/requests/<int:request_id>/",
         classify.request_decide,
         name="classify-request",
     ),
+    # Last: a key may hold a slash ("hostile.<b>demo</b>"), so the page's own pattern takes
+    # everything the ones above did not.
+    path("<path:key>/", classify.task_class_page, name="classify-task-class"),
 ]

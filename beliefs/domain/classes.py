@@ -242,6 +242,36 @@ class EffectiveChange:
     after: str
 
 
+def held_risks(before: Classes, after: Classes, changes: Iterable[Change]) -> list[str]:
+    """The slots whose guard `changes` lower (a slot's own class or monotonic, a decision it
+    feeds, or its link to one) but whose effective risk stays what it was because of something
+    else, in words: "The effective risk of amount stays irreversible: inherited from decision
+    send_transfer (irreversible)". A classifier who lowers a guard sees that it did not move,
+    and why."""
+    lowered: list[str] = []
+    for change in changes:
+        lowered += [k for k in _lowered_by(before, after, change) if k not in lowered]
+    was, will = before.effective(), after.effective()
+    return [
+        f"The effective risk of {key} stays {will[key].risk.value}: {will[key].why.text}"
+        for key in lowered
+        if will[key].risk is was[key].risk and will[key].why.kind is not policy.RiskReasonKind.OWN
+    ]
+
+
+def _lowered_by(before: Classes, after: Classes, change: Change) -> list[str]:
+    """The slots whose own guard, or a decision's guard over them, `change` lowers."""
+    level = policy.risk_level
+    if change.target == "slot":
+        old, new = before.slot(change.key), after.slot(change.key)
+        down = level(new.risk) < level(old.risk) or (old.monotonic and not new.monotonic)
+        return [change.key] if down else []
+    old_d, new_d = before.decision(change.key), after.decision(change.key)
+    if level(new_d.risk) < level(old_d.risk):
+        return [s.key for s in before.slots if s.key in old_d.slots]
+    return [s.key for s in before.slots if s.key in old_d.slots - new_d.slots]
+
+
 def effective_changes(before: Classes, after: Classes) -> list[EffectiveChange]:
     was, will = before.effective(), after.effective()
     return [
@@ -284,6 +314,7 @@ class Impact:
     stop_blocking: int  # would stop blocking under the new classes, but are held as they are
     transitions: tuple[tuple[str, str, int], ...]  # (route before, route after, how many)
     effective: tuple[EffectiveChange, ...]
+    held: tuple[str, ...]  # `held_risks`: touched, yet their effective risk stays (and why)
     needs_approval: tuple[str, ...]  # why some change waits for a second classifier
     replans: bool  # a change that takes effect at once tightens routing: open instances re-plan
 
@@ -298,6 +329,7 @@ class Impact:
             f"{c.slot}: effective risk {c.before} \N{RIGHTWARDS ARROW} {c.after}"
             for c in self.effective
         ]
+        lines += self.held
         if self.stop_blocking:
             verb = "stays" if self.stop_blocking == 1 else "stay"
             lines.append(
@@ -357,6 +389,7 @@ def impact_of(snapshot: Snapshot, changes: Iterable[Change]) -> Impact:
     Changes are taken in order, as the services would take them: each one that needs a second
     classifier waits (it does not count for what takes effect now), the others apply.
     """
+    changes = list(changes)
     before = now = final = snapshot.classes
     approvals: list[str] = []
     replans = False
@@ -404,6 +437,7 @@ def impact_of(snapshot: Snapshot, changes: Iterable[Change]) -> Impact:
             (old, new, count) for (old, new), count in sorted(transitions.items(), key=_by_route)
         ),
         effective=tuple(effective_changes(before, final)),
+        held=tuple(held_risks(before, final, changes)),
         needs_approval=tuple(approvals),
         replans=replans,
     )

@@ -6,6 +6,8 @@ kind, the actors from the latest events.
 
 from __future__ import annotations
 
+from uuid import UUID
+
 from django.db.models import QuerySet
 
 from beliefs.domain.vocabulary import AuditKind
@@ -15,10 +17,15 @@ from beliefs.models import AuditEvent, TaskClass
 ACTIVITY_ACTORS_FROM = 2_000
 
 
-def audit_events(*, task_class: str = "", actor: str = "", kind: str = "") -> QuerySet[AuditEvent]:
+def audit_events(
+    *, task_class: str = "", actor: str = "", kind: str = "", instance: UUID | None = None
+) -> QuerySet[AuditEvent]:
     """The events the audit log's filters select, newest first, with their task class; each
-    filter left empty selects everything, and a kind ending in ".*" names a family."""
+    filter left empty selects everything, and a kind ending in ".*" names a family. `instance`:
+    the events of that one instance (its history)."""
     events = AuditEvent.objects.select_related("task_class").order_by("-created_at", "-id")
+    if instance is not None:
+        events = events.filter(instance_id=instance)
     if task_class:
         events = events.filter(task_class__key=task_class)
     if actor:

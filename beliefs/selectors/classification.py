@@ -112,6 +112,17 @@ def pending_requests(task_class: TaskClass | None = None) -> list[RiskChangeRequ
     return list(qs.order_by("created_at", "id"))
 
 
+def awaiting_approval_by(user_id: int, limit: int) -> list[RiskChangeRequest]:
+    """The first `limit` pending requests this classifier may approve (another asked for them),
+    oldest first, with what they change: their approval queue."""
+    qs = (
+        RiskChangeRequest.objects.filter(state=RiskChangeRequest.State.PENDING)
+        .exclude(requested_by_id=user_id)
+        .select_related("task_class", "slot", "decision", "requested_by")
+    )
+    return list(qs.order_by("created_at", "id")[:limit])
+
+
 def request_change(change_request: RiskChangeRequest) -> Change:
     """The change a request asks for."""
     target: Target

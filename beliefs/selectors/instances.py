@@ -70,9 +70,12 @@ def prompts_for_user(user: User, state: str | None = None) -> QuerySet[Prompt]:
 
 
 def inbox_instances(user: User, now: datetime | None = None) -> QuerySet[TaskInstance]:
-    """The user's instances awaiting them, newest first, with counts of blocking prompts; with
+    """The user's instances awaiting them, newest first, with the runtime that opened each and
+    counts of blocking prompts; with
     `now`, only those still waiting then (`TaskInstanceQuerySet.waiting`, with `next_expiry`)."""
-    mine = TaskInstance.objects.select_related("task_class", "principal").filter(principal=user)
+    mine = TaskInstance.objects.select_related("task_class", "principal", "runtime").filter(
+        principal=user
+    )
     awaiting = (
         mine.waiting(now)
         if now is not None
@@ -84,6 +87,13 @@ def inbox_instances(user: User, now: datetime | None = None) -> QuerySet[TaskIns
             "prompts", filter=Q(prompts__state=PromptState.OPEN, prompts__blocking=False)
         ),
     ).order_by("-created_at")
+
+
+def next_waiting(user: User, now: datetime, after: TaskInstance) -> TaskInstance | None:
+    """The instance to go to once `after` is finished: the newest other one still waiting for
+    this person (the inbox's first row, `after` left out), with its task class."""
+    mine = TaskInstance.objects.select_related("task_class").filter(principal=user)
+    return mine.waiting(now).exclude(pk=after.pk).order_by("-created_at").first()
 
 
 def task_class_with_slots(key: str) -> TaskClass:

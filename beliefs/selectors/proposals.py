@@ -9,6 +9,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db.models import (
+    Case,
     Count,
     Exists,
     OuterRef,
@@ -16,6 +17,8 @@ from django.db.models import (
     Q,
     QuerySet,
     Subquery,
+    Value,
+    When,
 )
 from django.db.models.functions import TruncDate
 from django.utils import timezone
@@ -120,6 +123,18 @@ def validation_detail(pk: int) -> ProposalValidation:
     if validation is None:
         raise NotFound("No such proposal validation.")
     return validation
+
+
+def next_unreviewed(reviewer_id: int, after: ProposalValidation) -> ProposalValidation | None:
+    """The validation to review after `after`: the next older one this reviewer has not
+    annotated (the list's order, newest first), else the newest such one; None when none is
+    left."""
+    unreviewed = ProposalValidation.objects.exclude(annotations__reviewer_id=reviewer_id).exclude(
+        pk=after.pk
+    )
+    # One query: the older ones first (newest of them first), then the newer ones.
+    older_first = Case(When(pk__lt=after.pk, then=Value(0)), default=Value(1))
+    return unreviewed.order_by(older_first, "-pk").only("pk", "verdict").first()
 
 
 def submitter_label(validation: ProposalValidation) -> str:

@@ -48,6 +48,7 @@ from beliefs.domain.classes import (
     Value,
     approval_reason,
     effective_changes,
+    held_risks,
     impact_of,
     plural,
     tightens,
@@ -194,6 +195,8 @@ def _apply(
         },
     )
     message = f"Saved: {_describe(change)}."
+    for held in held_risks(classes, after, [change]):
+        message += f" {held}."
     if replanned:
         message += f" Re-planned {plural(replanned, 'open instance')}."
     return ChangeResult("applied", message, replanned=replanned, effective=changes)
@@ -470,7 +473,8 @@ def risk_change_request_approve(
     return replace(
         result,
         message=f"Approved {requester}'s request: {_describe(change)}. "
-        "Prompts already planned stay as they are.",
+        + "".join(f"{h}. " for h in held_risks(classes, classes.apply(change), [change]))
+        + "Prompts already planned stay as they are.",
         request=change_request,
     )
 

@@ -9,6 +9,7 @@ page and every htmx swap, so both always agree.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -52,6 +53,9 @@ from console.templatetags.reveal import (
     mixed_script_note,
     plain_text,
 )
+
+# What a date input holds (`<input type="date">` shows nothing for anything else).
+ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 # Up to this many choices are radio buttons; more become a drop-down list.
 MAX_RADIO_CHOICES = 6
@@ -185,8 +189,27 @@ class Card:
     # --- plain words ---
 
     @property
+    def unclassified(self) -> bool:
+        """Irreversible only because nobody has classified the value, or the decision it feeds,
+        yet: the badge says so instead of "Cannot be undone"."""
+        reason = RiskReason.from_text(self.prompt.risk_reason)
+        if self.prompt.slot.monotonic or reason.kind is RiskReasonKind.MONOTONIC:
+            return False
+        return reason.kind is RiskReasonKind.UNCLASSIFIED or (
+            reason.kind is RiskReasonKind.DECISION
+            and reason.decision_risk in (None, RiskClass.UNCLASSIFIED)
+        )
+
+    @property
+    def risk_badge(self) -> str:
+        """The badge's CSS risk class: the effective risk, or "unclassified"."""
+        if self.unclassified:
+            return RiskClass.UNCLASSIFIED.value
+        return str(self.prompt.effective_risk)
+
+    @property
     def risk_words(self) -> str:
-        return risk_words(self.prompt.effective_risk)
+        return risk_words(self.risk_badge)
 
     @property
     def reported_by(self) -> str:
@@ -223,16 +246,16 @@ class Card:
                     "never filled in for you."
                 )
             case Rule.IRREVERSIBLE_NOT_FROM_USER:
-                return f"This value is not from you: in this run {self.provenance}."
+                return f"This value is not from you: in this attempt {self.provenance}."
             case Rule.CARRIED_UNANCHORED:
                 return (
-                    f"There is a value from an earlier run ({self.provenance}), but nothing "
+                    f"There is a value from an earlier attempt ({self.provenance}), but nothing "
                     "records what it referred to then, so you are asked afresh."
                 )
             case Rule.CARRIED_ANCHORED:
                 return (
-                    f"This value is from an earlier run: {self.provenance}. Check that it still "
-                    "holds: things may have changed since."
+                    f"This value is from an earlier attempt: {self.provenance}. Check that it "
+                    "still holds: things may have changed since."
                 )
             case Rule.COSMETIC | Rule.ANSWERED_THIS_RUN | Rule.ASSUMPTION:
                 return "The agent will use this value unless you veto it."
@@ -355,13 +378,22 @@ class Card:
         return MAX_TEXT_LENGTH
 
     @property
-    def shows_length_hint(self) -> bool:
-        return self.input_kind in ("text", "textarea") and not (self.is_date or self.is_number)
+    def date_input(self) -> bool:
+        """A date is picked with the browser's date input, unless what it would show is not a
+        date it can hold (a value on record that is no date, or text typed so): then text."""
+        shown = self.input_value or "2000-01-01"  # (an empty date input is fine)
+        return self.is_date and self.input_kind == "text" and bool(ISO_DATE.fullmatch(shown))
 
     @property
     def ask_again(self) -> bool:
         """The escalation of a permission level must be typed a second time."""
         return "value_confirmation" in self.errors
+
+    @property
+    def is_step(self) -> bool:
+        """The escalation's first answer: not a mistake but the next step ("type it again"),
+        said as a step; a second value that does not match is a mistake again."""
+        return self.ask_again and not self.typed.get("value_confirmation", "").strip()
 
     @property
     def value_errors(self) -> list[str]:

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from beliefs.domain.policy import Route
 from beliefs.models import Decision, InstanceStatus, TaskInstance
-from console.templatetags.reveal import hidden_characters, mixed_script_note, plain_text
+from console.presenters.words import value_text
+from console.templatetags.reveal import hidden_characters, mixed_script_note
 
 RESTATEMENT_VALUE_LIMIT = 60
 
@@ -29,12 +30,11 @@ class Sentence:
     parts: list[Part]
 
 
-def restatement(instance: TaskInstance, decisions: list[Decision]) -> list[Sentence]:
-    """The action in plain words, one sentence per decision: "Send transfer: amount 250, …".
-
-    Values come from the last plan (or the final bindings): what would bind if the person
-    agreed now. Values that feed no decision close with "Also: …".
-    """
+def value_parts(
+    instance: TaskInstance, keys: set[str] | None = None, limit: int = RESTATEMENT_VALUE_LIMIT
+) -> dict[str, Part]:
+    """Each slot's value as it would bind if the person agreed now (the last plan, or the final
+    bindings), clamped to `limit` characters, by slot key in plan order (only `keys`, given)."""
     items = {item["slot"]: item for item in instance.plan_items or []}
     bindings = instance.bindings if instance.status == InstanceStatus.READY else None
 
@@ -42,22 +42,32 @@ def restatement(instance: TaskInstance, decisions: list[Decision]) -> list[Sente
         item = items[key]
         value = bindings[key] if bindings and key in bindings else item.get("value")
         pending = value is None and item.get("route") == Route.ASK
-        text = "" if pending else plain_text(value, compact=True)
-        if len(text) > RESTATEMENT_VALUE_LIMIT:
-            text = text[: RESTATEMENT_VALUE_LIMIT - 1] + "…"
+        text = "" if pending else value_text(value, compact=True)
+        if len(text) > limit:
+            text = text[: limit - 1] + "…"
         flagged = bool(hidden_characters([item.get("label"), value]))
         mixed = mixed_script_note([item.get("label"), value])
         return Part(item.get("label") or key, text, pending, flagged, mixed)
 
+    return {k: part(k) for k in items if keys is None or k in keys}
+
+
+def restatement(instance: TaskInstance, decisions: list[Decision]) -> list[Sentence]:
+    """The action in plain words, one sentence per decision: "Send transfer: amount 250, …".
+
+    Values come from the last plan (or the final bindings): what would bind if the person
+    agreed now. Values that feed no decision close with "Also: …".
+    """
+    parts = value_parts(instance)
     sentences = []
     fed: set[str] = set()
     for decision in decisions:
         feeds = {slot.key for slot in decision.slots.all()}
-        keys = [k for k in items if k in feeds]
+        keys = [k for k in parts if k in feeds]
         fed.update(keys)
-        sentences.append(Sentence(decision.label, [part(k) for k in keys]))
-    rest = [k for k in items if k not in fed]
+        sentences.append(Sentence(decision.label, [parts[k] for k in keys]))
+    rest = [k for k in parts if k not in fed]
     if rest:
         action = "Also" if sentences else instance.task_class.name
-        sentences.append(Sentence(action, [part(k) for k in rest]))
+        sentences.append(Sentence(action, [parts[k] for k in rest]))
     return sentences

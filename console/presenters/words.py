@@ -5,10 +5,11 @@ parameters) as a sentence."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import assert_never
+from typing import Any, assert_never
 
 from beliefs.domain.policy import RiskClass, Source
 from beliefs.domain.problems import Problem, ProblemCode
+from beliefs.domain.reveal import plain_text
 from beliefs.errors import InvalidInput
 from beliefs.models import Belief, PromptState, RecordedVia
 
@@ -24,12 +25,13 @@ STATE_WORDS: dict[str, str] = {
     PromptState.EXPIRED: "Not answered in time",
     PromptState.SUPERSEDED: "No longer needed",
 }
+UNCLASSIFIED_WORDS = "Treated as irreversible until classified"
 RISK_WORDS = {
     RiskClass.IRREVERSIBLE: "Cannot be undone",
     RiskClass.POLICY: "Governed by a policy",
     RiskClass.REVERSIBLE: "Can be undone",
     RiskClass.COSMETIC: "Cosmetic",
-    RiskClass.UNCLASSIFIED: "Cannot be undone",
+    RiskClass.UNCLASSIFIED: UNCLASSIFIED_WORDS,
 }
 MONOTONIC_WORDS = "A wrong value could grant more than you mean to."
 
@@ -64,6 +66,14 @@ def reporter(belief: Belief) -> str:
     """The runtime whose run acquired the value, by name ("the agent" for none)."""
     runtime = belief.instance.runtime
     return runtime.name if runtime is not None and runtime.name else UNKNOWN_RUNTIME
+
+
+def value_text(value: Any, *, compact: bool = False) -> str:
+    """A value as a person reads it: a yes/no value as "Yes" or "No" (never JSON's true or
+    false), anything else as `plain_text`, hidden characters still in it."""
+    if isinstance(value, bool):
+        return "Yes" if value else "No"
+    return plain_text(value, compact=compact)
 
 
 def risk_words(risk: str) -> str:

@@ -14,7 +14,7 @@ from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import mark_safe
 
 from beliefs.models import Belief
-from console.presenters.words import reporter, source_words
+from console.presenters.words import reporter, source_words, value_text
 from console.templatetags.reveal import display_text, mixed_script_note, plain_text, reveal_parts
 
 register = template.Library()
@@ -32,7 +32,7 @@ def shown(value: Any) -> str:
             format_html('<span class="hidden-char" title="hidden character {}">⟨{}⟩</span>', p, p)
             if hidden
             else conditional_escape(p)
-            for p, hidden in reveal_parts(plain_text(value))
+            for p, hidden in reveal_parts(value_text(value))
         )
     )
 
@@ -113,7 +113,7 @@ def clamped(value: Any) -> str:
     No script is involved: the full value sits in a <details> element whose opening hides the
     preview (console.css), so it also works without JavaScript.
     """
-    text = plain_text(value)
+    text = value_text(value)
     lines = text.split("\n")
     if len(text) <= CLAMP_CHARS and len(lines) <= CLAMP_LINES:
         return format_html('<span class="value">{}</span>', shown(value))

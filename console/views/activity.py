@@ -6,6 +6,8 @@ Reads come from `beliefs.selectors.activity`; the rows, the filters and the capp
 
 from __future__ import annotations
 
+from uuid import UUID
+
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
@@ -26,7 +28,13 @@ def activity(request: AuthedHttpRequest) -> HttpResponse:
     task_class_key = request.GET.get("task_class", "").strip()
     actor = request.GET.get("actor", "").strip()
     kind = request.GET.get("kind", "").strip()
-    events = audit_log.audit_events(task_class=task_class_key, actor=actor, kind=kind)
+    raw_instance = request.GET.get("instance", "").strip()
+    instance = _uuid(raw_instance)
+    events = audit_log.audit_events(
+        task_class=task_class_key, actor=actor, kind=kind, instance=instance
+    )
+    if raw_instance and instance is None:
+        events = events.none()  # no such instance can have events
     page = CappedPaginator(events, ACTIVITY_PAGE_SIZE).get_page(request.GET.get("page"))
     kinds = audit_log.audit_kinds()
     families = sorted({k.split(".")[0] + ".*" for k in kinds if "." in k})
@@ -50,5 +58,13 @@ def activity(request: AuthedHttpRequest) -> HttpResponse:
                 ActivityFilter("kind", "Kind", "any", families + kinds, kind),
             ],
             "query": query.urlencode(),
+            "instance": raw_instance,
         },
     )
+
+
+def _uuid(raw: str) -> UUID | None:
+    try:
+        return UUID(raw) if raw else None
+    except ValueError:
+        return None

@@ -27,7 +27,7 @@ from beliefs.errors import ServiceError
 from beliefs.models import Decision, RiskChangeRequest, Slot, TaskClass
 from beliefs.roles import is_classifier
 from beliefs.selectors import unclassified
-from beliefs.selectors.classification import impact_snapshot
+from beliefs.selectors.classification import awaiting_approval_by, impact_snapshot
 from beliefs.services import Actor
 from beliefs.services.classification import (
     ChangeResult,
@@ -290,10 +290,12 @@ def request_decide(request: AuthedHttpRequest, key: str, request_id: int) -> Htt
 @require_GET
 @classifier_required
 def index(request: AuthedHttpRequest) -> HttpResponse:
-    """Every task class with its counts; the queue of unclassified slots and decisions first."""
+    """Every task class with its counts; first the changes that wait for this classifier's
+    approval, then the queue of unclassified slots and decisions."""
     rows = list(unclassified.task_classes_counted())
     queue_list = unclassified.unclassified_slots(QUEUE_LIMIT + 1)
     decision_list = unclassified.unclassified_decisions(QUEUE_LIMIT + 1)
+    mine = awaiting_approval_by(request.user.pk, QUEUE_LIMIT + 1)
     return render(
         request,
         "classify/index.html",
@@ -304,6 +306,8 @@ def index(request: AuthedHttpRequest) -> HttpResponse:
             "decision_queue": decision_list[:QUEUE_LIMIT],
             "decision_queue_more": len(decision_list) > QUEUE_LIMIT,
             "pending_total": sum(row.pending_count for row in rows),
+            "awaiting_me": mine[:QUEUE_LIMIT],
+            "awaiting_me_more": len(mine) > QUEUE_LIMIT,
         },
     )
 
@@ -315,19 +319,82 @@ class MatrixGroup:
     cells: list[policy.MatrixCell]
 
 
+@dataclass(frozen=True)
+class MatrixFilter:
+    """One of the matrix's filters: a query parameter, its choices (value, words)."""
+
+    name: str
+    label: str
+    choices: list[tuple[str, str]]
+    selected: str
+
+    @property
+    def dom_id(self) -> str:
+        return f"matrix-{self.name}"
+
+
+NO_BELIEF = "none"
+
+
+def _matrix_filters(request: AuthedHttpRequest) -> list[MatrixFilter]:
+    """The matrix's filters as asked (`?risk=&route=&source=&carried=`); a value that is not
+    one of a filter's choices filters nothing."""
+    choices = {
+        "risk": ("Effective risk", [(r.value, r.value) for r in policy.RISK_ORDER]),
+        "route": ("Route", [(r.value, r.value) for r in policy.Route]),
+        "source": (
+            "Source",
+            [(NO_BELIEF, "no belief"), *((s.value, s.value) for s in policy.Source)],
+        ),
+        "carried": ("Current / carried", [("current", "current"), ("carried", "carried")]),
+    }
+    filters = []
+    for name, (label, options) in choices.items():
+        asked = request.GET.get(name, "")
+        selected = asked if asked in {value for value, _ in options} else ""
+        filters.append(MatrixFilter(name, label, options, selected))
+    return filters
+
+
+def _matches(cell: policy.MatrixCell, chosen: dict[str, str]) -> bool:
+    source = cell.source.value if cell.source is not None else NO_BELIEF
+    carried = "" if cell.source is None else "carried" if cell.carried else "current"
+    facts = {
+        "risk": cell.risk.value,
+        "route": cell.routing.route.value,
+        "source": source,
+        "carried": carried,
+    }
+    return all(facts[name] == value for name, value in chosen.items() if value)
+
+
 @require_GET
 @classifier_required
 def matrix(request: AuthedHttpRequest) -> HttpResponse:
-    """The routing table, rendered from `policy.routing_matrix()` itself."""
+    """The routing table, rendered from `policy.routing_matrix()` itself, filtered as asked."""
+    filters = _matrix_filters(request)
+    chosen = {f.name: f.selected for f in filters}
+    every = policy.routing_matrix()
+    cells = [cell for cell in every if _matches(cell, chosen)]
     groups: list[MatrixGroup] = []
-    for cell in policy.routing_matrix():
+    for cell in cells:
         if not groups or (groups[-1].risk, groups[-1].monotonic) != (
             cell.risk.value,
             cell.monotonic,
         ):
             groups.append(MatrixGroup(cell.risk.value, cell.monotonic, []))
         groups[-1].cells.append(cell)
-    return render(request, "classify/matrix.html", {"groups": groups})
+    return render(
+        request,
+        "classify/matrix.html",
+        {
+            "groups": groups,
+            "filters": filters,
+            "filtered": any(chosen.values()),
+            "shown": len(cells),
+            "total": len(every),
+        },
+    )
 
 
 # --- a decision's passkey signature requirement (issue 23) ----------------------------------

@@ -26,6 +26,7 @@ from beliefs.selectors import attention
 from console import live
 from console.forms.respond import parse_response, typed_values
 from console.http import AuthedHttpRequest
+from console.presenters.inbox import inbox_row
 from console.presenters.instance import Card, all_cards, cards_for, page_facts
 from console.presenters.outcome import banner_context
 from console.presenters.restatement import restatement
@@ -86,6 +87,10 @@ def _instance_context(
         **groups,
         **banner_context(instance, all_cards(groups), focus=focus_outcome),
         "live_version": live_version,
+        # Once this one is finished, where the person goes next.
+        "next_waiting": None
+        if instance.status == InstanceStatus.AWAITING_USER
+        else selectors.next_waiting(request.user, timezone.now(), instance),
     }
 
 
@@ -122,7 +127,10 @@ def _inbox_context(request: AuthedHttpRequest) -> dict[str, Any]:
     now = timezone.now()
     page = _page_number(request.GET.get("page"))
     start = (page - 1) * INBOX_PAGE_SIZE
-    decisions = Prefetch("task_class__decisions", queryset=Decision.objects.order_by("id"))
+    decisions = Prefetch(
+        "task_class__decisions",
+        queryset=Decision.objects.order_by("id").prefetch_related("slots"),
+    )
     # Past its TTL an instance no longer waits for anyone; opening it shows it expired.
     waiting = selectors.inbox_instances(request.user, now).prefetch_related(decisions)
     recent = (
@@ -131,17 +139,20 @@ def _inbox_context(request: AuthedHttpRequest) -> dict[str, Any]:
         .order_by("-updated_at")[:RECENT_LIMIT]
     )
     rows = list(waiting[start : start + INBOX_PAGE_SIZE + 1])
+    has_next = len(rows) > INBOX_PAGE_SIZE
     context = {
-        "waiting": rows[:INBOX_PAGE_SIZE],
+        "waiting": [inbox_row(i) for i in rows[:INBOX_PAGE_SIZE]],
         "recent": list(recent),
         "now": now,
         "page": page,
-        "has_next": len(rows) > INBOX_PAGE_SIZE,
+        "has_next": has_next,
         "past_the_end": page > 1 and not rows,
         # M-of-N approval (issue 24): what waits for this person's approval (first page only).
         "approvals": selectors.approvals_asked_of(request.user, now, INBOX_PAGE_SIZE)
         if page == 1
         else [],
+        # Counted only where this page does not already say it (one page holds them all).
+        "waiting_count": waiting.count() if page > 1 or has_next else len(rows),
     }
     # (Read in the caller's `live.snapshot()`, with the rows it labels.)
     context["live_version"] = live.inbox_version(context, request.user.pk)
@@ -183,7 +194,7 @@ def prompt_respond(request: AuthedHttpRequest, instance_id: UUID, prompt_id: int
     typed = typed_values(request.POST)
     try:
         answer = parse_response(request.POST, prompt)
-        services.prompt_respond(
+        result = services.prompt_respond(
             prompt_id=prompt.pk,
             user=request.user,
             action=answer.action,
@@ -194,11 +205,17 @@ def prompt_respond(request: AuthedHttpRequest, instance_id: UUID, prompt_id: int
             acknowledged=answer.acknowledged,
             typed_tail=answer.typed_tail,
         )
+        if result.replayed and _reason_dropped(result.prompt, answer.reason):
+            # The same veto or rejection was already taken (another tab, a double click) with
+            # another reason: nothing was written, and the reason typed here must not vanish.
+            status, message = 409, _dropped_reason_message(result.prompt, answer.reason)
     except InvalidInput as exc:
         status, message = 400, _invalid_message(exc, typed)
         errors = {name: field_words(exc, name) for name in exc.fields}
     except Conflict as exc:
         status, message = 409, _conflict_message(exc)
+        if typed.get("reason", "").strip():
+            message += _NOT_SENT.format(reason=display_text(typed["reason"].strip()))
     except NotFound:
         raise Http404("No such prompt.") from None
 
@@ -283,7 +300,30 @@ CONFLICT_WORDS = {
         for state in PromptState
         if state != PromptState.OPEN
     },
+    # Settled with its instance: say what happened to the action.
+    "prompt_cancelled": "This question is no longer open: the action was cancelled, so nothing "
+    "was recorded.",
+    "prompt_expired": "This question is no longer open: it waited too long and the action "
+    "expired, so nothing was recorded.",
 }
+
+
+_NOT_SENT = " Your reason was not sent either: “{reason}”."
+
+
+def _reason_dropped(prompt: Prompt, reason: str) -> bool:
+    return bool(reason.strip()) and reason.strip() != (prompt.response_reason or "").strip()
+
+
+def _dropped_reason_message(prompt: Prompt, reason: str) -> str:
+    """A veto or rejection refused because the same one was already taken, with its reason."""
+    done, act = ("vetoed", "veto") if prompt.action == "veto" else ("rejected", "rejection")
+    said = (prompt.response_reason or "").strip()
+    earlier = f" with the reason “{display_text(said)}”" if said else " without a reason"
+    return (
+        f"This was already {done}{earlier} (in another tab or window, or by a second click), "
+        f"so this {act} was not recorded." + _NOT_SENT.format(reason=display_text(reason.strip()))
+    )
 
 
 def _conflict_message(exc: Conflict) -> str:

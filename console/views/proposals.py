@@ -127,6 +127,8 @@ def _annotation_context(
         "mine": mine,
         "others": [a for a in annotations if a.reviewer_id != request.user.pk],
         "saved": saved,
+        # Where the reviewer goes next (after saving this one, the top link and the message).
+        "next_unreviewed": proposal_reads.next_unreviewed(request.user.pk, validation),
     }
 
 

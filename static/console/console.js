@@ -405,6 +405,15 @@
     }
   }
 
+  // A live fragment may say what the page's title is now (the inbox: how many wait).
+  function retitle() {
+    var marker = liveMarker();
+    var title = marker && marker.getAttribute("data-live-title");
+    if (title) {
+      document.title = title;
+    }
+  }
+
   function livePoll(delay) {
     window.setTimeout(function () {
       var marker = liveMarker();
@@ -441,6 +450,7 @@
             if (current !== null && version > shownVersion(current)) {
               applyLive(target, html);
               shown[target] = version;
+              retitle();
             } // else older than (or as old as) what the page shows: dropped
             livePoll(100); // (never a tight loop, whatever the server answers)
           });

@@ -113,11 +113,12 @@ def test_pages_run_the_same_queries_at_5_and_200_slots(
     person.force_login(alice)
     person.get(f"/instances/{run2}/")  # shown once: no shown_at UPDATE below
     pages: list[tuple[Client, str, int]] = [
-        # 1 session, 2 user, in one snapshot (console.live): 3 waiting instances with counts,
-        # 4 their decisions, 5 recent instances, 6 the instances waiting for this person's
-        # approval (none: no decisions prefetched), 7 the latest write (the live version), 8 and
-        # 9 permissions for the header.
-        (person, "/", 9),
+        # 1 session, 2 user, in one snapshot (console.live): 3 waiting instances with their
+        # runtime and counts, 4 their decisions, 5 the decisions' slots (the decisive values),
+        # 6 recent instances, 7 the instances waiting for this person's approval (none: no
+        # decisions prefetched), 8 the latest write (the live version), 9 and 10 permissions
+        # for the header.
+        (person, "/", 10),
         # 1 session, 2 user, 3 the instance, 4 expiry check; in one snapshot (console.live):
         # 5 the instance re-read, the live version (6 the instance, 7 its prompts, 8 the latest
         # write), 9 prompts with slots and beliefs, 10 decisions, 11 their slots, 12 the
@@ -125,8 +126,9 @@ def test_pages_run_the_same_queries_at_5_and_200_slots(
         # permissions.
         (person, f"/instances/{run2}/", 14),
         # 1 session, 2 user, 3 and 4 permissions (role check), 5 task classes with their
-        # counts (pending requests included), 6 unclassified slots, 7 unclassified decisions.
-        (staff, "/classify/", 7),
+        # counts (pending requests included), 6 unclassified slots, 7 unclassified decisions,
+        # 8 the requests waiting for this classifier's approval.
+        (staff, "/classify/", 8),
         # 1 session, 2 user, 3 and 4 permissions, 5 task class, 6 slots, 7 decisions, 8 their
         # slots, 9 pending requests, 10 open instances, 11 the groups approvers may come from.
         (staff, "/classify/many/", 11),

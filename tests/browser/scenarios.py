@@ -212,3 +212,77 @@ def many(user: User, count: int) -> TaskInstance:
         actor=RUNTIME,
     )
     return services.instance_plan(instance=instance, actor=RUNTIME)
+
+
+REFUND_WORLD_THEN = {"iban": {"holder": "Bob Example"}}
+REFUND_WORLD_NOW = {"iban": {"holder": "B. Exampel Holdings"}}
+REFUND_AGENT = "billing-agent"
+
+
+def refund_agent() -> services.Actor:
+    """A key of the runtime `billing-agent`, as the actor it opens instances with."""
+    from beliefs.models import Runtime, RuntimeAPIKey
+
+    runtime, _ = Runtime.objects.get_or_create(name=REFUND_AGENT)
+    key, _ = RuntimeAPIKey.objects.create_key(name=REFUND_AGENT, runtime=runtime)
+    return services.Actor(key=RuntimeAPIKey.objects.select_related("runtime").get(pk=key.pk))
+
+
+def refunds(user: User) -> tuple[TaskInstance, TaskInstance]:
+    """Two refunds of one task class waiting for the user, opened by billing-agent, that
+    differ in what they would do: attempt 2 refunds 1,200 to the IBAN of attempt 1, whose
+    holder has changed since (1 detail changed); attempt 3 refunds 35 to an IBAN with a
+    zero-width space. Attempt 1 (12 to Bob Example, all said by the user) is ready."""
+    agent = refund_agent()
+    task_class = register_task_class(
+        key="payments.refund",
+        name="Refund a customer",
+        slots=[
+            {"key": "amount", "label": "Amount", "value_type": "number"},
+            {"key": "iban", "label": "IBAN"},
+            {"key": "note", "label": "Note"},
+        ],
+        decisions=[{"key": "send_refund", "label": "Send the refund", "slots": ["amount", "iban"]}],
+        actor=agent,
+    )
+    classify(
+        task_class,
+        slots={"amount": "irreversible", "iban": "irreversible", "note": "reversible"},
+        decisions={"send_refund": "irreversible"},
+    )
+
+    def attempt(world: dict[str, Any], beliefs: list[dict[str, Any]]) -> TaskInstance:
+        instance = open_instance(
+            task_class_key=task_class.key,
+            principal=user.username,
+            world=world,
+            beliefs=beliefs,
+            actor=agent,
+        )
+        return services.instance_plan(instance=instance, actor=agent)
+
+    attempt(
+        REFUND_WORLD_THEN,
+        [
+            {"slot": "amount", "value": 12, "source": "user", "turn": 1},
+            {
+                "slot": "iban",
+                "value": "NL91ABNA0417164300",
+                "source": "user",
+                "turn": 1,
+                "world_ref": REFUND_WORLD_THEN["iban"],
+            },
+            {"slot": "note", "value": "late delivery", "source": "user", "turn": 1},
+        ],
+    )
+    changed = attempt(
+        REFUND_WORLD_NOW, [{"slot": "amount", "value": 1200, "source": "tool", "turn": 1}]
+    )
+    hidden = attempt(
+        REFUND_WORLD_THEN,
+        [
+            {"slot": "amount", "value": 35, "source": "tool", "turn": 1},
+            {"slot": "iban", "value": "NL02RABO\u200b0123456789", "source": "tool", "turn": 1},
+        ],
+    )
+    return changed, hidden

@@ -64,7 +64,8 @@ def test_it_lets_rita_filter_to_reject_open_one_and_annotate_it(
     annotation.get_by_role("button", name="Save review").click()
 
     saved = page.locator("#annotation").get_by_role("status")
-    expect(saved).to_have_text("Saved: you agree with the verdict REJECT.")
+    expect(saved).to_contain_text("Saved: you agree with the verdict REJECT.")
+    expect(saved.get_by_role("link", name=re.compile("^Next unreviewed"))).to_be_visible()
     assert page.url == detail_url  # swapped in place by htmx, no navigation
     expect(page.locator("#annotation").get_by_label("Agree", exact=True)).to_be_checked()
     screenshot("proposals-detail-annotated")
@@ -79,7 +80,7 @@ def test_it_lets_rita_filter_to_reject_open_one_and_annotate_it(
     # A second save changes the same annotation, still in place.
     page.locator("#annotation").get_by_label("Disagree").check()
     page.locator("#annotation").get_by_role("button", name="Save review").click()
-    expect(page.locator("#annotation").get_by_role("status")).to_have_text(
+    expect(page.locator("#annotation").get_by_role("status")).to_contain_text(
         "Saved: you disagree with the verdict REJECT."
     )
     assert ProposalAnnotation.objects.get().agreement == "disagree"

@@ -152,3 +152,28 @@ def test_it_marks_look_alike_letters_in_subjects_and_values(
     assert "\u201c\u0440ayee\u201d mixes Cyrillic and Latin letters" in html
     assert "\u201cp\u0430ypal\u201d mixes Cyrillic and Latin letters" in html
     assert "<b>" not in html.split("<tbody>")[1] and "\u202e" not in html
+
+
+def test_an_instances_events_link_to_its_history(
+    carol_client: Client, carol: User, alice: User
+) -> None:
+    from tests.browser import scenarios
+
+    changed, hidden = scenarios.refunds(alice)
+    html = carol_client.get("/activity/").content.decode()
+    link = f'href="/activity/?instance={changed.pk}"'
+    assert link in html and f">instance {str(changed.pk)[:8]}</a>" in html
+    history = carol_client.get(f"/activity/?instance={changed.pk}").content.decode()
+    assert rows(history) == AuditEvent.objects.filter(instance_id=changed.pk).count() > 0
+    assert str(hidden.pk)[:8] not in history.split("The history of one instance")[1]
+    assert f'<input type="hidden" name="instance" value="{changed.pk}">' in history
+
+
+@pytest.mark.parametrize("raw", ["nope", "1234", "<script>"])
+def test_an_instance_filter_that_is_no_id_matches_nothing(
+    carol_client: Client, carol: User, raw: str
+) -> None:
+    fill(shop(), carol, 3)
+    response = carol_client.get("/activity/", {"instance": raw})
+    assert response.status_code == 200
+    assert rows(response.content.decode()) == 0

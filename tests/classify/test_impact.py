@@ -183,3 +183,50 @@ def test_it_routes_open_instances_exactly_as_their_plans_did(alice: User, mallor
     assert len(planned) == 3 * 4
     assert predicted == planned
     assert {"ASK", "CONFIRM", "SURFACED", "SILENT"} <= set(planned.values())
+
+
+# --- a lowered guard that does not move: say so, and why ------------------------------------
+
+TRANSFER = Classes(
+    slots=(
+        SlotClass("amount", R.IRREVERSIBLE, False),
+        SlotClass("note", R.REVERSIBLE, False),
+        SlotClass("scope", R.POLICY, True),
+    ),
+    decisions=(DecisionClass("send_transfer", R.IRREVERSIBLE, frozenset({"amount", "note"})),),
+)
+
+
+@pytest.mark.parametrize(
+    ("change", "held"),
+    [
+        # The slot's own class falls; the decision it feeds keeps it irreversible.
+        (
+            Change("slot", "amount", "risk_class", R.REVERSIBLE),
+            [
+                "The effective risk of amount stays irreversible: inherited from decision "
+                "send_transfer (irreversible)"
+            ],
+        ),
+        # Cleared monotonic: the scope falls to its own class (a change, not a hold).
+        (Change("slot", "scope", "monotonic", False), []),
+        # A lowered policy slot stays monotonic.
+        (
+            Change("slot", "scope", "risk_class", R.COSMETIC),
+            ["The effective risk of scope stays irreversible: monotonic scope"],
+        ),
+        # The decision falls; amount keeps its own class (own: nothing to explain), note falls.
+        (Change("decision", "send_transfer", "risk_class", R.POLICY), []),
+        # Unlinking amount from the decision: its own class holds it (own).
+        (Change("decision", "send_transfer", "slots", frozenset({"note"})), []),
+        # Raising never "stays".
+        (Change("slot", "note", "risk_class", R.POLICY), []),
+    ],
+)
+def test_a_lowered_guard_that_holds_says_why(change: Change, held: list[str]) -> None:
+    from beliefs.domain.classes import held_risks
+
+    assert held_risks(TRANSFER, TRANSFER.apply(change), [change]) == held
+    impact = impact_of(Snapshot(TRANSFER, 0, 0, ()), [change])
+    for line in held:
+        assert line in impact.lines

@@ -72,3 +72,54 @@ def test_it_covers_every_rule_and_route(client: Client, carol: User) -> None:
     rows = parser.parsed()
     assert {r["m-rule"] for r in rows} == {f"R{i}" for i in range(8)}
     assert {r["m-route"] for r in rows} == {"SILENT", "SURFACED", "CONFIRM", "ASK"}
+
+
+def _rows(client: Client, query: dict[str, str]) -> list[dict[str, str]]:
+    parser = MatrixRows()
+    parser.feed(client.get("/classify/matrix/", query).content.decode())
+    return parser.parsed()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("query", "column", "expected"),
+    [
+        ({"risk": "irreversible"}, "m-risk", {"irreversible"}),
+        ({"route": "CONFIRM"}, "m-route", {"CONFIRM"}),
+        ({"source": "tool"}, "m-source", {"tool"}),
+        ({"source": "none"}, "m-source", {"no belief"}),
+        ({"carried": "carried"}, "m-carried", {"carried"}),
+    ],
+)
+def test_its_filters_show_only_the_matching_combinations(
+    client: Client, carol: User, query: dict[str, str], column: str, expected: set[str]
+) -> None:
+    client.force_login(carol)
+    rows = _rows(client, query)
+    assert 0 < len(rows) < len(routing_matrix())
+    assert {row[column] for row in rows} == expected
+    html = client.get("/classify/matrix/", query).content.decode()
+    assert f"{len(rows)} of {len(routing_matrix())} combinations match." in html
+
+
+@pytest.mark.django_db
+def test_filters_combine_and_say_when_nothing_matches(client: Client, carol: User) -> None:
+    client.force_login(carol)
+    rows = _rows(client, {"risk": "irreversible", "source": "tool", "carried": "carried"})
+    assert {(r["m-risk"], r["m-source"], r["m-carried"]) for r in rows} == {
+        ("irreversible", "tool", "carried")
+    }
+    html = client.get("/classify/matrix/", {"risk": "cosmetic", "route": "ASK", "source": "user"})
+    assert "No combination matches." in html.content.decode()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("value", ["bogus", "<script>", ""])
+def test_a_filter_value_that_is_no_choice_filters_nothing(
+    client: Client, carol: User, value: str
+) -> None:
+    client.force_login(carol)
+    response = client.get("/classify/matrix/", {"risk": value, "route": value})
+    assert response.status_code == 200
+    assert len(_rows(client, {"risk": value})) == len(routing_matrix())
+    assert "<script>" not in response.content.decode()

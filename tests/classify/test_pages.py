@@ -165,8 +165,9 @@ def test_it_lists_task_classes_in_constant_queries(
     client = signed_in(carol)
     client.get("/classify/")
     # session, user, user permissions, group permissions, task classes with their counts
-    # (pending requests included), the unclassified slots queue, the unclassified decisions queue
-    with django_assert_num_queries(7):
+    # (pending requests included), the unclassified slots queue, the unclassified decisions
+    # queue, the requests waiting for this classifier's approval
+    with django_assert_num_queries(8):
         response = client.get("/classify/")
     assert response.content.decode().count('data-task-class="') == count
 
@@ -536,3 +537,72 @@ def test_the_classifier_pages_mark_look_alike_letters_in_names_and_labels(
     html = signed_in(carol).get("/classify/legal.sign_contract/").content.decode()
     assert "\u201cC\u043eunterparty\u201d mixes Cyrillic and Latin letters" in html
     assert "U+043E CYRILLIC SMALL LETTER O" in html
+
+
+# --- the real effect, the queue of what awaits me, counts that follow a save ------------------
+
+
+def test_the_index_lists_what_waits_for_my_approval_first(
+    signed_in: Callable[[User], Client], carol: User, cathy: User
+) -> None:
+    shop()
+    change_request = request_downgrade(signed_in(carol))
+    mine = signed_in(cathy).get("/classify/").content.decode()
+    queue = mine[mine.index('id="awaiting-me-title"') : mine.index('id="queue-title"')]
+    assert mine.index('id="awaiting-me-title"') < mine.index('id="queue-title"')
+    assert "shipping_address" in queue and "asked by <strong>carol</strong>" in queue
+    assert f'href="/classify/commerce.ship_order/#request-{change_request.pk}"' in queue
+    # Its requester cannot approve it: it is not in their queue.
+    theirs = signed_in(carol).get("/classify/").content.decode()
+    assert "Nothing waits for your approval." in theirs
+
+
+def test_a_lowered_slot_that_a_decision_keeps_irreversible_says_so(
+    signed_in: Callable[[User], Client], carol: User, cathy: User
+) -> None:
+    task_class = shop()
+    classify(task_class, slots={"item_sku": "irreversible"}, decisions={"ship": "irreversible"})
+    held = (
+        "The effective risk of item_sku stays irreversible: inherited from decision ship "
+        "(irreversible)"
+    )
+    client = signed_in(carol)
+    preview = client.post(
+        f"/classify/commerce.ship_order/slots/{slot('item_sku').pk}/preview/",
+        {"risk_class": "reversible", "reason": ""},
+        **HTMX,
+    ).content.decode()
+    assert held in preview
+    # Lowering out of irreversible waits for a second classifier, whose approval says it too.
+    client.post(slot_url("item_sku"), {"risk_class": "reversible", "reason": "r"}, **HTMX)
+    change_request = RiskChangeRequest.objects.get()
+    page = signed_in(cathy).get("/classify/commerce.ship_order/").content.decode()
+    approval = page[page.index(f'id="request-{change_request.pk}"') :].split("</li>")[0]
+    assert held in approval
+    approved = (
+        signed_in(cathy)
+        .post(
+            f"/classify/commerce.ship_order/requests/{change_request.pk}/",
+            {"action": "approve", "reason": "checked"},
+            **HTMX,
+        )
+        .content.decode()
+    )
+    assert "item_sku is now reversible. " + held in approved
+
+
+def test_the_counts_under_the_title_follow_a_save(
+    signed_in: Callable[[User], Client], carol: User
+) -> None:
+    shop()
+    client = signed_in(carol)
+    page = client.get("/classify/commerce.ship_order/").content.decode()
+    assert "<strong>1 unclassified</strong>" in page
+    assert page.count('id="classify-summary"') == 1
+    response = client.post(
+        slot_url("shipping_address"), {"risk_class": "irreversible", "reason": "r"}, **HTMX
+    )
+    html = response.content.decode()
+    summary = html[html.index('id="classify-summary"') :].split("</p>")[0]
+    assert 'hx-swap-oob="true"' in summary and "unclassified" not in summary
+    assert html.index('id="classify-summary"') < html.index('id="classification"')

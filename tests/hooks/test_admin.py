@@ -387,3 +387,21 @@ def test_the_admin_shows_untrusted_text_escaped_revealed_and_flagged(
     assert f'href="/admin/beliefs/webhookendpoint/{endpoint.pk}/change/"' in endpoints  # linked
     assert "\u201cp\u0430ypal\u201d mixes Cyrillic and Latin letters" in endpoints
     assert "⟨U+202E⟩" in endpoints and "&lt;script&gt;" in endpoints
+
+
+def test_the_admin_says_task_classes(staff: Client) -> None:
+    html = staff.get("/admin/").content.decode()
+    assert "Task classes" in html and "Task classs" not in html
+
+
+def test_the_key_list_says_each_keys_state_in_words(staff: Client) -> None:
+    active, _ = runtime_key_of("billing-agent")
+    revoked, _ = runtime_key_of("billing-agent")
+    RuntimeAPIKey.objects.filter(pk=revoked.pk).update(revoked=True)
+    html = staff.get("/admin/beliefs/runtimeapikey/").content.decode()
+    assert "icon-no" not in html and "icon-yes" not in html  # no red ✕ for a working key
+    rows = {
+        key.prefix: html[html.index(key.prefix) :].split("</tr>")[0] for key in (active, revoked)
+    }
+    assert '<td class="field-state">active</td>' in rows[active.prefix]
+    assert '<td class="field-state">revoked</td>' in rows[revoked.prefix]

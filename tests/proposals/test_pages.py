@@ -14,6 +14,8 @@ from beliefs.services import SYSTEM
 from beliefs.services.proposals import proposal_annotate, proposal_validate_and_store
 from tests.proposals.conftest import graph, passing_update
 
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
 pytestmark = pytest.mark.django_db
 
 PAGES = ["/proposals/", "/proposals/stats/", "/proposals/export.csv"]
@@ -163,8 +165,9 @@ def test_it_shows_the_detail_in_a_constant_number_of_queries(
         reviewer = User.objects.create(username=f"reviewer{i}")
         grant_role(reviewer, "reviewers")
         proposal_annotate(validation=validation, reviewer=reviewer, agreement="agree")
-    # session, user, user permissions, group permissions, validation, findings, annotations
-    with django_assert_num_queries(7):
+    # session, user, user permissions, group permissions, validation, findings, annotations,
+    # the next validation rita has not reviewed
+    with django_assert_num_queries(8):
         response = rita_client.get(f"/proposals/{validation.pk}/")
     assert len(response.context["others"]) == n
 
@@ -383,3 +386,34 @@ def test_it_computes_statistics_in_a_constant_number_of_queries(
     with django_assert_num_queries(7):
         response = rita_client.get("/proposals/stats/")
     assert response.context["validations"] == n
+
+
+# --- the review within reach, and the next one ------------------------------------------------
+
+
+def test_the_review_form_comes_before_the_long_tables_with_a_link_to_it(rita_client, stored):
+    validation = stored("REJECT")
+    html = rita_client.get(f"/proposals/{validation.pk}/").content.decode()
+    assert '<a href="#annotation">Your review</a>' in html
+    assert html.index('id="annotation"') < html.index('id="changes-heading"')
+    assert html.index('id="annotation"') < html.index('id="proposal-heading"')
+
+
+def test_it_links_to_the_next_unreviewed_validation(rita_client, rita, stored):
+    newest, middle, oldest = stored("REJECT"), stored("ACCEPT"), stored("REJECT")
+    newest, middle, oldest = sorted([newest, middle, oldest], key=lambda v: -v.pk)
+    proposal_annotate(validation=middle, reviewer=rita, agreement="agree")
+    html = rita_client.get(f"/proposals/{newest.pk}/").content.decode()
+    # The next older one rita has not reviewed (the middle one is reviewed: skipped).
+    assert f'id="next-unreviewed" href="/proposals/{oldest.pk}/"' in html
+    # From the oldest, it wraps round to the newest unreviewed.
+    html = rita_client.get(f"/proposals/{oldest.pk}/").content.decode()
+    assert f'id="next-unreviewed" href="/proposals/{newest.pk}/"' in html
+    # Saving a review says where to go next.
+    response = rita_client.post(
+        f"/proposals/{oldest.pk}/annotation/", {"agreement": "agree", "note": ""}, **HTMX
+    )
+    assert f'href="/proposals/{newest.pk}/">Next unreviewed' in response.content.decode()
+    proposal_annotate(validation=newest, reviewer=rita, agreement="agree")
+    html = rita_client.get(f"/proposals/{oldest.pk}/").content.decode()
+    assert "you have reviewed every other validation" in html

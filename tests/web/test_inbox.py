@@ -13,7 +13,7 @@ from django.utils import timezone
 from beliefs import services
 from beliefs.models import InstanceStatus, Prompt, TaskClass, TaskInstance
 from tests.browser import scenarios
-from tests.web.conftest import HTMX
+from tests.web.conftest import HTMX, marked
 
 pytestmark = pytest.mark.django_db
 
@@ -24,8 +24,8 @@ def test_it_lists_the_instances_awaiting_the_user_with_what_is_at_stake(
     html = alice_client.get("/").content.decode()
     assert f'href="/instances/{vendor.pk}/"' in html
     assert "Vendor payment" in html
-    assert "run 2" in html
-    assert "Send payment" in html and "Authorize the vendor" in html  # decisions at stake
+    assert "attempt 2" in html and "run 2" not in html
+    assert 'Asked by <strong class="runtime">' in html
     assert "3 answers needed" in html
     assert "2 assumptions to review" in html
     assert "opened" in html and "ago" in html
@@ -111,11 +111,12 @@ def test_it_runs_the_same_queries_for_2_and_50_prompts(
     scenarios.many(alice, prompts)
     scenarios.vendor(alice)
     # 1 the session, 2 the user, in one snapshot (console.live; the test's transaction here):
-    # 3 the waiting instances with their counts and next expiry, 4 their decisions (prefetch),
-    # 5 the recently finished instances, 6 the latest write to the person's instances (the
-    # live version), 7 the instances waiting for this person's approval (M-of-N; none), 8 and
-    # 9 the user's and the groups' permissions (the header's roles).
-    with django_assert_num_queries(9):
+    # 3 the waiting instances with their runtime, counts and next expiry, 4 their decisions
+    # and 5 the decisions' slots (prefetches: which values are decisive), 6 the recently
+    # finished instances, 7 the latest write to the person's instances (the live version),
+    # 8 the instances waiting for this person's approval (M-of-N; none), 9 and 10 the user's
+    # and the groups' permissions (the header's roles).
+    with django_assert_num_queries(10):
         response = alice_client.get(url)
     assert response.status_code == 200
 
@@ -203,7 +204,96 @@ def test_a_later_page_runs_the_same_queries(
     alice_client: Client,
     django_assert_num_queries,  # noqa: ANN001
 ) -> None:
-    # The same eight as the first page: the page's rows and one more (no count).
-    with django_assert_num_queries(8):
+    # The first page's nine, less the decisions' slots (this class declares no decision, so
+    # there are none to fetch), and a count of the waiting instances (the title's number: one
+    # page does not hold them all).
+    with django_assert_num_queries(9):
         response = alice_client.get(url)
     assert response.status_code == 200
+
+
+# --- triage: what each row says ------------------------------------------------------------
+
+
+def _row(html: str, instance: TaskInstance) -> str:
+    start = html.index(f'id="inbox-link-{instance.pk}"')
+    return html[start : html.index("</li>", start)]
+
+
+def test_rows_of_one_task_class_say_who_asks_and_what_each_would_do(
+    alice: User, alice_client: Client
+) -> None:
+    changed, hidden = scenarios.refunds(alice)
+    html = alice_client.get("/").content.decode()
+    first, second = _row(html, changed), _row(html, hidden)
+    for row in (first, second):
+        assert "Refund a customer" in row
+        assert 'Asked by <strong class="runtime">billing-agent</strong>' in row
+        assert "2 answers needed" in row
+    # The decisive values (those feeding "Send the refund"), not the note, which feeds none.
+    assert '<span class="value">1200</span>' in first and "NL91ABNA0417164300" in first
+    assert '<span class="value">35</span>' in second
+    assert "late delivery" not in first + second
+    assert "attempt 2" in first and "attempt 3" in second
+    # The holder changed since the IBAN was given: the row counts it; the other has no change.
+    assert "⚠ 1 detail changed" in first and "changed" not in second
+    # A hidden character is marked in the row as everywhere else.
+    assert marked("U+200B") in second and "⚠ hidden characters" in second
+    assert first.replace(str(changed.pk), "") != second.replace(str(hidden.pk), "")
+
+
+def test_a_row_clamps_a_long_value(alice: User, alice_client: Client) -> None:
+    changed, _ = scenarios.refunds(alice)
+    long_iban = "NL" + "9" * 300
+    open_prompt = scenarios.open_prompt(changed, "iban")
+    services.prompt_respond(
+        prompt_id=open_prompt.pk, user=alice, action="edit", version=open_prompt.version,
+        value=long_iban,
+    )  # fmt: skip
+    row = _row(alice_client.get("/").content.decode(), changed)
+    assert long_iban not in row and long_iban[:39] + "…" in row
+
+
+def test_the_title_counts_the_waiting_instances(alice: User, alice_client: Client) -> None:
+    assert "<title>Inbox · Confirmation console</title>" in alice_client.get("/").content.decode()
+    changed, hidden = scenarios.refunds(alice)
+    html = alice_client.get("/").content.decode()
+    assert "<title>(2) Inbox · Confirmation console</title>" in html
+    services.instance_cancel(instance=hidden, actor=scenarios.RUNTIME, reason="duplicate")
+    rows = alice_client.get("/inbox/rows/", **HTMX).content.decode()
+    assert 'data-live-title="(1) Inbox · Confirmation console"' in rows
+
+
+def test_the_title_counts_past_one_page(sixty_waiting: list[str], alice_client: Client) -> None:
+    html = alice_client.get("/?page=2").content.decode()
+    assert "<title>(60) Inbox · Confirmation console</title>" in html
+
+
+def test_the_live_digest_changes_when_a_rows_value_changes(
+    alice: User, alice_client: Client
+) -> None:
+    changed, _ = scenarios.refunds(alice)
+    before = re.search(r'data-live-digest="([0-9a-f]+)"', alice_client.get("/").content.decode())
+    prompt = scenarios.open_prompt(changed, "amount")
+    services.prompt_respond(
+        prompt_id=prompt.pk, user=alice, action="edit", version=prompt.version, value=1100
+    )
+    html = alice_client.get("/").content.decode()
+    after = re.search(r'data-live-digest="([0-9a-f]+)"', html)
+    assert before and after and before.group(1) != after.group(1)
+    assert '<span class="value">1100</span>' in _row(html, changed)
+
+
+def test_a_finished_instance_links_to_the_next_waiting_one(
+    alice: User, alice_client: Client
+) -> None:
+    changed, hidden = scenarios.refunds(alice)
+    waiting = alice_client.get(f"/instances/{hidden.pk}/").content.decode()
+    assert 'id="next-waiting"' not in waiting  # not finished: nothing to go on to yet
+    services.instance_cancel(instance=hidden, actor=scenarios.RUNTIME, reason="duplicate")
+    html = alice_client.get(f"/instances/{hidden.pk}/").content.decode()
+    assert f'id="next-waiting-link" href="/instances/{changed.pk}/"' in html
+    assert "Refund a customer, attempt 2" in html
+    services.instance_cancel(instance=changed, actor=scenarios.RUNTIME, reason="duplicate")
+    html = alice_client.get(f"/instances/{hidden.pk}/").content.decode()
+    assert "Nothing else waits for you." in html and 'id="next-waiting-link"' not in html

@@ -44,7 +44,7 @@ def test_it_lists_assumptions_with_source_acquisition_and_a_changed_since_mark(
     reference = card_html(html, scenarios.open_prompt(vendor, "reference"))
     assert 'Payment reference</span>: <span class="value">INV-2024-001</span>' in reference
     assert "the agent reports you gave it" in reference  # a runtime's report, not an answer here
-    assert re.search(r"from run 1 \(an earlier run\),\s*<time", reference)
+    assert re.search(r"from an earlier attempt \(attempt 1\),\s*<time", reference)
     assert "⚠ changed since: status" in reference
     assert 'name="action" value="veto"' in reference
     assert '<label for="prompt-' in reference and "Reason for a veto (optional)" in reference
@@ -61,7 +61,7 @@ def test_it_shows_a_confirm_card_prefilled_with_its_source_and_world_diff(
     assert 'name="value" type="text"' in card and 'value="NL91ABNA0417164300"' in card
     assert f'name="version" value="{prompt.version}"' in card
     assert "the agent reports you gave it" in card
-    assert re.search(r"from run 1 \(an earlier run\),\s*<time", card)
+    assert re.search(r"from an earlier attempt \(attempt 1\),\s*<time", card)
     # The diff: the changed key is highlighted and says so in words; the others are plain.
     bank = re.search(r'<tr class="changed">.*?</tr>', card, re.S).group(0)
     assert "bank" in bank and "ABN AMRO" in bank and "Revolut" in bank and "changed" in bank
@@ -77,7 +77,7 @@ def test_it_shows_a_confirm_card_prefilled_with_its_source_and_world_diff(
 def test_it_shows_where_a_tool_value_comes_from(vendor: TaskInstance, alice_client: Client) -> None:
     card = card_html(page(alice_client, vendor), scenarios.open_prompt(vendor, "amount"))
     assert "from a tool" in card
-    assert re.search(r"from run 2 \(this run\),", card)
+    assert re.search(r"from this attempt,", card)
     assert 'inputmode="decimal"' in card and 'value="1250"' in card
 
 

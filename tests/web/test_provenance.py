@@ -57,7 +57,7 @@ def test_a_runtimes_user_value_reads_as_its_report(alice: User, signed_in: type[
     iban = _card(client, later, "iban")
     assert "billing-agent reports you gave it" in iban
     assert "given by you in the console" not in iban
-    assert "This value is from an earlier run: billing-agent reports you gave it." in iban
+    assert "This value is from an earlier attempt: billing-agent reports you gave it." in iban
     assert "from a tool billing-agent used" in _card(client, later, "note")
 
 

@@ -99,12 +99,17 @@ def test_it_asks_for_an_escalated_scope_twice(vendor: TaskInstance, alice_client
     assert "grants more than the earlier" in html and "type it a second time" in html
     assert f'<label for="prompt-{prompt.pk}-again">Type it again</label>' in html
     assert 'name="value_confirmation"' in html and 'value="unlimited"' in html
+    # The normal next step, said as a step: not a red "Please correct this" before it.
+    assert '<p class="message message-step"' in html and "<strong>One more step.</strong>" in html
+    assert "Please correct this" not in html and "message-400" not in html
 
     mismatch = post(
         alice_client, prompt, action="answer", value="unlimited", value_confirmation="recurring"
     )
     assert mismatch.status_code == 400
-    assert "The two values do not match." in mismatch.content.decode()
+    wrong = mismatch.content.decode()
+    assert "The two values do not match." in wrong
+    assert "<strong>Please correct this.</strong>" in wrong and "message-step" not in wrong
     assert not Belief.objects.filter(instance=vendor, slot__key="approval_scope").exists()
 
     ok = post(
@@ -162,8 +167,9 @@ def test_it_vetoes_an_assumption_and_swaps_in_the_question(
     )
     assert "<strong>Vetoed</strong>. Reason: we moved it" in html
     assert f'id="prompt-{ask.pk}"' in html and "Answer: Due date" in html
-    # A date is typed as the hint says; no browser date picker with another format.
-    assert 'placeholder="YYYY-MM-DD"' in html and 'type="date"' not in html
+    # A date is picked with the browser's date input (it sends YYYY-MM-DD), not typed as text.
+    field = html[html.index(f'id="prompt-{ask.pk}-value"') :].split(">", 1)[0]
+    assert 'type="date"' in field and "placeholder" not in field
     assert "4 answers needed" in html  # the banner, out of band
     # The question sits under the vetoed line on a full render too.
     full = alice_client.get(f"/instances/{vendor.pk}/").content.decode()
@@ -377,7 +383,7 @@ def test_it_shows_every_card_expired_once_the_ttl_has_passed(
     response = post(alice_client, prompt, action="confirm")
     html = response.content.decode()
     assert response.status_code == 409
-    assert "no longer open (it is expired)" in html
+    assert "no longer open: it waited too long and the action expired" in html
     assert "✕ Expired" in html
     assert response["HX-Retarget"] == "#instance-view"
     for other in others:

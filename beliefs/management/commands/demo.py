@@ -1,10 +1,18 @@
 from __future__ import annotations
 
+import time
+import urllib.error
+import urllib.request
 from typing import Any
 
 from django.core.management.base import BaseCommand
 
 from beliefs.demo import seed_demo
+from beliefs.models import OutgoingEmail
+
+# How long `--when-served` waits for the server, then for the worker's emails, at most.
+SERVED_WITHIN = 60.0
+SENT_WITHIN = 15.0
 
 
 class Command(BaseCommand):
@@ -15,9 +23,18 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--url", default="http://127.0.0.1:8000/", help="where it is served")
+        parser.add_argument(
+            "--when-served",
+            action="store_true",
+            help="print the logins once the server at --url answers and the worker has sent "
+            "the emails waiting (`make run`: so that they are the last thing on the screen)",
+        )
 
-    def handle(self, *args: Any, url: str, **options: Any) -> None:
+    def handle(self, *args: Any, url: str, when_served: bool = False, **options: Any) -> None:
         result = seed_demo()
+        if when_served:
+            _wait_until_served(url)
+            _wait_until_sent()
         out = self.stdout
         out.write("")
         out.write(self.style.SUCCESS("Confirmation console demo is ready."))
@@ -31,3 +48,21 @@ class Command(BaseCommand):
         )
         out.write(f"  API docs: {url}api/v1/docs/")
         out.write("")
+
+
+def _wait_until_served(url: str) -> None:
+    deadline = time.monotonic() + SERVED_WITHIN
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{url.rstrip('/')}/healthz", timeout=1):  # noqa: S310
+                return
+        except (urllib.error.URLError, OSError):
+            time.sleep(0.2)  # the server is still starting
+
+
+def _wait_until_sent() -> None:
+    deadline = time.monotonic() + SENT_WITHIN
+    while time.monotonic() < deadline:
+        if not OutgoingEmail.objects.filter(state=OutgoingEmail.State.PENDING).exists():
+            return
+        time.sleep(0.2)  # the worker is sending them
