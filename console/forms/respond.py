@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 from beliefs.domain.problems import Problem, ProblemCode
@@ -17,6 +18,17 @@ from beliefs.domain.vocabulary import TYPED_ACTIONS, Action
 from beliefs.errors import InvalidInput, field_error
 from beliefs.models import Prompt, Slot
 from beliefs.schemas import RespondFormIn, parse
+
+
+def is_date_input_text(text: str) -> bool:
+    """Whether a date input can hold `text` (`<input type="date">` shows only YYYY-MM-DD)."""
+    if len(text) != len("2000-01-01") or text[4] != "-" or text[7] != "-":
+        return False
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
 
 
 def form_value(value: Any, value_type: str = Slot.ValueType.STRING) -> str:

@@ -9,7 +9,6 @@ page and every htmx swap, so both always agree.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -28,14 +27,12 @@ from beliefs.domain.attention import (
 from beliefs.domain.policy import RiskClass, RiskReason, RiskReasonKind, Route, Rule
 from beliefs.domain.vocabulary import MAX_TEXT_LENGTH
 from beliefs.models import (
-    Decision,
     InstanceStatus,
     Prompt,
     PromptState,
     RecordedVia,
-    TaskInstance,
 )
-from console.forms.respond import form_value
+from console.forms.respond import form_value, is_date_input_text
 from console.presenters.attention import Acknowledgement
 from console.presenters.words import (
     DONE_WORDS,
@@ -53,9 +50,6 @@ from console.templatetags.reveal import (
     mixed_script_note,
     plain_text,
 )
-
-# What a date input holds (`<input type="date">` shows nothing for anything else).
-ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 # Up to this many choices are radio buttons; more become a drop-down list.
 MAX_RADIO_CHOICES = 6
@@ -382,7 +376,7 @@ class Card:
         """A date is picked with the browser's date input, unless what it would show is not a
         date it can hold (a value on record that is no date, or text typed so): then text."""
         shown = self.input_value or "2000-01-01"  # (an empty date input is fine)
-        return self.is_date and self.input_kind == "text" and bool(ISO_DATE.fullmatch(shown))
+        return self.is_date and self.input_kind == "text" and is_date_input_text(shown)
 
     @property
     def ask_again(self) -> bool:
@@ -448,79 +442,3 @@ class Card:
     @property
     def flagged(self) -> bool:
         return bool(self.hidden or self.mixed)
-
-
-def _vetoed_after_ready(veto: Prompt, shown: list[Prompt]) -> bool:
-    """Was the instance ready when this assumption was vetoed? It was if no blocking prompt
-    was still waiting at that moment."""
-    when = veto.responded_at
-    if when is None:
-        return False
-    for p in shown:
-        if not p.blocking or p.created_at >= when:
-            continue
-        if p.responded_at is None or p.responded_at > when:
-            return False
-    return True
-
-
-def cards_for(
-    prompts: list[Prompt],
-    facts: PageFacts,
-    overrides: dict[int, dict[str, Any]] | None = None,
-) -> dict[str, Any]:
-    """Split an instance's prompts into assumption lines and cards, in slot order.
-
-    A question opened by a veto is shown under the vetoed assumption, where the veto was made,
-    both when the page is rendered and when the veto's answer is swapped in.
-    """
-    overrides = overrides or {}
-
-    def card(prompt: Prompt, **extra: Any) -> Card:
-        return Card(prompt, facts, **{**extra, **overrides.get(prompt.pk, {})})
-
-    shown = [p for p in prompts if p.state != PromptState.SUPERSEDED]
-    assumptions: list[Card] = []
-    followup_ids: set[int] = set()
-    for prompt in shown:
-        if prompt.route != Route.SURFACED:
-            continue
-        line = card(prompt)
-        if prompt.state == PromptState.VETOED:
-            line.vetoed_after_ready = _vetoed_after_ready(prompt, shown)
-            after = [
-                p
-                for p in shown
-                if p.slot_id == prompt.slot_id and p.pk > prompt.pk and p.route != Route.SURFACED
-            ]
-            if after:
-                line.followup = card(after[-1], after_veto=True)
-                followup_ids.add(after[-1].pk)
-        assumptions.append(line)
-    cards = [card(p) for p in shown if p.route != Route.SURFACED and p.pk not in followup_ids]
-    return {"assumptions": assumptions, "cards": cards}
-
-
-def all_cards(groups: dict[str, Any]) -> list[Card]:
-    flat: list[Card] = []
-    for line in groups["assumptions"]:
-        flat.append(line)
-        if line.followup is not None:
-            flat.append(line.followup)
-    cards: list[Card] = groups["cards"]
-    return flat + cards
-
-
-def page_facts(
-    instance: TaskInstance,
-    decisions: list[Decision],
-    principal: str,
-    habit: Habit | None = None,
-) -> PageFacts:
-    return PageFacts(
-        status=instance.status,
-        accepts_veto=instance.accepts_veto,
-        principal=principal,
-        decision_labels={d.key: d.label for d in decisions},
-        habit=habit,
-    )

@@ -26,8 +26,9 @@ from beliefs.selectors import attention
 from console import live
 from console.forms.respond import parse_response, typed_values
 from console.http import AuthedHttpRequest
+from console.presenters.cards import all_cards, cards_for, page_facts
 from console.presenters.inbox import inbox_row
-from console.presenters.instance import Card, all_cards, cards_for, page_facts
+from console.presenters.instance import Card
 from console.presenters.outcome import banner_context
 from console.presenters.restatement import restatement
 from console.presenters.words import DONE_WORDS, field_words

@@ -13,6 +13,7 @@ from django.test import Client
 
 from beliefs import services
 from beliefs.models import TaskInstance
+from console.forms.respond import is_date_input_text
 from tests.browser import scenarios
 from tests.builders import answer_all, classify, open_instance, open_prompt, register_task_class
 from tests.web.test_instance_page import card_html
@@ -106,3 +107,21 @@ def test_the_risk_badge_says_what_the_risk_is(
             "Treated as irreversible until classified</span>"
         ) in card
         assert "Cannot be undone" not in card
+
+
+@pytest.mark.parametrize(
+    ("text", "holds"),
+    [
+        ("2026-12-01", True),
+        ("2000-01-01", True),
+        ("2026-02-30", False),
+        ("20261201", False),
+        ("2026-W48-2", False),
+        ("2026-12-1", False),
+        ("12/01/2026", False),
+        ("", False),
+        ("2026-12-01T10:00", False),
+    ],
+)
+def test_a_date_input_holds_only_a_calendar_date(text: str, holds: bool) -> None:
+    assert is_date_input_text(text) is holds
