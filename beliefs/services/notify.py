@@ -361,13 +361,13 @@ def compose(kind: str, notes: Sequence[EmailNotification], now: datetime) -> tup
         if expiring:
             subject = f"Expiring soon: {task}"
             lead = (
-                f"“{task}” (run {item['run']}) still needs {item['answers']} from you and "
+                f"“{task}” (attempt {item['run']}) still needs {item['answers']} from you and "
                 f"expires in about {item['left']} minutes. After that nothing of it is carried "
                 "out."
             )
         else:
             subject = f"Your answer is needed: {task}"
-            lead = f"“{task}” (run {item['run']}) needs {item['answers']} from you."
+            lead = f"“{task}” (attempt {item['run']}) needs {item['answers']} from you."
         lead += f"\n\nReview it here: {item['link']}"
     else:
         if expiring:
@@ -375,7 +375,7 @@ def compose(kind: str, notes: Sequence[EmailNotification], now: datetime) -> tup
             lead = f"{n} tasks still need your answer and expire soon; after that nothing of "
             lead += "them is carried out:\n"
             lines = [
-                f"- “{i['task']}” (run {i['run']}): {i['answers']}, expires in about "
+                f"- “{i['task']}” (attempt {i['run']}): {i['answers']}, expires in about "
                 f"{i['left']} minutes: {i['link']}"
                 for i in items
             ]
@@ -383,7 +383,7 @@ def compose(kind: str, notes: Sequence[EmailNotification], now: datetime) -> tup
             subject = f"Your answer is needed: {n} tasks"
             lead = f"{n} tasks need your answer:\n"
             lines = [
-                f"- “{i['task']}” (run {i['run']}): {i['answers']}: {i['link']}" for i in items
+                f"- “{i['task']}” (attempt {i['run']}): {i['answers']}: {i['link']}" for i in items
             ]
         lead += "\n" + "\n".join(lines)
         if n > DIGEST_LISTED:
@@ -406,14 +406,14 @@ def _compose_signature(notes: Sequence[EmailNotification], now: datetime) -> tup
     if n == 1:
         subject = f"Your signature is needed: {items[0]['task']}"
         lead = (
-            f"Your answers to “{items[0]['task']}” (run {items[0]['run']}) are in. It goes "
+            f"Your answers to “{items[0]['task']}” (attempt {items[0]['run']}) are in. It goes "
             "ahead only once you sign it with your passkey: review and sign it here: "
             f"{items[0]['link']}"
         )
     else:
         subject = f"Your signature is needed: {n} tasks"
         lead = f"{n} tasks go ahead only once you sign them with your passkey:\n\n"
-        lead += "\n".join(f"- “{i['task']}” (run {i['run']}): {i['link']}" for i in items)
+        lead += "\n".join(f"- “{i['task']}” (attempt {i['run']}): {i['link']}" for i in items)
     body = (
         f"Hello {name},\n\n{lead}\n\n"
         f"No passkey yet? Add one on your account page first: {account}\n"
@@ -433,7 +433,7 @@ def _compose_approval(
     account = settings.CONSOLE_BASE_URL + reverse("account")
     lines = []
     for i in items:
-        line = f"- “{i['task']}” (run {i['run']}) for {i['principal']}: {i['link']}"
+        line = f"- “{i['task']}” (attempt {i['run']}) for {i['principal']}: {i['link']}"
         if expiring:
             line += f" (expires in about {i['left']} minutes)"
         lines.append(line)
