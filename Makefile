@@ -30,18 +30,19 @@ lock:
 	  $(if $(filter all,$(UPGRADE)),--upgrade,$(if $(UPGRADE),--upgrade-package $(UPGRADE))) pyproject.toml client/pyproject.toml
 	rm -rf $(LOCKENV)
 
-## Serve the demo on http://127.0.0.1:8000 with one background worker beside it (SQLite unless
+## Serve the demo on http://localhost:8000 (bound to 127.0.0.1; a name, not an IP address,
+## because passkeys refuse one) with one background worker beside it (SQLite unless
 ## DATABASE_URL is set). Ctrl-C stops both; so does the server stopping on its own.
 ## The logins and the runtime key are printed last (`demo --when-served`): once the server
 ## answers and the worker has sent the demo's emails, each one log line (no EMAIL_HOST:
 ## `beliefs.mail.LogEmailBackend`).
 run: $(STAMP)
 	$(PY) manage.py migrate --noinput
-	@export CONSOLE_BASE_URL=http://127.0.0.1:$(PORT); \
+	@export CONSOLE_BASE_URL=http://localhost:$(PORT); \
 	$(PY) manage.py worker & worker=$$!; \
 	$(PY) manage.py runserver 127.0.0.1:$(PORT) & server=$$!; \
 	trap 'kill $$worker $$server 2>/dev/null; wait $$worker $$server 2>/dev/null' EXIT INT TERM; \
-	$(PY) manage.py demo --url http://127.0.0.1:$(PORT)/ --when-served; \
+	$(PY) manage.py demo --url http://localhost:$(PORT)/ --when-served; \
 	wait $$server
 
 ## The production server: uvicorn on 0.0.0.0:$PORT with $WEB_CONCURRENCY processes (default 2),
