@@ -397,10 +397,19 @@
     if (window.htmx) {
       window.htmx.process(fresh);
     }
-    if (focused && focused !== document.body && document.contains(focused) && document.activeElement !== focused) {
-      focused.focus({ preventScroll: true });
-      if (selection !== null) {
-        try { focused.setSelectionRange(selection[0], selection[1]); } catch (ignored) { /* not a text field */ }
+    // The keyboard focus stays where the person had it: on the same element, or, when the
+    // fresh fragment replaced it (a card the person's own answer had just focused), on its
+    // fresh copy (same id).
+    if (focused && focused !== document.body && document.activeElement !== focused) {
+      var again = document.contains(focused) ? focused : (focused.id ? document.getElementById(focused.id) : null);
+      if (again !== null) {
+        if (again.tabIndex < 0 && !again.hasAttribute("tabindex")) {
+          again.setAttribute("tabindex", "-1"); // a card: focusable by script, not by Tab
+        }
+        again.focus({ preventScroll: true });
+        if (selection !== null && again.tagName === focused.tagName) {
+          try { again.setSelectionRange(selection[0], selection[1]); } catch (ignored) { /* not a text field */ }
+        }
       }
     }
   }

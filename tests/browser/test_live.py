@@ -265,3 +265,27 @@ def test_an_old_live_fragment_arriving_after_the_answer_changes_nothing(
     expect(marker).not_to_have_attribute("data-live-digest", "")
     assert int(marker.get_attribute("data-live-version") or "") > answered_version
     expect(amount).to_contain_text("Confirmed: 1250")
+
+
+def test_the_card_a_veto_focused_keeps_the_focus_when_a_live_update_replaces_it(
+    page: Page, sign_in: SignIn, alice: User, fast_confirm: int
+) -> None:
+    # A keyboard user's place survives a live swap of the very card their own answer focused
+    # (the fragment read after their veto replaces it with a fresh copy of the same card).
+    instance = scenarios.vendor(alice)
+    sign_in("alice", PASSWORD)
+    page.goto(f"/instances/{instance.pk}/")
+    assumption(page, "Payment reference").get_by_role("button", name="Veto").click()
+    question = card(page, "Payment reference")
+    expect(question).to_be_focused()
+    question_id = question.get_attribute("id")
+
+    other = page.context.new_page()  # another tab answers elsewhere: a live update follows
+    other.goto(f"/instances/{instance.pk}/")
+    acknowledge_changes(card(other, "Recipient account"))
+    confirm = card(other, "Recipient account").get_by_role("button", name="Confirm")
+    expect(confirm).to_be_enabled(timeout=fast_confirm + 5000)
+    confirm.click()
+    expect(card(page, "Recipient account")).to_contain_text("Confirmed: NL91ABNA0417164300")
+    assert page.evaluate("document.activeElement.id") == question_id
+    other.close()
