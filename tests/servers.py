@@ -3,11 +3,20 @@ database's URL, and the production environment those processes start in."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
 
+import requests
 from django.conf import settings
 from django.db import connection
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def free_port() -> int:
@@ -36,3 +45,52 @@ def production_env(**extra: str) -> dict[str, str]:
         "DATABASE_URL": database_url(),
         **extra,
     }
+
+
+@contextlib.contextmanager
+def uvicorn_servers(count: int = 2, **extra: str) -> Iterator[list[str]]:
+    """`count` uvicorn processes on the test database as `make serve` runs them (production
+    settings, a connection pool per process), each on a free port; their base URLs once every
+    one answers /healthz. None may print a traceback before it stops."""
+    env = production_env(DATABASE_CONN_MAX_AGE="0", DATABASE_POOL="4", **extra)
+    # Production settings serve static files by their manifest, which the pages need (a fresh
+    # clone has none until collectstatic has run).
+    subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "--verbosity", "0"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+    )
+    processes, bases = [], []
+    for _ in range(count):
+        port = free_port()
+        command = [sys.executable, "-m", "uvicorn", "console.asgi:application", "--host",
+                   "127.0.0.1", "--port", str(port), "--log-level", "warning"]  # fmt: skip
+        processes.append(
+            subprocess.Popen(
+                command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            )
+        )
+        bases.append(f"http://127.0.0.1:{port}")
+    try:
+        for base in bases:
+            _wait_until_up(base)
+        yield bases
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            _, errors = process.communicate(timeout=30)
+            assert b"Traceback" not in errors, errors.decode()[-3000:]
+
+
+def _wait_until_up(base: str, seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if requests.get(f"{base}/healthz", timeout=5).status_code == 200:
+                return
+        except requests.RequestException:
+            pass  # still starting
+        assert time.monotonic() < deadline, f"{base} did not answer /healthz"
+        time.sleep(0.02)

@@ -7,12 +7,9 @@ Two real uvicorn processes, on ports of their own, both serving the test databas
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,7 +20,7 @@ from rest_framework_api_key.models import APIKey
 
 from beliefs.services import Actor
 from tests.builders import classify, register_task_class
-from tests.servers import free_port, production_env
+from tests.servers import uvicorn_servers
 
 pytestmark = [
     pytest.mark.postgres,
@@ -33,8 +30,6 @@ pytestmark = [
     ),
     pytest.mark.django_db(transaction=True),
 ]
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _until(condition: Callable[[], bool], seconds: float = 30.0) -> None:
@@ -47,56 +42,8 @@ def _until(condition: Callable[[], bool], seconds: float = 30.0) -> None:
 @pytest.fixture
 def servers(db: None) -> Iterator[list[str]]:
     """Two uvicorn processes (one event loop each) on the test database."""
-    env = production_env(DATABASE_CONN_MAX_AGE="0", DATABASE_POOL="4", LOG_LEVEL="WARNING")
-    # Production settings serve static files by their manifest, which the pages need (a fresh
-    # clone has none until collectstatic has run).
-    subprocess.run(
-        [sys.executable, "manage.py", "collectstatic", "--noinput", "--verbosity", "0"],
-        cwd=ROOT,
-        env=env,
-        check=True,
-    )
-    processes, bases = [], []
-    for _ in range(2):
-        port = free_port()
-        processes.append(
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "uvicorn",
-                    "console.asgi:application",
-                    "--host",
-                    "127.0.0.1",
-                    "--port",
-                    str(port),
-                    "--log-level",
-                    "warning",
-                ],
-                cwd=ROOT,
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-            )
-        )
-        bases.append(f"http://127.0.0.1:{port}")
-    try:
-        for base in bases:
-
-            def up(base: str = base) -> bool:
-                try:
-                    return requests.get(f"{base}/healthz", timeout=5).status_code == 200
-                except requests.RequestException:
-                    return False
-
-            _until(up, 60)
+    with uvicorn_servers(2, LOG_LEVEL="WARNING") as bases:
         yield bases
-    finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            _, errors = process.communicate(timeout=30)
-            assert b"Traceback" not in errors, errors.decode()[-3000:]
 
 
 @pytest.fixture

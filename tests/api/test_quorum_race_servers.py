@@ -7,13 +7,9 @@ ready already (409), and nobody sees a 5xx."""
 from __future__ import annotations
 
 import secrets
-import subprocess
-import sys
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import jwt
@@ -28,7 +24,7 @@ from beliefs.models import Approval, AuditEvent, Decision, Receipt, TaskInstance
 from beliefs.services import Actor
 from tests.builders import classify, register_task_class
 from tests.conftest import PASSWORD
-from tests.servers import production_env
+from tests.servers import uvicorn_servers
 
 pytestmark = [
     pytest.mark.postgres,
@@ -39,69 +35,15 @@ pytestmark = [
     pytest.mark.django_db(transaction=True),
 ]
 
-ROOT = Path(__file__).resolve().parents[2]
-# This work's own port range (8640-8649): two servers.
-PORTS = (8640, 8641)
 APPROVERS = 50
 REQUIRED = 25
 
 
-def _until(condition: Callable[[], bool], seconds: float = 60.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-
-
 @pytest.fixture
 def servers(db: None) -> Iterator[list[str]]:
-    env = production_env(DATABASE_CONN_MAX_AGE="0", LOG_LEVEL="WARNING")
-    subprocess.run(
-        [sys.executable, "manage.py", "collectstatic", "--noinput", "--verbosity", "0"],
-        cwd=ROOT,
-        env=env,
-        check=True,
-    )
-    processes, bases = [], []
-    for port in PORTS:
-        processes.append(
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "uvicorn",
-                    "console.asgi:application",
-                    "--host",
-                    "127.0.0.1",
-                    "--port",
-                    str(port),
-                    "--log-level",
-                    "warning",
-                ],
-                cwd=ROOT,
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-            )
-        )
-        bases.append(f"http://127.0.0.1:{port}")
-    try:
-        for base in bases:
-
-            def up(base: str = base) -> bool:
-                try:
-                    return requests.get(f"{base}/healthz", timeout=5).status_code == 200
-                except requests.RequestException:
-                    return False
-
-            _until(up)
+    """Two uvicorn processes (one event loop each) on the test database."""
+    with uvicorn_servers(2, LOG_LEVEL="WARNING") as bases:
         yield bases
-    finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            _, errors = process.communicate(timeout=30)
-            assert b"Traceback" not in errors, errors.decode()[-3000:]
 
 
 def _session_headers(user: User) -> dict[str, str]:
