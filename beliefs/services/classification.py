@@ -36,7 +36,6 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.utils import timezone
 
 from beliefs.domain import classes
 from beliefs.domain.classes import (
@@ -73,6 +72,7 @@ from beliefs.services.decision_settings import (
     DECISION_SETTING_FIELDS,
     ChangeResult,
     checked_reason,
+    decide_request,
     decision_request_decide,
     lock_task_class,
     require_classifier,
@@ -385,14 +385,6 @@ def _start_decision(
     return user, checked, task_class, locked
 
 
-def _decide(change_request: RiskChangeRequest, state: str, user: User, reason: str) -> None:
-    change_request.state = state
-    change_request.decided_by = user
-    change_request.decision_reason = reason
-    change_request.decided_at = timezone.now()
-    change_request.save(update_fields=["state", "decided_by", "decision_reason", "decided_at"])
-
-
 def _request_data(change_request: RiskChangeRequest, change: Change, reason: str) -> dict[str, Any]:
     """What every audit event about a risk change request records of it."""
     return {
@@ -454,7 +446,7 @@ def risk_change_request_approve(
     target = change_request.slot or change_request.decision
     assert target is not None  # a request names a slot or a decision
     requester = change_request.requested_by.get_username()
-    _decide(change_request, RiskChangeRequest.State.APPROVED, user, reason)
+    decide_request(change_request, RiskChangeRequest.State.APPROVED, user, reason)
     _audit_decision(APPROVED_KIND, change_request, change, reason, actor, task_class)
     # A downgrade cannot tighten anything, so `_apply` re-plans nothing here.
     result = _apply(
@@ -491,7 +483,7 @@ def risk_change_request_refuse(
         )
     change = request_change(change_request)
     withdrawn = change_request.requested_by_id == user.pk
-    _decide(change_request, RiskChangeRequest.State.REFUSED, user, reason)
+    decide_request(change_request, RiskChangeRequest.State.REFUSED, user, reason)
     _audit_decision(
         REFUSED_KIND, change_request, change, reason, actor, task_class, withdrawn=withdrawn
     )

@@ -63,6 +63,15 @@ def checked_reason(value: Any, name: str = "reason") -> str:
     return value.strip()
 
 
+def decide_request(change_request: RiskChangeRequest, state: str, user: User, reason: str) -> None:
+    """Record a second classifier's decision (or a withdrawal) on a pending request."""
+    change_request.state = state
+    change_request.decided_by = user
+    change_request.decision_reason = reason
+    change_request.decided_at = timezone.now()
+    change_request.save(update_fields=["state", "decided_by", "decision_reason", "decided_at"])
+
+
 def lock_task_class(task_class: TaskClass) -> TaskClass:
     """Classification changes of one task class queue behind each other."""
     return TaskClass.objects.select_for_update(no_key=True).get(pk=task_class.pk)
@@ -305,13 +314,8 @@ def decision_request_decide(
             "than was asked for. Refuse it; its requester can ask again.",
             code="request_out_of_date",
         )
-    change_request.state = (
-        RiskChangeRequest.State.APPROVED if approve else RiskChangeRequest.State.REFUSED
-    )
-    change_request.decided_by = user
-    change_request.decision_reason = reason
-    change_request.decided_at = timezone.now()
-    change_request.save(update_fields=["state", "decided_by", "decision_reason", "decided_at"])
+    state = RiskChangeRequest.State.APPROVED if approve else RiskChangeRequest.State.REFUSED
+    decide_request(change_request, state, user, reason)
     audit(
         AuditKind.CLASSIFICATION_CHANGE_APPROVED
         if approve
