@@ -29,11 +29,9 @@ being typed in are kept).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import hashlib
 import json
-import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -258,30 +256,18 @@ async def wait_for_change(
     """`read()` (sync, run in a thread) until it finds something, or None after `wait` seconds.
     It is re-run at each notice for `key` (an instance id, or `changes.ANY`), and by the time it
     says (seconds, its second value: when a question's time to live runs out, nobody writes)."""
-    deadline, era = time.monotonic() + wait, changes.era()
-    heard = isinstance(request, ASGIRequest) and await changes.listening()
-    while True:
-        # Watching before reading: a change committed between the two still wakes us.
-        changed = changes.watch(key)
+
+    async def attempt(remaining: float) -> tuple[bool, T | None, float | None]:
         try:
-            remaining = deadline - time.monotonic()
-            try:
-                found, recheck = await sync_to_async(_released(read))()
-            except OperationalError:
-                # The database refused the read for a moment (locked; SQLite's in-memory test
-                # database refuses at once): the page is still waiting, so read again soon.
-                if remaining <= 0:
-                    raise
-                found, recheck = None, RETRY_SECONDS
-            if found is not None or remaining <= 0 or changes.era() != era:
-                return found
-            pause = remaining if heard else POLL_SECONDS
-            if recheck is not None:
-                pause = min(pause, max(recheck, 0.05))
-            try:
-                await asyncio.wait_for(changed, min(pause, remaining))
-            except TimeoutError:
-                if heard and time.monotonic() >= deadline:
-                    return None  # heard nothing to the end: what the page shows still holds
-        finally:
-            changes.unwatch(key, changed)
+            found, recheck = await sync_to_async(_released(read))()
+        except OperationalError:
+            # The database refused the read for a moment (locked; SQLite's in-memory test
+            # database refuses at once): the page is still waiting, so read again soon.
+            if remaining <= 0:
+                raise
+            return False, None, RETRY_SECONDS
+        return found is not None, found, recheck
+
+    return await changes.wait_for_change(
+        key, attempt, wait, listen=isinstance(request, ASGIRequest), poll=POLL_SECONDS
+    )

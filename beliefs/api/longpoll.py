@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import time
 import weakref
 from uuid import UUID
 
@@ -71,35 +70,25 @@ async def instance_detail(request: HttpRequest, instance_id: UUID) -> HttpRespon
     wait = preferred_wait(request.headers.get("Prefer"))
     if wait is None:
         return await sync_to_async(_read)(request, instance_id, release=False)
-    key = str(instance_id)
-    deadline, era = time.monotonic() + wait, changes.era()
     asgi = isinstance(request, ASGIRequest)
     if asgi:
         await _release_request_thread()
-    # Other processes' changes: heard through LISTEN (PostgreSQL) or this machine's change
-    # sockets (SQLite) under ASGI, else polled.
-    heard = asgi and await changes.listening()
     loop = asyncio.get_running_loop()
+    slots = _read_slots.setdefault(loop, asyncio.Semaphore(READS_AT_ONCE))
     # Under ASGI each read runs on the loop's shared threads and gives its connection back;
     # under WSGI in the request's own thread, the test's transaction included.
     read = sync_to_async(_read, thread_sensitive=not asgi)
-    while True:
-        # Watching before reading: a change committed between the two still wakes us.
-        changed = changes.watch(key)
-        try:
-            remaining = deadline - time.monotonic()
-            slots = _read_slots.setdefault(loop, asyncio.Semaphore(READS_AT_ONCE))
-            async with slots:
-                response = await read(request, instance_id, release=asgi or remaining > 0)
-            if response.status_code != 304 or remaining <= 0 or changes.era() != era:
-                break
-            try:
-                await asyncio.wait_for(changed, remaining if heard else POLL_SECONDS)
-            except TimeoutError:
-                if heard and time.monotonic() >= deadline:
-                    break  # heard nothing to the end: the 304 just read still holds
-        finally:
-            changes.unwatch(key, changed)
+
+    async def attempt(remaining: float) -> tuple[bool, HttpResponse, None]:
+        async with slots:
+            response = await read(request, instance_id, release=asgi or remaining > 0)
+        return response.status_code != 304, response, None
+
+    # Other processes' changes: heard through LISTEN (PostgreSQL) or this machine's change
+    # sockets (SQLite) under ASGI, else polled.
+    response = await changes.wait_for_change(
+        str(instance_id), attempt, wait, listen=asgi, poll=POLL_SECONDS
+    )
     if response.status_code in (200, 304):
         response["Preference-Applied"] = f"wait={wait}"
     return response

@@ -30,10 +30,12 @@ import socket
 import stat
 import tempfile
 import threading
+import time
 import uuid
 import weakref
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import connection, connections, transaction
 
@@ -103,13 +105,8 @@ def _resolve(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
-# Raised by `end_waits`: a wait begun before it ends at its next read.
+# How many times `end_waits` ran: a wait begun before it ends at its next read.
 _ended = [0]
-
-
-def era() -> int:
-    """The count of `end_waits` so far: a waiter notes it when it starts."""
-    return _ended[0]
 
 
 def end_waits() -> None:
@@ -120,6 +117,49 @@ def end_waits() -> None:
     with _lock:
         _ended[0] += 1
     wake(None)
+
+
+T = TypeVar("T")
+# The shortest pause between two reads a recheck may ask for.
+MIN_PAUSE = 0.05
+
+
+async def wait_for_change(
+    key: str,
+    attempt: Callable[[float], Awaitable[tuple[bool, T, float | None]]],
+    wait: float,
+    *,
+    listen: bool,
+    poll: float,
+) -> T:
+    """The long-poll both the API and the live pages wait with: `attempt(remaining)` reads
+    and says (done, what it read, seconds until it should read again regardless: a question's
+    time to live running out, which nobody writes, or None). It is called at once, then at each
+    notice for `key` (an instance id, or ANY), until it is done or `wait` seconds have passed;
+    what it last read is the answer. With `listen`, other processes' changes are heard (see
+    `listening`); else it also reads again every `poll` seconds. A wait begun before
+    `end_waits` ends at its next read. Having heard nothing to the end, it answers what it read
+    last without reading again."""
+    deadline, era = time.monotonic() + wait, _ended[0]
+    heard = listen and await listening()
+    while True:
+        # Watching before reading: a change committed between the two still wakes us.
+        changed = watch(key)
+        try:
+            remaining = deadline - time.monotonic()
+            done, result, recheck = await attempt(remaining)
+            if done or remaining <= 0 or _ended[0] != era:
+                return result
+            pause = remaining if heard else poll
+            if recheck is not None:
+                pause = min(pause, max(recheck, MIN_PAUSE))
+            try:
+                await asyncio.wait_for(changed, min(pause, remaining))
+            except TimeoutError:
+                if heard and time.monotonic() >= deadline:
+                    return result  # heard nothing to the end: what was read still holds
+        finally:
+            unwatch(key, changed)
 
 
 def waiting() -> int:
