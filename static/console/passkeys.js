@@ -82,14 +82,16 @@
     return credential.toJSON();
   }
 
-  function onSignIn(button) {
+  // Sign-in and signing share one flow: start an attempt (fresh options, so a fresh challenge),
+  // let the device assert, post the assertion with what `body` adds, then go where told.
+  function onAssert(button, body) {
     button.addEventListener("click", async function () {
       if (!supported()) return showError(button.parentElement, unsupportedMessage());
       button.disabled = true;
       try {
         const started = await post(button.dataset.optionsUrl);
         const credential = await getAssertion(started);
-        const done = await post(button.dataset.url, { credential: credential, next: button.dataset.next });
+        const done = await post(button.dataset.url, body(started, credential));
         window.location.assign(done.redirect);
       } catch (error) {
         showError(button.parentElement, why(error));
@@ -98,20 +100,16 @@
     });
   }
 
+  function onSignIn(button) {
+    onAssert(button, function (started, credential) {
+      return { credential: credential, next: button.dataset.next };
+    });
+  }
+
   function onSign(button) {
-    button.addEventListener("click", async function () {
-      if (!supported()) return showError(button.parentElement, unsupportedMessage());
-      button.disabled = true;
-      try {
-        // A fresh attempt each time: a new nonce, so a new challenge.
-        const started = await post(button.dataset.optionsUrl);
-        const credential = await getAssertion(started);
-        const done = await post(button.dataset.url, { attempt: started.attempt, credential: credential });
-        window.location.assign(done.redirect);
-      } catch (error) {
-        showError(button.parentElement, why(error));
-        button.disabled = false;
-      }
+    // A fresh attempt each time: a new nonce, so a new challenge.
+    onAssert(button, function (started, credential) {
+      return { attempt: started.attempt, credential: credential };
     });
   }
 
