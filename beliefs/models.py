@@ -12,7 +12,7 @@ from typing import ClassVar
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Min, Q
+from django.db.models import F, Min, Q
 from rest_framework_api_key.models import AbstractAPIKey, APIKeyManager
 
 from beliefs.domain.policy import RiskClass, Route, Rule, Source
@@ -1066,6 +1066,17 @@ class SignatureAttempt(models.Model):
 # --- M-of-N approval (issue 24, services/quorum.py) ----------------------------------------
 
 
+class ApprovalRoundQuerySet(models.QuerySet["ApprovalRound"]):
+    def open(self) -> ApprovalRoundQuerySet:
+        """The rounds still asked: of an instance awaiting approval, for its current bindings,
+        not yet reached (whatever their time)."""
+        return self.filter(
+            instance__status=InstanceStatus.AWAITING_APPROVAL,
+            bindings_digest=F("instance__bindings_digest"),
+            reached_at__isnull=True,
+        )
+
+
 class ApprovalRound(models.Model):
     """An instance waiting for its approvers, for one `bindings_digest`: started when the
     principal's answers settle into `awaiting_approval`, reached when the last approval needed
@@ -1081,6 +1092,8 @@ class ApprovalRound(models.Model):
     reached_at = models.DateTimeField(null=True, blank=True)
     # The reminder before expiry, once per round.
     warned_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ApprovalRoundQuerySet.as_manager()
 
     class Meta:
         ordering = ["instance_id", "started_at", "id"]

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db.models import Exists, F, OuterRef, Prefetch, QuerySet, Subquery
+from django.db.models import Exists, OuterRef, Prefetch, QuerySet, Subquery
 
 from beliefs.models import (
     Approval,
@@ -193,24 +193,17 @@ def quorum_payload(instance: TaskInstance) -> dict[str, Any] | None:
 
 def approval_due(instance_id: Any, now: datetime) -> bool:
     """The instance waits for approvals past its round's time: it is to expire."""
-    return ApprovalRound.objects.filter(
-        instance_id=instance_id,
-        instance__status=InstanceStatus.AWAITING_APPROVAL,
-        bindings_digest=F("instance__bindings_digest"),
-        reached_at__isnull=True,
-        expires_at__lte=now,
-    ).exists()
+    return (
+        ApprovalRound.objects.open().filter(instance_id=instance_id, expires_at__lte=now).exists()
+    )
 
 
 def approvals_overdue(now: datetime) -> list[Any]:
     """The instances waiting for approvals whose round ran out."""
     return list(
-        ApprovalRound.objects.filter(
-            instance__status=InstanceStatus.AWAITING_APPROVAL,
-            bindings_digest=F("instance__bindings_digest"),
-            reached_at__isnull=True,
-            expires_at__lte=now,
-        ).values_list("instance_id", flat=True)
+        ApprovalRound.objects.open()
+        .filter(expires_at__lte=now)
+        .values_list("instance_id", flat=True)
     )
 
 
@@ -218,14 +211,13 @@ def approvals_expiring(now: datetime, within: Any) -> list[Any]:
     """The instances waiting for approvals whose round runs out within `within`, not yet
     warned."""
     return list(
-        ApprovalRound.objects.filter(
-            instance__status=InstanceStatus.AWAITING_APPROVAL,
-            bindings_digest=F("instance__bindings_digest"),
-            reached_at__isnull=True,
+        ApprovalRound.objects.open()
+        .filter(
             warned_at__isnull=True,
             expires_at__gt=now,
             expires_at__lte=now + within,
-        ).values_list("instance_id", flat=True)
+        )
+        .values_list("instance_id", flat=True)
     )
 
 
