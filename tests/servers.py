@@ -4,10 +4,13 @@ database's URL, and the production environment those processes start in."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import hashlib
 import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,33 +51,53 @@ def production_env(**extra: str) -> dict[str, str]:
 
 
 @contextlib.contextmanager
+def static_files_collected(env: dict[str, str]) -> Iterator[None]:
+    """collectstatic (production settings serve static files by their manifest, which a fresh
+    clone lacks), holding a lock on this checkout's static files until the block ends: test
+    processes running at once (xdist) would otherwise rewrite the files while another's
+    servers start and read them."""
+    digest = hashlib.sha256(str(ROOT).encode()).hexdigest()[:16]
+    lock = Path(tempfile.gettempdir()) / f"console-static-{digest}.lock"
+    with lock.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            subprocess.run(
+                [sys.executable, "manage.py", "collectstatic", "--noinput", "--verbosity", "0"],
+                cwd=ROOT,
+                env=env,
+                check=True,
+            )
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
 def uvicorn_servers(count: int = 2, **extra: str) -> Iterator[list[str]]:
     """`count` uvicorn processes on the test database as `make serve` runs them (production
     settings, a connection pool per process), each on a free port; their base URLs once every
     one answers /healthz. None may print a traceback before it stops."""
     env = production_env(DATABASE_CONN_MAX_AGE="0", DATABASE_POOL="4", **extra)
-    # Production settings serve static files by their manifest, which the pages need (a fresh
-    # clone has none until collectstatic has run).
-    subprocess.run(
-        [sys.executable, "manage.py", "collectstatic", "--noinput", "--verbosity", "0"],
-        cwd=ROOT,
-        env=env,
-        check=True,
-    )
     processes, bases = [], []
-    for _ in range(count):
-        port = free_port()
-        command = [sys.executable, "-m", "uvicorn", "console.asgi:application", "--host",
-                   "127.0.0.1", "--port", str(port), "--log-level", "warning"]  # fmt: skip
-        processes.append(
-            subprocess.Popen(
-                command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-            )
-        )
-        bases.append(f"http://127.0.0.1:{port}")
     try:
-        for base in bases:
-            _wait_until_up(base)
+        with static_files_collected(env):
+            for _ in range(count):
+                port = free_port()
+                command = [sys.executable, "-m", "uvicorn", "console.asgi:application",
+                           "--host", "127.0.0.1", "--port", str(port), "--log-level",
+                           "warning"]  # fmt: skip
+                processes.append(
+                    subprocess.Popen(
+                        command,
+                        cwd=ROOT,
+                        env=env,
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.PIPE,
+                    )  # fmt: skip
+                )
+                bases.append(f"http://127.0.0.1:{port}")
+            for base in bases:
+                _wait_until_up(base)
         yield bases
     finally:
         for process in processes:

@@ -11,6 +11,7 @@ request).
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import threading
@@ -34,7 +35,7 @@ from beliefs import services
 from beliefs.models import Prompt, PromptResponse
 from beliefs.services import Actor
 from tests.builders import classify, open_instance, register_task_class
-from tests.servers import database_url, free_port, production_env
+from tests.servers import database_url, free_port, production_env, static_files_collected
 
 pytestmark = [
     pytest.mark.postgres,
@@ -61,13 +62,10 @@ def server(db: None) -> Iterator[str]:
     """gunicorn, 2 worker processes with 4 threads each, keeping their connections."""
     port = free_port()
     env = production_env(DATABASE_CONN_MAX_AGE="60", LOG_LEVEL="ERROR")
-    # Production settings serve static files by their manifest, which the pages need.
-    subprocess.run(
-        [sys.executable, "manage.py", "collectstatic", "--noinput", "--verbosity", "0"],
-        cwd=ROOT,
-        env=env,
-        check=True,
-    )
+    # Production settings serve static files by their manifest, which the pages need; held
+    # until the server is up, so no other test process rewrites them while it starts.
+    collected = contextlib.ExitStack()
+    collected.enter_context(static_files_collected(env))
     process = subprocess.Popen(
         [
             str(Path(sys.executable).with_name("gunicorn")),
@@ -102,8 +100,10 @@ def server(db: None) -> Iterator[str]:
             if time.monotonic() > deadline or process.poll() is not None:
                 pytest.fail("gunicorn did not start")
             time.sleep(0.2)  # polling for a condition, with a deadline
+        collected.close()
         yield base
     finally:
+        collected.close()
         process.terminate()
         process.wait(timeout=30)
 
