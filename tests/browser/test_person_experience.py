@@ -398,6 +398,8 @@ def test_every_end_user_page_of_the_demo_speaks_plainly(
     page.get_by_label("Username").fill("alice")
     page.get_by_label("Password").fill("wrong")
     page.get_by_role("button", name="Sign in").click()
+    # The refusal is a new page: read it once it has arrived, not the one being left.
+    expect(page.locator("#sign-in-error")).to_be_visible()
     end_user_page(page, screenshot, "sign-in-refused")
     page.get_by_label("Password").fill("alice-demo-pass")
     page.get_by_role("button", name="Sign in").click()
