@@ -1,75 +1,163 @@
-"""The ASGI application (`make serve`): two of Django's handlers, one for requests that wait.
+"""The ASGI application (`make serve`): Django's handler, one thread hop a request, and the
+long-poll between requests.
 
-Django's ASGI handler runs a request's synchronous middleware hooks each in a hop to the
-request's thread and back (every `process_request` and `process_response` of every
-middleware, and the request signals): some thirty hops a request here, which made uvicorn
-answer a fifth of what gunicorn answers for the same view. Most requests never wait, so they go
-to a handler whose middleware chain is built synchronous and entered once (one hop there, one
-back). Requests that wait (the API's `Prefer: wait` long-poll, the live pages' endpoints) go to
-Django's own handler, whose async chain lets the waiting view give its thread back while it
-waits (see `beliefs.api.longpoll`). Either handler answers any request alike: the choice only
-decides what a request costs, never what it gets.
+Django's own ASGI handler starts a thread for each request (asgiref's `ThreadSensitiveContext`)
+and joins it at the end, and crosses to it and back for every synchronous middleware hook and
+request signal: some thirty crossings a request here, which made uvicorn answer a fifth of what
+gunicorn answers for the same view. This handler builds the middleware chain synchronous and
+answers a request in one call on a thread of a fixed pool (`REQUEST_THREADS`, as many as the
+process's database connections): the request signals, every middleware, the view and the
+closing of the response, so each request gives its database connection back before its answer
+is sent.
+
+A request to a view that waits (`beliefs.services.changes.waits`: the API's `Prefer: wait`
+long-poll, the live pages' endpoints) whose answer found nothing new (`changes.unchanged`) is
+answered again, whole, at each change notification for its key, until an answer is new or its
+time is up (`changes.wait_for_change`). While it waits it holds no thread and no database
+connection, only its place on the event loop; a client that goes away ends its wait.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import io
 import os
-import re
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import IO, Any, TypeVar, cast
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.core import signals
 from django.core.asgi import get_asgi_application
-from django.core.handlers.asgi import ASGIHandler
+from django.core.exceptions import RequestAborted
+from django.core.handlers.asgi import ASGIHandler, get_script_prefix
 from django.core.handlers.base import BaseHandler
+from django.http import HttpResponseBase, StreamingHttpResponse
+from django.urls import set_script_prefix
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
+get_asgi_application()  # sets Django up first
+
+from beliefs.services import changes  # noqa: E402 - after Django's set-up
+from console.middleware import waiting_key  # noqa: E402
 
 Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
+Receive = Callable[[], Awaitable[Mapping[str, Any]]]
 Send = Callable[[Mapping[str, Any]], Awaitable[None]]
+T = TypeVar("T")
 
-waiting_handler = get_asgi_application()  # sets Django up first
 
+class Handler(ASGIHandler):
+    """Django's ASGI handler, answering each request in one call on a pooled thread, and
+    waiting between requests (see the module's docstring)."""
 
-class OneHopHandler(ASGIHandler):
-    """Django's ASGI handler with its middleware chain built synchronous: a request crosses to
-    its thread once, runs every middleware and the view there, and comes back with the
-    response. An async view still works (Django runs it from that thread); it only keeps the
-    thread while it runs, hence `waiting_handler` for those that wait."""
-
-    def __init__(self) -> None:
+    def __init__(self, threads: int) -> None:
         BaseHandler.__init__(self)
         self.load_middleware(is_async=False)
-        chain: Any = getattr(self, "_middleware_chain")  # noqa: B009 - untyped in the stubs
-        self._middleware_chain = sync_to_async(chain, thread_sensitive=True)
+        self.threads = ThreadPoolExecutor(threads, thread_name_prefix="request")
+        self._answer = sync_to_async(
+            self._answer_here, thread_sensitive=False, executor=self.threads
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
+        try:
+            body = await self.read_body(receive)
+        except RequestAborted:
+            return
+        try:
+            key = waiting_key(_path_info(scope), _header(scope, b"prefer"))
+            if key is None:
+                response = await self._answer(scope, body)
+            else:
+                waited = await self._wait(key, scope, body, receive)
+                if waited is None:
+                    return  # the client went away
+                response = waited
+            await self._send(response, send)
+        finally:
+            body.close()
+
+    def _answer_here(self, scope: Scope, body: IO[bytes]) -> HttpResponseBase:
+        """The request answered, on this (pooled) thread: as Django's handlers do, with its
+        signals; a response that is not streamed is closed here, giving its database
+        connection back."""
+        set_script_prefix(get_script_prefix(scope))
+        signals.request_started.send(sender=self.__class__, scope=scope)
+        request, error = self.create_request(scope, body)
+        if request is None:  # a request Django cannot make (its error response)
+            assert error is not None
+            response: HttpResponseBase = error
+        else:
+            response = self.get_response(request)
+        setattr(response, "_handler_class", self.__class__)  # noqa: B010 - as Django's handler
+        if not response.streaming:
+            response.close()
+        return response
+
+    async def _wait(
+        self, key: str, scope: Scope, body: IO[bytes], receive: Receive
+    ) -> HttpResponseBase | None:
+        """The answer once it is new or its time is up; None when the client went away."""
+        data = body.read()  # each answer closes the request it read, and so its body
+
+        async def attempt() -> HttpResponseBase:
+            return await self._answer(scope, io.BytesIO(data))
+
+        waiting = asyncio.ensure_future(
+            changes.wait_for_change(key, attempt, listen=True, poll=POLL_SECONDS)
+        )
+        gone = asyncio.ensure_future(self.listen_for_disconnect(receive))
+        await asyncio.wait([waiting, gone], return_when=asyncio.FIRST_COMPLETED)
+        gone.cancel()
+        with contextlib.suppress(asyncio.CancelledError, RequestAborted, AssertionError):
+            await gone
+        if waiting.done():
+            return waiting.result()
+        waiting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiting
+        return None
+
+    async def _send(self, response: HttpResponseBase, send: Send) -> None:
+        if isinstance(response, StreamingHttpResponse) and not response.is_async:
+            # A streamed body (a static file, an export) is read chunk by chunk on the pool.
+            content = cast(Iterator[bytes], response.streaming_content)
+            response.streaming_content = self._chunks(iter(content))
+        try:
+            with contextlib.suppress(asyncio.CancelledError):  # the client went away
+                await self.send_response(response, send)
+        finally:
+            if response.streaming:
+                await self._in_pool(response.close)
+
+    async def _chunks(self, chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
+        while (chunk := await self._in_pool(next, chunks, None)) is not None:
+            yield chunk
+
+    async def _in_pool(self, function: Callable[..., T], *args: Any) -> T:
+        return await sync_to_async(function, thread_sensitive=False, executor=self.threads)(*args)
 
 
-one_hop_handler = OneHopHandler()
-
-# The paths whose view may wait: the live pages' endpoints; the API's instance read waits only
-# when asked to (`Prefer: wait=N`).
-_LIVE_PATH = re.compile(r"/(instances/[0-9a-fA-F-]{36}/live|inbox/rows)/\Z")
-_API_INSTANCE = re.compile(r"/api/v1/instances/[0-9a-fA-F-]{36}/\Z")
+# Where other processes' changes cannot be heard (a PostgreSQL LISTEN connection not up yet),
+# how often a waiting request is answered again.
+POLL_SECONDS = 0.5
 
 
-def waits(scope: Scope) -> bool:
-    """Whether this request is one that may wait for a change."""
-    path = scope.get("path", "")
-    if _LIVE_PATH.search(path):
-        return True
-    if not _API_INSTANCE.search(path):
-        return False
-    return any(
-        name == b"prefer" and b"wait" in value.lower() for name, value in scope.get("headers", ())
-    )
+def _path_info(scope: Scope) -> str:
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    return path.removeprefix(root) if root and path.startswith(root) else path
 
 
-def handlers() -> tuple[ASGIHandler, ASGIHandler]:
-    """The two handlers: (one hop, waiting)."""
-    return one_hop_handler, waiting_handler
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return None
 
 
-async def application(scope: Scope, receive: Receive, send: Send) -> None:
-    handler = waiting_handler if scope["type"] == "http" and waits(scope) else one_hop_handler
-    await handler(scope, receive, send)
+application = Handler(settings.REQUEST_THREADS)

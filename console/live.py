@@ -6,9 +6,8 @@ number that only grows (the microseconds of the latest write the page shows), an
 script asks the page's live endpoint with `?since=<version>&seen=<digest>`: the answer is the
 fresh fragment, its version in `Live-Version`, as soon as the digest differs; or 204 after
 `PAGE_WAIT` seconds with no change, when the script simply asks again. The wait is the API
-long-poll's (`beliefs.api.longpoll`): woken by change notifications
-(`beliefs.services.changes`), and re-reading every `POLL_SECONDS` where other processes'
-changes cannot be heard.
+long-poll's (`beliefs.services.changes.wait_for_change`): the 204 is marked unchanged, and the
+server's handler reads the page again at each change notification.
 
 Two answers can cross on their way to the page: a live fragment read just before the person's
 own answer was recorded may arrive after that answer's response. So every swap carries its
@@ -36,14 +35,12 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 from uuid import UUID
 
-from asgiref.sync import sync_to_async
-from django.core.handlers.asgi import ASGIRequest
 from django.db import OperationalError, connection, transaction
 from django.db.models import Max, OuterRef, Subquery
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
 from beliefs import selectors
@@ -52,11 +49,8 @@ from beliefs.services import changes
 
 # Under `manage.py runserver` a waiting page holds a thread: short waits keep that harmless.
 PAGE_WAIT = 20
-POLL_SECONDS = 0.5
 RETRY_SECONDS = 0.1
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -239,35 +233,18 @@ def requested_wait(request: HttpRequest) -> float:
     return PAGE_WAIT
 
 
-def _released(read: Callable[[], T]) -> Callable[[], T]:
-    def run() -> T:
-        try:
-            return read()
-        finally:
-            if not connection.in_atomic_block:
-                connection.close()  # a waiter keeps no database connection between reads
-
-    return run
-
-
-async def wait_for_change(
-    request: HttpRequest, key: str, read: Callable[[], tuple[T | None, float | None]], wait: float
-) -> T | None:
-    """`read()` (sync, run in a thread) until it finds something, or None after `wait` seconds.
-    It is re-run at each notice for `key` (an instance id, or `changes.ANY`), and by the time it
-    says (seconds, its second value: when a question's time to live runs out, nobody writes)."""
-
-    async def attempt(remaining: float) -> tuple[bool, T | None, float | None]:
-        try:
-            found, recheck = await sync_to_async(_released(read))()
-        except OperationalError:
-            # The database refused the read for a moment (locked; SQLite's in-memory test
-            # database refuses at once): the page is still waiting, so read again soon.
-            if remaining <= 0:
-                raise
-            return False, None, RETRY_SECONDS
-        return found is not None, found, recheck
-
-    return await changes.wait_for_change(
-        key, attempt, wait, listen=isinstance(request, ASGIRequest), poll=POLL_SECONDS
-    )
+def unchanged_or(
+    read: Callable[[], tuple[HttpResponse | None, float | None]], wait: float
+) -> HttpResponse:
+    """What `read()` found (the fresh fragment), or a 204 that may wait `wait` seconds for a
+    change (`changes.unchanged`), read again at each notice for the page and by the time the
+    read says (its second value: when a question's time to live runs out, nobody writes)."""
+    try:
+        found, recheck = read()
+    except OperationalError:
+        # The database refused the read for a moment (locked; SQLite's in-memory test database
+        # refuses at once): the page is still waiting, so read again soon.
+        found, recheck = None, RETRY_SECONDS
+    if found is not None:
+        return found
+    return changes.mark_unchanged(HttpResponse(status=204), wait, recheck)

@@ -1,9 +1,8 @@
 """The console's middlewares.
 
-Each is a `MiddlewareMixin` (hooks, no `__call__` of its own) and the static files' is made
-async-capable: under ASGI Django then calls the chain without a thread, running only each hook
-in one, so a long-poll (`beliefs.api.longpoll`) holds no thread while it waits. A sync-only
-middleware would run everything inside it in a thread held for the whole wait.
+Each is a `MiddlewareMixin` (hooks, no `__call__` of its own) but `WaitingMiddleware`, which
+repeats a waiting request under WSGI (under ASGI the handler in `console.asgi` repeats it,
+between requests).
 """
 
 from __future__ import annotations
@@ -14,48 +13,62 @@ from collections.abc import Callable
 from io import BytesIO
 from typing import Any
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+from asgiref.sync import async_to_sync, sync_to_async
 from django.conf import settings
+from django.core.handlers.asgi import ASGIRequest
 from django.core.handlers.wsgi import LimitedStream
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.urls import Resolver404, resolve
 from django.utils.cache import add_never_cache_headers
 from django.utils.deprecation import MiddlewareMixin
-from whitenoise.middleware import WhiteNoiseMiddleware
 
 from beliefs.domain import jsonguard
 from beliefs.domain.jsonguard import Problem
 from beliefs.jsonbody import PARSED_JSON
+from beliefs.services import changes
 from beliefs.services.retry import as_unavailable
 from console import errors
 from console.templatetags.reveal import reveal
 
 
-class StaticFilesMiddleware(WhiteNoiseMiddleware):
-    """WhiteNoise, async-capable (WhiteNoise's own is sync only): serving a static file is a
-    lookup of the path among the files collected at start-up and an open file to stream."""
+def waiting_key(path_info: str, prefer: str | None) -> str | None:
+    """The key of the changes a request waits for (see `beliefs.services.changes.waits`): that of
+    the view its path resolves to; None when it never waits."""
+    try:
+        match = resolve(path_info)
+    except Resolver404:
+        return None
+    return changes.waits_on(match.func, match.kwargs, prefer)
 
-    sync_capable = True
-    async_capable = True
 
-    def __init__(self, get_response: Callable[[HttpRequest], Any], *args: Any, **kw: Any) -> None:
-        super().__init__(get_response, *args, **kw)
-        if iscoroutinefunction(get_response):
-            markcoroutinefunction(self)
+class WaitingMiddleware:
+    """Under WSGI (`manage.py runserver`, the test client): a request to a view that waits is
+    answered again, whole, at each change notification, in this request's thread, until its
+    answer is not `changes.unchanged` or its time is up. Other processes' changes are not heard
+    here: it also answers again every `POLL_SECONDS`. Under ASGI the handler does this between
+    requests (`console.asgi`), and this passes the request through."""
 
-    def __call__(self, request: HttpRequest) -> Any:
-        if iscoroutinefunction(self):
-            return self._acall(request)
-        return super().__call__(request)
+    POLL_SECONDS = 0.5
 
-    async def _acall(self, request: HttpRequest) -> HttpResponse:
-        if self.autorefresh:  # DEBUG: looked up on disk, each time
-            static_file = self.find_file(request.path_info)
-        else:
-            static_file = self.files.get(request.path_info)
-        if static_file is not None:
-            return self.serve(static_file, request)
-        return await self.get_response(request)
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        key = None
+        if not isinstance(request, ASGIRequest):
+            key = waiting_key(request.path_info, request.headers.get("Prefer"))
+        if key is None:
+            return self.get_response(request)
+        answer = sync_to_async(self.get_response)  # in this thread, with its transaction
+
+        async def attempt() -> HttpResponse:
+            return await answer(request)
+
+        async def waited() -> HttpResponse:
+            return await changes.wait_for_change(key, attempt, listen=False, poll=self.POLL_SECONDS)
+
+        return async_to_sync(waited)()
 
 
 class ApiBodyLimitMiddleware(MiddlewareMixin):

@@ -111,10 +111,12 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost: under WSGI a request that waits is answered again whole (see console.asgi).
+    "console.middleware.WaitingMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "console.middleware.ApiBodyLimitMiddleware",
     "console.middleware.NoStorePagesMiddleware",
-    "console.middleware.StaticFilesMiddleware",  # WhiteNoise, async-capable
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     # Before CSRF, whose check reads a form body: nothing reads a body the guard has not seen.
@@ -185,16 +187,18 @@ elif env_bool("DATABASE_PREPARED_STATEMENTS", True):
     DATABASES["default"]["OPTIONS"] = {"server_side_binding": True, "prepare_threshold": 5}
 DATABASE_POOL = env_int("DATABASE_POOL", 0)
 if DATABASE_POOL > 0 and DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-    # `make serve` (uvicorn): a request's sync code runs in a thread made for it, so a kept
-    # connection would be kept by nobody; the process's requests take connections from a pool
-    # of this many in turn instead (Django's pool, psycopg_pool). Waiting for one gives up with
-    # the database-busy answer (503) after `timeout` seconds.
+    # `make serve` (uvicorn): the process's requests take connections from a pool of this many
+    # in turn (Django's pool, psycopg_pool). Waiting for one gives up with the database-busy
+    # answer (503) after `timeout` seconds.
     DATABASES["default"]["CONN_MAX_AGE"] = 0  # the pool keeps them (Django refuses both)
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": min(2, DATABASE_POOL),
         "max_size": DATABASE_POOL,
         "timeout": 10,
     }
+# Under ASGI (`make serve`) the threads that answer requests, per process (`console.asgi`): as
+# many as its pool has connections, so no request waits for one.
+REQUEST_THREADS = env_int("REQUEST_THREADS", DATABASE_POOL or 8)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

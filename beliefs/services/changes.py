@@ -34,6 +34,7 @@ import time
 import uuid
 import weakref
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -124,40 +125,114 @@ T = TypeVar("T")
 MIN_PAUSE = 0.05
 
 
+# --- what waits, and for how long -----------------------------------------------------------
+#
+# A view that may wait says so twice: on itself, which key's changes it waits for (`waits`,
+# read off the view before the request runs, so a change committed during the first read is
+# still heard), and on an answer that found nothing new, for how long (`unchanged`). The
+# request is then answered again, whole, at the next notice for the key, until an answer finds
+# something or the time is up (`wait_for_change`). Who repeats it is the server's handler:
+# under ASGI `console.asgi`, between requests, holding no thread; under WSGI
+# `console.middleware.WaitingMiddleware`, in the request's thread.
+
+_WAITS = "changes_waits"
+_UNCHANGED = "changes_unchanged"
+
+
+@dataclass(frozen=True)
+class Waits:
+    """A view's marker: it waits for the changes of the instance its URL names (`on`, the URL
+    argument; None: any instance's, ANY); with `prefer`, only when the request asks to wait
+    (`Prefer: wait`)."""
+
+    on: str | None
+    prefer: bool = False
+
+    def key(self, kwargs: dict[str, Any], prefer: str | None) -> str | None:
+        """The key a request to the view waits on, or None when this request does not wait."""
+        if self.prefer and "wait" not in (prefer or "").lower():
+            return None
+        return ANY if self.on is None else str(kwargs[self.on])
+
+
+V = TypeVar("V", bound=Callable[..., Any])
+
+
+def waits(on: str | None, *, prefer: bool = False) -> Callable[[V], V]:
+    """Mark a view as one whose answer may wait for a change (see `Waits`)."""
+
+    def mark(view: V) -> V:
+        setattr(view, _WAITS, Waits(on, prefer))
+        return view
+
+    return mark
+
+
+def waits_on(view: Callable[..., Any], kwargs: dict[str, Any], prefer: str | None) -> str | None:
+    """The key a request to `view` (with its URL arguments) waits on; None: it does not wait."""
+    marker: Waits | None = getattr(view, _WAITS, None)
+    return None if marker is None else marker.key(kwargs, prefer)
+
+
+@dataclass(frozen=True)
+class Unchanged:
+    """An answer that found nothing new may wait `seconds` in all (counted from the request's
+    first answer) and should be asked again after `recheck` seconds regardless (a question's
+    time to live running out, which nobody writes; None: only at a notice)."""
+
+    seconds: float
+    recheck: float | None = None
+
+
+def mark_unchanged(response: Any, seconds: float, recheck: float | None = None) -> Any:  # noqa: ANN401 - any response
+    """Say of `response` that it found nothing new and may wait (see `Unchanged`)."""
+    setattr(response, _UNCHANGED, Unchanged(seconds, recheck))
+    return response
+
+
+def unchanged(response: Any) -> Unchanged | None:  # noqa: ANN401 - any response
+    """How long `response` may wait for a change; None: it is the answer."""
+    return getattr(response, _UNCHANGED, None)
+
+
 async def wait_for_change(
     key: str,
-    attempt: Callable[[float], Awaitable[tuple[bool, T, float | None]]],
-    wait: float,
+    attempt: Callable[[], Awaitable[T]],
     *,
     listen: bool,
     poll: float,
 ) -> T:
-    """The long-poll both the API and the live pages wait with: `attempt(remaining)` reads
-    and says (done, what it read, seconds until it should read again regardless: a question's
-    time to live running out, which nobody writes, or None). It is called at once, then at each
-    notice for `key` (an instance id, or ANY), until it is done or `wait` seconds have passed;
-    what it last read is the answer. With `listen`, other processes' changes are heard (see
-    `listening`); else it also reads again every `poll` seconds. A wait begun before
-    `end_waits` ends at its next read. Having heard nothing to the end, it answers what it read
-    last without reading again."""
-    deadline, era = time.monotonic() + wait, _ended[0]
+    """The wait every waiting request goes through: `attempt()` answers the request; while its
+    answer is `unchanged`, it is called again at each notice for `key` (an instance id, or ANY)
+    and at the answer's recheck, until an answer is not unchanged or the time the first answer
+    gave has passed; what it last answered is the answer. With `listen`, other processes'
+    changes are heard (see `listening`); else it also answers again every `poll` seconds. A
+    wait begun before `end_waits` ends at its next answer. Having heard nothing to the end, it
+    gives the last answer without asking again."""
+    started, era = time.monotonic(), _ended[0]
     heard = listen and await listening()
+    deadline: float | None = None
     while True:
-        # Watching before reading: a change committed between the two still wakes us.
+        # Watching before answering: a change committed between the two still wakes us.
         changed = watch(key)
         try:
+            result = await attempt()
+            wait = unchanged(result)
+            if wait is None or _ended[0] != era:
+                return result
+            if deadline is None:
+                deadline = started + wait.seconds
             remaining = deadline - time.monotonic()
-            done, result, recheck = await attempt(remaining)
-            if done or remaining <= 0 or _ended[0] != era:
+            if remaining <= 0:
                 return result
             pause = remaining if heard else poll
-            if recheck is not None:
-                pause = min(pause, max(recheck, MIN_PAUSE))
+            if wait.recheck is not None:
+                pause = min(pause, max(wait.recheck, MIN_PAUSE))
             try:
                 await asyncio.wait_for(changed, min(pause, remaining))
             except TimeoutError:
                 if heard and time.monotonic() >= deadline:
-                    return result  # heard nothing to the end: what was read still holds
+                    return result  # heard nothing to the end: what was answered still holds
         finally:
             unwatch(key, changed)
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from asgiref.sync import sync_to_async
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
@@ -28,19 +27,18 @@ from console.views.enduser import (
 )
 
 
-def _answer(found: HttpResponse | None) -> HttpResponse:
-    # (Every page answer is sent Cache-Control: no-store by the middleware, these too.)
-    return found if found is not None else HttpResponse(status=204)
-
-
 def _rendered(request: AuthedHttpRequest, template: str, context: dict[str, Any]) -> HttpResponse:
     response = render(request, template, context)
     response["Live-Version"] = str(context["live_version"].number)
     return response
 
 
+# (Every page answer is sent Cache-Control: no-store by the middleware, these too.)
+
+
 @require_GET
-async def instance_live(request: AuthedHttpRequest, instance_id: UUID) -> HttpResponse:
+@changes.waits(on="instance_id")
+def instance_live(request: AuthedHttpRequest, instance_id: UUID) -> HttpResponse:
     """`#instance-view` afresh once this person's view of the instance differs from `seen`."""
     since, seen = live.requested_since(request), request.GET.get("seen", "")
 
@@ -58,12 +56,12 @@ async def instance_live(request: AuthedHttpRequest, instance_id: UUID) -> HttpRe
             context = _instance_context(request, instance, live_version=version)
             return _rendered(request, "console/_instance_view.html", context), None
 
-    wait = live.requested_wait(request)
-    return _answer(await live.wait_for_change(request, str(instance_id), read, wait))
+    return live.unchanged_or(read, live.requested_wait(request))
 
 
 @require_GET
-async def inbox_rows(request: AuthedHttpRequest) -> HttpResponse:
+@changes.waits(on=None)
+def inbox_rows(request: AuthedHttpRequest) -> HttpResponse:
     """The inbox list alone: at once, or with `since` once it differs (any instance's change
     may add, drop or change a row)."""
     since, seen = live.requested_since(request), request.GET.get("seen")
@@ -78,6 +76,5 @@ async def inbox_rows(request: AuthedHttpRequest) -> HttpResponse:
             return _rendered(request, "console/_inbox_rows.html", context), None
 
     if seen is None:
-        return _answer((await sync_to_async(read)())[0])
-    wait = live.requested_wait(request)
-    return _answer(await live.wait_for_change(request, changes.ANY, read, wait))
+        return read()[0] or HttpResponse(status=204)
+    return live.unchanged_or(read, live.requested_wait(request))

@@ -1,5 +1,8 @@
-"""`console.asgi`: requests that may wait go to Django's async handler, every other request to
-the one-hop handler; either answers any request alike (the choice decides only its cost)."""
+"""`console.asgi`: one call on a pooled thread a request, and the long-poll between requests.
+
+Its answers are Django's own ASGI handler's; a waiting request holds neither a thread nor a
+database connection, wakes at a change and stops waiting when its client goes away.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +13,12 @@ from typing import Any
 
 import pytest
 from asgiref.testing import ApplicationCommunicator
+from django.core.handlers.asgi import ASGIHandler
 
+from beliefs.services import changes
 from console import asgi
-from tests.api.conftest import API
+from console.middleware import waiting_key
+from tests.api.conftest import API, Driver
 
 ID = "0b8f0a3e-4c1d-4f57-9a35-2f4f4b0c2d11"
 
@@ -20,42 +26,29 @@ ID = "0b8f0a3e-4c1d-4f57-9a35-2f4f4b0c2d11"
 @pytest.mark.parametrize(
     ("path", "prefer", "expected"),
     [
-        (f"/instances/{ID}/live/", None, True),
-        (f"/instances/{ID}/live/", b"wait=5", True),
-        ("/inbox/rows/", None, True),
-        (f"/api/v1/instances/{ID}/", b"wait=25", True),
-        (f"/api/v1/instances/{ID}/", b"respond-async, WAIT=3", True),
-        (f"/api/v1/instances/{ID}/", None, False),
-        (f"/api/v1/instances/{ID}/", b"handling=lenient", False),
-        (f"/api/v1/instances/{ID}/plan/", b"wait=25", False),
-        (f"/instances/{ID}/", None, False),
-        (f"/instances/{ID}/live/extra/", None, False),
-        ("/healthz", b"wait=5", False),
-        ("/inbox/", None, False),
+        (f"/instances/{ID}/live/", None, ID),
+        (f"/instances/{ID}/live/", "wait=5", ID),
+        ("/inbox/rows/", None, changes.ANY),
+        (f"/api/v1/instances/{ID}/", "wait=25", ID),
+        (f"/api/v1/instances/{ID}/", "respond-async, WAIT=3", ID),
+        (f"/api/v1/instances/{ID}/", None, None),
+        (f"/api/v1/instances/{ID}/", "handling=lenient", None),
+        (f"/api/v1/instances/{ID}/plan/", "wait=25", None),
+        (f"/instances/{ID}/", None, None),
+        (f"/instances/{ID}/live/extra/", None, None),
+        ("/instances/not-a-uuid/live/", None, None),
+        ("/healthz", "wait=5", None),
+        ("/inbox/", None, None),
     ],
 )
-def test_which_requests_go_to_the_waiting_handler(
-    path: str, prefer: bytes | None, expected: bool
+def test_which_requests_wait_and_for_what(
+    path: str, prefer: str | None, expected: str | None
 ) -> None:
-    headers = [(b"host", b"testserver")] + ([(b"prefer", prefer)] if prefer else [])
-    assert asgi.waits({"type": "http", "path": path, "headers": headers}) is expected
+    assert waiting_key(path, prefer) == expected
 
 
-def test_the_one_hop_handler_enters_its_middleware_chain_once() -> None:
-    # The chain was built synchronous (no middleware adapted to async inside it) and is entered
-    # through one crossing to the request's thread.
-    from asgiref.sync import SyncToAsync
-
-    chain = asgi.one_hop_handler._middleware_chain
-    assert isinstance(chain, SyncToAsync)
-    assert not asyncio.iscoroutinefunction(chain.func)
-    assert asyncio.iscoroutinefunction(asgi.waiting_handler._middleware_chain)
-
-
-def _call(
-    app: Any, path: str, headers: list[tuple[bytes, bytes]]
-) -> tuple[int, dict[bytes, bytes]]:  # noqa: ANN401
-    scope = {
+def _scope(path: str, headers: list[tuple[bytes, bytes]]) -> dict[str, Any]:
+    return {
         "type": "http",
         "asgi": {"version": "3.0"},
         "http_version": "1.1",
@@ -70,20 +63,31 @@ def _call(
         "server": ("testserver", 80),
     }
 
-    async def run() -> tuple[int, dict[bytes, bytes]]:
-        communicator = ApplicationCommunicator(app, scope)
+
+async def _answer(communicator: ApplicationCommunicator, seconds: float = 30) -> dict[str, Any]:
+    start = await communicator.receive_output(seconds)
+    body = await communicator.receive_output(seconds)
+    await communicator.wait(seconds)
+    headers = {name.lower(): value for name, value in start["headers"]}
+    return {"status": start["status"], "headers": headers, "body": body["body"]}
+
+
+def _call(app: Any, path: str, headers: list[tuple[bytes, bytes]]) -> dict[str, Any]:  # noqa: ANN401
+    async def run() -> dict[str, Any]:
+        communicator = ApplicationCommunicator(app, _scope(path, headers))
         await communicator.send_input({"type": "http.request", "body": b""})
-        start = await communicator.receive_output(30)
-        await communicator.receive_output(30)  # the body
-        await communicator.wait(30)
-        return start["status"], dict(start["headers"])
+        return await _answer(communicator)
 
     return asyncio.run(run())
 
 
+def _key(runtime_key: Any) -> list[tuple[bytes, bytes]]:  # noqa: ANN401
+    return [(b"authorization", f"Api-Key {runtime_key[1]}".encode())]
+
+
 @pytest.mark.django_db(transaction=True)
-def test_both_handlers_answer_alike(api: Any, instance_id: str, runtime_key: Any) -> None:  # noqa: ANN401
-    key = [(b"authorization", f"Api-Key {runtime_key[1]}".encode())]
+def test_it_answers_as_djangos_own_handler(api: Driver, instance_id: str, runtime_key: Any) -> None:  # noqa: ANN401
+    key = _key(runtime_key)
     url = f"{API}/instances/{instance_id}/"
     tag = api.runtime.get(url)["ETag"].encode()
     requests = [
@@ -91,26 +95,90 @@ def test_both_handlers_answer_alike(api: Any, instance_id: str, runtime_key: Any
         (url, key),
         (url, [*key, (b"if-none-match", tag)]),
         (url, [*key, (b"if-none-match", tag), (b"prefer", b"wait=1")]),
+        (url, [*key, (b"prefer", b"wait=1")]),
         (url, []),  # no key: refused alike
-        ("/inbox/", []),  # signed out: sent to sign in alike
+        ("/", []),  # signed out: sent to sign in alike
+        ("/no/such/page/", []),
     ]
+    handler, django = asgi.Handler(threads=2), ASGIHandler()
     for path, headers in requests:
-        answers = [_call(handler, path, headers) for handler in asgi.handlers()]
-        (one_hop_status, one_hop), (waiting_status, waiting) = answers
-        assert one_hop_status == waiting_status, path
+        ours, theirs = _call(handler, path, headers), _call(django, path, headers)
+        assert ours["status"] == theirs["status"], path
+        if ours["headers"].get(b"content-type", b"").startswith(b"text/html"):
+            assert ours["body"].count(b"<") == theirs["body"].count(b"<"), path  # (nonces vary)
+        else:
+            assert ours["body"] == theirs["body"], path
         for name in (b"content-type", b"etag", b"preference-applied", b"location"):
-            assert one_hop.get(name) == waiting.get(name), (path, name)
+            assert ours["headers"].get(name) == theirs["headers"].get(name), (path, name)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_waiting_requests_hold_no_thread_and_wake_at_a_change(
+    api: Driver, instance_id: str, runtime_key: Any
+) -> None:
+    # Two threads answer requests; twenty wait; a plain read is still answered, and a change
+    # answers the twenty.
+    handler = asgi.Handler(threads=2)
+    url = f"{API}/instances/{instance_id}/"
+    tag = api.runtime.get(url)["ETag"].encode()
+    waiting = [*_key(runtime_key), (b"if-none-match", tag), (b"prefer", b"wait=30")]
+
+    async def run() -> list[dict[str, Any]]:
+        waiters = [ApplicationCommunicator(handler, _scope(url, waiting)) for _ in range(20)]
+        for communicator in waiters:
+            await communicator.send_input({"type": "http.request", "body": b""})
+        while changes.waiting() < 20:
+            await asyncio.sleep(0.01)
+        plain = ApplicationCommunicator(handler, _scope(url, _key(runtime_key)))
+        await plain.send_input({"type": "http.request", "body": b""})
+        assert (await _answer(plain, 10))["status"] == 200
+        assert changes.waiting() == 20
+
+        def answer() -> None:
+            prompt = api.prompt(instance_id, "recipient_account")
+            assert api.respond(prompt, "confirm").status_code == 200
+
+        await asyncio.to_thread(answer)
+        return [await _answer(communicator, 10) for communicator in waiters]
+
+    answers = asyncio.run(run())
+    assert [a["status"] for a in answers] == [200] * 20
+    assert all(a["headers"][b"preference-applied"] == b"wait=30" for a in answers)
+    assert all(a["headers"][b"etag"] != tag for a in answers)
+    assert changes.waiting() == 0
+    assert len(handler.threads._threads) <= 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_client_that_goes_away_ends_its_wait(
+    api: Driver, instance_id: str, runtime_key: Any
+) -> None:
+    url = f"{API}/instances/{instance_id}/"
+    tag = api.runtime.get(url)["ETag"].encode()
+    headers = [*_key(runtime_key), (b"if-none-match", tag), (b"prefer", b"wait=30")]
+
+    async def run() -> None:
+        communicator = ApplicationCommunicator(asgi.application, _scope(url, headers))
+        await communicator.send_input({"type": "http.request", "body": b""})
+        while changes.waiting() < 1:
+            await asyncio.sleep(0.01)
+        await communicator.send_input({"type": "http.disconnect"})
+        await communicator.wait(10)  # the application returns, long before its 30 s
+        assert await communicator.receive_nothing()
+
+    asyncio.run(run())
+    assert changes.waiting() == 0
 
 
 def test_the_pool_is_postgresqls_and_replaces_kept_connections() -> None:
     script = (
         "from django.conf import settings;"
         "d = settings.DATABASES['default'];"
-        "print(d['CONN_MAX_AGE'], d.get('OPTIONS', {}).get('pool'))"
+        "print(d['CONN_MAX_AGE'], d.get('OPTIONS', {}).get('pool'), settings.REQUEST_THREADS)"
     )
     cases = {
-        "postgres://u@127.0.0.1:5432/x": "0 {'min_size': 2, 'max_size': 5, 'timeout': 10}",
-        "sqlite:////tmp/pool-test.sqlite3": "60 None",
+        "postgres://u@127.0.0.1:5432/x": "0 {'min_size': 2, 'max_size': 5, 'timeout': 10} 5",
+        "sqlite:////tmp/pool-test.sqlite3": "60 None 5",
     }
     for url, expected in cases.items():
         env = {
