@@ -77,6 +77,10 @@ def lock_task_class(task_class: TaskClass) -> TaskClass:
     return TaskClass.objects.select_for_update(no_key=True).get(pk=task_class.pk)
 
 
+# --- the four-eyes requests: risk changes (services/classification.py) and the settings here
+# open, audit and decide them with these.
+
+
 def change_data(target: str, field: str, before: Any, after: Any, reason: str) -> dict[str, Any]:
     """What every audit event of a classification change records of it: which field of which
     kind of target, its value before and after, and the reason given."""
@@ -147,7 +151,8 @@ def _audit_request(
     task_class: TaskClass,
     **extra: Any,
 ) -> None:
-    """An audit event about a request: which, the change it asks for, and `extra`."""
+    """An audit event about a request: the request, the change it asks for (its target, field,
+    before and after) with `reason`, and `extra`."""
     target = change_request.slot or change_request.decision
     assert target is not None  # a request names a slot or a decision
     audit(
@@ -201,6 +206,9 @@ def approved_extra(change_request: RiskChangeRequest, user: User) -> dict[str, A
         "requested_by": change_request.requested_by.get_username(),
         "approved_by": user.get_username(),
     }
+
+
+# --- a decision's own settings ------------------------------------------------------------
 
 
 Field = RiskChangeRequest.Field
