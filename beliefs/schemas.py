@@ -64,6 +64,17 @@ class TextField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+class ReasonField(TextField):
+    """The reason a person gives (for a reject, a veto, a cancel, an away): optional, and may
+    be blank."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("max_length", MAX_TEXT_LENGTH)
+        kwargs.setdefault("allow_blank", True)
+        kwargs.setdefault("required", False)
+        super().__init__(**kwargs)
+
+
 class KeyField(TextField):
     """A task class, slot or decision key, or a username: non-empty text, trimmed."""
 
@@ -336,9 +347,7 @@ class WorldIn(StrictSerializer):
 
 
 class CancelIn(StrictSerializer):
-    reason = TextField(
-        max_length=MAX_TEXT_LENGTH, allow_blank=True, allow_null=True, required=False
-    )
+    reason = ReasonField(allow_null=True)
 
 
 # The actions on a prompt, and an approver's: two enums named apart in the OpenAPI schema.
@@ -359,12 +368,7 @@ class ApprovalIn(StrictSerializer):
     bindings_digest = TextField(
         max_length=64, help_text="the bindings_digest of the values you saw and approve"
     )
-    reason = TextField(
-        max_length=MAX_TEXT_LENGTH,
-        allow_blank=True,
-        required=False,
-        help_text="required for reject; optional for away",
-    )
+    reason = ReasonField(help_text="required for reject; optional for away")
     approver = TextField(
         max_length=MAX_LABEL_LENGTH,
         required=False,
@@ -416,13 +420,7 @@ class RespondIn(StrictSerializer):
         required=False,
         help_text="the value typed a second time, for a scope escalation",
     )
-    reason = TextField(
-        max_length=MAX_TEXT_LENGTH,
-        allow_blank=True,
-        allow_null=True,
-        required=False,
-        help_text="for reject and veto",
-    )
+    reason = ReasonField(allow_null=True, help_text="for reject and veto")
     acknowledged = serializers.ListField(
         child=TextField(max_length=MAX_TEXT_LENGTH, allow_blank=True),
         max_length=MAX_ACKNOWLEDGED,
@@ -460,7 +458,7 @@ class RespondFormIn(serializers.Serializer):
     version = serializers.IntegerField(
         min_value=1, max_value=MAX_INT, error_messages=_VERSION_ERRORS
     )
-    reason = TextField(max_length=MAX_TEXT_LENGTH, allow_blank=True, required=False)
+    reason = ReasonField()
 
 
 class PageQuery(StrictSerializer):

@@ -219,12 +219,7 @@ def non_public_reason(address: str) -> str | None:
             return why
     if ip not in GLOBAL_UNICAST_V6:
         return "outside global unicast (2000::/3)"
-    for network, why in NON_PUBLIC_V6:
-        if ip in network:
-            return why
-    if not ip.is_global:
-        return "not globally routable"
-    return None
+    return _listed_reason(ip, NON_PUBLIC_V6)
 
 
 def _low32(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address:
@@ -232,7 +227,16 @@ def _low32(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address:
 
 
 def _v4_reason(ip: ipaddress.IPv4Address) -> str | None:
-    for network, why in NON_PUBLIC_V4:
+    return _listed_reason(ip, NON_PUBLIC_V4)
+
+
+def _listed_reason(
+    ip: ipaddress.IPv4Address | ipaddress.IPv6Address,
+    non_public: Sequence[tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, str]],
+) -> str | None:
+    """The reason of the first range of `non_public` that holds `ip`; for an address in none,
+    `is_global` has the last word (only ever to refuse more)."""
+    for network, why in non_public:
         if ip in network:
             return why
     if not ip.is_global:

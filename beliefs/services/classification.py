@@ -54,7 +54,7 @@ from beliefs.domain.classes import (
 )
 from beliefs.domain.policy import RiskClass
 from beliefs.domain.vocabulary import AuditKind
-from beliefs.errors import Conflict, InvalidInput, PermissionDenied, field_error
+from beliefs.errors import Conflict, InvalidInput, field_error
 from beliefs.models import (
     Decision,
     RiskChangeRequest,
@@ -71,10 +71,15 @@ from beliefs.services.audit import Actor, audit
 from beliefs.services.decision_settings import (
     DECISION_SETTING_FIELDS,
     ChangeResult,
+    approved_extra,
+    audit_request_decided,
+    change_data,
     checked_reason,
     decide_request,
     decision_request_decide,
+    forbid_own_approval,
     lock_task_class,
+    request_open,
     require_classifier,
 )
 from beliefs.services.planning import instances_replan_for_task_class
@@ -119,7 +124,6 @@ AUDIT_KINDS = {
     ("slot", "scope_order"): AuditKind.CLASSIFICATION_SLOT_SCOPE_ORDER,
 }
 SCOPE_ORDER_KIND = AUDIT_KINDS[("slot", "scope_order")]
-REQUESTED_KIND = AuditKind.CLASSIFICATION_CHANGE_REQUESTED
 APPROVED_KIND = AuditKind.CLASSIFICATION_CHANGE_APPROVED
 REFUSED_KIND = AuditKind.CLASSIFICATION_CHANGE_REFUSED
 
@@ -153,12 +157,6 @@ def _write(change: Change, target: Slot | Decision, task_class: TaskClass) -> No
         target.save(update_fields=["risk_class"])
 
 
-def _change_data(target: str, field: str, before: Any, after: Any, reason: str) -> dict[str, Any]:
-    """What every audit event of a classification change records of it: which field of which
-    kind of target, its value before and after, and the reason given."""
-    return {"target": target, "field": field, "before": before, "after": after, "reason": reason}
-
-
 def _apply(
     *,
     task_class: TaskClass,
@@ -182,7 +180,7 @@ def _apply(
         task_class=task_class,
         subject=change.key,
         data={
-            **_change_data(
+            **change_data(
                 change.target,
                 change.field,
                 _json(classes.current(change)),
@@ -231,44 +229,19 @@ def _change(
             code="needs_second_classifier",
             fields={"slots": [f"{why}: raise the slot's own class first"]},
         )
-    slot = target if isinstance(target, Slot) else None
-    decision = target if isinstance(target, Decision) else None
-    is_slot = slot is not None
-    if RiskChangeRequest.objects.filter(
-        state=RiskChangeRequest.State.PENDING,
-        field=change.field,
-        **({"slot": target} if is_slot else {"decision": target}),
-    ).exists():
-        raise Conflict(
-            f"A change of {change.field.replace('_', ' ')} for {change.target} {change.key} is "
-            "already waiting for approval; approve or refuse it first.",
-            code="change_already_pending",
-        )
     before, after = _json(classes.current(change)), _json(change.value)
     if change.field == "scope_order":
         before, after = before or [], after or []  # no order is [] here: NULL is not JSON
-    change_request = RiskChangeRequest.objects.create(
+    return request_open(
         task_class=task_class,
-        slot=slot,
-        decision=decision,
+        target=target,
         field=change.field,
         before=before,
         after=after,
         reason=reason,
+        why=why,
         requested_by=_require_classifier(actor),
-    )
-    audit(
-        REQUESTED_KIND,
         actor=actor,
-        task_class=task_class,
-        subject=change.key,
-        data={**_request_data(change_request, change, reason), "why": why},
-    )
-    return ChangeResult(
-        "requested",
-        f"Not applied yet: {why}, so a second classifier must approve it. "
-        "The request is listed under pending approvals.",
-        request=change_request,
     )
 
 
@@ -374,49 +347,19 @@ def _lock_request(change_request: RiskChangeRequest) -> tuple[TaskClass, RiskCha
     return task_class, locked
 
 
-def _start_decision(
-    change_request: RiskChangeRequest, reason: Any, actor: Actor
-) -> tuple[User, str, TaskClass, RiskChangeRequest]:
-    """How an approval or a refusal starts: the classifier deciding, the reason checked, then
-    the task class and the still pending request locked."""
+def _decide(
+    change_request: RiskChangeRequest, reason: Any, actor: Actor, *, approve: bool
+) -> ChangeResult:
+    """How an approval or a refusal goes: the classifier deciding, the reason checked, then the
+    task class and the still pending request locked; a decision's own setting is decided in
+    its module, a risk change here."""
     user = _require_classifier(actor)
     checked = checked_reason(reason)
     task_class, locked = _lock_request(change_request)
-    return user, checked, task_class, locked
-
-
-def _request_data(change_request: RiskChangeRequest, change: Change, reason: str) -> dict[str, Any]:
-    """What every audit event about a risk change request records of it."""
-    return {
-        "request": change_request.pk,
-        **_change_data(
-            change.target, change.field, change_request.before, change_request.after, reason
-        ),
-    }
-
-
-def _audit_decision(
-    kind: AuditKind,
-    change_request: RiskChangeRequest,
-    change: Change,
-    reason: str,
-    actor: Actor,
-    task_class: TaskClass,
-    **extra: Any,
-) -> None:
-    """The audit event of a second classifier's approval or refusal of a request."""
-    audit(
-        kind,
-        actor=actor,
-        task_class=task_class,
-        subject=change.key,
-        data={
-            **_request_data(change_request, change, reason),
-            "requested_by": change_request.requested_by.get_username(),
-            "request_reason": change_request.reason,
-            **extra,
-        },
-    )
+    if locked.field in DECISION_SETTING_FIELDS:  # approvals, signature (24, 23)
+        return decision_request_decide(locked, user, checked, actor, task_class, approve=approve)
+    decide = _approve if approve else _refuse
+    return decide(locked, user, checked, actor, task_class)
 
 
 @transaction.atomic
@@ -424,17 +367,21 @@ def risk_change_request_approve(
     *, change_request: RiskChangeRequest, reason: Any, actor: Actor
 ) -> ChangeResult:
     """A second classifier lets a downgrade take effect. It re-plans nothing."""
-    user, reason, task_class, change_request = _start_decision(change_request, reason, actor)
-    if change_request.field in DECISION_SETTING_FIELDS:  # approvals, signature (24, 23)
-        return decision_request_decide(
-            change_request, user, reason, actor, task_class, approve=True
-        )
-    if change_request.requested_by_id == user.pk:
-        raise PermissionDenied(
-            "You asked for this change, so you cannot approve it: another classifier must "
-            "(four eyes). You may withdraw it instead.",
-            code="own_request",
-        )
+    return _decide(change_request, reason, actor, approve=True)
+
+
+@transaction.atomic
+def risk_change_request_refuse(
+    *, change_request: RiskChangeRequest, reason: Any, actor: Actor
+) -> ChangeResult:
+    """Refuse a pending request (its requester may refuse it too: a withdrawal)."""
+    return _decide(change_request, reason, actor, approve=False)
+
+
+def _approve(
+    change_request: RiskChangeRequest, user: User, reason: str, actor: Actor, task_class: TaskClass
+) -> ChangeResult:
+    forbid_own_approval(change_request, user)
     classes = classes_of(task_class)
     if not request_is_current(change_request, classes):
         raise Conflict(
@@ -445,9 +392,8 @@ def risk_change_request_approve(
     change = request_change(change_request)
     target = change_request.slot or change_request.decision
     assert target is not None  # a request names a slot or a decision
-    requester = change_request.requested_by.get_username()
     decide_request(change_request, RiskChangeRequest.State.APPROVED, user, reason)
-    _audit_decision(APPROVED_KIND, change_request, change, reason, actor, task_class)
+    audit_request_decided(APPROVED_KIND, change_request, reason, actor, task_class)
     # A downgrade cannot tighten anything, so `_apply` re-plans nothing here.
     result = _apply(
         task_class=task_class,
@@ -456,12 +402,9 @@ def risk_change_request_approve(
         target=target,
         reason=change_request.reason,
         actor=actor,
-        extra={
-            "request": change_request.pk,
-            "requested_by": requester,
-            "approved_by": user.get_username(),
-        },
+        extra=approved_extra(change_request, user),
     )
+    requester = change_request.requested_by.get_username()
     return replace(
         result,
         message=f"Approved {requester}'s request: {_describe(change)}. "
@@ -471,21 +414,14 @@ def risk_change_request_approve(
     )
 
 
-@transaction.atomic
-def risk_change_request_refuse(
-    *, change_request: RiskChangeRequest, reason: Any, actor: Actor
+def _refuse(
+    change_request: RiskChangeRequest, user: User, reason: str, actor: Actor, task_class: TaskClass
 ) -> ChangeResult:
-    """Refuse a pending request (its requester may refuse it too: a withdrawal)."""
-    user, reason, task_class, change_request = _start_decision(change_request, reason, actor)
-    if change_request.field in DECISION_SETTING_FIELDS:  # approvals, signature (24, 23)
-        return decision_request_decide(
-            change_request, user, reason, actor, task_class, approve=False
-        )
     change = request_change(change_request)
     withdrawn = change_request.requested_by_id == user.pk
     decide_request(change_request, RiskChangeRequest.State.REFUSED, user, reason)
-    _audit_decision(
-        REFUSED_KIND, change_request, change, reason, actor, task_class, withdrawn=withdrawn
+    audit_request_decided(
+        REFUSED_KIND, change_request, reason, actor, task_class, withdrawn=withdrawn
     )
     verb = "Withdrew" if withdrawn else "Refused"
     return ChangeResult(

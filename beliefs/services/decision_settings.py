@@ -25,7 +25,7 @@ from django.utils import timezone
 from beliefs.domain.classes import EffectiveChange
 from beliefs.domain.vocabulary import MAX_TEXT_LENGTH, AuditKind
 from beliefs.errors import Conflict, PermissionDenied, field_error
-from beliefs.models import Decision, RiskChangeRequest, TaskClass
+from beliefs.models import Decision, RiskChangeRequest, Slot, TaskClass
 from beliefs.roles import is_classifier
 from beliefs.services.audit import Actor, audit
 from beliefs.services.planning import instances_replan_for_task_class
@@ -75,6 +75,140 @@ def decide_request(change_request: RiskChangeRequest, state: str, user: User, re
 def lock_task_class(task_class: TaskClass) -> TaskClass:
     """Classification changes of one task class queue behind each other."""
     return TaskClass.objects.select_for_update(no_key=True).get(pk=task_class.pk)
+
+
+# --- the four-eyes requests: risk changes (services/classification.py) and the settings here
+# open, audit and decide them with these.
+
+
+def change_data(target: str, field: str, before: Any, after: Any, reason: str) -> dict[str, Any]:
+    """What every audit event of a classification change records of it: which field of which
+    kind of target, its value before and after, and the reason given."""
+    return {"target": target, "field": field, "before": before, "after": after, "reason": reason}
+
+
+def request_open(
+    *,
+    task_class: TaskClass,
+    target: Slot | Decision,
+    field: str,
+    before: Any,
+    after: Any,
+    reason: str,
+    why: str,
+    requested_by: User,
+    actor: Actor,
+) -> ChangeResult:
+    """A change that lowers a guard, for `why`: the pending request a second classifier
+    decides (one per field of a target at a time), and its audit event. No value (no group) is
+    stored as "", the columns taking JSON, not NULL; the audit event keeps None."""
+    kind = "slot" if isinstance(target, Slot) else "decision"
+    if RiskChangeRequest.objects.filter(
+        state=RiskChangeRequest.State.PENDING, field=field, **{kind: target}
+    ).exists():
+        raise Conflict(
+            f"A change of {field.replace('_', ' ')} for {kind} {target.key} is already "
+            "waiting for approval; approve or refuse it first.",
+            code="change_already_pending",
+        )
+    change_request = RiskChangeRequest.objects.create(
+        task_class=task_class,
+        **{kind: target},
+        field=field,
+        before="" if before is None else before,
+        after="" if after is None else after,
+        reason=reason,
+        requested_by=requested_by,
+    )
+    _audit_request(
+        REQUESTED_KIND, change_request, before, after, reason, actor, task_class, why=why
+    )
+    return ChangeResult(
+        "requested",
+        f"Not applied yet: {why}, so a second classifier must approve it. "
+        "The request is listed under pending approvals.",
+        request=change_request,
+    )
+
+
+def forbid_own_approval(change_request: RiskChangeRequest, user: User) -> None:
+    """Four eyes: a requester may withdraw a request, never approve it."""
+    if change_request.requested_by_id == user.pk:
+        raise PermissionDenied(
+            "You asked for this change, so you cannot approve it: another classifier must "
+            "(four eyes). You may withdraw it instead.",
+            code="own_request",
+        )
+
+
+def _audit_request(
+    kind: AuditKind,
+    change_request: RiskChangeRequest,
+    before: Any,
+    after: Any,
+    reason: str,
+    actor: Actor,
+    task_class: TaskClass,
+    **extra: Any,
+) -> None:
+    """An audit event about a request: the request, the change it asks for (its target, field,
+    before and after) with `reason`, and `extra`."""
+    target = change_request.slot or change_request.decision
+    assert target is not None  # a request names a slot or a decision
+    audit(
+        kind,
+        actor=actor,
+        task_class=task_class,
+        subject=target.key,
+        data={
+            "request": change_request.pk,
+            **change_data(
+                "slot" if change_request.slot is not None else "decision",
+                change_request.field,
+                before,
+                after,
+                reason,
+            ),
+            **extra,
+        },
+    )
+
+
+def audit_request_decided(
+    kind: AuditKind,
+    change_request: RiskChangeRequest,
+    reason: str,
+    actor: Actor,
+    task_class: TaskClass,
+    **extra: Any,
+) -> None:
+    """The audit event of a second classifier's approval or refusal of a request (or its
+    requester's withdrawal)."""
+    _audit_request(
+        kind,
+        change_request,
+        change_request.before,
+        change_request.after,
+        reason,
+        actor,
+        task_class,
+        requested_by=change_request.requested_by.get_username(),
+        request_reason=change_request.reason,
+        **extra,
+    )
+
+
+def approved_extra(change_request: RiskChangeRequest, user: User) -> dict[str, Any]:
+    """What the audit event of a change applied on approval adds: the request, its requester
+    and the classifier who approved it."""
+    return {
+        "request": change_request.pk,
+        "requested_by": change_request.requested_by.get_username(),
+        "approved_by": user.get_username(),
+    }
+
+
+# --- a decision's own settings ------------------------------------------------------------
 
 
 Field = RiskChangeRequest.Field
@@ -169,11 +303,7 @@ def _apply(
         task_class=task_class,
         subject=decision.key,
         data={
-            "target": "decision",
-            "field": field,
-            "before": before,
-            "after": after,
-            "reason": reason,
+            **change_data("decision", field, before, after, reason),
             "replanned": replanned,
             **(extra or {}),
         },
@@ -186,46 +316,16 @@ def _apply(
 def _request(
     task_class: TaskClass, decision: Decision, field: str, after: Any, reason: str, actor: Actor
 ) -> ChangeResult:
-    if RiskChangeRequest.objects.filter(
-        state=RiskChangeRequest.State.PENDING, field=field, decision=decision
-    ).exists():
-        raise Conflict(
-            f"A change of {field.replace('_', ' ')} for decision {decision.key} is already "
-            "waiting for approval; approve or refuse it first.",
-            code="change_already_pending",
-        )
-    why = _WHY[Field(field)]
-    before = _current(decision, field)
-    change_request = RiskChangeRequest.objects.create(
+    return request_open(
         task_class=task_class,
-        decision=decision,
+        target=decision,
         field=field,
-        # No group is "" here: the columns take JSON, not NULL.
-        before="" if before is None else before,
-        after="" if after is None else after,
+        before=_current(decision, field),
+        after=after,
         reason=reason,
+        why=_WHY[Field(field)],
         requested_by=require_classifier(actor),
-    )
-    audit(
-        REQUESTED_KIND,
         actor=actor,
-        task_class=task_class,
-        subject=decision.key,
-        data={
-            "request": change_request.pk,
-            "target": "decision",
-            "field": field,
-            "before": before,
-            "after": after,
-            "reason": reason,
-            "why": why,
-        },
-    )
-    return ChangeResult(
-        "requested",
-        f"Not applied yet: {why}, so a second classifier must approve it. "
-        "The request is listed under pending approvals.",
-        request=change_request,
     )
 
 
@@ -302,38 +402,25 @@ def decision_request_decide(
     decision = Decision.objects.select_related("approvers").get(pk=change_request.decision_id)
     requester = change_request.requested_by.get_username()
     own = change_request.requested_by_id == user.pk
-    if approve and own:
-        raise PermissionDenied(
-            "You asked for this change, so you cannot approve it: another classifier must "
-            "(four eyes). You may withdraw it instead.",
-            code="own_request",
-        )
-    if approve and not request_is_current(change_request):
-        raise Conflict(
-            "The decision changed since this was requested, so approving it would apply more "
-            "than was asked for. Refuse it; its requester can ask again.",
-            code="request_out_of_date",
-        )
+    if approve:
+        forbid_own_approval(change_request, user)
+        if not request_is_current(change_request):
+            raise Conflict(
+                "The decision changed since this was requested, so approving it would apply "
+                "more than was asked for. Refuse it; its requester can ask again.",
+                code="request_out_of_date",
+            )
     state = RiskChangeRequest.State.APPROVED if approve else RiskChangeRequest.State.REFUSED
     decide_request(change_request, state, user, reason)
-    audit(
+    audit_request_decided(
         AuditKind.CLASSIFICATION_CHANGE_APPROVED
         if approve
         else AuditKind.CLASSIFICATION_CHANGE_REFUSED,
-        actor=actor,
-        task_class=task_class,
-        subject=decision.key,
-        data={
-            "request": change_request.pk,
-            "target": "decision",
-            "field": change_request.field,
-            "before": change_request.before,
-            "after": change_request.after,
-            "reason": reason,
-            "requested_by": requester,
-            "request_reason": change_request.reason,
-            **({} if approve else {"withdrawn": own}),
-        },
+        change_request,
+        reason,
+        actor,
+        task_class,
+        **({} if approve else {"withdrawn": own}),
     )
     if not approve:
         verb = "Withdrew" if own else "Refused"
@@ -351,11 +438,7 @@ def decision_request_decide(
         change_request.reason,
         actor,
         tightens=False,
-        extra={
-            "request": change_request.pk,
-            "requested_by": requester,
-            "approved_by": user.get_username(),
-        },
+        extra=approved_extra(change_request, user),
     )
     return ChangeResult(
         "applied",

@@ -148,13 +148,19 @@ def passkey_register(
             )
     except IntegrityError:
         raise Conflict("This passkey is already registered.", code="passkey_exists") from None
+    _audit_passkey(AuditKind.PASSKEY_REGISTERED, passkey, user)
+    return passkey
+
+
+def _audit_passkey(kind: AuditKind, passkey: Passkey, user: User) -> None:
+    """A passkey registered or removed by its person `user`: which one, and its credential id
+    (what the signatures it made name)."""
     audit(
-        AuditKind.PASSKEY_REGISTERED,
+        kind,
         actor=Actor(user=user),
         subject=passkey.name,
         data={"passkey": passkey.pk, "credential_id": passkey.credential_id},
     )
-    return passkey
 
 
 @transaction.atomic
@@ -170,12 +176,7 @@ def passkey_remove(*, user: User, passkey_id: int) -> Passkey:
         raise NotFound("No such passkey.")
     passkey.removed_at = timezone.now()
     passkey.save(update_fields=["removed_at"])
-    audit(
-        AuditKind.PASSKEY_REMOVED,
-        actor=Actor(user=user),
-        subject=passkey.name,
-        data={"passkey": passkey.pk, "credential_id": passkey.credential_id},
-    )
+    _audit_passkey(AuditKind.PASSKEY_REMOVED, passkey, user)
     return passkey
 
 

@@ -71,6 +71,20 @@ def _options(text: str, **extra: Any) -> JsonResponse:
     return JsonResponse({"options": json.loads(text), **extra})
 
 
+def _pop_challenge(request: HttpRequest, key: str) -> bytes | None:
+    """The challenge the options put in the session under `key`, taken out: each is answered
+    once. None when no ceremony was under way."""
+    challenge = request.session.pop(key, None)
+    return b64url_decode(challenge) if challenge else None
+
+
+def _no_challenge(ceremony: str) -> JsonResponse:
+    return JsonResponse(
+        {"error": "no_challenge", "detail": f"Start again: no {ceremony} was under way."},
+        status=400,
+    )
+
+
 # --- the account page's passkeys ----------------------------------------------------------------
 
 
@@ -91,18 +105,15 @@ def passkey_registration_options(request: AuthedHttpRequest) -> JsonResponse:
 @require_POST
 def passkey_add(request: AuthedHttpRequest) -> JsonResponse:
     data = _body(request)
-    challenge = request.session.pop(REGISTRATION_CHALLENGE, None)
-    if not challenge:
-        return JsonResponse(
-            {"error": "no_challenge", "detail": "Start again: no registration was under way."},
-            status=400,
-        )
+    challenge = _pop_challenge(request, REGISTRATION_CHALLENGE)
+    if challenge is None:
+        return _no_challenge("registration")
     try:
         passkey = passkeys.passkey_register(
             user=request.user,
             name=data.get("name"),
             credential=data.get("credential"),
-            challenge=b64url_decode(challenge),
+            challenge=challenge,
             rp=relying_party(request),
         )
     except ServiceError as exc:
@@ -136,16 +147,13 @@ def passkey_sign_in_options(request: HttpRequest) -> JsonResponse:
 @require_POST
 def passkey_sign_in(request: HttpRequest) -> JsonResponse:
     data = _body(request)
-    challenge = request.session.pop(SIGN_IN_CHALLENGE, None)
-    if not challenge:
-        return JsonResponse(
-            {"error": "no_challenge", "detail": "Start again: no sign-in was under way."},
-            status=400,
-        )
+    challenge = _pop_challenge(request, SIGN_IN_CHALLENGE)
+    if challenge is None:
+        return _no_challenge("sign-in")
     try:
         user = passkeys.passkey_sign_in(
             credential=data.get("credential"),
-            challenge=b64url_decode(challenge),
+            challenge=challenge,
             rp=relying_party(request),
         )
     except ServiceError as exc:
