@@ -7,6 +7,7 @@ between requests).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 from collections.abc import Callable
@@ -50,6 +51,9 @@ class WaitingMiddleware:
     requests (`console.asgi`), and this passes the request through."""
 
     POLL_SECONDS = 0.5
+    # Held around each answer, not around the wait: a test server that answers one request at a
+    # time (tests/client) puts its lock here, so a waiting request lets others in between.
+    answer_guard: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -60,7 +64,12 @@ class WaitingMiddleware:
             key = waiting_key(request.path_info, request.headers.get("Prefer"))
         if key is None:
             return self.get_response(request)
-        answer = sync_to_async(self.get_response)  # in this thread, with its transaction
+
+        def guarded(request: HttpRequest) -> HttpResponse:
+            with self.answer_guard():
+                return self.get_response(request)
+
+        answer = sync_to_async(guarded)  # in this thread, with its transaction
 
         async def attempt() -> HttpResponse:
             return await answer(request)

@@ -4,7 +4,8 @@ and answers prompts through the API with a session and CSRF, as the browser does
 The live server shares the test database (in-memory SQLite shares one connection between the
 server's request threads), so requests are served one at a time here, and the test's own ORM
 writes take the same lock: the runtime polling, the person answering and a subprocess adapter
-may then run concurrently without two requests ever interleaving inside one connection.
+may then run concurrently without two requests ever interleaving inside one connection. A
+long-poll takes the lock for each of its answers only, never while it waits.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from django.utils import timezone
 
 from beliefs.models import Prompt, PromptState
 from beliefs.services import Actor
+from console.middleware import WaitingMiddleware, waiting_key
 from tests.builders import register
 from tests.client.transfer_tool import SANDBOX, TRANSFER
 from tests.conftest import PASSWORD, runtime_key_of
@@ -78,16 +80,21 @@ class LiveConsole:
 
 
 @pytest.fixture
-def console(live_server: Any, transactional_db: None) -> Iterator[LiveConsole]:
+def console(
+    live_server: Any, transactional_db: None, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[LiveConsole]:
     httpd = live_server.thread.httpd
     app = httpd.get_app()
     live = LiveConsole(url=live_server.url, key="")
 
     def serialized(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        if waiting_key(environ["PATH_INFO"], environ.get("HTTP_PREFER")) is not None:
+            return app(environ, start_response)  # it takes the lock for each of its answers
         with live.lock:
             return app(environ, start_response)
 
     httpd.set_app(serialized)
+    monkeypatch.setattr(WaitingMiddleware, "answer_guard", staticmethod(lambda: live.lock))
     try:
         with live.exclusive():
             User.objects.create_user(username="alice", password=PASSWORD)
