@@ -154,10 +154,9 @@ def _path_info(scope: Scope) -> str:
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers", ()):
-        if key.lower() == name:
-            return value.decode("latin-1")
-    return None
+    """The header's value, several of the same name joined as Django joins them."""
+    values = [v.decode("latin-1") for k, v in scope.get("headers", ()) if k.lower() == name]
+    return ",".join(values) if values else None
 
 
 application = Handler(settings.REQUEST_THREADS)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import time
 from typing import Any
 
 import pytest
@@ -96,13 +97,28 @@ def test_it_answers_as_djangos_own_handler(api: Driver, instance_id: str, runtim
         (url, [*key, (b"if-none-match", tag)]),
         (url, [*key, (b"if-none-match", tag), (b"prefer", b"wait=1")]),
         (url, [*key, (b"prefer", b"wait=1")]),
+        # Two Prefer headers: the wait in the second is heard.
+        (
+            url,
+            [
+                *key,
+                (b"if-none-match", tag),
+                (b"prefer", b"handling=lenient"),
+                (b"prefer", b"wait=1"),
+            ],
+        ),
         (url, []),  # no key: refused alike
         ("/", []),  # signed out: sent to sign in alike
         ("/no/such/page/", []),
     ]
     handler, django = asgi.Handler(threads=2), ASGIHandler()
     for path, headers in requests:
-        ours, theirs = _call(handler, path, headers), _call(django, path, headers)
+        started = time.monotonic()
+        ours = _call(handler, path, headers)
+        # Django's own handler never waits; ours waits out an unchanged long-poll.
+        asked_to_wait = any(n == b"prefer" and v == b"wait=1" for n, v in headers)
+        assert (time.monotonic() - started >= 1.0) is (asked_to_wait and ours["status"] == 304)
+        theirs = _call(django, path, headers)
         assert ours["status"] == theirs["status"], path
         if ours["headers"].get(b"content-type", b"").startswith(b"text/html"):
             assert ours["body"].count(b"<") == theirs["body"].count(b"<"), path  # (nonces vary)
