@@ -592,8 +592,13 @@ class AuditEvent(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        # /activity/ pages the log newest first: the index gives that order without a sort.
-        indexes = [models.Index(fields=["-created_at", "-id"], name="audit_newest_first")]
+        indexes = [
+            # /activity/ pages the log newest first: the index gives that order without a sort.
+            models.Index(fields=["-created_at", "-id"], name="audit_newest_first"),
+            # The latest events of one kind (friction changes on /insights/) without walking the
+            # whole log for a rare kind.
+            models.Index(fields=["kind", "-created_at", "-id"], name="audit_kind_newest_first"),
+        ]
 
     def __str__(self) -> str:
         return reveal(f"{self.kind} by {self.actor}")

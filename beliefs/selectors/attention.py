@@ -135,10 +135,18 @@ class FrictionReport:
 
 
 def friction_report(limit: int = FRICTION_EVENTS_SHOWN) -> FrictionReport:
-    """The latest changes of friction, overall and per person (one query, newest first)."""
-    events = AuditEvent.objects.filter(kind__in=[k.value for k in FRICTION_KINDS]).values_list(
-        "kind", "actor", "created_at", "data"
-    )[:limit]
+    """The latest changes of friction, overall and per person (a query per kind, newest first:
+    each reads its kind's latest rows off one index, where a query of both kinds would walk the
+    log newest first, all of it when they are rare)."""
+    latest_of_each = [
+        event
+        for kind in FRICTION_KINDS
+        for event in AuditEvent.objects.filter(kind=kind.value).values_list(
+            "kind", "actor", "created_at", "data", "id"
+        )[:limit]
+    ]
+    latest_of_each.sort(key=lambda event: (event[2], event[4]), reverse=True)
+    events = [(kind, actor, at, data) for kind, actor, at, data, _ in latest_of_each[:limit]]
     changes = [
         FrictionChange(
             person=actor,

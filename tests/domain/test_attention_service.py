@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+import time_machine
 from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
@@ -205,6 +206,28 @@ def test_friction_rises_once_at_the_habit_and_falls_when_the_pattern_breaks(
     assert (report.raised_now, report.times_raised) == (0, 1)
     (person,) = report.people
     assert (person.person, person.raised_now, person.times_raised) == ("alice", False, 1)
+
+
+def test_the_friction_report_lists_both_kinds_newest_first_up_to_its_limit(
+    alice: User, mallory: User
+) -> None:
+    # Raised and lowered are read one kind at a time (each off its index) and merged: the
+    # report is still one list, newest first, cut at the limit.
+    now = timezone.now()
+    kinds = [AuditKind.ATTENTION_FRICTION_RAISED, AuditKind.ATTENTION_FRICTION_LOWERED]
+    written = []
+    for n in range(7):
+        person = alice if n % 3 else mallory
+        with time_machine.travel(now - timedelta(minutes=10 - n), tick=False):
+            services.audit(kinds[n % 2], actor=Actor(user=person), data={"n": n})
+        written.append((n, kinds[n % 2] == AuditKind.ATTENTION_FRICTION_RAISED, person.username))
+    newest_first = written[::-1]
+    report = attention.friction_report(limit=4)
+    assert [(c.figures["n"], c.raised, c.person) for c in report.changes] == newest_first[:4]
+    report = attention.friction_report()
+    assert [(c.figures["n"], c.raised, c.person) for c in report.changes] == newest_first
+    by_person = {p.person: (p.raised_now, p.times_raised) for p in report.people}
+    assert by_person == {"alice": (False, 2), "mallory": (True, 2)}
 
 
 def test_another_persons_habit_is_not_mine(rt: Actor, alice: User, mallory: User) -> None:
