@@ -1107,6 +1107,15 @@ class ApprovalRound(models.Model):
                 fields=["instance", "bindings_digest"], name="approval_round_once_per_digest"
             ),
         ]
+        indexes = [
+            # /insights/' time to quorum reads the latest rounds that reached it from here,
+            # however many instances there are.
+            models.Index(
+                fields=["-reached_at"],
+                condition=models.Q(reached_at__isnull=False),
+                name="round_reached_newest_first",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"approval round of {self.instance_id} for {self.bindings_digest[:12]}"
