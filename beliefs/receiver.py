@@ -92,7 +92,10 @@ class Receiver:
             return [r.event for r in self.received if r.event is not None]
 
     def start(self) -> Receiver:
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # Its loop looks for a stop every 50 ms (the default, 0.5 s, is how long stop() waits).
+        self._thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self
 
