@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -25,6 +26,7 @@ from beliefs.models import (
     any_overdue,
 )
 from beliefs.selectors.beliefs import SlotState, belief_summary, open_prompts_of, slot_states
+from beliefs.selectors.quorum import Requirement, requirements_of
 from beliefs.services.audit import Actor, audit
 from beliefs.services.changes import instance_changed
 from beliefs.services.expiry import expire_locked_if_due
@@ -183,19 +185,22 @@ def _settle(
     items: list[dict[str, Any]],
     instance: TaskInstance,
     actor: Actor | None = None,
+    requirements: Callable[[], tuple[Requirement, ...]] | None = None,
 ) -> tuple[InstanceStatus, dict[str, Any] | None, str]:
     """The status, bindings and bindings digest a plan's items give, through the ready gates
     in order: an open blocking prompt (awaiting_user); missing approvals for these exact
     bindings (awaiting_approval); the person's missing passkey signature (awaiting_signature);
     else ready. With `actor` (planning under the lock) the approval gate records what it
-    settles (services/quorum.py); without, it only reads."""
+    settles (services/quorum.py); without, it only reads. `requirements`: the instance's
+    approval requirements, read once for the whole plan (the receipt names them too)."""
     if any(item["prompt"] and item["prompt"]["blocking"] for item in items):
         return InstanceStatus.AWAITING_USER, None, ""
     bindings = {item["slot"]: item["value"] for item in items}
     digest = bindings_digest(bindings)
     # --- M-of-N approval (issue 24): the group's approvals of exactly these bindings ---
     if actor is not None:
-        missing = quorum_gate(instance, digest, actor, timezone.now())
+        read = requirements() if requirements is not None else None
+        missing = quorum_gate(instance, digest, actor, timezone.now(), read)
     else:
         missing = awaits_approval(instance, digest)
     if missing:
@@ -282,7 +287,9 @@ def plan_locked(
         # --- passkey signature gate (issue 23): a change of what the person saw voids it
         # (only an instance that has waited for a signature can hold one) ---
         signatures_void(instance, "the action changed after it was signed", now)
-    status, bindings, digest = _settle(items, instance, actor)
+    # Read at most once: by the approval gate, and again by the receipt a ready instance gets.
+    requirements = functools.cache(lambda: requirements_of(instance))
+    status, bindings, digest = _settle(items, instance, actor, requirements)
     blocking = sum(1 for item in items if item["prompt"] and item["prompt"]["blocking"])
     # A re-plan that changes nothing writes nothing: `planned_at` is when the plan was made or
     # last changed, and a runtime that plans again while it waits sees the same body (and
@@ -312,7 +319,7 @@ def plan_locked(
         )
     receipt = None
     if instance.status == InstanceStatus.READY and status_before != InstanceStatus.READY:
-        receipt = receipt_issue(instance, now)
+        receipt = receipt_issue(instance, now, requirements())
     elif status_before == InstanceStatus.READY and instance.status != InstanceStatus.READY:
         # A veto after ready reopened it: what the receipt approved no longer stands.
         receipt_revoke(instance, "reopened by a veto after ready", now)
