@@ -298,29 +298,31 @@ def plan_locked(
     plan_digest = text_digest(text)
     unchanged = not changes and _is_current(instance, plan_digest, status)
     instance.plan_items = items  # unchanged: the stored plan, as planning made it again
+    receipt = None
     if not unchanged:
         instance.plan_digest = plan_digest
         instance.planned_at = now
         instance.status, instance.bindings, instance.bindings_digest = status, bindings, digest
         instance.blocking_asked += done.blocking_delta
         signature_wait_begin(instance, now)  # (issue 23) from the first wait, its deadline
-        instance.save(
-            update_fields=[
-                "signature_due_at",
-                "plan_items",
-                "plan_digest",
-                "planned_at",
-                "status",
-                "bindings",
-                "bindings_digest",
-                "blocking_asked",
-                "updated_at",
-            ]
-        )
-    receipt = None
-    if instance.status == InstanceStatus.READY and status_before != InstanceStatus.READY:
-        receipt = receipt_issue(instance, now, requirements())
-    elif status_before == InstanceStatus.READY and instance.status != InstanceStatus.READY:
+        fields = [
+            "signature_due_at",
+            "plan_items",
+            "plan_digest",
+            "planned_at",
+            "status",
+            "bindings",
+            "bindings_digest",
+            "blocking_asked",
+            "updated_at",
+        ]
+        if status == InstanceStatus.READY and status_before != InstanceStatus.READY:
+            # (Becoming ready always changes the plan's status, so it is never `unchanged`.)
+            # Its receipt is written first, and the instance names it in the same UPDATE.
+            receipt = receipt_issue(instance, now, requirements(), save=False)
+            fields.append("receipt")
+        instance.save(update_fields=fields)
+    if status_before == InstanceStatus.READY and instance.status != InstanceStatus.READY:
         # A veto after ready reopened it: what the receipt approved no longer stands.
         receipt_revoke(instance, "reopened by a veto after ready", now)
     if changes or instance.status == InstanceStatus.READY:
