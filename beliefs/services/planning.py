@@ -26,6 +26,7 @@ from beliefs.models import (
     any_overdue,
 )
 from beliefs.selectors.beliefs import SlotState, belief_summary, open_prompts_of, slot_states
+from beliefs.selectors.passkeys import action_decisions
 from beliefs.selectors.quorum import Requirement, requirements_of
 from beliefs.services.audit import Actor, audit
 from beliefs.services.changes import instance_changed
@@ -186,13 +187,15 @@ def _settle(
     instance: TaskInstance,
     actor: Actor | None = None,
     requirements: Callable[[], tuple[Requirement, ...]] | None = None,
+    decisions: Callable[[], dict[str, bool]] | None = None,
 ) -> tuple[InstanceStatus, dict[str, Any] | None, str]:
     """The status, bindings and bindings digest a plan's items give, through the ready gates
     in order: an open blocking prompt (awaiting_user); missing approvals for these exact
     bindings (awaiting_approval); the person's missing passkey signature (awaiting_signature);
     else ready. With `actor` (planning under the lock) the approval gate records what it
     settles (services/quorum.py); without, it only reads. `requirements`: the instance's
-    approval requirements, read once for the whole plan (the receipt names them too)."""
+    approval requirements, and `decisions` its action's decisions (`action_decisions`), each
+    read once for the whole plan (the receipt names them too)."""
     if any(item["prompt"] and item["prompt"]["blocking"] for item in items):
         return InstanceStatus.AWAITING_USER, None, ""
     bindings = {item["slot"]: item["value"] for item in items}
@@ -207,10 +210,15 @@ def _settle(
         return InstanceStatus.AWAITING_APPROVAL, bindings, digest
     # --- end M-of-N approval ---
     # --- passkey signature gate (issue 23): the bindings wait for the person's signature ---
-    if awaits_signature(instance, digest):
+    if awaits_signature(instance, digest, _signed(decisions) if decisions else None):
         return InstanceStatus.AWAITING_SIGNATURE, bindings, digest
     # --- end passkey signature gate ---
     return InstanceStatus.READY, bindings, digest
+
+
+def _signed(decisions: Callable[[], dict[str, bool]]) -> Callable[[], list[str]]:
+    """The keys of `decisions` that require a signature (`decisions_requiring_signature`)."""
+    return lambda: [key for key, signed in decisions().items() if signed]
 
 
 def _is_current(instance: TaskInstance, plan_digest: str, status: str) -> bool:
@@ -289,7 +297,8 @@ def plan_locked(
         signatures_void(instance, "the action changed after it was signed", now)
     # Read at most once: by the approval gate, and again by the receipt a ready instance gets.
     requirements = functools.cache(lambda: requirements_of(instance))
-    status, bindings, digest = _settle(items, instance, actor, requirements)
+    decisions = functools.cache(lambda: action_decisions(instance))
+    status, bindings, digest = _settle(items, instance, actor, requirements, decisions)
     blocking = sum(1 for item in items if item["prompt"] and item["prompt"]["blocking"])
     # A re-plan that changes nothing writes nothing: `planned_at` is when the plan was made or
     # last changed, and a runtime that plans again while it waits sees the same body (and
@@ -319,7 +328,9 @@ def plan_locked(
         if status == InstanceStatus.READY and status_before != InstanceStatus.READY:
             # (Becoming ready always changes the plan's status, so it is never `unchanged`.)
             # Its receipt is written first, and the instance names it in the same UPDATE.
-            receipt = receipt_issue(instance, now, requirements(), save=False)
+            receipt = receipt_issue(
+                instance, now, requirements(), decisions=list(decisions()), save=False
+            )
             fields.append("receipt")
         instance.save(update_fields=fields)
     if status_before == InstanceStatus.READY and instance.status != InstanceStatus.READY:

@@ -99,11 +99,13 @@ def receipt_issue(
     now: datetime,
     requirements: tuple[Requirement, ...] | None = None,
     *,
+    decisions: list[str] | None = None,
     save: bool = True,
 ) -> Receipt:
     """Sign a receipt for a ready instance; the caller holds its lock. A live earlier receipt
     of the instance is revoked first (it was for what the instance bound before).
-    `requirements`: the instance's approval requirements, when the caller has read them.
+    `requirements`: the instance's approval requirements, and `decisions` the (sorted) keys of
+    the decisions its action's slots feed, when the caller has read them.
     Without `save`, the instance's `receipt` is set but not saved: the caller saves it with
     the rest of what it writes to the instance (one UPDATE, not two)."""
     receipt_revoke(instance, "replaced by a new receipt", now)
@@ -133,7 +135,7 @@ def receipt_issue(
             "exp": int(receipt.expires_at.timestamp()),
             "instance": str(instance.pk),
             "task_class": instance.task_class.key,
-            "decisions": _decisions(instance),
+            "decisions": decisions if decisions is not None else _decisions(instance),
             "bindings_digest": instance.bindings_digest,
             "approvals": _approvals(instance),
             **_quorum(instance, requirements),
