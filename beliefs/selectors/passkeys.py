@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
@@ -26,12 +27,32 @@ def decisions_requiring_signature(instance: TaskInstance) -> list[str]:
     )
 
 
-def signature_required(instance: TaskInstance) -> bool:
+def action_decisions(instance: TaskInstance) -> dict[str, bool]:
+    """The decisions the action's slots feed, by key, each with whether it requires a
+    signature (one query): what `decisions_requiring_signature` and the receipt's decisions
+    read, for a caller that needs both."""
+    found = (
+        Decision.objects.filter(
+            task_class_id=instance.task_class_id, slots__key__in=instance.action_slots
+        )
+        .values_list("key", "requires_signature")
+        .distinct()
+    )
+    decisions: dict[str, bool] = {}
+    for key, requires in found:
+        decisions[key] = decisions.get(key, False) or requires
+    return dict(sorted(decisions.items()))
+
+
+def signature_required(
+    instance: TaskInstance, requiring: Callable[[], list[str]] | None = None
+) -> bool:
     """Must the person sign before the instance is ready? Once asked, always (a downgrade of
-    the decision binds nothing back); else when a decision of the action requires it."""
+    the decision binds nothing back); else when a decision of the action requires it.
+    `requiring`: `decisions_requiring_signature` of the instance, as the caller reads it."""
     if instance.signature_due_at is not None:
         return True
-    return bool(decisions_requiring_signature(instance))
+    return bool(requiring() if requiring is not None else decisions_requiring_signature(instance))
 
 
 def standing_signature(instance_id: Any) -> SignatureAttempt | None:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -25,6 +26,8 @@ from beliefs.models import (
     any_overdue,
 )
 from beliefs.selectors.beliefs import SlotState, belief_summary, open_prompts_of, slot_states
+from beliefs.selectors.passkeys import action_decisions
+from beliefs.selectors.quorum import Requirement, requirements_of
 from beliefs.services.audit import Actor, audit
 from beliefs.services.changes import instance_changed
 from beliefs.services.expiry import expire_locked_if_due
@@ -183,29 +186,39 @@ def _settle(
     items: list[dict[str, Any]],
     instance: TaskInstance,
     actor: Actor | None = None,
+    requirements: Callable[[], tuple[Requirement, ...]] | None = None,
+    decisions: Callable[[], dict[str, bool]] | None = None,
 ) -> tuple[InstanceStatus, dict[str, Any] | None, str]:
     """The status, bindings and bindings digest a plan's items give, through the ready gates
     in order: an open blocking prompt (awaiting_user); missing approvals for these exact
     bindings (awaiting_approval); the person's missing passkey signature (awaiting_signature);
     else ready. With `actor` (planning under the lock) the approval gate records what it
-    settles (services/quorum.py); without, it only reads."""
+    settles (services/quorum.py); without, it only reads. `requirements`: the instance's
+    approval requirements, and `decisions` its action's decisions (`action_decisions`), each
+    read once for the whole plan (the receipt names them too)."""
     if any(item["prompt"] and item["prompt"]["blocking"] for item in items):
         return InstanceStatus.AWAITING_USER, None, ""
     bindings = {item["slot"]: item["value"] for item in items}
     digest = bindings_digest(bindings)
     # --- M-of-N approval (issue 24): the group's approvals of exactly these bindings ---
     if actor is not None:
-        missing = quorum_gate(instance, digest, actor, timezone.now())
+        read = requirements() if requirements is not None else None
+        missing = quorum_gate(instance, digest, actor, timezone.now(), read)
     else:
         missing = awaits_approval(instance, digest)
     if missing:
         return InstanceStatus.AWAITING_APPROVAL, bindings, digest
     # --- end M-of-N approval ---
     # --- passkey signature gate (issue 23): the bindings wait for the person's signature ---
-    if awaits_signature(instance, digest):
+    if awaits_signature(instance, digest, _signed(decisions) if decisions else None):
         return InstanceStatus.AWAITING_SIGNATURE, bindings, digest
     # --- end passkey signature gate ---
     return InstanceStatus.READY, bindings, digest
+
+
+def _signed(decisions: Callable[[], dict[str, bool]]) -> Callable[[], list[str]]:
+    """The keys of `decisions` that require a signature (`decisions_requiring_signature`)."""
+    return lambda: [key for key, signed in decisions().items() if signed]
 
 
 def _is_current(instance: TaskInstance, plan_digest: str, status: str) -> bool:
@@ -282,7 +295,10 @@ def plan_locked(
         # --- passkey signature gate (issue 23): a change of what the person saw voids it
         # (only an instance that has waited for a signature can hold one) ---
         signatures_void(instance, "the action changed after it was signed", now)
-    status, bindings, digest = _settle(items, instance, actor)
+    # Read at most once: by the approval gate, and again by the receipt a ready instance gets.
+    requirements = functools.cache(lambda: requirements_of(instance))
+    decisions = functools.cache(lambda: action_decisions(instance))
+    status, bindings, digest = _settle(items, instance, actor, requirements, decisions)
     blocking = sum(1 for item in items if item["prompt"] and item["prompt"]["blocking"])
     # A re-plan that changes nothing writes nothing: `planned_at` is when the plan was made or
     # last changed, and a runtime that plans again while it waits sees the same body (and
@@ -291,29 +307,33 @@ def plan_locked(
     plan_digest = text_digest(text)
     unchanged = not changes and _is_current(instance, plan_digest, status)
     instance.plan_items = items  # unchanged: the stored plan, as planning made it again
+    receipt = None
     if not unchanged:
         instance.plan_digest = plan_digest
         instance.planned_at = now
         instance.status, instance.bindings, instance.bindings_digest = status, bindings, digest
         instance.blocking_asked += done.blocking_delta
         signature_wait_begin(instance, now)  # (issue 23) from the first wait, its deadline
-        instance.save(
-            update_fields=[
-                "signature_due_at",
-                "plan_items",
-                "plan_digest",
-                "planned_at",
-                "status",
-                "bindings",
-                "bindings_digest",
-                "blocking_asked",
-                "updated_at",
-            ]
-        )
-    receipt = None
-    if instance.status == InstanceStatus.READY and status_before != InstanceStatus.READY:
-        receipt = receipt_issue(instance, now)
-    elif status_before == InstanceStatus.READY and instance.status != InstanceStatus.READY:
+        fields = [
+            "signature_due_at",
+            "plan_items",
+            "plan_digest",
+            "planned_at",
+            "status",
+            "bindings",
+            "bindings_digest",
+            "blocking_asked",
+            "updated_at",
+        ]
+        if status == InstanceStatus.READY and status_before != InstanceStatus.READY:
+            # (Becoming ready always changes the plan's status, so it is never `unchanged`.)
+            # Its receipt is written first, and the instance names it in the same UPDATE.
+            receipt = receipt_issue(
+                instance, now, requirements(), decisions=list(decisions()), save=False
+            )
+            fields.append("receipt")
+        instance.save(update_fields=fields)
+    if status_before == InstanceStatus.READY and instance.status != InstanceStatus.READY:
         # A veto after ready reopened it: what the receipt approved no longer stands.
         receipt_revoke(instance, "reopened by a veto after ready", now)
     if changes or instance.status == InstanceStatus.READY:

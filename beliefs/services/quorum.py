@@ -33,7 +33,7 @@ from django.db import IntegrityError, transaction
 
 from beliefs.domain.vocabulary import AuditKind
 from beliefs.models import Approval, ApprovalRound, TaskInstance
-from beliefs.selectors.quorum import quorum_of, requirements_of
+from beliefs.selectors.quorum import Requirement, quorum_of, requirements_of
 from beliefs.services.audit import Actor, audit
 
 
@@ -46,14 +46,21 @@ def approval_ttl() -> timedelta:
 # --- the gate planning settles through ----------------------------------------------------
 
 
-def quorum_gate(instance: TaskInstance, digest: str, actor: Actor, now: datetime) -> bool:
+def quorum_gate(
+    instance: TaskInstance,
+    digest: str,
+    actor: Actor,
+    now: datetime,
+    requirements: tuple[Requirement, ...] | None = None,
+) -> bool:
     """Planning's gate, under the instance's lock, once no blocking prompt is open: True when
     approvals are still missing for these exact bindings (the instance awaits approval).
 
     Starts the digest's round, records the principal's answers as their approval when the
     principal is an approver and it is they who just answered, and marks the round reached
-    when nothing is missing."""
-    requirements = requirements_of(instance)
+    when nothing is missing. `requirements`: the instance's, when the caller has read them."""
+    if requirements is None:
+        requirements = requirements_of(instance)
     if not requirements:
         return False
     round_, created = ApprovalRound.objects.get_or_create(

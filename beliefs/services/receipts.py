@@ -28,7 +28,7 @@ from beliefs.models import (
     TaskInstance,
 )
 from beliefs.selectors.passkeys import signature_evidence, standing_signature
-from beliefs.selectors.quorum import approval_claim, quorum_of
+from beliefs.selectors.quorum import Requirement, approval_claim, quorum_of
 from beliefs.services.audit import Actor, audit
 from beliefs.services.changes import instance_changed
 from beliefs.signing import ReceiptTokenInvalid, sign, verify
@@ -62,10 +62,10 @@ def _approvals(instance: TaskInstance) -> list[dict[str, Any]]:
     ]
 
 
-def _quorum(instance: TaskInstance) -> dict[str, Any]:
+def _quorum(instance: TaskInstance, requirements: tuple[Requirement, ...] | None) -> dict[str, Any]:
     """M-of-N approval (issue 24): every approver of exactly these bindings, under `quorum`
     (absent when no decision of the action has an approvers group)."""
-    quorum = quorum_of(instance, instance.bindings_digest)
+    quorum = quorum_of(instance, instance.bindings_digest, requirements)
     if not quorum.required:
         return {}
     return {
@@ -94,9 +94,20 @@ def _decisions(instance: TaskInstance) -> list[str]:
     )
 
 
-def receipt_issue(instance: TaskInstance, now: datetime) -> Receipt:
+def receipt_issue(
+    instance: TaskInstance,
+    now: datetime,
+    requirements: tuple[Requirement, ...] | None = None,
+    *,
+    decisions: list[str] | None = None,
+    save: bool = True,
+) -> Receipt:
     """Sign a receipt for a ready instance; the caller holds its lock. A live earlier receipt
-    of the instance is revoked first (it was for what the instance bound before)."""
+    of the instance is revoked first (it was for what the instance bound before).
+    `requirements`: the instance's approval requirements, and `decisions` the (sorted) keys of
+    the decisions its action's slots feed, when the caller has read them.
+    Without `save`, the instance's `receipt` is set but not saved: the caller saves it with
+    the rest of what it writes to the instance (one UPDATE, not two)."""
     receipt_revoke(instance, "replaced by a new receipt", now)
     receipt = Receipt(
         instance=instance,
@@ -124,15 +135,16 @@ def receipt_issue(instance: TaskInstance, now: datetime) -> Receipt:
             "exp": int(receipt.expires_at.timestamp()),
             "instance": str(instance.pk),
             "task_class": instance.task_class.key,
-            "decisions": _decisions(instance),
+            "decisions": decisions if decisions is not None else _decisions(instance),
             "bindings_digest": instance.bindings_digest,
             "approvals": _approvals(instance),
-            **_quorum(instance),
+            **_quorum(instance, requirements),
         }
     )
     receipt.save(force_insert=True)
     instance.receipt = receipt
-    instance.save(update_fields=["receipt", "updated_at"])
+    if save:
+        instance.save(update_fields=["receipt", "updated_at"])
     return receipt
 
 

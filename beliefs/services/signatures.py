@@ -7,6 +7,7 @@ assertion) is `services.passkeys`, which plans again once a signature stands.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
 from django.conf import settings
@@ -17,10 +18,17 @@ from beliefs.selectors.passkeys import signature_holds, signature_required
 from beliefs.services.audit import SYSTEM, audit
 
 
-def awaits_signature(instance: TaskInstance, bindings_digest: str) -> bool:
+def awaits_signature(
+    instance: TaskInstance,
+    bindings_digest: str,
+    requiring: Callable[[], list[str]] | None = None,
+) -> bool:
     """Every blocking prompt is answered: must it still wait for a signature of exactly
-    `bindings_digest`? (The ready gate's last step, after the approvals.)"""
-    return signature_required(instance) and not signature_holds(instance, bindings_digest)
+    `bindings_digest`? (The ready gate's last step, after the approvals.) `requiring`: the
+    keys of the action's decisions that require a signature, read when first needed."""
+    return signature_required(instance, requiring) and not signature_holds(
+        instance, bindings_digest
+    )
 
 
 def signature_wait_begin(instance: TaskInstance, now: datetime) -> None:

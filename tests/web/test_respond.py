@@ -364,12 +364,13 @@ def test_it_runs_the_same_queries_for_2_and_50_prompts(
     # the render, in one snapshot (console.live; the test's transaction here): the page's
     #   live version (the instance, its prompts, the latest write), 27 the instance re-read,
     #   28 prompts, 29 decisions, 30 their slots, 31 the person's latest irreversible
-    #   confirmations (an irreversible one is open: is friction raised?), 32 and 33
-    #   permissions for the header; after it 34 shown_at of the new question;
-    # and, after the audit event of the veto, the belief.vetoed event: 35 its sequence number,
-    #   36 its row (the scenario's instance has no runtime, so no endpoint is looked up); plus
+    #   confirmations (an irreversible one is open: is friction raised?) (the fragment has no
+    #   header, so no permissions are read for its roles); after it 32 shown_at of the new
+    #   question;
+    # and, after the audit event of the veto, the belief.vetoed event: 33 its sequence number,
+    #   34 its row (the scenario's instance has no runtime, so no endpoint is looked up); plus
     #   the three reads of the live version; and on PostgreSQL the change notification.
-    with django_assert_num_queries(39 + notify_queries()):
+    with django_assert_num_queries(37 + notify_queries()):
         response = post(alice_client, surfaced, action="veto")
     assert response.status_code == 200
 
