@@ -464,21 +464,32 @@ async def _settle(running: Servers, agents: list[Agent]) -> float:
 async def _click(
     pages: Any, agent: Agent, person: Person, think: float, hooked: dict[str, float]
 ) -> None:
+    import httpx
+
     await asyncio.sleep(think)
     agent.clicked = time.monotonic()
-    try:
-        response = await pages.post(
-            agent.prompt_path,
-            data={
-                "csrfmiddlewaretoken": person.csrf_token,
-                "version": str(agent.version),
-                "action": "confirm",
-            },
-            headers={"Cookie": person.cookie(), "HX-Request": "true"},
-        )
-    except Exception as exc:
-        agent.error = f"click: {exc!r}"
-        return
+    for attempt in (1, 2):
+        try:
+            response = await pages.post(
+                agent.prompt_path,
+                data={
+                    "csrfmiddlewaretoken": person.csrf_token,
+                    "version": str(agent.version),
+                    "action": "confirm",
+                },
+                headers={"Cookie": person.cookie(), "HX-Request": "true"},
+            )
+            break
+        except (httpx.ReadError, httpx.RemoteProtocolError) as exc:
+            # A kept connection the server closed (its keep-alive timeout) just as the post
+            # went out, with no answer: a browser sends it again on a new connection, once. A
+            # post that did arrive is refused the second time (its version has moved on).
+            if attempt == 2:
+                agent.error = f"click: {exc!r}"
+                return
+        except Exception as exc:
+            agent.error = f"click: {exc!r}"
+            return
     agent.recorded = time.monotonic()
     if response.status_code != 200:
         agent.error = f"click: {response.status_code}"
