@@ -16,21 +16,13 @@ from beliefs.models import Decision, Passkey, SignatureAttempt, TaskInstance
 
 def decisions_requiring_signature(instance: TaskInstance) -> list[str]:
     """The keys of the decisions the action's slots feed that require a signature."""
-    return sorted(
-        Decision.objects.filter(
-            task_class_id=instance.task_class_id,
-            slots__key__in=instance.action_slots,
-            requires_signature=True,
-        )
-        .values_list("key", flat=True)
-        .distinct()
-    )
+    return [key for key, signed in action_decisions(instance).items() if signed]
 
 
 def action_decisions(instance: TaskInstance) -> dict[str, bool]:
     """The decisions the action's slots feed, by key, each with whether it requires a
-    signature (one query): what `decisions_requiring_signature` and the receipt's decisions
-    read, for a caller that needs both."""
+    signature (one query), sorted by key: what `decisions_requiring_signature` and the
+    receipt's decisions are read from."""
     found = (
         Decision.objects.filter(
             task_class_id=instance.task_class_id, slots__key__in=instance.action_slots

@@ -20,14 +20,13 @@ from django.utils import timezone
 from beliefs.domain.vocabulary import MAX_LABEL_LENGTH, AuditKind
 from beliefs.errors import Conflict, InvalidInput, NotFound
 from beliefs.models import (
-    Decision,
     Prompt,
     PromptState,
     Receipt,
     RuntimeAPIKey,
     TaskInstance,
 )
-from beliefs.selectors.passkeys import signature_evidence, standing_signature
+from beliefs.selectors.passkeys import action_decisions, signature_evidence, standing_signature
 from beliefs.selectors.quorum import Requirement, approval_claim, quorum_of
 from beliefs.services.audit import Actor, audit
 from beliefs.services.changes import instance_changed
@@ -83,17 +82,6 @@ def _quorum(instance: TaskInstance, requirements: tuple[Requirement, ...] | None
     }
 
 
-def _decisions(instance: TaskInstance) -> list[str]:
-    """The class's decisions that the action's slots feed."""
-    return sorted(
-        Decision.objects.filter(
-            task_class_id=instance.task_class_id, slots__key__in=instance.action_slots
-        )
-        .values_list("key", flat=True)
-        .distinct()
-    )
-
-
 def receipt_issue(
     instance: TaskInstance,
     now: datetime,
@@ -135,7 +123,7 @@ def receipt_issue(
             "exp": int(receipt.expires_at.timestamp()),
             "instance": str(instance.pk),
             "task_class": instance.task_class.key,
-            "decisions": decisions if decisions is not None else _decisions(instance),
+            "decisions": decisions if decisions is not None else list(action_decisions(instance)),
             "bindings_digest": instance.bindings_digest,
             "approvals": _approvals(instance),
             **_quorum(instance, requirements),
