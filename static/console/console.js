@@ -202,6 +202,7 @@
   });
 
   function init(root) {
+    rememberSources(root);
     armDelayedButtons(root);
     var forms = Array.prototype.slice.call(root.querySelectorAll("form.answer"));
     if (root.matches && root.matches("form.answer")) {
@@ -332,6 +333,7 @@
     }
     var card = show.closest("[data-live-stale]");
     if (card.liveFresh) {
+      rememberSources(card.liveFresh);
       card.replaceWith(card.liveFresh);
       armDelayedButtons(card.liveFresh);
       window.htmx.process(card.liveFresh);
@@ -342,9 +344,48 @@
     }
   });
 
+  // A live fragment re-renders every card, most of them as they were. A card whose fresh
+  // rendering is the one it arrived with stays the very element the person sees: its buttons
+  // do not go back to disabled for the reading delay, nothing moves, and a click on its way
+  // lands on it. (Compared as the server wrote them, without the per-response CSRF token.)
+  var sources = new WeakMap(); // card element -> its HTML as it arrived
+
+  function sourceOf(card) {
+    var copy = card.cloneNode(true);
+    copy.querySelectorAll("input[name=csrfmiddlewaretoken]").forEach(function (field) {
+      field.removeAttribute("value");
+    });
+    [copy].concat(Array.prototype.slice.call(copy.querySelectorAll("[class*=htmx-]"))).forEach(function (element) {
+      Array.prototype.slice.call(element.classList).forEach(function (name) {
+        if (name.indexOf("htmx-") === 0) {
+          element.classList.remove(name); // htmx's own marks while it swaps and settles
+        }
+      });
+    });
+    return copy.outerHTML;
+  }
+
+  function rememberSources(root) {
+    var cards = Array.prototype.slice.call(root.querySelectorAll("[data-live-key]"));
+    if (root.matches && root.matches("[data-live-key]")) {
+      cards.push(root);
+    }
+    cards.forEach(function (card) {
+      if (!sources.has(card)) { // a card kept from before keeps the source it arrived with
+        sources.set(card, sourceOf(card));
+      }
+    });
+  }
+
+  function unchanged(old, next) {
+    var stale = old.hasAttribute("data-live-stale") || old.querySelector("[data-live-stale]") !== null;
+    return next !== null && !stale && sources.get(old) === sourceOf(next);
+  }
+
   // Cards to keep as they are: one being typed in (stale when it changed), one showing the
-  // answer to the person's own request (a refused veto's message) while nothing changed.
-  function cardsToKeep(current) {
+  // answer to the person's own request (a refused veto's message) while nothing changed, and
+  // one the fresh fragment renders exactly as it arrived.
+  function cardsToKeep(current, fresh) {
     var keep = {};
     current.querySelectorAll("input, textarea, select").forEach(function (field) {
       var card = field.closest("[data-live-key]");
@@ -355,6 +396,9 @@
     current.querySelectorAll("[data-live-key]").forEach(function (card) {
       if (!keep[card.id] && (card.querySelector("#" + CSS.escape(card.id) + "-message") || card.hasAttribute("data-live-stale"))) {
         keep[card.id] = card.hasAttribute("data-live-stale") ? "edited" : "message";
+      }
+      if (!keep[card.id] && unchanged(card, fresh.querySelector("#" + CSS.escape(card.id)))) {
+        keep[card.id] = "unchanged";
       }
     });
     return keep;
@@ -369,10 +413,15 @@
     fresh = document.adoptNode(fresh);
     var focused = document.activeElement;
     var selection = focused && "selectionStart" in focused ? [focused.selectionStart, focused.selectionEnd] : null;
-    var keep = cardsToKeep(current);
+    var keep = cardsToKeep(current, fresh);
     var kept = [];
-    Object.keys(keep).forEach(function (id) {
-      var old = document.getElementById(id);
+    // Outer cards first (a veto's question sits inside its assumption line): a card kept whole
+    // carries the cards inside it, and one of those that changed is marked so.
+    Array.prototype.forEach.call(current.querySelectorAll("[data-live-key]"), function (old) {
+      var id = old.id;
+      if (!keep[id] || kept.some(function (card) { return card.contains(old); })) {
+        return;
+      }
       var next = fresh.querySelector("#" + CSS.escape(id));
       var same = next !== null && next.getAttribute("data-live-key") === old.getAttribute("data-live-key") && !old.hasAttribute("data-live-stale");
       if (keep[id] === "message" && !same) {
@@ -381,6 +430,12 @@
       if (!same) {
         markStale(old, next);
       }
+      old.querySelectorAll("[data-live-key]:not([data-live-stale])").forEach(function (inner) {
+        var freshInner = next === null ? null : next.querySelector("#" + CSS.escape(inner.id));
+        if (freshInner === null || freshInner.getAttribute("data-live-key") !== inner.getAttribute("data-live-key")) {
+          markStale(inner, freshInner);
+        }
+      });
       kept.push(old);
       if (next !== null) {
         next.replaceWith(old);
@@ -393,6 +448,7 @@
         armDelayedButtons(button);
       }
     });
+    rememberSources(fresh);
     current.replaceWith(fresh);
     if (window.htmx) {
       window.htmx.process(fresh);

@@ -155,6 +155,47 @@ def test_a_card_being_typed_in_is_kept_disabled_and_marked(
     other.close()
 
 
+def test_a_live_update_leaves_a_card_it_did_not_change_as_it_is(
+    page: Page, sign_in: SignIn, alice: User, fast_confirm: int
+) -> None:
+    # Rebuilt, a card's buttons would go back to disabled for the reading delay and a click on
+    # its way would land on nothing: a person's click lost to a change elsewhere on the page.
+    instance = scenarios.vendor(alice)
+    sign_in("alice", PASSWORD)
+    page.goto(f"/instances/{instance.pk}/")
+    untouched = card(page, "Recipient account")
+    instead = untouched.get_by_role("button", name="Use this value instead")
+    expect(instead).to_be_enabled(timeout=fast_confirm + 5000)
+    untouched.evaluate(
+        """card => {
+            card.dataset.probe = "the element the person sees";
+            window.disabledAgain = 0;
+            new MutationObserver(changes => changes.forEach(change => {
+                if (change.target.disabled) { window.disabledAgain++; }
+            })).observe(card, {subtree: true, attributes: true, attributeFilter: ["disabled"]});
+        }"""
+    )
+
+    other = page.context.new_page()
+    other.goto(f"/instances/{instance.pk}/")
+    there = card(other, "Amount")
+    expect(there.get_by_role("button", name="Confirm")).to_be_enabled(timeout=fast_confirm + 5000)
+    there.get_by_role("button", name="Confirm").click()
+    expect(card(other, "Amount")).to_contain_text("Confirmed: 1250")
+
+    # The changed card and the banner are fresh; the other card is the same element, never
+    # disabled again, and answers at once.
+    expect(card(page, "Amount")).to_contain_text("Confirmed: 1250")
+    expect(page.locator("#instance-banner")).to_contain_text("2 answers needed")
+    expect(untouched).to_have_attribute("data-probe", "the element the person sees")
+    assert page.evaluate("window.disabledAgain") == 0
+    expect(instead).to_be_enabled(timeout=0)
+    acknowledge_changes(untouched)
+    untouched.get_by_role("button", name="Confirm").click()
+    expect(card(page, "Recipient account")).to_contain_text("Confirmed: NL91ABNA0417164300")
+    other.close()
+
+
 @pytest.mark.parametrize("width", WIDTHS)
 def test_the_inbox_drops_an_instance_another_tab_finished(
     page: Page,
