@@ -100,6 +100,16 @@ class WholeNumberField(serializers.IntegerField):
         return super().to_internal_value(data)
 
 
+class JSONBooleanField(serializers.BooleanField):
+    """A JSON true or false, and only that: 0, 1, "true" and "yes" are refused (JSON has a
+    boolean type, and the document says boolean)."""
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid")
+        return data
+
+
 class AnyJSONField(serializers.JSONField):
     """Any JSON value (a belief value, a world statement's leaf, a proposal document)."""
 
@@ -271,7 +281,7 @@ class TaskClassIn(LimitedSerializer):
 
     key = KeyField(required=False, help_text="if sent, must equal the key in the URL")
     name = TextField(max_length=MAX_LABEL_LENGTH, allow_blank=True, allow_null=True, required=False)
-    open_slots = serializers.BooleanField(
+    open_slots = JSONBooleanField(
         required=False,
         help_text="a tool passthrough: an action may name slots the class does not have, each "
         "registered unclassified and in play only for the actions that name it",
@@ -292,7 +302,7 @@ class TaskClassIn(LimitedSerializer):
 
 
 class ShareIn(StrictSerializer):
-    history = serializers.BooleanField(
+    history = JSONBooleanField(
         required=False,
         default=False,
         help_text="also pool the values of the class's people with this runtime: the owner and "

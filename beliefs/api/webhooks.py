@@ -13,7 +13,7 @@ from beliefs.api.auth import IsRuntime, runtime_of
 from beliefs.api.views import READS, WRITES, actor, validated
 from beliefs.domain.vocabulary import MAX_LABEL_LENGTH
 from beliefs.domain.webhooks import EVENT_TYPES
-from beliefs.schemas import StrictSerializer, TextField
+from beliefs.schemas import JSONBooleanField, StrictSerializer, TextField
 from beliefs.services import webhooks
 
 MAX_URL_LENGTH = 2000
@@ -27,7 +27,7 @@ class EndpointIn(StrictSerializer):
         help_text="the events to receive; empty or left out: every event",
     )
     description = TextField(required=False, allow_blank=True, max_length=MAX_LABEL_LENGTH)
-    active = serializers.BooleanField(required=False, default=True)
+    active = JSONBooleanField(required=False, default=True)
 
 
 class EndpointOut(serializers.Serializer):

@@ -263,6 +263,29 @@ def test_it_refuses_opening_an_action_with_an_unknown_slot(api: Driver, transfer
     assert not TaskInstance.objects.exists()
 
 
+@pytest.mark.parametrize("not_a_boolean", [0, 1, "true", "yes"])
+def test_a_boolean_is_true_or_false_and_nothing_like_it(
+    api: Driver, transfer: str, not_a_boolean: Any
+) -> None:
+    """JSON has a boolean type and the document says boolean: 0, 1 and words are refused
+    (they had been taken as booleans), and nothing stored changes."""
+    before = api.runtime.get(f"{API}/task-classes/{transfer}/").json()
+    registered = api.runtime.put_json(
+        f"{API}/task-classes/{transfer}/", {**before, "open_slots": not_a_boolean}
+    )
+    _error(registered, 400, "open_slots")
+    assert api.runtime.get(f"{API}/task-classes/{transfer}/").json() == before
+    shared = api.runtime.put_json(
+        f"{API}/task-classes/{transfer}/shares/billing-agent/", {"history": not_a_boolean}
+    )
+    _error(shared, 400, "history")
+    endpoint = api.runtime.post_json(
+        f"{API}/webhook-endpoints/", {"url": "https://hooks.example.org/", "active": not_a_boolean}
+    )
+    _error(endpoint, 400, "active")
+    assert api.runtime.get(f"{API}/webhook-endpoints/").json() == {"results": []}
+
+
 # --- responding ----------------------------------------------------------------------------
 
 
