@@ -60,9 +60,11 @@ def _same_fields(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 
 contents = st.fixed_dictionaries(dict.fromkeys(DESIRED_FIELDS, json_values))
+# A content draws a value for each of the fields: ~9 ms an example, so a developer's run draws
+# 100 of each (CI, at HYPOTHESIS_SCALE=3, 300).
 
 
-@settings(max_examples=examples(300), deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(a=contents, b=contents)
 def test_it_agrees_with_the_fields_json_on_any_two_contents(
     a: dict[str, Any], b: dict[str, Any]
@@ -70,7 +72,7 @@ def test_it_agrees_with_the_fields_json_on_any_two_contents(
     assert (content_digest(a) == content_digest(b)) == _same_fields(a, b)
 
 
-@settings(max_examples=examples(300), deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(a=contents, data=st.data())
 def test_it_agrees_with_the_fields_json_on_near_copies(a: dict[str, Any], data: Any) -> None:
     b = _twisted(copy.deepcopy(a), data.draw)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from django.apps.registry import Apps
@@ -27,10 +28,14 @@ def _migrate(*targets: tuple[str, str]) -> Apps:
     return MigrationExecutor(connection).loader.project_state(chosen).apps
 
 
-@pytest.fixture
-def at_the_latest_afterwards() -> Iterator[None]:
+@pytest.fixture(scope="module")
+def at_the_latest_afterwards(django_db_blocker: Any) -> Iterator[None]:  # noqa: ANN401
+    """Back to the latest migrations once the module is done. Each test migrates to the state it
+    starts from, forwards from where the one before left the schema (the tests run oldest
+    first): going all the way back and forward again for each of them cost seconds a test."""
     yield
-    _migrate()
+    with django_db_blocker.unblock():
+        _migrate()
 
 
 @pytest.mark.usefixtures("at_the_latest_afterwards")
