@@ -94,7 +94,8 @@ def _fast_password_hasher() -> Iterator[None]:
         yield
 
 
-def _user(username: str, *groups: str) -> User:
+def make_user(username: str, *groups: str) -> User:
+    """A person signing in with PASSWORD, in the role groups named (a fixture's, or one more)."""
     user = User.objects.create_user(username=username, password=PASSWORD)
     for group in groups:
         grant_role(user, group)
@@ -104,31 +105,31 @@ def _user(username: str, *groups: str) -> User:
 @pytest.fixture
 def alice(db: None) -> User:
     """An end user: the principal of the instances under test."""
-    return _user("alice")
+    return make_user("alice")
 
 
 @pytest.fixture
 def mallory(db: None) -> User:
     """Another end user, who must never see alice's instances or prompts."""
-    return _user("mallory")
+    return make_user("mallory")
 
 
 @pytest.fixture
 def carol(db: None) -> User:
     """A classifier."""
-    return _user("carol", CLASSIFIERS_GROUP)
+    return make_user("carol", CLASSIFIERS_GROUP)
 
 
 @pytest.fixture
 def cathy(db: None) -> User:
     """A second classifier (four-eyes approvals)."""
-    return _user("cathy", CLASSIFIERS_GROUP)
+    return make_user("cathy", CLASSIFIERS_GROUP)
 
 
 @pytest.fixture
 def rita(db: None) -> User:
     """A reviewer of proposal validations."""
-    return _user("rita", REVIEWERS_GROUP)
+    return make_user("rita", REVIEWERS_GROUP)
 
 
 @pytest.fixture

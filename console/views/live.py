@@ -33,13 +33,11 @@ def _rendered(request: AuthedHttpRequest, template: str, context: dict[str, Any]
     return response
 
 
-# (Every page answer is sent Cache-Control: no-store by the middleware, these too.)
-
-
 @require_GET
 @changes.waits(on="instance_id")
 def instance_live(request: AuthedHttpRequest, instance_id: UUID) -> HttpResponse:
-    """`#instance-view` afresh once this person's view of the instance differs from `seen`."""
+    """`#instance-view` afresh once this person's view of the instance differs from `seen`
+    (sent Cache-Control: no-store, as every page answer is, by the middleware)."""
     since, seen = live.requested_since(request), request.GET.get("seen", "")
 
     def read() -> tuple[HttpResponse | None, float | None]:

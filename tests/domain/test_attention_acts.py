@@ -24,7 +24,7 @@ from beliefs.models import AuditEvent, PromptState
 from beliefs.selectors import attention
 from beliefs.services import Actor
 from tests.builders import transfer
-from tests.conftest import _user, runtime_key_of
+from tests.conftest import make_user, runtime_key_of
 from tests.domain.attention import HABIT_SETTINGS, ON_RECORD, WINDOW, history, target
 
 pytestmark = pytest.mark.django_db
@@ -40,7 +40,7 @@ def histories(
     with override_settings(**HABIT_SETTINGS), django_db_blocker.unblock(), transaction.atomic():
         rt = Actor(key=runtime_key_of("test-runtime")[0])
         transfer(rt)
-        people = {True: _user("hasty"), False: _user("careful")}
+        people = {True: make_user("hasty"), False: make_user("careful")}
         for fast, person in people.items():
             history(rt, person, fast=fast)
         yield rt, people

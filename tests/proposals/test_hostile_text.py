@@ -102,12 +102,15 @@ def test_it_escapes_hostile_source_on_the_list(runtime, client, rita):
 def test_it_escapes_a_hostile_note_from_another_reviewer(runtime, client, rita):
     from beliefs.models import ProposalValidation
     from beliefs.services.proposals import proposal_annotate
-    from tests.conftest import _user
+    from tests.conftest import make_user
 
     runtime.post_json(VALIDATE_URL, BODIES["the source"])
     validation = ProposalValidation.objects.get()
     proposal_annotate(
-        validation=validation, reviewer=_user("rob", "reviewers"), agreement="agree", note=HOSTILE
+        validation=validation,
+        reviewer=make_user("rob", "reviewers"),
+        agreement="agree",
+        note=HOSTILE,
     )
     client.force_login(rita)
     html = client.get(f"/proposals/{validation.pk}/").content.decode()

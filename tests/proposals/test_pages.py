@@ -250,10 +250,10 @@ def test_it_refuses_a_note_that_is_too_long(rita_client, stored):
 
 
 def test_it_shows_other_reviewers_annotations(rita_client, stored):
-    from tests.conftest import _user
+    from tests.conftest import make_user
 
     validation = stored("REJECT")
-    other = _user("rob", "reviewers")
+    other = make_user("rob", "reviewers")
     proposal_annotate(validation=validation, reviewer=other, agreement="disagree", note="hmm")
     html = rita_client.get(f"/proposals/{validation.pk}/").content.decode()
     assert "<strong>rob</strong> disagrees" in html
@@ -335,14 +335,14 @@ def test_it_refuses_to_export_with_bad_filters(rita_client):
 
 
 def test_it_charts_verdicts_per_day_codes_and_disagreement(rita_client, rita, stored):
-    from tests.conftest import _user
+    from tests.conftest import make_user
 
     stored("PASS")
     rejected = stored("REJECT")
     stored("REJECT")
     stored("ACCEPT")
     proposal_annotate(validation=rejected, reviewer=rita, agreement="disagree")
-    other = _user("rob", "reviewers")
+    other = make_user("rob", "reviewers")
     proposal_annotate(validation=rejected, reviewer=other, agreement="agree")
     response = rita_client.get("/proposals/stats/")
     assert response.status_code == 200
