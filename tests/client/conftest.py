@@ -11,6 +11,7 @@ long-poll takes the lock for each of its answers only, never while it waits.
 from __future__ import annotations
 
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -79,6 +80,22 @@ class LiveConsole:
         assert updated, f"instance {instance_id} has no open blocking prompt to expire"
 
 
+def _without_nagle(httpd: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Have the live server send each answer at once: wsgiref writes a response in several
+    small pieces (status line, headers, body), and with Nagle's algorithm on, a piece after the
+    first waits for the client's delayed ACK, some 40 ms, on every request of a kept-alive
+    connection. Production servers set TCP_NODELAY themselves (gunicorn, and uvicorn through
+    asyncio)."""
+    accept = httpd.get_request
+
+    def get_request() -> tuple[socket.socket, Any]:
+        sock, address = accept()
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock, address
+
+    monkeypatch.setattr(httpd, "get_request", get_request)
+
+
 @pytest.fixture
 def console(
     live_server: Any, transactional_db: None, monkeypatch: pytest.MonkeyPatch
@@ -94,6 +111,7 @@ def console(
             return app(environ, start_response)
 
     httpd.set_app(serialized)
+    _without_nagle(httpd, monkeypatch)
     monkeypatch.setattr(WaitingMiddleware, "answer_guard", staticmethod(lambda: live.lock))
     try:
         with live.exclusive():
