@@ -11,6 +11,7 @@ long-poll takes the lock for each of its answers only, never while it waits.
 from __future__ import annotations
 
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -24,13 +25,14 @@ import httpx
 import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
+from rest_framework_api_key.crypto import concatenate
 
-from beliefs.models import Prompt, PromptState
+from beliefs.models import Prompt, PromptState, Runtime, RuntimeAPIKey
 from beliefs.services import Actor
 from console.middleware import WaitingMiddleware, waiting_key
 from tests.builders import register
 from tests.client.transfer_tool import SANDBOX, TRANSFER
-from tests.conftest import PASSWORD, runtime_key_of
+from tests.conftest import PASSWORD
 
 
 @contextmanager
@@ -79,13 +81,58 @@ class LiveConsole:
         assert updated, f"instance {instance_id} has no open blocking prompt to expire"
 
 
+def _without_nagle(httpd: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Have the live server send each answer at once: wsgiref writes a response in several
+    small pieces (status line, headers, body), and with Nagle's algorithm on, a piece after the
+    first waits for the client's delayed ACK, some 40 ms, on every request of a kept-alive
+    connection. Production servers set TCP_NODELAY themselves (gunicorn, and uvicorn through
+    asyncio)."""
+    accept = httpd.get_request
+
+    def get_request() -> tuple[socket.socket, Any]:
+        sock, address = accept()
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock, address
+
+    monkeypatch.setattr(httpd, "get_request", get_request)
+
+
+RUNTIME = "agent-runtime"
+
+
+@pytest.fixture(scope="session")
+def agent_key() -> tuple[str, str, str]:
+    """The key of the runtime of every test here, made once: (the key, its prefix, its hash).
+    Each test stores it again in its emptied database, so a process started once for several
+    tests (test_mcp's stdio server, as an agent host keeps it) holds a key that stays valid."""
+    generated: tuple[str, str, str] = RuntimeAPIKey.objects.key_generator.generate()
+    return generated
+
+
+def _store_key(generated: tuple[str, str, str]) -> RuntimeAPIKey:
+    """The runtime's key row for `generated`, made directly (as `tests.conftest.runtime_key_of`
+    makes one), so that tests counting audit events count only what they do."""
+    _, prefix, hashed_key = generated
+    runtime = Runtime.objects.create(name=RUNTIME)
+    return RuntimeAPIKey.objects.create(
+        id=concatenate(prefix, hashed_key),
+        prefix=prefix,
+        hashed_key=hashed_key,
+        name=RUNTIME,
+        runtime=runtime,
+    )
+
+
 @pytest.fixture
 def console(
-    live_server: Any, transactional_db: None, monkeypatch: pytest.MonkeyPatch
+    live_server: Any,
+    transactional_db: None,
+    monkeypatch: pytest.MonkeyPatch,
+    agent_key: tuple[str, str, str],
 ) -> Iterator[LiveConsole]:
     httpd = live_server.thread.httpd
     app = httpd.get_app()
-    live = LiveConsole(url=live_server.url, key="")
+    live = LiveConsole(url=live_server.url, key=agent_key[0])
 
     def serialized(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         if waiting_key(environ["PATH_INFO"], environ.get("HTTP_PREFER")) is not None:
@@ -94,12 +141,12 @@ def console(
             return app(environ, start_response)
 
     httpd.set_app(serialized)
+    _without_nagle(httpd, monkeypatch)
     monkeypatch.setattr(WaitingMiddleware, "answer_guard", staticmethod(lambda: live.lock))
     try:
         with live.exclusive():
             User.objects.create_user(username="alice", password=PASSWORD)
-            api_key, live.key = runtime_key_of("agent-runtime")
-            actor = Actor(key=api_key)
+            actor = Actor(key=_store_key(agent_key))
             for key, recipient_risk in ((TRANSFER, "reversible"), (SANDBOX, "reversible")):
                 register(
                     key,

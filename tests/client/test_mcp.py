@@ -8,12 +8,13 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 from unittest import mock
 
+import pytest
 from console_client import bindings_digest
 from console_client.mcp import build_server
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
@@ -27,25 +28,33 @@ ROOT = Path(__file__).resolve().parents[2]
 Session = Callable[[Any], Awaitable[Any]]  # given a ClientSession or an in-process Client
 
 
-def _environment(console: LiveConsole) -> dict[str, str]:
+def _environment(url: str, key: str) -> dict[str, str]:
     return {
-        "CONSOLE_URL": console.url,
-        "CONSOLE_API_KEY": console.key,
+        "CONSOLE_URL": url,
+        "CONSOLE_API_KEY": key,
         "CONSOLE_PRINCIPAL": "alice",
         "CONSOLE_POLL_INTERVAL": "0.05",
         "CONSOLE_WAIT_TIMEOUT": "30",
+        # Progress notifications go only to a call that asked for them (a progress token):
+        # test_the_wait_sends_progress_notifications does, and need not wait the default 5 s.
+        "CONSOLE_PROGRESS_INTERVAL": "0.1",
     }
 
 
-def _over_stdio(console: LiveConsole, use: Session, **environment: str) -> Any:
-    """Start the MCP server as a subprocess over stdio, as an agent host does, and run `use`
-    with a client session."""
-    params = StdioServerParameters(
+def _parameters(url: str, key: str, **environment: str) -> StdioServerParameters:
+    """The MCP server as an agent host starts it: a subprocess speaking over stdio."""
+    return StdioServerParameters(
         command=sys.executable,
         args=["-m", "console_client.mcp"],
         cwd=ROOT,
-        env=subprocess_environment(**{**_environment(console), **environment}),
+        env=subprocess_environment(**{**_environment(url, key), **environment}),
     )
+
+
+def _over_stdio(console: LiveConsole, use: Session, **environment: str) -> Any:
+    """Start the MCP server as a subprocess of its own with this environment, and run `use`
+    with a client session (for a setting the shared server does not have)."""
+    params = _parameters(console.url, console.key, **environment)
 
     async def run() -> Any:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
@@ -53,6 +62,79 @@ def _over_stdio(console: LiveConsole, use: Session, **environment: str) -> Any:
             return await use(session)
 
     return asyncio.run(run())
+
+
+class StdioServer:
+    """One `python -m console_client.mcp` subprocess for the module's tests, as an agent host
+    keeps one for its session: the server keeps nothing between tool calls (each call reads
+    the environment and opens its own connection to the console), and the console's runtime
+    key is the same in every test. Its client session lives on an event loop in a thread of
+    its own, where `run` runs each test's use of it. Starting Python with the mcp package
+    costs some 0.7 s, and it takes 0.15 s more to exit."""
+
+    def __init__(self, params: StdioServerParameters, errlog: IO[str]) -> None:
+        self.errlog = errlog
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="mcp-stdio")
+        self.thread.start()
+        self._stop = asyncio.Event()
+        opened: Future[ClientSession] = Future()
+        self._held = asyncio.run_coroutine_threadsafe(self._hold(params, opened), self.loop)
+        try:
+            self.session = opened.result(timeout=60)
+        except BaseException:
+            self.close()
+            raise
+
+    async def _hold(self, params: StdioServerParameters, opened: Future[ClientSession]) -> None:
+        try:
+            async with (
+                stdio_client(params, errlog=self.errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                opened.set_result(session)
+                await self._stop.wait()
+        except BaseException as error:
+            if not opened.done():
+                opened.set_exception(error)
+            raise
+
+    def run(self, use: Session) -> Any:
+        """`use(session)` on the session's loop; what it returns, or what it raised, with the
+        server's stderr so far."""
+        running = asyncio.run_coroutine_threadsafe(use(self.session), self.loop)
+        try:
+            return running.result(timeout=120)
+        except BaseException as error:
+            running.cancel()
+            self.errlog.flush()
+            error.add_note("The MCP server's stderr:\n" + Path(self.errlog.name).read_text())
+            raise
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self._stop.set)
+        try:
+            self._held.result(timeout=30)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join()
+            self.loop.close()
+
+
+@pytest.fixture(scope="module")
+def stdio(
+    live_server: Any, agent_key: tuple[str, str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[StdioServer]:
+    """The module's one MCP server over stdio; a test using it also uses `console`, which
+    stores the key it was started with."""
+    path = tmp_path_factory.mktemp("mcp") / "stderr.txt"
+    with path.open("w") as errlog:
+        server = StdioServer(_parameters(live_server.url, agent_key[0]), errlog)
+        try:
+            yield server
+        finally:
+            server.close()
 
 
 def _with_server(console: LiveConsole, use: Session) -> Any:
@@ -63,7 +145,7 @@ def _with_server(console: LiveConsole, use: Session) -> Any:
         async with Client(build_server()) as client:
             return await use(client)
 
-    with mock.patch.dict(os.environ, _environment(console)):
+    with mock.patch.dict(os.environ, _environment(console.url, console.key)):
         return asyncio.run(run())
 
 
@@ -76,11 +158,11 @@ async def _call(session: Any, tool: str, **arguments: Any) -> tuple[bool, str]:
 TOOLS = ["request_confirmation", "request_permission", "wait_for_confirmation"]
 
 
-def test_it_lists_its_tools_over_stdio(console: LiveConsole) -> None:
+def test_it_lists_its_tools_over_stdio(console: LiveConsole, stdio: StdioServer) -> None:
     async def use(session: ClientSession) -> list[str]:
         return sorted(tool.name for tool in (await session.list_tools()).tools)
 
-    assert _over_stdio(console, use) == TOOLS
+    assert stdio.run(use) == TOOLS
 
 
 def test_it_lists_the_same_tools_in_process(console: LiveConsole) -> None:
@@ -250,11 +332,10 @@ def _answer_every_prompt(
 
 
 def _permission_over_stdio(
-    console: LiveConsole,
+    stdio: StdioServer,
     person: Person,
     calls: list[dict[str, Any]],
     edits: dict[str, Any] | None = None,
-    **environment: str,
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """Ask request_permission for each call in turn over one stdio session while the person
     answers every prompt; the answers, and the slots the person was asked."""
@@ -270,17 +351,19 @@ def _permission_over_stdio(
         return answers
 
     try:
-        answers = _over_stdio(console, use, **environment)
+        answers = stdio.run(use)
     finally:
         done.set()
     return answers, asked.result(timeout=30)
 
 
-def test_a_call_is_asked_only_its_own_keys(console: LiveConsole, person: Person) -> None:
+def test_a_call_is_asked_only_its_own_keys(
+    console: LiveConsole, person: Person, stdio: StdioServer
+) -> None:
     earlier = {"command": "npm test", "timeout": 60000, "description": "run the tests"}
     later = {"command": "terraform apply"}
     answers, asked = _permission_over_stdio(
-        console,
+        stdio,
         person,
         [
             {"tool_name": "Bash", "input": earlier, "tool_use_id": "toolu_1"},
@@ -300,10 +383,12 @@ def test_a_call_is_asked_only_its_own_keys(console: LiveConsole, person: Person)
         assert last is not None and sorted(last.bindings) == ["command"]
 
 
-def test_an_edited_boolean_comes_back_a_boolean(console: LiveConsole, person: Person) -> None:
+def test_an_edited_boolean_comes_back_a_boolean(
+    console: LiveConsole, person: Person, stdio: StdioServer
+) -> None:
     call = {"command": "npm run dev", "run_in_background": True, "timeout": 120000}
     answers, _ = _permission_over_stdio(
-        console,
+        stdio,
         person,
         [{"tool_name": "Bash", "input": call, "tool_use_id": "toolu_1"}],
         edits={"run_in_background": "false", "timeout": "60000"},  # as a browser form sends
@@ -318,9 +403,11 @@ def test_an_edited_boolean_comes_back_a_boolean(console: LiveConsole, person: Pe
     assert updated["run_in_background"] is False and type(updated["timeout"]) is int
 
 
-def test_the_same_tool_use_is_allowed_once(console: LiveConsole, person: Person) -> None:
+def test_the_same_tool_use_is_allowed_once(
+    console: LiveConsole, person: Person, stdio: StdioServer
+) -> None:
     call = {"tool_name": "Bash", "input": {"command": "ls"}, "tool_use_id": "toolu_1"}
-    answers, asked = _permission_over_stdio(console, person, [call, call])
+    answers, asked = _permission_over_stdio(stdio, person, [call, call])
     assert answers[0] == {"behavior": "allow", "updatedInput": {"command": "ls"}}
     assert answers[1]["behavior"] == "deny"
     assert "receipt_redeemed" in answers[1]["message"]
@@ -348,7 +435,9 @@ def test_a_timeout_cancels_the_instance_before_it_denies(console: LiveConsole) -
         assert not Prompt.objects.filter(instance=instance, state=PromptState.OPEN).exists()
 
 
-def test_the_wait_sends_progress_notifications(console: LiveConsole, person: Person) -> None:
+def test_the_wait_sends_progress_notifications(
+    console: LiveConsole, person: Person, stdio: StdioServer
+) -> None:
     progressed = threading.Event()
     messages: list[str | None] = []
 
@@ -371,7 +460,7 @@ def test_the_wait_sends_progress_notifications(console: LiveConsole, person: Per
             progress_callback=on_progress,
         )
 
-    result = _over_stdio(console, use, CONSOLE_PROGRESS_INTERVAL="0.1")
+    result = stdio.run(use)
     answered.result(timeout=30)
     assert json.loads(result.content[0].text)["behavior"] == "allow"
     assert messages and "/instances/" in str(messages[0])

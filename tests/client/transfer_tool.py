@@ -1,11 +1,13 @@
-"""The tool under test and how it is wrapped; no Django here, so a subprocess can import it."""
+"""The tool under test and how it is wrapped; no Django here, so a subprocess can import it.
+
+The OpenAI Agents SDK is imported by `transfer_tool` only: the LangGraph graph's subprocess
+imports this module for its ledger, and importing the SDK there cost it a second."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from console_client import AsyncConsole
-from console_client.openai_agents import console_tool
 
 TRANSFER = "payments.transfer"  # the recipient feeds an irreversible decision: it blocks
 SANDBOX = "payments.sandbox"  # reversible recipient, cosmetic memo: nothing blocks
@@ -31,6 +33,8 @@ class Ledger:
 
 
 def transfer_tool(url: str, key: str, ledger: Ledger, task_class: str = TRANSFER) -> Any:
+    from console_client.openai_agents import console_tool
+
     return console_tool(
         ledger.send_transfer,
         task_class=task_class,
