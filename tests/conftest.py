@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import socket
 import time
 from collections.abc import Callable, Iterator
 from io import StringIO
@@ -92,6 +93,25 @@ def _fast_password_hasher() -> Iterator[None]:
     (sign-in still checks passwords end to end, just with a cheap hash)."""
     with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
         yield
+
+
+@pytest.fixture(scope="session")
+def live_server(live_server: Any) -> Any:  # noqa: ANN401 - pytest-django's LiveServer
+    """pytest-django's live server, sending each answer at once: wsgiref writes a response in
+    several small pieces (status line, headers, body), and with Nagle's algorithm on, a piece
+    after the first waits for the client's delayed ACK, some 40 ms, on every request of a
+    kept-alive connection (the browser's, the client's). Production servers set TCP_NODELAY
+    themselves (gunicorn, and uvicorn through asyncio)."""
+    httpd = live_server.thread.httpd
+    accept = httpd.get_request
+
+    def get_request() -> tuple[socket.socket, Any]:
+        sock, address = accept()
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock, address
+
+    httpd.get_request = get_request
+    return live_server
 
 
 def make_user(username: str, *groups: str) -> User:

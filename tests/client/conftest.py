@@ -1,9 +1,8 @@
 """End-to-end fixtures: a live console over real HTTP, a runtime key, and a person who signs in
 and answers prompts through the API with a session and CSRF, as the browser does.
 
-The live server shares the test database (in-memory SQLite shares one connection between the
-server's request threads), so requests are served one at a time here, and the test's own ORM
-writes take the same lock: the runtime polling, the person answering and a subprocess adapter
+The live server shares the test database with the test itself, so requests are served one at a
+time here, and the test's own ORM writes take the same lock: the runtime polling, the person answering and a subprocess adapter
 may then run concurrently without two requests ever interleaving inside one connection. A
 long-poll takes the lock for each of its answers only, never while it waits.
 """
@@ -11,7 +10,6 @@ long-poll takes the lock for each of its answers only, never while it waits.
 from __future__ import annotations
 
 import os
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -81,22 +79,6 @@ class LiveConsole:
         assert updated, f"instance {instance_id} has no open blocking prompt to expire"
 
 
-def _without_nagle(httpd: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Have the live server send each answer at once: wsgiref writes a response in several
-    small pieces (status line, headers, body), and with Nagle's algorithm on, a piece after the
-    first waits for the client's delayed ACK, some 40 ms, on every request of a kept-alive
-    connection. Production servers set TCP_NODELAY themselves (gunicorn, and uvicorn through
-    asyncio)."""
-    accept = httpd.get_request
-
-    def get_request() -> tuple[socket.socket, Any]:
-        sock, address = accept()
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return sock, address
-
-    monkeypatch.setattr(httpd, "get_request", get_request)
-
-
 RUNTIME = "agent-runtime"
 
 
@@ -141,7 +123,6 @@ def console(
             return app(environ, start_response)
 
     httpd.set_app(serialized)
-    _without_nagle(httpd, monkeypatch)
     monkeypatch.setattr(WaitingMiddleware, "answer_guard", staticmethod(lambda: live.lock))
     try:
         with live.exclusive():
