@@ -4,8 +4,8 @@ and answers prompts through the API with a session and CSRF, as the browser does
 The live server shares the test database with the test itself, so requests are served one at a
 time here, and the test's own ORM writes take the same lock: the runtime polling, the person
 answering and a subprocess adapter may then run concurrently without two requests ever
-interleaving inside one connection. A
-long-poll takes the lock for each of its answers only, never while it waits.
+interleaving inside one connection. A long-poll takes the lock for each of its answers only,
+never while it waits.
 """
 
 from __future__ import annotations
