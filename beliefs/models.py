@@ -851,16 +851,21 @@ class WebhookDelivery(OutboxItem):
         return f"{self.event_id} to {self.endpoint_id}: {self.state}"
 
 
+class EmailState(models.TextChoices):
+    """Where an email stands, and with it each notification it carries."""
+
+    PENDING = "pending"
+    SENDING = "sending"
+    SENT = "sent"
+    SKIPPED = "skipped"  # nothing left waiting, or email turned off, when its turn came
+    FAILED = "failed"
+
+
 class OutgoingEmail(OutboxItem):
     """One email to one person: it tells of one or more notifications of one kind (a digest
     when several instances started waiting within CONSOLE_EMAIL_DIGEST_WINDOW)."""
 
-    class State(models.TextChoices):
-        PENDING = "pending"
-        SENDING = "sending"
-        SENT = "sent"
-        SKIPPED = "skipped"  # nothing left waiting, or email turned off, when its turn came
-        FAILED = "failed"
+    State = EmailState
 
     recipient = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="outgoing_emails"
@@ -895,12 +900,7 @@ class EmailNotification(models.Model):
         AWAITING_APPROVAL = "awaiting_approval"
         APPROVAL_EXPIRING = "approval_expiring"
 
-    class State(models.TextChoices):
-        PENDING = "pending"
-        SENDING = "sending"
-        SENT = "sent"
-        SKIPPED = "skipped"  # no longer waiting, or email turned off, when its turn came
-        FAILED = "failed"
+    State = EmailState  # a notification follows its email (services.notify)
 
     instance = models.ForeignKey(
         TaskInstance, on_delete=models.CASCADE, related_name="email_notifications"
