@@ -17,6 +17,7 @@ from django.utils import timezone
 from beliefs.errors import NotFound, PermissionDenied
 from beliefs.models import (
     Belief,
+    Decision,
     InstanceStatus,
     Prompt,
     PromptState,
@@ -94,6 +95,16 @@ def next_waiting(user: User, now: datetime, after: TaskInstance) -> TaskInstance
     this person (the inbox's first row, `after` left out), with its task class."""
     mine = TaskInstance.objects.select_related("task_class").filter(principal=user)
     return mine.waiting(now).exclude(pk=after.pk).order_by("-created_at").first()
+
+
+def instance_decisions(instance: TaskInstance) -> list[Decision]:
+    """The decisions of the instance's task class, each with its slots, in declared order: what
+    the pages restate and check an answer against."""
+    return list(
+        Decision.objects.filter(task_class_id=instance.task_class_id)
+        .prefetch_related("slots")
+        .order_by("id")
+    )
 
 
 def task_class_with_slots(key: str) -> TaskClass:

@@ -10,7 +10,7 @@ from typing import Any
 from django.contrib.auth.models import User
 
 from beliefs import selectors
-from beliefs.models import Decision, InstanceStatus, Prompt, PromptState, TaskInstance
+from beliefs.models import InstanceStatus, Prompt, PromptState, TaskInstance
 from beliefs.selectors.quorum import Quorum
 from console.presenters.restatement import Sentence, restatement
 from console.templatetags.reveal import plain_text
@@ -80,11 +80,7 @@ def _members(quorum: Quorum, user: User) -> list[Member]:
 
 
 def approval_context(instance: TaskInstance, user: User) -> dict[str, Any]:
-    decisions = list(
-        Decision.objects.filter(task_class_id=instance.task_class_id)
-        .prefetch_related("slots")
-        .order_by("id")
-    )
+    decisions = selectors.instance_decisions(instance)
     quorum = selectors.quorum_of(instance, instance.bindings_digest)
     prompts = selectors.instance_prompts(instance)
     waiting = instance.status == InstanceStatus.AWAITING_APPROVAL

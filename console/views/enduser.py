@@ -55,14 +55,6 @@ def _live_version(request: AuthedHttpRequest, instance_id: UUID) -> live.Version
     return found if found is not None else live.Version(0, "", None)
 
 
-def _decisions(instance: TaskInstance) -> list[Decision]:
-    return list(
-        Decision.objects.filter(task_class_id=instance.task_class_id)
-        .prefetch_related("slots")
-        .order_by("id")
-    )
-
-
 def _instance_context(
     request: AuthedHttpRequest,
     instance: TaskInstance,
@@ -75,7 +67,7 @@ def _instance_context(
     (`_live_version`) and the instance: the page's version is never newer than the page."""
     prompts = selectors.instance_prompts(instance)
     live.after_snapshot(lambda: services.prompts_mark_shown(prompts=prompts, user=request.user))
-    decisions = _decisions(instance)
+    decisions = selectors.instance_decisions(instance)
     # Only the principal sees the page: the signed-in user is the one who answers.
     facts = page_facts(
         instance, decisions, request.user.get_username(), _habit(instance, prompts, request)
