@@ -11,6 +11,8 @@ secure context and a domain: https, or http://localhost (not an IP address).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 from uuid import UUID
 
@@ -27,7 +29,7 @@ from django.views.decorators.http import require_GET, require_POST
 from beliefs import selectors, services
 from beliefs.domain.passkeys import b64url, b64url_decode
 from beliefs.errors import ServiceError
-from beliefs.models import Decision, InstanceStatus, TaskInstance
+from beliefs.models import InstanceStatus, TaskInstance
 from beliefs.selectors.passkeys import (
     active_passkeys,
     decisions_requiring_signature,
@@ -71,18 +73,39 @@ def _options(text: str, **extra: Any) -> JsonResponse:
     return JsonResponse({"options": json.loads(text), **extra})
 
 
-def _pop_challenge(request: HttpRequest, key: str) -> bytes | None:
-    """The challenge the options put in the session under `key`, taken out: each is answered
-    once. None when no ceremony was under way."""
-    challenge = request.session.pop(key, None)
-    return b64url_decode(challenge) if challenge else None
+def _refusing(view: Callable[..., JsonResponse]) -> Callable[..., JsonResponse]:
+    """A JSON view whose service's refusal is answered as the API's error body."""
+
+    @wraps(view)
+    def answer(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
+        try:
+            return view(request, *args, **kwargs)
+        except ServiceError as exc:
+            return _refused(exc)
+
+    return answer
 
 
-def _no_challenge(ceremony: str) -> JsonResponse:
-    return JsonResponse(
-        {"error": "no_challenge", "detail": f"Start again: no {ceremony} was under way."},
-        status=400,
-    )
+def _ceremony(
+    key: str, name: str
+) -> Callable[[Callable[..., JsonResponse]], Callable[..., JsonResponse]]:
+    """A view that ends the ceremony its options began: it is given the request's JSON body and
+    the challenge the options put in the session under `key`, taken out (each is answered
+    once). With no ceremony under way it is a 400 and the view is not called."""
+
+    def decorate(view: Callable[..., JsonResponse]) -> Callable[..., JsonResponse]:
+        @wraps(view)
+        def answer(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
+            data = _body(request)
+            challenge = request.session.pop(key, None)
+            if not challenge:
+                detail = f"Start again: no {name} was under way."
+                return JsonResponse({"error": "no_challenge", "detail": detail}, status=400)
+            return view(request, data, b64url_decode(challenge), *args, **kwargs)
+
+        return _refusing(answer)
+
+    return decorate
 
 
 # --- the account page's passkeys ----------------------------------------------------------------
@@ -103,21 +126,15 @@ def passkey_registration_options(request: AuthedHttpRequest) -> JsonResponse:
 
 
 @require_POST
-def passkey_add(request: AuthedHttpRequest) -> JsonResponse:
-    data = _body(request)
-    challenge = _pop_challenge(request, REGISTRATION_CHALLENGE)
-    if challenge is None:
-        return _no_challenge("registration")
-    try:
-        passkey = passkeys.passkey_register(
-            user=request.user,
-            name=data.get("name"),
-            credential=data.get("credential"),
-            challenge=challenge,
-            rp=relying_party(request),
-        )
-    except ServiceError as exc:
-        return _refused(exc)
+@_ceremony(REGISTRATION_CHALLENGE, "registration")
+def passkey_add(request: AuthedHttpRequest, data: dict[str, Any], challenge: bytes) -> JsonResponse:
+    passkey = passkeys.passkey_register(
+        user=request.user,
+        name=data.get("name"),
+        credential=data.get("credential"),
+        challenge=challenge,
+        rp=relying_party(request),
+    )
     messages.success(request, f"Passkey “{passkey.name}” added.")
     return JsonResponse({"id": passkey.pk, "redirect": reverse("account")}, status=201)
 
@@ -145,19 +162,11 @@ def passkey_sign_in_options(request: HttpRequest) -> JsonResponse:
 
 @login_not_required
 @require_POST
-def passkey_sign_in(request: HttpRequest) -> JsonResponse:
-    data = _body(request)
-    challenge = _pop_challenge(request, SIGN_IN_CHALLENGE)
-    if challenge is None:
-        return _no_challenge("sign-in")
-    try:
-        user = passkeys.passkey_sign_in(
-            credential=data.get("credential"),
-            challenge=challenge,
-            rp=relying_party(request),
-        )
-    except ServiceError as exc:
-        return _refused(exc)
+@_ceremony(SIGN_IN_CHALLENGE, "sign-in")
+def passkey_sign_in(request: HttpRequest, data: dict[str, Any], challenge: bytes) -> JsonResponse:
+    user = passkeys.passkey_sign_in(
+        credential=data.get("credential"), challenge=challenge, rp=relying_party(request)
+    )
     login(request, user, backend="django.contrib.auth.backends.ModelBackend")
     target = str(data.get("next") or "")
     allowed = url_has_allowed_host_and_scheme(
@@ -181,11 +190,7 @@ def instance_review(request: AuthedHttpRequest, instance_id: UUID) -> HttpRespon
     instance = _instance_or_404(request, instance_id)
     if instance.status != InstanceStatus.AWAITING_SIGNATURE and not instance.signature_due_at:
         return redirect("instance", instance.pk)
-    decisions = list(
-        Decision.objects.filter(task_class_id=instance.task_class_id)
-        .prefetch_related("slots")
-        .order_by("id")
-    )
+    decisions = selectors.instance_decisions(instance)
     prompts = selectors.instance_prompts(instance)
     context = {
         "instance": instance,
@@ -200,28 +205,24 @@ def instance_review(request: AuthedHttpRequest, instance_id: UUID) -> HttpRespon
 
 
 @require_POST
+@_refusing
 def instance_sign_options(request: AuthedHttpRequest, instance_id: UUID) -> JsonResponse:
-    try:
-        attempt, text = passkeys.signature_attempt_start(
-            instance_id=instance_id, user=request.user, rp=relying_party(request)
-        )
-    except ServiceError as exc:
-        return _refused(exc)
+    attempt, text = passkeys.signature_attempt_start(
+        instance_id=instance_id, user=request.user, rp=relying_party(request)
+    )
     return _options(text, attempt=str(attempt.pk))
 
 
 @require_POST
+@_refusing
 def instance_sign(request: AuthedHttpRequest, instance_id: UUID) -> JsonResponse:
     data = _body(request)
-    try:
-        instance = passkeys.instance_sign(
-            instance_id=instance_id,
-            user=request.user,
-            attempt_id=data.get("attempt"),
-            credential=data.get("credential"),
-        )
-    except ServiceError as exc:
-        return _refused(exc)
+    instance = passkeys.instance_sign(
+        instance_id=instance_id,
+        user=request.user,
+        attempt_id=data.get("attempt"),
+        credential=data.get("credential"),
+    )
     if instance.status == InstanceStatus.READY:
         messages.success(request, "Signed with your passkey: the action may go ahead.")
     return JsonResponse(
