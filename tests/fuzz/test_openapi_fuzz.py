@@ -137,11 +137,18 @@ def seeded_instance(runtime_key: tuple[RuntimeAPIKey, str], alice: User) -> None
     services.instance_plan(instance=instance, actor=actor)
 
 
-def _runtime_headers(runtime_key: tuple[RuntimeAPIKey, str], alice: User) -> dict[str, str]:
+def _runtime_headers(runtime_key: tuple[RuntimeAPIKey, str]) -> dict[str, str]:
     return {"Authorization": f"Api-Key {runtime_key[1]}"}
 
 
-def _person_headers(runtime_key: tuple[RuntimeAPIKey, str], alice: User) -> dict[str, str]:
+@pytest.fixture
+def as_runtime(runtime_key: tuple[RuntimeAPIKey, str], seeded_instance: None) -> dict[str, str]:
+    """The runtime's credentials, with its instance (and alice) in the database."""
+    return _runtime_headers(runtime_key)
+
+
+@pytest.fixture
+def as_person(alice: User, seeded_instance: None) -> dict[str, str]:
     """alice's browser session: the session cookie, a CSRF cookie and the matching header."""
     browser = Client()
     browser.force_login(alice)
@@ -174,48 +181,36 @@ FUZZ = settings(
 @FUZZ
 @schema.exclude(name=PERSON_ONLY).parametrize()
 def test_it_behaves_as_documented_for_a_runtime(
-    case: schemathesis.Case,
-    runtime_key: tuple[RuntimeAPIKey, str],
-    alice: User,
-    seeded_instance: None,
+    case: schemathesis.Case, as_runtime: dict[str, str]
 ) -> None:
-    _check(case, _runtime_headers(runtime_key, alice))
+    _check(case, as_runtime)
 
 
 @pytest.mark.django_db
 @FUZZ
 @without_coverage.include(name=PERSON_ONLY).parametrize()
 def test_a_runtime_on_a_persons_operations_is_refused_as_documented(
-    case: schemathesis.Case,
-    runtime_key: tuple[RuntimeAPIKey, str],
-    alice: User,
-    seeded_instance: None,
+    case: schemathesis.Case, as_runtime: dict[str, str]
 ) -> None:
-    _check(case, _runtime_headers(runtime_key, alice))
+    _check(case, as_runtime)
 
 
 @pytest.mark.django_db
 @FUZZ
 @schema.exclude(name=RUNTIME_ONLY).parametrize()
 def test_it_behaves_as_documented_for_a_signed_in_person(
-    case: schemathesis.Case,
-    runtime_key: tuple[RuntimeAPIKey, str],
-    alice: User,
-    seeded_instance: None,
+    case: schemathesis.Case, as_person: dict[str, str]
 ) -> None:
-    _check(case, _person_headers(runtime_key, alice))
+    _check(case, as_person)
 
 
 @pytest.mark.django_db
 @FUZZ
 @without_coverage.include(name=RUNTIME_ONLY).parametrize()
 def test_a_person_on_a_runtimes_operations_is_refused_as_documented(
-    case: schemathesis.Case,
-    runtime_key: tuple[RuntimeAPIKey, str],
-    alice: User,
-    seeded_instance: None,
+    case: schemathesis.Case, as_person: dict[str, str]
 ) -> None:
-    _check(case, _person_headers(runtime_key, alice))
+    _check(case, as_person)
 
 
 def _sample_path(label: str) -> tuple[str, str]:
@@ -243,7 +238,7 @@ def test_the_other_callers_operations_are_refused_to_them(
     assert set(RUNTIME_ONLY) <= labels and set(PERSON_ONLY) <= labels
     browser = Client()
     browser.force_login(alice)
-    runtime = Client(headers=_runtime_headers(runtime_key, alice))
+    runtime = Client(headers=_runtime_headers(runtime_key))
     for caller, refused in ((browser, RUNTIME_ONLY), (runtime, PERSON_ONLY)):
         for label in refused:
             method, path = _sample_path(label)
