@@ -65,6 +65,17 @@ def _seconds_until(page: Page, selector: str, text: str, present: bool = True) -
     return time.monotonic() - started
 
 
+def _confirm_the_amount_in_another_tab(page: Page, instance: TaskInstance, wait_ms: int) -> Page:
+    """A second tab of the same person confirms the vendor scenario's Amount; the tab, open."""
+    other = page.context.new_page()
+    other.goto(f"/instances/{instance.pk}/")
+    confirm = card(other, "Amount").get_by_role("button", name="Confirm")
+    expect(confirm).to_be_enabled(timeout=wait_ms + 5000)
+    confirm.click()
+    expect(card(other, "Amount")).to_contain_text("Confirmed: 1250")
+    return other
+
+
 @pytest.mark.parametrize("width", WIDTHS)
 def test_the_runtime_cancelling_updates_the_open_page(
     page: Page,
@@ -128,12 +139,7 @@ def test_a_card_being_typed_in_is_kept_disabled_and_marked(
     expect(typed.get_by_role("button", name="Confirm")).to_be_enabled(timeout=fast_confirm + 5000)
     typed.get_by_label("The value to use").fill("1300")
 
-    other = page.context.new_page()
-    other.goto(f"/instances/{instance.pk}/")
-    there = card(other, "Amount")
-    expect(there.get_by_role("button", name="Confirm")).to_be_enabled(timeout=fast_confirm + 5000)
-    there.get_by_role("button", name="Confirm").click()
-    expect(card(other, "Amount")).to_contain_text("Confirmed: 1250")
+    other = _confirm_the_amount_in_another_tab(page, instance, fast_confirm)
     # An unrelated assumption's veto reason typed in the first tab is kept as well.
     due = assumption(page, "Due date")
     due.get_by_label("Reason for a veto (optional)").fill("still typing")
@@ -176,12 +182,7 @@ def test_a_live_update_leaves_a_card_it_did_not_change_as_it_is(
         }"""
     )
 
-    other = page.context.new_page()
-    other.goto(f"/instances/{instance.pk}/")
-    there = card(other, "Amount")
-    expect(there.get_by_role("button", name="Confirm")).to_be_enabled(timeout=fast_confirm + 5000)
-    there.get_by_role("button", name="Confirm").click()
-    expect(card(other, "Amount")).to_contain_text("Confirmed: 1250")
+    other = _confirm_the_amount_in_another_tab(page, instance, fast_confirm)
 
     # The changed card and the banner are fresh; the other card is the same element, never
     # disabled again, and answers at once.
