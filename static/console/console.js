@@ -377,6 +377,11 @@
     });
   }
 
+  // The element of `root` with this id (a parsed fragment has no getElementById).
+  function byId(root, id) {
+    return root.querySelector("#" + CSS.escape(id));
+  }
+
   function unchanged(old, next) {
     var stale = old.hasAttribute("data-live-stale") || old.querySelector("[data-live-stale]") !== null;
     return next !== null && !stale && sources.get(old) === sourceOf(next);
@@ -394,10 +399,10 @@
       }
     });
     current.querySelectorAll("[data-live-key]").forEach(function (card) {
-      if (!keep[card.id] && (card.querySelector("#" + CSS.escape(card.id) + "-message") || card.hasAttribute("data-live-stale"))) {
+      if (!keep[card.id] && (byId(card, card.id + "-message") || card.hasAttribute("data-live-stale"))) {
         keep[card.id] = card.hasAttribute("data-live-stale") ? "edited" : "message";
       }
-      if (!keep[card.id] && unchanged(card, fresh.querySelector("#" + CSS.escape(card.id)))) {
+      if (!keep[card.id] && unchanged(card, byId(fresh, card.id))) {
         keep[card.id] = "unchanged";
       }
     });
@@ -422,7 +427,7 @@
       if (!keep[id] || kept.some(function (card) { return card.contains(old); })) {
         return;
       }
-      var next = fresh.querySelector("#" + CSS.escape(id));
+      var next = byId(fresh, id);
       var same = next !== null && next.getAttribute("data-live-key") === old.getAttribute("data-live-key") && !old.hasAttribute("data-live-stale");
       if (keep[id] === "message" && !same) {
         return; // its message answered a question that is gone: the fresh card replaces it
@@ -431,7 +436,7 @@
         markStale(old, next);
       }
       old.querySelectorAll("[data-live-key]:not([data-live-stale])").forEach(function (inner) {
-        var freshInner = next === null ? null : next.querySelector("#" + CSS.escape(inner.id));
+        var freshInner = next === null ? null : byId(next, inner.id);
         if (freshInner === null || freshInner.getAttribute("data-live-key") !== inner.getAttribute("data-live-key")) {
           markStale(inner, freshInner);
         }
