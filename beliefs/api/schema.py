@@ -7,6 +7,15 @@ from typing import Any
 # Text the database can store: no NUL character (the edge guard refuses it, and unpaired
 # surrogates, which no UTF-8 request can carry anyway).
 STORABLE_TEXT = "^[^\\u0000]*$"
+# The white space the API trims from text before it checks that it is not blank (DRF's
+# CharField, by `str.strip()`): Python's own set, spelled out, since a pattern in the document
+# is ECMA-262's and its `\s` is another set.
+WHITE_SPACE = (
+    "\\t\\n\\u000b\\u000c\\r\\u001c-\\u001f \\u0085\\u00a0\\u1680\\u2000-\\u200a"
+    "\\u2028\\u2029\\u202f\\u205f\\u3000"
+)
+# Text that may not be blank (minLength 1): storable, with a character other than white space.
+NON_BLANK_TEXT = f"^[^\\u0000]*[^\\u0000{WHITE_SPACE}][^\\u0000]*$"
 FREE_FORM_NOTE = (
     "Any JSON, at most 32 levels deep; no text in it (keys included) may hold a NUL character."
 )
@@ -14,7 +23,8 @@ FREE_FORM_NOTE = (
 
 def _text(schema: dict[str, Any]) -> None:
     if schema.get("type") == "string" and "enum" not in schema and "format" not in schema:
-        schema.setdefault("pattern", STORABLE_TEXT)
+        blank_refused = schema.get("minLength", 0) >= 1
+        schema.setdefault("pattern", NON_BLANK_TEXT if blank_refused else STORABLE_TEXT)
     for child in schema.get("properties", {}).values():
         _text(child)
     if isinstance(schema.get("items"), dict):

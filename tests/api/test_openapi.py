@@ -3,10 +3,13 @@ refuses for its shape."""
 
 from __future__ import annotations
 
+import re
+import sys
 from typing import Any
 
 import pytest
 
+from beliefs.api.schema import NON_BLANK_TEXT
 from tests.conftest import JsonClient
 
 pytestmark = pytest.mark.django_db
@@ -69,3 +72,43 @@ def test_it_matches_what_the_api_accepts(schema: dict[str, Any]) -> None:
     assert graph.get("nullable") is True  # null is judged (a REJECT), not refused
     world = components["WorldInRequest"]
     assert world["required"] == ["world"]  # an empty body no longer replaces the world
+
+
+def test_a_text_that_may_not_be_blank_needs_a_character_other_than_white_space() -> None:
+    # Over every character: the document's pattern takes it alone exactly when the API would,
+    # which trims white space (str.strip) before it refuses blank text, and refuses NUL.
+    pattern = re.compile(NON_BLANK_TEXT)
+    wrong = [
+        hex(code)
+        for code in range(sys.maxunicode + 1)
+        if bool(pattern.fullmatch(chr(code))) != (code != 0 and chr(code).strip() != "")
+    ]
+    assert wrong == []
+    assert pattern.fullmatch(" \u3000key\t") and not pattern.fullmatch("\u2028 \x1c")
+
+
+def test_every_text_that_may_not_be_blank_says_so(schema: dict[str, Any]) -> None:
+    found = {
+        (name, field): prop.get("items", prop).get("pattern")
+        for name, component in schema["components"]["schemas"].items()
+        if name.endswith("Request")
+        for field, prop in component.get("properties", {}).items()
+        if prop.get("items", prop).get("type") == "string"
+        and prop.get("items", prop).get("minLength", 0) >= 1
+    }
+    assert {("InstanceInRequest", "task_class"), ("SlotInRequest", "key")} <= set(found)
+    assert {key for key, pattern in found.items() if pattern != NON_BLANK_TEXT} == set()
+
+
+@pytest.mark.parametrize("space", [c for c in map(chr, range(sys.maxunicode + 1)) if c.isspace()])
+def test_a_key_of_white_space_alone_is_refused_as_the_document_says(
+    space: str, runtime: JsonClient
+) -> None:
+    assert not re.fullmatch(NON_BLANK_TEXT, space * 2)
+    body = {"task_class": space * 2, "principal": "alice"}
+    refused = runtime.post_json("/api/v1/instances/", body)
+    assert refused.status_code == 400
+    assert refused.json()["fields"] == {"task_class": ["must be a non-empty string"]}
+    # Around a key, white space is trimmed: this one is looked up, and is not there.
+    body["task_class"] = f"{space}no.such.class{space}"
+    assert runtime.post_json("/api/v1/instances/", body).json()["error"] == "unknown_task_class"
