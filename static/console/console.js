@@ -377,7 +377,7 @@
     });
   }
 
-  // The element of `root` with this id (a parsed fragment has no getElementById).
+  // The element inside `root` with this id (getElementById is a document's, not an element's).
   function byId(root, id) {
     return root.querySelector("#" + CSS.escape(id));
   }
