@@ -17,15 +17,38 @@
     }
   });
 
+  // Set once the page has started to leave (a link, a form post such as Sign out): a
+  // navigation of its own would cut that one short. Cleared if the page stays after all (an
+  // answer that was a download, or no page): a page that has gone runs no timers.
+  var leaving = false;
+  window.addEventListener("beforeunload", function () {
+    leaving = true;
+    window.setTimeout(function () {
+      leaving = false;
+    }, 10000);
+  });
+  window.addEventListener("pageshow", function () {
+    leaving = false;
+  });
+
+  // Go to the sign-in form, to come back here after it; not while the page is already on its
+  // way somewhere (signing out ends the session, and the page's own poll sees that first).
+  // Answers whether it went.
+  function toSignIn() {
+    if (leaving) {
+      return false;
+    }
+    window.location.assign("/accounts/login/?next=" + encodeURIComponent(window.location.pathname));
+    return true;
+  }
+
   // A signed-out session answers a poll or a card post with the sign-in page: go there
   // instead of swapping a whole page into a card.
   document.addEventListener("htmx:beforeSwap", function (event) {
     var xhr = event.detail.xhr;
     if (xhr.responseURL && xhr.responseURL.indexOf("/accounts/login/") !== -1) {
       event.detail.shouldSwap = false;
-      window.location.assign(
-        "/accounts/login/?next=" + encodeURIComponent(window.location.pathname)
-      );
+      toSignIn();
     }
   });
 
@@ -497,7 +520,9 @@
       fetch(url, { credentials: "same-origin", cache: "no-store", headers: { "HX-Request": "true" } })
         .then(function (response) {
           if (response.redirected && response.url.indexOf("/accounts/login/") !== -1) {
-            window.location.assign("/accounts/login/?next=" + encodeURIComponent(window.location.pathname));
+            if (!toSignIn()) {
+              livePoll(3000); // (if the page stays after all, it goes there then)
+            }
             return null;
           }
           if (response.status === 204) {

@@ -131,6 +131,21 @@ def sign_in(page) -> Callable[[str, str], None]:  # noqa: ANN001
 
 
 @pytest.fixture
+def sign_out(page) -> Callable[[], None]:  # noqa: ANN001
+    from playwright.sync_api import expect
+
+    def do() -> None:
+        page.get_by_role("button", name="Sign out").click()
+        # Signed out: the sign-in form has loaded. Until then the page that was left is still
+        # alive, and a live page that sees its session end goes to the sign-in form itself, so
+        # a navigation started before this would be cut short by that one.
+        page.wait_for_url(lambda url: "/accounts/login/" in url)
+        expect(page.get_by_label("Username")).to_be_visible()
+
+    return do
+
+
+@pytest.fixture
 def screenshot(page) -> Callable[[str], Path]:  # noqa: ANN001
     def take(name: str) -> Path:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)

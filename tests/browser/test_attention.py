@@ -172,6 +172,7 @@ def test_a_changed_world_is_confirmed_only_after_each_detail_is_acknowledged(
 def test_habitual_confirmations_raise_friction_and_insights_show_it(
     page: Page,
     sign_in: SignIn,
+    sign_out: Callable[[], None],
     alice: User,
     carol: User,
     width: int,
@@ -209,7 +210,7 @@ def test_habitual_confirmations_raise_friction_and_insights_show_it(
     invoice.get_by_role("button", name="Confirm").click()
     expect(card(page, "Invoice")).to_contain_text("Confirmed: INV-7")
 
-    page.get_by_role("button", name="Sign out").click()
+    sign_out()
     sign_in("carol", PASSWORD)
     page.goto("/insights/")
     section = page.locator("section", has=page.get_by_role("heading", name="Friction raised"))

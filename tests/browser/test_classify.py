@@ -70,6 +70,7 @@ def test_it_lets_carol_classify_the_unclassified_shipping_address(
 def test_it_lets_cathy_approve_a_downgrade_that_carol_requested(
     page: Page,
     sign_in: Callable[[str, str], None],
+    sign_out: Callable[[], None],
     screenshot: Callable[[str], object],
     carol: User,
     cathy: User,
@@ -97,7 +98,7 @@ def test_it_lets_cathy_approve_a_downgrade_that_carol_requested(
     )
     screenshot("classify-requested")
 
-    page.get_by_role("button", name="Sign out").click()
+    sign_out()
     sign_in("cathy", PASSWORD)
     page.goto(f"/classify/{task_class.key}/")
     pending = page.locator(".pending-item")

@@ -16,7 +16,7 @@ import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import Page, expect
 
-from beliefs.models import TaskInstance
+from beliefs.models import InstanceStatus, TaskInstance
 from tests.browser import scenarios
 from tests.browser.test_enduser import acknowledge_changes, assumption, card
 from tests.conftest import PASSWORD, runtime_key_of
@@ -222,6 +222,47 @@ def test_the_inbox_drops_an_instance_another_tab_finished(
     expect(page.locator(f"#recent-link-{instance.pk}")).to_contain_text("Vendor payment")
     expect(page.locator("#inbox-rows")).to_contain_text("cancelled")
     other.close()
+
+
+def test_signing_out_of_a_live_page_lands_on_the_sign_in_form(
+    page: Page,
+    sign_in: SignIn,
+    alice: User,
+    live_server: Any,  # noqa: ANN401
+) -> None:
+    # Signing out ends the session on the server before its answer reaches the page. A live
+    # page that asks in between is sent to the sign-in form, and must not go there itself: that
+    # would cut the sign-out short (the page would land on a sign-in form that comes back here).
+    instance = scenarios.vendor(alice)
+    sign_in("alice", PASSWORD)
+    page.goto(f"/instances/{instance.pk}/")
+    expect(page.locator("#instance-live")).to_have_attribute("data-live-version", re.compile("."))
+
+    held: list[Any] = []
+
+    def hold_the_sign_outs_answer(route: Any) -> None:  # noqa: ANN401
+        answer = route.fetch(max_redirects=0)  # the server has ended the session
+        # ... and the runtime changes the instance, so the page's open live ask returns and the
+        # page asks again, signed out.
+        assert _cancel_through_the_api(live_server.url, instance, "Changed plans") == 200
+        held.append((route, answer))
+
+    def sent_to_sign_in(response: Any) -> bool:  # noqa: ANN401
+        # (the sign-in form, fetched by following the live ask's redirect)
+        first = response.request.redirected_from
+        return first is not None and "/live/?" in first.url and "/accounts/login/" in response.url
+
+    page.route(re.compile(r"/accounts/logout/$"), hold_the_sign_outs_answer)
+    with page.expect_response(sent_to_sign_in):
+        # (not waiting for the sign-out's page, which is held until the live ask is answered)
+        page.get_by_role("button", name="Sign out").click(no_wait_after=True)
+    assert len(held) == 1
+    route, answer = held[0]
+    route.fulfill(response=answer)
+
+    expect(page).to_have_url(re.compile(r"/accounts/login/$"))
+    expect(page.get_by_label("Username")).to_be_visible()
+    assert TaskInstance.objects.get(pk=instance.pk).status == InstanceStatus.CANCELLED
 
 
 # --- the race: a live fragment read before the person's answer, arriving after it -----------

@@ -104,6 +104,7 @@ def _origin(live_server: Any) -> str:  # noqa: ANN401 - pytest-django's live ser
 @pytest.mark.parametrize("width", WIDTHS)
 def test_it_registers_a_passkey_signs_and_the_signature_verifies_elsewhere(
     page: Page,
+    sign_out: Callable[[], None],
     screenshot: Callable[[str], Any],
     alice: User,
     live_server: Any,
@@ -189,7 +190,7 @@ def test_it_registers_a_passkey_signs_and_the_signature_verifies_elsewhere(
     assert replayed.json()["error"] == "signature_replayed"
 
     # Signed out, the passkey signs the person back in.
-    page.get_by_role("button", name="Sign out").click()
+    sign_out()
     page.goto(f"{origin}/accounts/login/")
     page.get_by_role("button", name="Use a passkey").click()
     page.wait_for_url(lambda url: "/accounts/login/" not in url)

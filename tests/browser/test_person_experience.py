@@ -299,7 +299,7 @@ def test_a_long_value_is_clamped_and_can_be_read_in_full(
 
 
 def test_sign_in_lands_on_work_and_a_wrong_password_focuses_the_password(
-    page: Page, carol: User, rita: User
+    page: Page, sign_out: Callable[[], None], carol: User, rita: User
 ) -> None:
     page.goto("/")
     page.get_by_label("Username").fill("carol")
@@ -310,7 +310,7 @@ def test_sign_in_lands_on_work_and_a_wrong_password_focuses_the_password(
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
     expect(page).to_have_url(re.compile(r"/classify/$"))
-    page.get_by_role("button", name="Sign out").click()
+    sign_out()
     page.get_by_label("Username").fill("rita")
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
@@ -457,7 +457,7 @@ def test_every_end_user_page_of_the_demo_speaks_plainly(
 
 
 def test_every_classifier_and_reviewer_page_fits_both_widths(
-    page: Page, sign_in: SignIn, screenshot: Shot
+    page: Page, sign_in: SignIn, sign_out: Callable[[], None], screenshot: Shot
 ) -> None:
     seed_demo()
     seed_demo_proposals()
@@ -499,7 +499,7 @@ def test_every_classifier_and_reviewer_page_fits_both_widths(
     )
     assert broken == [], broken
 
-    page.get_by_role("button", name="Sign out").click()
+    sign_out()
     sign_in("rita", "rita-demo-pass")
     detail = ProposalValidation.objects.order_by("pk").first()
     _speak_plainly(

@@ -70,6 +70,7 @@ def _waiting_for_approval(alice: User, group: Group, required: int) -> TaskInsta
 def test_an_approver_walks_through_the_inbox_and_two_approvals_make_it_ready(
     page: Page,
     sign_in: SignIn,
+    sign_out: Callable[[], None],
     screenshot: Callable[[str], Any],
     alice: User,
     width: int,
@@ -106,7 +107,7 @@ def test_an_approver_walks_through_the_inbox_and_two_approvals_make_it_ready(
     expect(page.get_by_role("button", name="Approve these values")).to_have_count(0)
     screenshot(f"quorum-approved-once-{width}")
 
-    page.get_by_role("button", name="Sign out").click()
+    sign_out()
     sign_in("dave", PASSWORD)
     page.goto(f"/approvals/{instance.pk}/")
     page.get_by_role("button", name="Approve these values").click()
