@@ -363,6 +363,7 @@ def test_it_works_without_javascript(
         page.get_by_label("Username").fill("alice")
         page.get_by_label("Password").fill(PASSWORD)
         page.get_by_role("button", name="Sign in").click()
+        page.wait_for_url(lambda url: "/accounts/login/" not in url)  # signed in
         page.goto(f"/instances/{instance.pk}/")
         amount = card(page, "Amount")
         # The delayed button needs the script; without it a plain Confirm stands in.
