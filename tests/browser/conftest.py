@@ -136,9 +136,8 @@ def sign_out(page) -> Callable[[], None]:  # noqa: ANN001
 
     def do() -> None:
         page.get_by_role("button", name="Sign out").click()
-        # Signed out: the sign-in form has loaded. Until then the page that was left is still
-        # alive, and a live page that sees its session end goes to the sign-in form itself, so
-        # a navigation started before this would be cut short by that one.
+        # Signed out: the sign-in form has loaded. A navigation started before then (the
+        # test's next `goto`) would cut the sign-out short, or be cut short by it.
         page.wait_for_url(lambda url: "/accounts/login/" in url)
         expect(page.get_by_label("Username")).to_be_visible()
 
