@@ -429,6 +429,9 @@ def test_every_end_user_page_of_the_demo_speaks_plainly(
         # One answer at a time: the test database (SQLite in memory, shared cache) cannot
         # queue two writers the way the file database of `make run` does.
         expect(box).to_contain_text("Confirmed")
+        # ... and the page settled: the live read after an answer brings the whole view, and
+        # a card it rebuilds waits again for its reading delay (a click before then is lost).
+        expect(page.locator("#instance-live")).not_to_have_attribute("data-live-digest", "")
     expect(page.locator("#instance-banner")).to_contain_text("This action may proceed")
     end_user_page(page, screenshot, "instance-ready")
 
