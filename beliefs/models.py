@@ -12,7 +12,7 @@ from typing import ClassVar
 
 from django.conf import settings
 from django.db import models
-from django.db.models import F, Min, Q
+from django.db.models import Exists, F, Min, OuterRef, Q
 from rest_framework_api_key.models import AbstractAPIKey, APIKeyManager
 
 from beliefs.domain.policy import RiskClass, Route, Rule, Source
@@ -227,14 +227,20 @@ class TaskInstanceQuerySet(models.QuerySet["TaskInstance"]):
     def waiting(self, now: datetime) -> TaskInstanceQuerySet:
         """Instances waiting for their person: awaiting an answer, and none of their blocking
         prompts past its time to live (such an instance no longer waits for anyone; the next
-        read expires it). Each is annotated with `next_expiry`, the earliest time to live of its
-        open blocking prompts (None when they have none)."""
+        read expires it)."""
+        overdue = Prompt.objects.filter(overdue_q(now), instance=OuterRef("pk"))
         return (
             self.filter(status__in=InstanceStatus.waiting_for_person())
-            .annotate(next_expiry=Min("prompts__expires_at", filter=blocking_open_q("prompts__")))
-            .filter(Q(next_expiry__isnull=True) | Q(next_expiry__gt=now))
+            .exclude(Exists(overdue))
             # Awaiting a signature: waiting until its signature is due (issue 23).
             .exclude(status=InstanceStatus.AWAITING_SIGNATURE, signature_due_at__lte=now)
+        )
+
+    def with_next_expiry(self) -> TaskInstanceQuerySet:
+        """Each annotated with `next_expiry`, the earliest time to live of its open blocking
+        prompts (None when they have none)."""
+        return self.annotate(
+            next_expiry=Min("prompts__expires_at", filter=blocking_open_q("prompts__"))
         )
 
 

@@ -45,6 +45,7 @@ from django.utils import timezone
 
 from beliefs import selectors
 from beliefs.models import Belief, Prompt, PromptState, TaskInstance
+from beliefs.selectors.pages import PageRead
 from beliefs.services import changes
 
 # Under `manage.py runserver` a waiting page holds a thread: short waits keep that harmless.
@@ -129,14 +130,6 @@ def _cannot_wait(conn: Any) -> bool:  # noqa: ANN401 - Django's connection proxy
     return conn.allow_thread_sharing or (conn.vendor == "sqlite" and conn.is_in_memory_db())
 
 
-def reread(instance: TaskInstance) -> None:
-    """The instance afresh, with its task class and principal, inside a `snapshot`: read before
-    it (its expiry settled, a write), it may be older than the rest of the page."""
-    instance.refresh_from_db(
-        from_queryset=TaskInstance.objects.select_related("task_class", "principal")
-    )
-
-
 def after_snapshot(write: Callable[[], object]) -> None:
     """Run `write` once the current `snapshot` ends (at once outside one)."""
     pending = _after_snapshot.get()
@@ -166,6 +159,22 @@ def instance_version(instance_id: UUID, user_id: int) -> Version | None:
     return Version(
         _latest_write(instance_id), digest([shown, read.expiry_due]), _seconds_until(expiries)
     )
+
+
+def page_version(read: PageRead) -> Version:
+    """`instance_version` of what this read of the page holds (read it inside the `snapshot`
+    that read the page): the same number and digest, from the read itself."""
+    instance, prompts = read.instance, read.prompts
+    payload = selectors.instance_payload(instance, prompts)
+    expiries = [
+        p.expires_at
+        for p in prompts
+        if p.state == PromptState.OPEN and p.blocking and p.expires_at is not None
+    ]
+    shown = {**payload, "prompts": [_unshown(p) for p in payload["prompts"]]}
+    due = selectors.expiry_due(instance, prompts, timezone.now())
+    written = [instance.updated_at, read.beliefs_at, *(p.updated_at for p in prompts)]
+    return Version(_micros(written), digest([shown, due]), _seconds_until(expiries))
 
 
 def _latest_write(instance_id: UUID) -> int:

@@ -33,9 +33,11 @@ from beliefs.models import (
     TaskClassShare,
     TaskInstance,
 )
+from beliefs.selectors import answering as fast_answering
 from beliefs.selectors import beliefs as fast_beliefs
 from beliefs.selectors import insights as fast_insights
 from beliefs.selectors import instances as fast_instances
+from beliefs.selectors import pages as fast_pages
 from beliefs.selectors import reference
 from beliefs.selectors import runtimes as fast_runtimes
 from beliefs.services import SYSTEM
@@ -213,6 +215,94 @@ def test_the_fast_reads_answer_as_the_orm(seed: int, alice: User, mallory: User)
         for i, chosen in slow_choice.items()
     }
     assert any(chosen for chosen in slow_choice.values()), "some slot binds a belief"
+
+
+def _full_prompt_view(prompt: Prompt) -> tuple[Any, ...]:
+    return (_fields(prompt), _fields(prompt.slot), _belief_view(prompt.belief))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_page_and_answer_reads_answer_as_the_orm(seed: int, alice: User, mallory: User) -> None:
+    made = _generate(seed, [alice, mallory])
+    instances = list(TaskInstance.objects.filter(pk__in=[i.pk for i in made]).order_by("pk"))
+    # One is answered to the end: a ready instance, with its receipt and answered prompts.
+    now = timezone.now()
+    ready = next(
+        i
+        for i in instances
+        if i.status == InstanceStatus.AWAITING_USER and not i.prompts.overdue(now).exists()
+    )
+    for _ in range(5):  # (an answer may re-plan what another question shows: answer again)
+        for prompt in Prompt.objects.filter(instance=ready, state=PromptState.OPEN, blocking=True):
+            confirm = prompt.route == "CONFIRM"
+            services.prompt_respond(
+                prompt_id=prompt.pk,
+                user=ready.principal,
+                action="confirm" if confirm else "answer",
+                version=prompt.version,
+                value=None if confirm else "typed",
+                acknowledged=[d["key"] for d in prompt.world_diff],
+            )
+    ready.refresh_from_db()
+    assert ready.status == InstanceStatus.READY and ready.receipt_id is not None
+    for instance in instances:
+        other = mallory if instance.principal_id == alice.pk else alice
+        for person in (instance.principal, other):
+            fast_page = fast_pages.instance_page(instance.pk, principal_id=person.pk)
+            slow_page = reference.instance_page(instance.pk, principal_id=person.pk)
+            if fast_page is None or slow_page is None:
+                assert fast_page is None and slow_page is None and person == other
+                continue
+            slow_fields = {
+                k: v for k, v in _fields(slow_page.instance).items() if k != "beliefs_at"
+            }
+            assert _fields(fast_page.instance) == slow_fields
+            for related in ("task_class", "principal", "receipt"):
+                fast_related = getattr(fast_page.instance, related)
+                slow_related = getattr(slow_page.instance, related)
+                assert (fast_related is None) == (slow_related is None), related
+                if fast_related is not None:
+                    assert _fields(fast_related) == _fields(slow_related), related
+            assert fast_page.beliefs_at == slow_page.beliefs_at
+            assert [_full_prompt_view(p) for p in fast_page.prompts] == [
+                _full_prompt_view(p) for p in slow_page.prompts
+            ]
+        for prompt in Prompt.objects.filter(instance=instance):
+            for person, instance_id in (
+                (instance.principal, instance.pk),
+                (other, instance.pk),
+                (instance.principal, uuid4()),
+            ):
+                fast_p = fast_answering.prompt_to_answer(
+                    instance_id, prompt.pk, principal_id=person.pk
+                )
+                slow_p = reference.prompt_to_answer(instance_id, prompt.pk, principal_id=person.pk)
+                if fast_p is None or slow_p is None:
+                    assert fast_p is None and slow_p is None
+                    continue
+                assert (_fields(fast_p), _fields(fast_p.slot), fast_p.instance.status) == (
+                    _fields(slow_p),
+                    _fields(slow_p.slot),
+                    slow_p.instance.status,
+                )
+            for person in (instance.principal, other):
+                fast_a = fast_answering.answer_under_lock(prompt.pk, principal_id=person.pk)
+                slow_a = reference.answer_under_lock(prompt.pk, principal_id=person.pk)
+                if fast_a is None or slow_a is None:
+                    assert fast_a is None and slow_a is None and person == other
+                    continue
+                assert _fields(fast_a.instance) == _fields(slow_a.instance)
+                for related in ("task_class", "principal", "runtime"):
+                    fast_related = getattr(fast_a.instance, related)
+                    slow_related = getattr(slow_a.instance, related)
+                    assert (fast_related is None) == (slow_related is None), related
+                    if fast_related is not None:
+                        assert _fields(fast_related) == _fields(slow_related), related
+                assert fast_a.prompt.pk == slow_a.prompt.pk == prompt.pk
+                assert [_full_prompt_view(p) for p in fast_a.prompts] == [
+                    _full_prompt_view(p) for p in slow_a.prompts
+                ]
+                assert fast_a.last_turn == slow_a.last_turn
 
 
 def test_the_key_read_answers_as_the_orm(db: None) -> None:

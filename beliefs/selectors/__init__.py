@@ -6,7 +6,8 @@ each lives in the module named beside it.
 
 from __future__ import annotations
 
-from beliefs.selectors.access import Owner, owned_instance, owned_prompt
+from beliefs.selectors.access import Owner, owned_instance
+from beliefs.selectors.answering import prompt_to_answer
 from beliefs.selectors.beliefs import (
     SlotState,
     belief_body,
@@ -16,6 +17,8 @@ from beliefs.selectors.beliefs import (
     slot_states,
 )
 from beliefs.selectors.instances import (
+    DecisionView,
+    expiry_due,
     fresh_prompt,
     inbox_instances,
     instance_body,
@@ -36,6 +39,7 @@ from beliefs.selectors.instances import (
     task_class_payload,
     task_class_with_slots,
 )
+from beliefs.selectors.pages import PageRead, instance_page
 from beliefs.selectors.passkeys import person_passkeys_for_runtime
 from beliefs.selectors.quorum import (
     approvals_asked_of,
@@ -47,6 +51,10 @@ from beliefs.selectors.quorum import (
 )
 
 __all__ = [
+    "DecisionView",
+    "PageRead",
+    "expiry_due",
+    "instance_page",
     "approvals_asked_of",
     "instance_for_approver",
     "person_passkeys_for_runtime",
@@ -70,7 +78,7 @@ __all__ = [
     "next_waiting",
     "open_prompts",
     "owned_instance",
-    "owned_prompt",
+    "prompt_to_answer",
     "plan_payload",
     "prompt_body",
     "prompt_detail",

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from django.db.models import Q
 
-from beliefs.models import Prompt, TaskInstance
+from beliefs.models import TaskInstance
 from beliefs.selectors import rows
 
 
@@ -49,14 +49,5 @@ def owned_instance(instance_id: Any, owner: Owner) -> TaskInstance | None:
     return (
         TaskInstance.objects.select_related("task_class", "principal")
         .filter(owner.q(), pk=instance_id)
-        .first()
-    )
-
-
-def owned_prompt(prompt_id: int, owner: Owner) -> Prompt | None:
-    """The prompt, with its instance, if its instance is `owner`'s; else None."""
-    return (
-        Prompt.objects.filter(owner.q("instance__"), pk=prompt_id)
-        .select_related("instance")
         .first()
     )

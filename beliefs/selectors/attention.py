@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
+from django.db.models import QuerySet, Subquery
 
 from beliefs.domain.attention import Acts, Habit, Sample, Thresholds, acts_for, habit_of
 from beliefs.domain.policy import RiskClass, Route
@@ -28,24 +29,40 @@ def thresholds() -> Thresholds:
     )
 
 
+def _confirmations(principal_id: int) -> QuerySet[Prompt]:
+    """The principal's answered irreversible confirmations, newest first."""
+    return Prompt.objects.filter(
+        instance__principal_id=principal_id,
+        route=Route.CONFIRM,
+        effective_risk=RiskClass.IRREVERSIBLE,
+        state=PromptState.ANSWERED,
+        responded_at__isnull=False,
+    ).order_by("-responded_at", "-id")
+
+
+def _sample(action: str, shown: datetime | None, responded: datetime | None) -> Sample:
+    return Sample(kept=action == "confirm", dwell_s=_seconds(shown, responded))
+
+
 def recent_confirmations(principal_id: int, limit: int) -> list[Sample]:
     """The principal's latest answered irreversible confirmations, newest first (one query):
     each kept the value on record or replaced it, and how long it was shown before."""
-    rows = (
-        Prompt.objects.filter(
-            instance__principal_id=principal_id,
-            route=Route.CONFIRM,
-            effective_risk=RiskClass.IRREVERSIBLE,
-            state=PromptState.ANSWERED,
-            responded_at__isnull=False,
-        )
-        .order_by("-responded_at", "-id")
-        .values_list("action", "shown_at", "responded_at")[: max(limit, 0)]
+    rows = _confirmations(principal_id).values_list("action", "shown_at", "responded_at")
+    return [_sample(*row) for row in rows[: max(limit, 0)]]
+
+
+def confirmations_and_friction(principal_id: int, limit: int) -> tuple[list[Sample], bool]:
+    """`recent_confirmations` and `friction_raised` together, in one query (a second only for
+    a person with no confirmation yet): what an irreversible confirm reads of its person."""
+    rows = list(
+        _confirmations(principal_id)
+        .annotate(friction=Subquery(_friction_changes(principal_id).values("kind")[:1]))
+        .values_list("action", "shown_at", "responded_at", "friction")[: max(limit, 0)]
     )
-    return [
-        Sample(kept=action == "confirm", dwell_s=_seconds(shown, responded))
-        for action, shown, responded in rows
-    ]
+    if not rows:
+        return [], friction_raised(principal_id)
+    raised = rows[0][3] == AuditKind.ATTENTION_FRICTION_RAISED
+    return [_sample(*row[:3]) for row in rows], raised
 
 
 def _seconds(shown: datetime | None, responded: datetime | None) -> float | None:
@@ -60,15 +77,17 @@ def habit(principal_id: int) -> Habit:
     return habit_of(recent_confirmations(principal_id, t.window), t)
 
 
+def _friction_changes(principal_id: int) -> QuerySet[AuditEvent]:
+    """The person's changes of friction, the latest first."""
+    kinds = [k.value for k in FRICTION_KINDS]
+    return AuditEvent.objects.filter(actor_user_id=principal_id, kind__in=kinds).order_by(
+        "-created_at", "-id"
+    )
+
+
 def friction_raised(principal_id: int) -> bool:
     """Is friction raised for the person now, as the audit last recorded it (one query)?"""
-    latest = (
-        AuditEvent.objects.filter(
-            actor_user_id=principal_id, kind__in=[k.value for k in FRICTION_KINDS]
-        )
-        .values_list("kind", flat=True)
-        .first()
-    )
+    latest = _friction_changes(principal_id).values_list("kind", flat=True).first()
     return latest == AuditKind.ATTENTION_FRICTION_RAISED
 
 

@@ -27,6 +27,7 @@ from beliefs.models import (
     TaskClass,
     TaskClassShare,
     TaskInstance,
+    any_overdue,
     blocking_open_q,
     is_blocking_open,
     is_overdue,
@@ -78,7 +79,7 @@ def inbox_instances(user: User, now: datetime | None = None) -> QuerySet[TaskIns
         principal=user
     )
     awaiting = (
-        mine.waiting(now)
+        mine.waiting(now).with_next_expiry()
         if now is not None
         else mine.filter(status__in=InstanceStatus.waiting_for_person())
     )
@@ -97,14 +98,29 @@ def next_waiting(user: User, now: datetime, after: TaskInstance) -> TaskInstance
     return mine.waiting(now).exclude(pk=after.pk).order_by("-created_at").first()
 
 
-def instance_decisions(instance: TaskInstance) -> list[Decision]:
-    """The decisions of the instance's task class, each with its slots, in declared order: what
-    the pages restate and check an answer against."""
-    return list(
+@dataclass(frozen=True)
+class DecisionView:
+    """A decision as the pages restate it: its key, its label and the keys of its slots."""
+
+    key: str
+    label: str
+    slot_keys: frozenset[str]
+
+
+def instance_decisions(instance: TaskInstance) -> list[DecisionView]:
+    """The decisions of the instance's task class, each with its slots' keys, in declared
+    order (one query): what the pages restate and check an answer against."""
+    found = (
         Decision.objects.filter(task_class_id=instance.task_class_id)
-        .prefetch_related("slots")
         .order_by("id")
+        .values_list("id", "key", "label", "slots__key")
     )
+    decisions: dict[int, tuple[str, str, set[str]]] = {}
+    for pk, key, label, slot_key in found:
+        _, _, keys = decisions.setdefault(pk, (key, label, set()))
+        if slot_key is not None:
+            keys.add(slot_key)
+    return [DecisionView(key, label, frozenset(keys)) for key, label, keys in decisions.values()]
 
 
 def task_class_with_slots(key: str) -> TaskClass:
@@ -352,8 +368,12 @@ def instance_body(
     }
 
 
-def instance_payload(instance: TaskInstance) -> dict[str, Any]:
-    prompts = [prompt_detail(p) for p in instance_prompts(instance)]
+def instance_payload(instance: TaskInstance, prompts: list[Prompt] | None = None) -> dict[str, Any]:
+    """The instance as the API shows it; `prompts`: its `instance_prompts`, when the caller has
+    read them."""
+    if prompts is None:
+        prompts = instance_prompts(instance)
+    bodies = [prompt_detail(p) for p in prompts]
     receipt = instance.receipt
     return instance_body(
         id=instance.pk,
@@ -369,13 +389,23 @@ def instance_payload(instance: TaskInstance) -> dict[str, Any]:
         receipt=receipt.token if receipt is not None else None,
         receipt_state=receipt.state(timezone.now()) if receipt is not None else None,
         plan=instance.plan_items,
-        prompts=prompts,
+        prompts=bodies,
         planned_at=instance.planned_at,
         created_at=instance.created_at,
         updated_at=instance.updated_at,
         signature=instance_signature(instance.pk, instance.signature_due_at is not None),
         quorum=quorum_payload(instance),
     )
+
+
+def expiry_due(instance: TaskInstance, prompts: list[Prompt], now: datetime) -> bool:
+    """`InstanceRead.expiry_due` of an instance and its prompts already read: what it waits
+    for ran out of time, and the next read expires it."""
+    if instance.status == InstanceStatus.AWAITING_SIGNATURE and instance.signature_due_at:
+        return instance.signature_due_at <= now  # (issue 23) never signed in time
+    if instance.status == InstanceStatus.AWAITING_APPROVAL:
+        return approval_due(instance.pk, now)
+    return instance.status == InstanceStatus.AWAITING_USER and any_overdue(prompts, now)
 
 
 def plan_payload(instance: TaskInstance, items: list[dict[str, Any]]) -> dict[str, Any]:

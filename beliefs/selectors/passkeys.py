@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
@@ -19,21 +20,47 @@ def decisions_requiring_signature(instance: TaskInstance) -> list[str]:
     return [key for key, signed in action_decisions(instance).items() if signed]
 
 
-def action_decisions(instance: TaskInstance) -> dict[str, bool]:
-    """The decisions the action's slots feed, by key, each with whether it requires a
-    signature (one query), sorted by key: what `decisions_requiring_signature` and the
-    receipt's decisions are read from."""
+@dataclass(frozen=True)
+class FedDecision:
+    """A decision the action's slots feed, as the ready gates and the receipt read it."""
+
+    key: str
+    label: str
+    requires_signature: bool
+    approvals_required: int
+    approvers_id: int | None  # its approvers group (M-of-N approval), if it has one
+    approvers_name: str | None
+
+
+def decisions_fed(instance: TaskInstance) -> list[FedDecision]:
+    """The decisions the action's slots feed, by id (one query): what `action_decisions` and
+    `quorum.requirements_of` are read from."""
     found = (
         Decision.objects.filter(
             task_class_id=instance.task_class_id, slots__key__in=instance.action_slots
         )
-        .values_list("key", "requires_signature")
+        .order_by("id")
+        .values_list(
+            "key",
+            "label",
+            "requires_signature",
+            "approvals_required",
+            "approvers_id",
+            "approvers__name",
+        )
         .distinct()
     )
-    decisions: dict[str, bool] = {}
-    for key, requires in found:
-        decisions[key] = decisions.get(key, False) or requires
-    return dict(sorted(decisions.items()))
+    return [FedDecision(*row) for row in found]
+
+
+def action_decisions(
+    instance: TaskInstance, fed: Sequence[FedDecision] | None = None
+) -> dict[str, bool]:
+    """The decisions the action's slots feed, by key, each with whether it requires a
+    signature, sorted by key: what `decisions_requiring_signature` and the receipt's decisions
+    are read from. `fed`: `decisions_fed(instance)`, when the caller has read it."""
+    found = fed if fed is not None else decisions_fed(instance)
+    return dict(sorted((d.key, d.requires_signature) for d in found))
 
 
 def signature_required(

@@ -10,6 +10,7 @@ every requirement whose group they are in, once.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -25,6 +26,7 @@ from beliefs.models import (
     InstanceStatus,
     TaskInstance,
 )
+from beliefs.selectors.passkeys import FedDecision, decisions_fed
 
 
 @dataclass(frozen=True)
@@ -127,23 +129,14 @@ def approval_claim(approval: Approval) -> dict[str, Any]:
     }
 
 
-def _decisions_of(instance: TaskInstance) -> QuerySet[Decision]:
-    """The instance's decisions that have an approvers group."""
-    return (
-        Decision.objects.filter(
-            task_class_id=instance.task_class_id,
-            slots__key__in=instance.action_slots,
-            approvers__isnull=False,
-        )
-        .select_related("approvers")
-        .distinct()
-        .order_by("id")
-    )
-
-
-def requirements_of(instance: TaskInstance) -> tuple[Requirement, ...]:
-    """What the instance's decisions ask for (two queries; one when none has a group)."""
-    decisions = list(_decisions_of(instance))
+def requirements_of(
+    instance: TaskInstance, fed: Sequence[FedDecision] | None = None
+) -> tuple[Requirement, ...]:
+    """What the instance's decisions ask for: those of the decisions its action's slots feed
+    that have an approvers group (two queries; one when none has a group). `fed`:
+    `passkeys.decisions_fed(instance)`, when the caller has read it."""
+    found = fed if fed is not None else decisions_fed(instance)
+    decisions = [d for d in found if d.approvers_id is not None]
     if not decisions:
         return ()
     group_ids = {d.approvers_id for d in decisions}
@@ -156,7 +149,7 @@ def requirements_of(instance: TaskInstance) -> tuple[Requirement, ...]:
         Requirement(
             decision=d.key,
             label=d.label,
-            group=d.approvers.name if d.approvers else "",
+            group=d.approvers_name or "",
             required=max(1, d.approvals_required),
             members=frozenset(members.get(d.approvers_id or 0, ())),
         )

@@ -14,6 +14,9 @@ over generated data. A fast read that changes changes here too, or that test fai
 | `selectors.beliefs.slot_rows`        | `slot_rows`            |
 | `selectors.beliefs.choose_beliefs_for` | `choose_beliefs_for` |
 | `selectors.beliefs.open_prompts_of`  | `open_prompts_of`      |
+| `selectors.answering.prompt_to_answer` | `prompt_to_answer` |
+| `selectors.answering.answer_under_lock` | `answer_under_lock` |
+| `selectors.pages.instance_page`      | `instance_page`        |
 | `selectors.insights.convergence`     | `convergence`          |
 | `selectors.insights.fatigue`         | `fatigue`              |
 """
@@ -24,6 +27,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 from uuid import UUID
 
+from django.db.models import Max, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from beliefs.domain.policy import RiskClass
@@ -40,7 +44,8 @@ from beliefs.models import (
     any_overdue,
 )
 from beliefs.selectors.access import Owner, owned_instance
-from beliefs.selectors.beliefs import HistoryPool, SlotRow, history_pool
+from beliefs.selectors.answering import LOOKED_AT, AnswerRead
+from beliefs.selectors.beliefs import HistoryPool, SlotRow, history_pool, with_light_instance
 from beliefs.selectors.insights import (
     WINDOW,
     Convergence,
@@ -48,7 +53,8 @@ from beliefs.selectors.insights import (
     convergence_of,
     fatigue_of,
 )
-from beliefs.selectors.instances import InstanceRead, instance_payload
+from beliefs.selectors.instances import InstanceRead, instance_payload, instance_prompts
+from beliefs.selectors.pages import PageRead
 from beliefs.selectors.quorum import approval_due
 
 
@@ -150,6 +156,63 @@ def slot_rows(instance: TaskInstance) -> list[SlotRow]:
         fed = [(d.key, RiskClass(d.risk_class)) for d in slot.decisions.all()]
         out.append(SlotRow(slot, fed, belief, carried))
     return out
+
+
+def prompt_to_answer(instance_id: Any, prompt_id: int, *, principal_id: int) -> Prompt | None:
+    """The principal's prompt of that instance, with its slot and its instance's status."""
+    owner = Owner.of(principal_id=principal_id)
+    found = Prompt.objects.filter(owner.q("instance__"), pk=prompt_id, instance_id=instance_id)
+    return found.select_related("slot", "instance").first()
+
+
+def answer_under_lock(prompt_id: int, *, principal_id: int) -> AnswerRead | None:
+    """The prompt's instance locked, with task class, principal and runtime, if it is this
+    principal's; its open and answered prompts and this one, by id, with slot and belief."""
+    owner = Owner.of(principal_id=principal_id)
+    instance_id = (
+        Prompt.objects.filter(owner.q("instance__"), pk=prompt_id)
+        .values_list("instance_id", flat=True)
+        .first()
+    )
+    if instance_id is None:
+        return None
+    instance = (
+        TaskInstance.objects.select_for_update(of=("self",), no_key=True)
+        .select_related("task_class", "principal", "runtime")
+        .get(pk=instance_id)
+    )
+    prompts = list(
+        with_light_instance(
+            Prompt.objects.filter(Q(state__in=LOOKED_AT) | Q(pk=prompt_id), instance=instance)
+            .select_related("slot", "belief", "belief__instance__runtime")
+            .order_by("id"),
+            "belief__instance",
+        )
+    )
+    (prompt,) = [p for p in prompts if p.pk == prompt_id]
+    last_turn = instance.beliefs.aggregate(m=Max("turn"))["m"] or 0
+    return AnswerRead(instance, prompt, prompts, last_turn)
+
+
+def instance_page(instance_id: Any, *, principal_id: int) -> PageRead | None:
+    """The principal's instance with task class, principal and receipt, its prompts in the
+    page's order, and when its latest belief was recorded."""
+    latest = Subquery(
+        Belief.objects.filter(instance=OuterRef("pk"))
+        .order_by()
+        .values("instance")
+        .annotate(at=Max("created_at"))
+        .values("at")
+    )
+    instance = (
+        TaskInstance.objects.select_related("task_class", "principal", "receipt")
+        .annotate(beliefs_at=latest)
+        .filter(Owner.of(principal_id=principal_id).q(), pk=instance_id)
+        .first()
+    )
+    if instance is None:
+        return None
+    return PageRead(instance, instance_prompts(instance), instance.beliefs_at)
 
 
 def open_prompts_of(instance: TaskInstance) -> list[Prompt]:

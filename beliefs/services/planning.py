@@ -26,7 +26,7 @@ from beliefs.models import (
     any_overdue,
 )
 from beliefs.selectors.beliefs import SlotState, belief_summary, open_prompts_of, slot_states
-from beliefs.selectors.passkeys import action_decisions
+from beliefs.selectors.passkeys import action_decisions, decisions_fed
 from beliefs.selectors.quorum import Requirement, requirements_of
 from beliefs.services.audit import Actor, audit
 from beliefs.services.changes import instance_changed
@@ -264,13 +264,19 @@ class PlanResult:
 
 
 def plan_locked(
-    instance: TaskInstance, actor: Actor, open_prompts: Sequence[Prompt] | None = None
+    instance: TaskInstance,
+    actor: Actor,
+    open_prompts: Sequence[Prompt] | None = None,
+    *,
+    answered: Sequence[Prompt] | None = None,
 ) -> PlanResult:
     """Route every slot, reconcile prompts, settle the status. Caller holds the instance lock.
 
     Idempotent: a prompt whose content would not change keeps its version; a prompt whose
     belief, route or world diff changed gets version + 1, so a response to what the person saw
-    before is refused as stale.
+    before is refused as stale. `open_prompts` and `answered`, the instance's open and answered
+    prompts (with their slots), when the caller has read them: else they are read here, the
+    answered ones only for a receipt.
     """
     now = timezone.now()
     status_before = instance.status
@@ -295,9 +301,11 @@ def plan_locked(
         # --- passkey signature gate (issue 23): a change of what the person saw voids it
         # (only an instance that has waited for a signature can hold one) ---
         signatures_void(instance, "the action changed after it was signed", now)
-    # Read at most once: by the approval gate, and again by the receipt a ready instance gets.
-    requirements = functools.cache(lambda: requirements_of(instance))
-    decisions = functools.cache(lambda: action_decisions(instance))
+    # Read at most once, and only once nothing blocks: by the approval gate, the signature
+    # gate and the receipt a ready instance gets.
+    fed = functools.cache(lambda: decisions_fed(instance))
+    requirements = functools.cache(lambda: requirements_of(instance, fed()))
+    decisions = functools.cache(lambda: action_decisions(instance, fed()))
     status, bindings, digest = _settle(items, instance, actor, requirements, decisions)
     blocking = sum(1 for item in items if item["prompt"] and item["prompt"]["blocking"])
     # A re-plan that changes nothing writes nothing: `planned_at` is when the plan was made or
@@ -329,7 +337,12 @@ def plan_locked(
             # (Becoming ready always changes the plan's status, so it is never `unchanged`.)
             # Its receipt is written first, and the instance names it in the same UPDATE.
             receipt = receipt_issue(
-                instance, now, requirements(), decisions=list(decisions()), save=False
+                instance,
+                now,
+                requirements(),
+                decisions=list(decisions()),
+                answered=answered,
+                save=False,
             )
             fields.append("receipt")
         instance.save(update_fields=fields)

@@ -9,8 +9,9 @@ its own ledger of `jti`s or redeems it here, once. A veto after ready and a canc
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
@@ -33,6 +34,7 @@ from beliefs.services.changes import instance_changed
 from beliefs.signing import ReceiptTokenInvalid, sign, verify
 
 APPROVING_ACTIONS = ("confirm", "edit", "answer")
+NEVER = datetime.max.replace(tzinfo=UTC)
 
 
 def _audience(instance: TaskInstance) -> str:
@@ -41,13 +43,20 @@ def _audience(instance: TaskInstance) -> str:
     return instance.runtime.name if instance.runtime is not None else "console"
 
 
-def _approvals(instance: TaskInstance) -> list[dict[str, Any]]:
-    answered = (
-        Prompt.objects.filter(
-            instance=instance, state=PromptState.ANSWERED, action__in=APPROVING_ACTIONS
-        )
-        .select_related("slot")
-        .order_by("responded_at", "id")
+def _approvals(
+    instance: TaskInstance, prompts: Sequence[Prompt] | None = None
+) -> list[dict[str, Any]]:
+    """Who answered what: the instance's answered prompts (from `prompts`, its answered
+    prompts with their slots, when the caller has read them), in the order they were
+    answered."""
+    if prompts is None:
+        found = Prompt.objects.filter(instance=instance, state=PromptState.ANSWERED)
+        prompts = list(found.select_related("slot"))
+    answered = sorted(
+        (p for p in prompts if p.state == PromptState.ANSWERED and p.action in APPROVING_ACTIONS),
+        # (An answered prompt always has its time: an unset one, which only a hand-made row
+        # could have, goes last, as PostgreSQL orders it.)
+        key=lambda p: (p.responded_at is None, p.responded_at or NEVER, p.pk),
     )
     by = instance.principal.get_username()
     return [
@@ -88,12 +97,14 @@ def receipt_issue(
     requirements: tuple[Requirement, ...] | None = None,
     *,
     decisions: list[str] | None = None,
+    answered: Sequence[Prompt] | None = None,
     save: bool = True,
 ) -> Receipt:
     """Sign a receipt for a ready instance; the caller holds its lock. A live earlier receipt
     of the instance is revoked first (it was for what the instance bound before).
     `requirements`: the instance's approval requirements, and `decisions` the (sorted) keys of
-    the decisions its action's slots feed, when the caller has read them.
+    the decisions its action's slots feed, and `answered` its answered prompts with their
+    slots, when the caller has read them.
     Without `save`, the instance's `receipt` is set but not saved: the caller saves it with
     the rest of what it writes to the instance (one UPDATE, not two)."""
     receipt_revoke(instance, "replaced by a new receipt", now)
@@ -125,7 +136,7 @@ def receipt_issue(
             "task_class": instance.task_class.key,
             "decisions": decisions if decisions is not None else list(action_decisions(instance)),
             "bindings_digest": instance.bindings_digest,
-            "approvals": _approvals(instance),
+            "approvals": _approvals(instance, answered),
             **_quorum(instance, requirements),
         }
     )

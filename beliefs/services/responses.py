@@ -10,7 +10,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
-from django.db.models import Max, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from beliefs.domain.attention import (
@@ -52,12 +52,14 @@ from beliefs.models import (
     TaskInstance,
 )
 from beliefs.selectors import attention
-from beliefs.selectors.access import Owner, owned_prompt
+from beliefs.selectors.access import Owner
+from beliefs.selectors.answering import AnswerRead, answer_under_lock
 from beliefs.selectors.beliefs import history_pool
 from beliefs.selectors.instances import fresh_prompt
 from beliefs.services.audit import Actor, audit
-from beliefs.services.expiry import instance_expire_if_due
-from beliefs.services.lifecycle import close_instance, lock_instance, require_open
+from beliefs.services.changes import instance_changed
+from beliefs.services.expiry import expire_locked_if_due
+from beliefs.services.lifecycle import close_instance, require_open
 from beliefs.services.notify import belief_vetoed
 from beliefs.services.planning import plan_locked
 from beliefs.services.retry import retry_on_race
@@ -68,6 +70,7 @@ class RespondResult:
     prompt: Prompt
     instance: TaskInstance
     replayed: bool  # True when an identical earlier response was returned, nothing written
+    status_before: str = ""  # the instance's status when the answer came (its expiry settled)
 
 
 def _check_value(slot: Slot, value: Any, field: str = "value") -> Any:
@@ -151,10 +154,6 @@ def _same_response(response: PromptResponse, action: str, value: Any) -> bool:
     return True
 
 
-def _next_turn(instance: TaskInstance) -> int:
-    return (instance.beliefs.aggregate(m=Max("turn"))["m"] or 0) + 1
-
-
 @dataclass(frozen=True)
 class Answer:
     """A person's response as parsed at the edge: typed, but not yet judged against the prompt."""
@@ -192,12 +191,6 @@ def prompt_respond(
     A confirm of an irreversible value may need more than the click (`domain.attention`): each
     changed detail of its world named in `acknowledged`, and under raised friction the value's
     last characters in `typed_tail`; without them it is refused (400) and nothing is written."""
-    found = owned_prompt(prompt_id, Owner.of(principal_id=user.pk))
-    if found is None:
-        raise NotFound("No such prompt.", code="not_found")
-    # Expiry is settled first, in a transaction of its own, so that the refusal of a late
-    # answer does not roll the instance's expiry back with it.
-    instance_expire_if_due(instance=found.instance)
     answer = Answer(
         action=Action(action),
         version=version,
@@ -208,27 +201,37 @@ def prompt_respond(
         acknowledged=tuple(k for k in acknowledged if isinstance(k, str)),
         typed_tail=typed_tail,
     )
-    return _respond(found, user, answer)
+    while True:
+        with transaction.atomic():
+            read = answer_under_lock(prompt_id, principal_id=user.pk)
+            if read is None:
+                raise NotFound("No such prompt.", code="not_found")
+            instance_changed(read.instance.pk)  # (every writer of an instance tells its waiters)
+            # Expiry is settled first, and committed before the answer is judged against the
+            # expired instance: refusing a late answer must not roll the expiry back with it.
+            if not expire_locked_if_due(read.instance, timezone.now(), read.open_prompts()):
+                return _respond(read, user, answer)
 
 
-@transaction.atomic
-def _respond(found: Prompt, user: User, answer: Answer) -> RespondResult:
-    instance = lock_instance(found.instance)
-    prompt = Prompt.objects.select_related("slot", "belief").get(pk=found.pk)
+def _respond(read: AnswerRead, user: User, answer: Answer) -> RespondResult:
+    """The answer judged and recorded under the instance's lock, in the caller's transaction."""
+    instance, prompt = read.instance, read.prompt
+    before = instance.status
     answer = _as_intended(prompt, answer)
     if _replays_idempotency_key(prompt, user, answer):
-        return RespondResult(prompt, instance, replayed=True)
-    if _repeats_a_taken_response(prompt, answer):
-        return RespondResult(prompt, instance, replayed=True)
+        return RespondResult(prompt, instance, replayed=True, status_before=before)
+    # An open prompt has no answer of its version yet (an answer settles its prompt): only an
+    # answer to a settled prompt, or to another version, can repeat one already taken.
+    settled = prompt.state != PromptState.OPEN or answer.version != prompt.version
+    if settled and _repeats_a_taken_response(prompt, answer):
+        return RespondResult(prompt, instance, replayed=True, status_before=before)
     _require_answerable(instance, prompt, answer)
     new_value = _value_for(prompt, answer)
     habit = _Habit.of(prompt, user, answer.action)
     acts = _require_acts(prompt, answer, habit)
-    response = _record(prompt, user, answer, new_value)
-    _HANDLERS[answer.action](Recorded(instance, prompt, response, user, answer, new_value, acts))
+    _HANDLERS[answer.action](Recorded(read, user, answer, new_value, acts))
     habit.record_change(instance, prompt, user)
-    instance.refresh_from_db()
-    return RespondResult(prompt, instance, replayed=False)
+    return RespondResult(prompt, instance, replayed=False, status_before=before)
 
 
 def _as_intended(prompt: Prompt, answer: Answer) -> Answer:
@@ -248,12 +251,14 @@ class _Habit:
     them: they decide whether friction is raised now, and, with this answer, after it."""
 
     samples: list[Sample] | None  # None: this answer neither needs nor changes the habit
+    raised: bool = False  # whether the audit last recorded friction raised for the person
 
     @classmethod
     def of(cls, prompt: Prompt, user: User, action: Action) -> _Habit:
         if action not in (Action.CONFIRM, Action.EDIT) or not attention.needs_habit(prompt):
             return cls(None)
-        return cls(attention.recent_confirmations(user.pk, attention.thresholds().window))
+        window = attention.thresholds().window
+        return cls(*attention.confirmations_and_friction(user.pk, window))
 
     @property
     def now(self) -> Habit | None:
@@ -268,7 +273,7 @@ class _Habit:
             return
         this = Sample(kept=prompt.action == Action.CONFIRM, dwell_s=prompt.dwell_seconds)
         after = habit_of([this, *self.samples], attention.thresholds())
-        if after.habitual == attention.friction_raised(user.pk):
+        if after.habitual == self.raised:
             return
         kind = (
             AuditKind.ATTENTION_FRICTION_RAISED
@@ -434,24 +439,32 @@ def _value_for(prompt: Prompt, answer: Answer) -> Any:
     return new_value
 
 
-def _record(prompt: Prompt, user: User, answer: Answer, new_value: Any) -> PromptResponse:
-    """One decision per prompt version: the unique constraint, not this code, decides a race."""
+def _record(d: Recorded, new_value: Any = None, belief: Belief | None = None) -> PromptResponse:
+    """One decision per prompt version: the unique constraint, not this code, decides a race
+    (a second answer that got past the instance's lock would fail it, and the whole transaction
+    with it, so nothing of either is half written)."""
+    prompt, answer = d.prompt, d.answer
     try:
-        with transaction.atomic():
-            return PromptResponse.objects.create(
-                prompt=prompt,
-                version=prompt.version,
-                action=answer.action.value,
-                value=new_value,
-                reason=answer.reason,
-                responded_by=user,
-                idempotency_key=answer.idempotency_key,
-            )
+        return PromptResponse.objects.create(
+            prompt=prompt,
+            version=prompt.version,
+            action=answer.action.value,
+            value=new_value,
+            reason=answer.reason,
+            responded_by=d.user,
+            idempotency_key=answer.idempotency_key,
+            belief=belief,
+        )
     except IntegrityError:
         raise Conflict(
             "Someone answered this prompt at the same moment; nothing more was recorded.",
             code="already_answered",
         ) from None
+
+
+# What settling a prompt writes (`_settle`), and what binding a value adds.
+SETTLED_FIELDS = ["action", "response_reason", "responded_at", "state", "updated_at"]
+BOUND_FIELDS = [*SETTLED_FIELDS, "response_value"]
 
 
 def _settle(prompt: Prompt, answer: Answer, state: PromptState) -> dict[str, Any]:
@@ -477,15 +490,28 @@ def _audit_response(
 
 @dataclass(frozen=True)
 class Recorded:
-    """A response that has been recorded, for the handler of its action to carry out."""
+    """An answer judged answerable, for the handler of its action to record and carry out."""
 
-    instance: TaskInstance
-    prompt: Prompt
-    response: PromptResponse
+    read: AnswerRead
     user: User
     answer: Answer
     new_value: Any
     acts: Acts = NO_ACTS
+
+    @property
+    def instance(self) -> TaskInstance:
+        return self.read.instance
+
+    @property
+    def prompt(self) -> Prompt:
+        return self.read.prompt
+
+    def replan(self) -> None:
+        """Plan the instance again after the answer, with the prompts the answer read."""
+        answered = [p for p in self.read.prompts if p.state == PromptState.ANSWERED]
+        plan_locked(
+            self.instance, Actor(user=self.user), self.read.open_prompts(), answered=answered
+        )
 
 
 def _bind_user_value(d: Recorded) -> None:
@@ -504,15 +530,14 @@ def _bind_user_value(d: Recorded) -> None:
         slot=prompt.slot,
         value=d.new_value,
         source=Source.USER.value,
-        turn=_next_turn(instance),
+        turn=d.read.last_turn + 1,
         acquired_at=acquired_at,
         world_ref=world_seen,
         recorded_via=RecordedVia.CONSOLE,
     )
-    d.response.belief = belief
-    d.response.save(update_fields=["belief"])
+    _record(d, d.new_value, belief)
     prompt.response_value = d.new_value
-    prompt.save()
+    prompt.save(update_fields=BOUND_FIELDS)
     data.update({"value": d.new_value, "belief": belief.pk, "world_ref": world_seen})
     if d.acts.acknowledge:
         data["acknowledged"] = [detail.as_data() for detail in d.acts.acknowledge]
@@ -521,14 +546,15 @@ def _bind_user_value(d: Recorded) -> None:
     if answer.edited_to_same:
         data["edited_to_the_value_on_record"] = True
     _audit_response(instance, prompt, user, data)
-    plan_locked(instance, Actor(user=user))
+    d.replan()
 
 
 def _reject(d: Recorded) -> None:
     """A rejection cancels the whole instance; the runtime reads the reason from it."""
     instance, prompt, user, answer = d.instance, d.prompt, d.user, d.answer
+    _record(d)
     data = _settle(prompt, answer, PromptState.REJECTED)
-    prompt.save()
+    prompt.save(update_fields=SETTLED_FIELDS)
     close_instance(
         instance, InstanceStatus.CANCELLED, PromptState.CANCELLED, answer.reason or "rejected"
     )
@@ -538,6 +564,7 @@ def _reject(d: Recorded) -> None:
 def _veto(d: Recorded) -> None:
     """A vetoed assumption never binds again, here or in a later run; re-planning asks afresh."""
     instance, prompt, user, answer = d.instance, d.prompt, d.user, d.answer
+    _record(d)
     data = _settle(prompt, answer, PromptState.VETOED)
     vetoed = prompt.belief
     if vetoed is not None:
@@ -559,13 +586,13 @@ def _veto(d: Recorded) -> None:
             slot=prompt.slot,
             status=BeliefStatus.ACTIVE,
         ).update(status=BeliefStatus.SUPERSEDED, status_reason="an assumption was vetoed")
-    prompt.save()
+    prompt.save(update_fields=SETTLED_FIELDS)
     data["belief"] = vetoed.pk if vetoed is not None else None
     _audit_response(instance, prompt, user, data)
     belief_vetoed(
         instance, prompt, vetoed, answer.reason, was_ready=instance.status == InstanceStatus.READY
     )
-    plan_locked(instance, Actor(user=user))
+    d.replan()
 
 
 _HANDLERS = {

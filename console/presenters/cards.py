@@ -7,7 +7,8 @@ from typing import Any
 
 from beliefs.domain.attention import Habit
 from beliefs.domain.policy import Route
-from beliefs.models import Decision, Prompt, PromptState, TaskInstance
+from beliefs.models import Prompt, PromptState, TaskInstance
+from beliefs.selectors.instances import DecisionView
 from console.presenters.instance import Card, PageFacts
 
 
@@ -74,7 +75,7 @@ def all_cards(groups: dict[str, Any]) -> list[Card]:
 
 def page_facts(
     instance: TaskInstance,
-    decisions: list[Decision],
+    decisions: list[DecisionView],
     principal: str,
     habit: Habit | None = None,
 ) -> PageFacts:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from beliefs.domain.policy import Route
-from beliefs.models import Decision, InstanceStatus, TaskInstance
+from beliefs.models import InstanceStatus, TaskInstance
+from beliefs.selectors.instances import DecisionView
 from console.presenters.words import value_text
 from console.templatetags.reveal import hidden_characters, mixed_script_note
 
@@ -52,7 +53,7 @@ def value_parts(
     return {k: part(k) for k in items if keys is None or k in keys}
 
 
-def restatement(instance: TaskInstance, decisions: list[Decision]) -> list[Sentence]:
+def restatement(instance: TaskInstance, decisions: list[DecisionView]) -> list[Sentence]:
     """The action in plain words, one sentence per decision: "Send transfer: amount 250, …".
 
     Values come from the last plan (or the final bindings): what would bind if the person
@@ -62,8 +63,7 @@ def restatement(instance: TaskInstance, decisions: list[Decision]) -> list[Sente
     sentences = []
     fed: set[str] = set()
     for decision in decisions:
-        feeds = {slot.key for slot in decision.slots.all()}
-        keys = [k for k in parts if k in feeds]
+        keys = [k for k in parts if k in decision.slot_keys]
         fed.update(keys)
         sentences.append(Sentence(decision.label, [parts[k] for k in keys]))
     rest = [k for k in parts if k not in fed]

@@ -50,22 +50,26 @@ def _instance_or_404(request: AuthedHttpRequest, instance_id: UUID) -> TaskInsta
         raise Http404("No such instance.") from None
 
 
-def _live_version(request: AuthedHttpRequest, instance_id: UUID) -> live.Version:
-    found = live.instance_version(instance_id, request.user.pk)
-    return found if found is not None else live.Version(0, "", None)
+def _page(request: AuthedHttpRequest, instance_id: UUID) -> selectors.PageRead:
+    """The page's read (inside its `live.snapshot()`), after the principal check."""
+    read = selectors.instance_page(instance_id, principal_id=request.user.pk)
+    if read is None:
+        raise Http404("No such instance.")
+    return read
 
 
 def _instance_context(
     request: AuthedHttpRequest,
-    instance: TaskInstance,
+    read: selectors.PageRead,
     overrides: dict[int, dict[str, Any]] | None = None,
     *,
     live_version: live.Version,
     focus_outcome: bool = False,
 ) -> dict[str, Any]:
-    """What the instance view shows, read in the `live.snapshot()` that read `live_version`
-    (`_live_version`) and the instance: the page's version is never newer than the page."""
-    prompts = selectors.instance_prompts(instance)
+    """What the instance view shows, from the page's read and the version of it
+    (`live.page_version`), both of one `live.snapshot()`: the page's version is never newer
+    than the page."""
+    instance, prompts = read.instance, read.prompts
     live.after_snapshot(lambda: services.prompts_mark_shown(prompts=prompts, user=request.user))
     decisions = selectors.instance_decisions(instance)
     # Only the principal sees the page: the signed-in user is the one who answers.
@@ -163,12 +167,10 @@ def inbox(request: AuthedHttpRequest) -> HttpResponse:
 
 @require_GET
 def instance_detail(request: AuthedHttpRequest, instance_id: UUID) -> HttpResponse:
-    instance = _instance_or_404(request, instance_id)  # (its expiry settled first: a write)
+    _instance_or_404(request, instance_id)  # (its expiry settled first: a write)
     with live.snapshot():
-        live.reread(instance)
-        context = _instance_context(
-            request, instance, live_version=_live_version(request, instance_id)
-        )
+        read = _page(request, instance_id)
+        context = _instance_context(request, read, live_version=live.page_version(read))
         return render(request, "console/instance.html", context)
 
 
@@ -177,12 +179,11 @@ def prompt_respond(request: AuthedHttpRequest, instance_id: UUID, prompt_id: int
     """One card's answer. htmx gets the card back (plus the outcome and restatement out of
     band), or the whole instance view when the answer changed the instance's state; a plain
     form post is redirected back to the page, or re-shown with the message on a 4xx."""
-    instance = _instance_or_404(request, instance_id)
-    prompt = Prompt.objects.filter(pk=prompt_id, instance=instance).select_related("slot").first()
+    prompt = selectors.prompt_to_answer(instance_id, prompt_id, principal_id=request.user.pk)
     if prompt is None:
         raise Http404("No such prompt.")
 
-    status_before = instance.status
+    status_before = prompt.instance.status
     status, message, errors = 200, "", {}
     typed = typed_values(request.POST)
     try:
@@ -198,6 +199,7 @@ def prompt_respond(request: AuthedHttpRequest, instance_id: UUID, prompt_id: int
             acknowledged=answer.acknowledged,
             typed_tail=answer.typed_tail,
         )
+        status_before = result.status_before
         if result.replayed and _reason_dropped(result.prompt, answer.reason):
             # The same veto or rejection was already taken (another tab, a double click) with
             # another reason: nothing was written, and the reason typed here must not vanish.
@@ -215,19 +217,20 @@ def prompt_respond(request: AuthedHttpRequest, instance_id: UUID, prompt_id: int
     if status == 200 and not request.htmx:
         done = DONE_WORDS[answer.action].lower()
         messages.success(request, f"{display_text(prompt.slot.label)}: {done}.")
-        return redirect(reverse("instance", args=[instance.pk]) + f"#prompt-{prompt.pk}")
+        return redirect(reverse("instance", args=[instance_id]) + f"#prompt-{prompt.pk}")
     # The answer's page and its version, read as one: the script shows nothing older after it.
     with live.snapshot():
-        version = _live_version(request, instance.pk).at_least(live.requested_since(request))
+        read = _page(request, instance_id)
+        version = live.page_version(read).at_least(live.requested_since(request))
         answered = (status, message, errors, typed)
-        response = _answered(request, instance, prompt, version, status_before, answered)
+        response = _answered(request, read, prompt, version, status_before, answered)
     response["Live-Version"] = str(version.number)
     return response
 
 
 def _answered(
     request: AuthedHttpRequest,
-    instance: TaskInstance,
+    read: selectors.PageRead,
     prompt: Prompt,
     version: live.Version,
     status_before: str,
@@ -235,7 +238,7 @@ def _answered(
 ) -> HttpResponse:
     """`prompt_respond`'s page after the answer (or its refusal), read in one snapshot."""
     status, message, errors, typed = answered
-    instance.refresh_from_db()
+    instance = read.instance
     # A 409 shows the fresh card: nothing typed is kept, since it answered something else.
     override = {
         "message": message,
@@ -248,7 +251,7 @@ def _answered(
     finished_now = instance.status != status_before and instance.status in InstanceStatus.closed()
     context = _instance_context(
         request,
-        instance,
+        read,
         overrides={prompt.pk: override},
         live_version=version,
         focus_outcome=finished_now,

@@ -23,7 +23,7 @@ from console.views.enduser import (
     _inbox_context,
     _instance_context,
     _instance_or_404,
-    _live_version,
+    _page,
 )
 
 
@@ -47,11 +47,11 @@ def instance_live(request: AuthedHttpRequest, instance_id: UUID) -> HttpResponse
             raise Http404("No such instance.")
         if found.digest == seen:
             return None, found.recheck
-        instance = _instance_or_404(request, instance_id)  # (its expiry settled: a write)
+        _instance_or_404(request, instance_id)  # (its expiry settled: a write)
         with live.snapshot():
-            live.reread(instance)
-            version = _live_version(request, instance_id).after(since)
-            context = _instance_context(request, instance, live_version=version)
+            page = _page(request, instance_id)
+            version = live.page_version(page).after(since)
+            context = _instance_context(request, page, live_version=version)
             return _rendered(request, "console/_instance_view.html", context), None
 
     return live.unchanged_or(read, live.requested_wait(request))

@@ -104,7 +104,7 @@ def test_a_page_answers_503_with_the_error_page(
     monkeypatch: pytest.MonkeyPatch,
     make: Callable[[], Exception],
 ) -> None:
-    monkeypatch.setattr(selectors, "instance_prompts", _failing(make))
+    monkeypatch.setattr(selectors, "instance_page", _failing(make))
     _is_unavailable_page(signed_in(alice).get(f"/instances/{instance_id}/"))
 
 
@@ -157,7 +157,7 @@ def test_any_other_error_is_still_a_500(
 ) -> None:
     browser = Client(raise_request_exception=False)
     browser.force_login(alice)
-    monkeypatch.setattr(selectors, "instance_prompts", _failing(lambda: RuntimeError("bug")))
+    monkeypatch.setattr(selectors, "instance_page", _failing(lambda: RuntimeError("bug")))
     page = browser.get(f"/instances/{instance_id}/")
     assert page.status_code == 500
     assert "Retry-After" not in page

@@ -85,16 +85,15 @@ def test_reads_and_a_response_run_the_same_queries_at_5_and_200_slots(
         read = api.runtime.get(f"{API}/instances/{run2}/")
     assert len(read.json()["prompts"]) == slots
     prompt = api.prompt(run2, "s0")
-    # 1 session, 2 user, 3 the prompt, 4 lazy expiry check; the service: 5 savepoint, 6 the
-    # instance locked, 7 the prompt with slot and belief, 8 an earlier response for this
-    # version, 9 the person's latest irreversible confirmations (is friction raised?),
-    # 10 savepoint, 11 the response, 12 release, 13 older beliefs superseded, 14 the next turn,
-    # 15 the new belief, 16 the response's belief, 17 the prompt, 18 the audit event; the
-    # re-plan: 19 open prompts, 20 the slots with their decisions and beliefs, 21 the instance;
-    # 22 whether the audit has friction raised for the person (did it change?), 23 the instance
-    # re-read, 24 release; the answer: 25 the prompt, 26 the instance's prompts, 27 its task
-    # class, 28 its principal; and on PostgreSQL the change notification.
-    with django_assert_num_queries(28 + notify_queries()):
+    # 1 session, 2 user; the service: 3 savepoint, 4 the instance locked (with its task class,
+    # principal, runtime and last belief turn), 5 its open and answered prompts with slots and
+    # beliefs, 6 the person's latest irreversible confirmations with the friction last
+    # recorded, 7 that friction alone (there is no confirmation yet to carry it), 8 older
+    # beliefs superseded, 9 the new belief, 10 the response, 11 the prompt, 12 the audit event;
+    # the re-plan: 13 the slots with their decisions and beliefs, 14 the instance; 15 release;
+    # the answer: 16 the prompt, 17 the instance's prompts; and on PostgreSQL the change
+    # notification.
+    with django_assert_num_queries(17 + notify_queries()):
         response = api.respond(prompt, "confirm", acknowledged=["v"])
     assert response.status_code == 200, response.json()
 
@@ -120,11 +119,11 @@ def test_pages_run_the_same_queries_at_5_and_200_slots(
         # for the header.
         (person, "/", 10),
         # 1 session, 2 user, 3 the instance, 4 expiry check; in one snapshot (console.live):
-        # 5 the instance re-read, the live version (6 the instance, 7 its prompts, 8 the latest
-        # write), 9 prompts with slots and beliefs, 10 decisions, 11 their slots, 12 the
-        # person's latest irreversible confirmations (is friction raised?), 13 and 14
-        # permissions.
-        (person, f"/instances/{run2}/", 14),
+        # 5 the instance with its task class, principal, receipt and latest belief, 6 its
+        # prompts with slots and beliefs (the live version is read off these two), 7 the
+        # decisions with their slots' keys, 8 the person's latest irreversible confirmations
+        # (is friction raised?), 9 and 10 permissions.
+        (person, f"/instances/{run2}/", 10),
         # 1 session, 2 user, 3 and 4 permissions (role check), 5 task classes with their
         # counts (pending requests included), 6 unclassified slots, 7 unclassified decisions,
         # 8 the requests waiting for this classifier's approval.

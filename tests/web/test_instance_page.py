@@ -162,13 +162,14 @@ def test_it_runs_the_same_queries_for_2_and_50_prompts(
     instance = scenarios.many(alice, prompts)
     # 1 the session, 2 the user, 3 the instance with its task class and principal,
     # 4 whether a blocking prompt is past its TTL (lazy expiry); then in one snapshot
-    # (console.live; the test's transaction here): 5 the instance re-read, the live version
-    # (6 the instance, 7 its prompts, 8 the latest write), 9 the prompts with their slots,
-    # beliefs and the beliefs' instances, 10 the decisions, 11 their slots (prefetch), for the
-    # restatement, 12 the person's latest irreversible confirmations (an irreversible one is
-    # open: is friction raised?), 13 and 14 the user's and the groups' permissions (the
-    # header's roles); after it, 15 shown_at for the prompts shown for the first time.
-    with django_assert_num_queries(15):
+    # (console.live; the test's transaction here): 5 the instance with its task class,
+    # principal, receipt and latest belief, 6 the prompts with their slots, beliefs and the
+    # beliefs' instances (the live version is read off these two), 7 the decisions with their
+    # slots' keys, for the restatement, 8 the person's latest irreversible confirmations (an
+    # irreversible one is open: is friction raised?), 9 and 10 the user's and the groups'
+    # permissions (the header's roles); after it, 11 shown_at for the prompts shown for the
+    # first time.
+    with django_assert_num_queries(11):
         response = alice_client.get(f"/instances/{instance.pk}/")
     assert response.status_code == 200
     assert response.content.decode().count('class="card card-confirm"') == prompts // 2

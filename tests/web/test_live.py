@@ -17,7 +17,7 @@ from django.db import DatabaseError, OperationalError, connection
 from django.test import Client
 from django.utils import timezone
 
-from beliefs import services
+from beliefs import selectors, services
 from beliefs.models import Prompt, PromptState, TaskInstance
 from beliefs.services import changes
 from console import live
@@ -372,3 +372,46 @@ def test_a_read_the_database_refuses_is_read_again(
     monkeypatch.setattr(live, "instance_version", refuse_once)
     response = alice_client.get(_live(instance), {**version, "seen": "stale", "wait": "5"}, **HTMX)
     assert refused == [1] and response.status_code == 200
+
+
+@pytest.mark.django_db
+def test_a_page_read_has_the_version_its_live_look_reads(alice: User, alice_client: Client) -> None:
+    """The page's version, worked out from the page's own read (`live.page_version`), is the one
+    the live endpoint's cheap look reads (`live.instance_version`), whatever the instance's
+    state: were they to differ, an open page would be sent the same view again and again."""
+    instance = scenarios.vendor(alice)
+
+    def agree() -> live.Version:
+        read = selectors.instance_page(instance.pk, principal_id=alice.pk)
+        assert read is not None
+        by_page, by_look = live.page_version(read), live.instance_version(instance.pk, alice.pk)
+        assert by_look is not None
+        assert (by_page.number, by_page.digest) == (by_look.number, by_look.digest)
+        assert (by_page.recheck is None) == (by_look.recheck is None)
+        return by_page
+
+    seen = [agree()]
+    alice_client.get(f"/instances/{instance.pk}/")  # shown: `shown_at` is not on the page
+    assert agree().digest == seen[0].digest
+    surfaced = Prompt.objects.filter(instance=instance, route="SURFACED").first()
+    assert surfaced is not None
+    alice_client.post(_respond(surfaced), {"action": "veto", "version": surfaced.version}, **HTMX)
+    seen.append(agree())
+    for _ in range(5):  # every question answered, the veto's too: ready, with a receipt
+        for prompt in Prompt.objects.filter(instance=instance, state="open", blocking=True):
+            slot = prompt.slot
+            typed = (slot.scope_order or slot.choices or [None])[0] or {
+                "date": "2026-12-31",
+                "number": "2",
+            }.get(slot.value_type, "x")
+            action, value = ("confirm", "") if prompt.route == "CONFIRM" else ("answer", typed)
+            body = {"action": action, "version": prompt.version, "value": value}
+            body["value_confirmation"] = value
+            body["acknowledged"] = [d["key"] for d in prompt.world_diff]
+            alice_client.post(_respond(prompt), body, **HTMX)
+            seen.append(agree())
+    instance.refresh_from_db()
+    assert instance.status == "ready" and instance.receipt_id is not None
+    assert len({v.digest for v in seen}) == len(seen), "each change is a new version"
+    services.instance_cancel(instance=instance, actor=services.SYSTEM, reason="gone")
+    agree()

@@ -353,24 +353,21 @@ def test_it_runs_the_same_queries_for_2_and_50_prompts(
     instance = scenarios.many(alice, prompts)
     alice_client.get(f"/instances/{instance.pk}/")  # shown once already: no shown_at UPDATE
     surfaced = Prompt.objects.filter(instance=instance, route="SURFACED").first()
-    # The view:    1 session, 2 user, 3 instance, 4 lazy expiry check, 5 the prompt;
-    # the service: 6 savepoint, 7 the prompt, 8 the instance locked, 9 the prompt with its slot
-    #   and belief, 10 an earlier response for this version, 11 expiry check, 12 savepoint,
-    #   13 the response row, 14 release, 15 the vetoed belief, 16 the class's history pool
-    #   (whose older beliefs the veto may retire), 17 older beliefs retired, 18 the prompt,
-    #   19 the audit event; the re-plan: 20 open prompts, 21 the slots with their decisions
-    #   and beliefs, 22 the new ASK prompt, 23 the instance, 24 the audit event, 25 the
-    #   instance re-read, 26 release;
-    # the render, in one snapshot (console.live; the test's transaction here): the page's
-    #   live version (the instance, its prompts, the latest write), 27 the instance re-read,
-    #   28 prompts, 29 decisions, 30 their slots, 31 the person's latest irreversible
+    # The view: 1 session, 2 user, 3 the prompt with its slot (and its instance's status);
+    # the service: 4 savepoint, 5 the instance locked (with its task class, principal, runtime
+    #   and last belief turn), 6 its open and answered prompts with slots and beliefs, 7 the
+    #   response row, 8 the vetoed belief, 9 the class's history pool (whose older beliefs the
+    #   veto may retire), 10 older beliefs retired, 11 the prompt, 12 the audit event, and the
+    #   belief.vetoed event: 13 its sequence number, 14 its row (the scenario's instance has no
+    #   runtime, so no endpoint is looked up); the re-plan: 15 the slots with their decisions
+    #   and beliefs, 16 the new ASK prompt, 17 the instance, 18 the audit event; 19 release;
+    # the render, in one snapshot (console.live; the test's transaction here): 20 the instance
+    #   (task class, principal, receipt, latest belief), 21 its prompts with slots and beliefs,
+    #   22 the decisions with their slots' keys, 23 the person's latest irreversible
     #   confirmations (an irreversible one is open: is friction raised?) (the fragment has no
-    #   header, so no permissions are read for its roles); after it 32 shown_at of the new
-    #   question;
-    # and, after the audit event of the veto, the belief.vetoed event: 33 its sequence number,
-    #   34 its row (the scenario's instance has no runtime, so no endpoint is looked up); plus
-    #   the three reads of the live version; and on PostgreSQL the change notification.
-    with django_assert_num_queries(37 + notify_queries()):
+    #   header, so no permissions are read for its roles); after it 24 shown_at of the new
+    #   question; and on PostgreSQL the change notification.
+    with django_assert_num_queries(24 + notify_queries()):
         response = post(alice_client, surfaced, action="veto")
     assert response.status_code == 200
 
