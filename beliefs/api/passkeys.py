@@ -24,15 +24,13 @@ class PersonPasskeysApi(APIView):
 
     @extend_schema(
         summary="A person's passkey public keys (runtimes)",
-        description=(
-            "The public keys (COSE_Key in base64url, and as a JWK) of the person's passkeys, "
-            "removed ones included (with `removed_at`) so that what they signed stays "
-            "verifiable. Only for a person the runtime has opened an instance for: anyone else "
-            "is 404. Passkey names are not shown."
-        ),
         responses={200: s.PersonPasskeysOut, **READS},
     )
     def get(self, request: Request, username: str) -> Response:
+        """The public keys (COSE_Key in base64url, and as a JWK) of the person's passkeys, removed
+        ones included (with `removed_at`) so that what they signed stays verifiable. Only for a
+        person the runtime has opened an instance for: anyone else is 404. Passkey names are not
+        shown."""
         return Response(
             selectors.person_passkeys_for_runtime(username, runtime_key(request).runtime_id)
         )

@@ -48,13 +48,11 @@ class ProposalValidateApi(APIView):
         s.ValidateOut,
         status=201,
         summary="Validate a proposal against the contract and store the result",
-        description=(
-            "Whatever `graph` and `update` hold is judged and stored: a malformed update is a "
-            "REJECT with schema findings. Only the envelope `{graph, update, source?}` and text "
-            "that cannot be stored are refused (400)."
-        ),
     )
     def post(self, request: Request) -> Response:
+        """Whatever `graph` and `update` hold is judged and stored: a malformed update is a REJECT
+        with schema findings. Only the envelope `{graph, update, source?}` and text that cannot
+        be stored are refused (400)."""
         data = validated(schemas.ValidateIn, request.data)
         validation = proposal_writes.proposal_validate_and_store(
             graph=data["graph"],
@@ -74,9 +72,9 @@ class ContractSchemaApi(APIView):
             **READS,
         },
         summary="The JSON Schema of a proposal's update",
-        description="Hand it to a model as its structured-output schema.",
     )
     def get(self, request: Request) -> Response:
+        """Hand it to a model as its structured-output schema."""
         return Response(update_json_schema())
 
 

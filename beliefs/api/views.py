@@ -1,5 +1,8 @@
 """The runtime and person API. Each view validates its input with a serializer, checks who is
 asking, calls one service and answers with a documented body; every rule lives in the services.
+
+An operation's docstring is its description in the OpenAPI document (`schema.AutoSchema`), so
+it is written for the runtimes' developers who read that document.
 """
 
 from __future__ import annotations
@@ -130,16 +133,13 @@ class TaskClassApi(APIView):
         schemas.TaskClassIn,
         s.TaskClassOut,
         summary="Register or update a task class (runtimes)",
-        description=(
-            "Adds slots and decisions and links slots to decisions. Fields left out of a later "
-            "registration keep their values; decision links are never dropped. Risk classes "
-            "are refused: classifiers set them (`suggested_risk` is a hint). A class holds at "
-            "most CONSOLE_MAX_SLOTS_PER_TASK_CLASS slots (300) and "
-            "CONSOLE_MAX_DECISIONS_PER_TASK_CLASS decisions (100): more is refused with 400 "
-            "`limit_exceeded`."
-        ),
     )
     def put(self, request: Request, key: str) -> Response:
+        """Adds slots and decisions and links slots to decisions. Fields left out of a later
+        registration keep their values; decision links are never dropped. Risk classes are
+        refused: classifiers set them (`suggested_risk` is a hint). A class holds at most
+        CONSOLE_MAX_SLOTS_PER_TASK_CLASS slots (300) and CONSOLE_MAX_DECISIONS_PER_TASK_CLASS
+        decisions (100): more is refused with 400 `limit_exceeded`."""
         data = validated(schemas.TaskClassIn, request.data, key=key)
         services.task_class_register(
             key=key,
@@ -159,12 +159,10 @@ class SlotRetireApi(APIView):
         request=None,
         responses={200: s.TaskClassOut, **errors(409, 503)},
         summary="Retire a slot of your task class (its owner)",
-        description=(
-            "A retired slot is no longer planned: open instances drop its prompt at their next "
-            "plan, and no new action may name it. Its history stays. Idempotent; audited."
-        ),
     )
     def post(self, request: Request, key: str, slot: str) -> Response:
+        """A retired slot is no longer planned: open instances drop its prompt at their next plan,
+        and no new action may name it. Its history stays. Idempotent; audited."""
         task_class = selectors.task_class_for_owner(key, runtime_key(request).runtime_id)
         found = task_class.slots.filter(key=slot).first()
         if found is None:
@@ -179,12 +177,10 @@ class TaskClassSharesApi(APIView):
     @extend_schema(
         responses={200: s.ShareListOut, **READS},
         summary="Whom a task class is shared with (its owner)",
-        description=(
-            "Another runtime opens instances of a class only when its owner shares it; values "
-            "stay with the runtime that reported them unless the share has `history`."
-        ),
     )
     def get(self, request: Request, key: str) -> Response:
+        """Another runtime opens instances of a class only when its owner shares it; values stay
+        with the runtime that reported them unless the share has `history`."""
         task_class = selectors.task_class_for_owner(key, runtime_key(request).runtime_id)
         return Response(selectors.shares_payload(task_class))
 
@@ -196,15 +192,13 @@ class TaskClassShareApi(APIView):
         schemas.ShareIn,
         s.ShareOut,
         summary="Share a task class with another runtime (its owner)",
-        description=(
-            "That runtime may then open instances of the class. Its instances carry only its "
-            "own earlier values, unless `history` is true: then it joins the class's history "
-            "pool, and the owner and every runtime in the pool carry each other's values for "
-            "the class's people (turn it on only for a runtime you trust as much as your own). "
-            "Idempotent; a change is audited."
-        ),
     )
     def put(self, request: Request, key: str, runtime: str) -> Response:
+        """That runtime may then open instances of the class. Its instances carry only its own
+        earlier values, unless `history` is true: then it joins the class's history pool, and the
+        owner and every runtime in the pool carry each other's values for the class's people
+        (turn it on only for a runtime you trust as much as your own). Idempotent; a change is
+        audited."""
         task_class = selectors.task_class_for_owner(key, runtime_key(request).runtime_id)
         data = validated(schemas.ShareIn, request.data)
         share = services.task_class_share(
@@ -219,9 +213,9 @@ class TaskClassShareApi(APIView):
         request=None,
         responses={204: None, **READS},
         summary="Stop sharing a task class with a runtime (its owner)",
-        description="The runtime's existing instances stay its own; it opens no new ones.",
     )
     def delete(self, request: Request, key: str, runtime: str) -> Response:
+        """The runtime's existing instances stay its own; it opens no new ones."""
         task_class = selectors.task_class_for_owner(key, runtime_key(request).runtime_id)
         services.task_class_unshare(
             task_class=task_class, runtime_name=runtime, actor=actor(request)
@@ -239,14 +233,6 @@ class InstanceCreateApi(APIView):
         request=schemas.InstanceIn,
         responses={201: s.InstanceOut, 200: s.InstanceOut, **WRITES},
         summary="Open an instance for a person (runtimes)",
-        description=(
-            "A new run of the task class for `principal`, with the world as the runtime sees it "
-            "and any beliefs it already holds. 404 names an unknown task class or principal. "
-            "409 `too_many_open_instances` when the person already has "
-            "CONSOLE_MAX_OPEN_INSTANCES (50) open instances from this runtime. "
-            "With an `Idempotency-Key`, a repeat with the same body returns the first instance "
-            "(200, `Idempotent-Replayed: true`); the same key with another body is refused (409)."
-        ),
         parameters=[
             OpenApiParameter(
                 idempotency.HEADER,
@@ -262,6 +248,12 @@ class InstanceCreateApi(APIView):
         ],
     )
     def post(self, request: Request) -> Response:
+        """A new run of the task class for `principal`, with the world as the runtime sees it and
+        any beliefs it already holds. 404 names an unknown task class or principal. 409
+        `too_many_open_instances` when the person already has CONSOLE_MAX_OPEN_INSTANCES (50)
+        open instances from this runtime. With an `Idempotency-Key`, a repeat with the same body
+        returns the first instance (200, `Idempotent-Replayed: true`); the same key with another
+        body is refused (409)."""
         data = validated(schemas.InstanceIn, request.data)
 
         def open_() -> TaskInstance:
@@ -292,14 +284,6 @@ class InstanceDetailApi(APIView):
     @extend_schema(
         responses={200: s.InstanceOut, 304: None, **READS},
         summary="An instance, its plan, prompts and (once ready) final bindings",
-        description=(
-            "For the runtime that opened it and for its principal; 404 for anyone else. Sends "
-            "an `ETag`; with `If-None-Match` naming it, 304 and no body.\n\n"
-            "A long-poll: with `Prefer: wait=N` (RFC 7240; N seconds, at most 60) as well, the "
-            "answer waits until the instance's ETag changes (200 and the new body) or N seconds "
-            "pass (304), and carries `Preference-Applied: wait=N`. An invalid `Prefer` is "
-            "ignored."
-        ),
         parameters=[
             OpenApiParameter("If-None-Match", str, OpenApiParameter.HEADER),
             OpenApiParameter(
@@ -311,6 +295,12 @@ class InstanceDetailApi(APIView):
         ],
     )
     def get(self, request: Request, instance_id: UUID) -> HttpResponse:
+        """For the runtime that opened it and for its principal; 404 for anyone else. Sends an
+        `ETag`; with `If-None-Match` naming it, 304 and no body.
+
+        A long-poll: with `Prefer: wait=N` (RFC 7240; N seconds, at most 60) as well, the answer
+        waits until the instance's ETag changes (200 and the new body) or N seconds pass (304),
+        and carries `Preference-Applied: wait=N`. An invalid `Prefer` is ignored."""
         if is_runtime(request):
             read = selectors.instance_read(instance_id, runtime_id=runtime_key(request).runtime_id)
         else:
@@ -331,12 +321,10 @@ class BeliefCreateApi(APIView):
         s.BeliefOut,
         status=201,
         summary="Record a belief for a slot (runtimes)",
-        description=(
-            "Supersedes the slot's active belief of this instance and re-plans a planned "
-            "instance. A slot nobody declared is registered, unclassified (so irreversible)."
-        ),
     )
     def post(self, request: Request, instance_id: str) -> Response:
+        """Supersedes the slot's active belief of this instance and re-plans a planned instance. A
+        slot nobody declared is registered, unclassified (so irreversible)."""
         instance = instance_for(request, instance_id)
         belief = services.belief_record(
             instance=instance,
@@ -399,12 +387,10 @@ class PlanApi(APIView):
         request=None,
         responses={200: s.PlanOut, **errors(409, 503)},
         summary="Plan an instance (runtimes; idempotent)",
-        description=(
-            "Routes every slot and opens a prompt for each SURFACED, CONFIRM and ASK slot. "
-            "A ready instance keeps its final plan. No body."
-        ),
     )
     def post(self, request: Request, instance_id: str) -> HttpResponse:
+        """Routes every slot and opens a prompt for each SURFACED, CONFIRM and ASK slot. A ready
+        instance keeps its final plan. No body."""
         planned = services.instance_plan_for_runtime(
             instance_id=instance_id, key=runtime_key(request)
         )
@@ -451,18 +437,6 @@ class RespondApi(APIView):
         request=schemas.RespondIn,
         responses={200: s.RespondOut, **WRITES, **errors(422)},
         summary="Answer one of your prompts (the principal only)",
-        description=(
-            "CONFIRM prompts take confirm, edit or reject; ASK prompts answer or reject; "
-            "SURFACED prompts veto. A response to an older version is refused with 409 and the "
-            "fresh prompt; an identical repeat is answered again (`replayed`) and writes "
-            "nothing. An `Idempotency-Key` sent again returns the first answer, and is refused "
-            "(422) with a different action, value, reason or version. A confirm of an "
-            "irreversible value whose world diff shows changes names each changed key in "
-            "`acknowledged`, and while your recent confirmations look habitual (fast, every "
-            "value kept) it carries the value's last 4 characters in `typed_tail`; without them "
-            "it is refused (400 `not_acknowledged` or `tail_not_typed`). An edit to the value "
-            "on record is recorded as a confirm."
-        ),
         parameters=[
             OpenApiParameter(
                 "Idempotency-Key",
@@ -473,6 +447,15 @@ class RespondApi(APIView):
         ],
     )
     def post(self, request: Request, prompt_id: int) -> Response:
+        """CONFIRM prompts take confirm, edit or reject; ASK prompts answer or reject; SURFACED
+        prompts veto. A response to an older version is refused with 409 and the fresh prompt; an
+        identical repeat is answered again (`replayed`) and writes nothing. An `Idempotency-Key`
+        sent again returns the first answer, and is refused (422) with a different action, value,
+        reason or version. A confirm of an irreversible value whose world diff shows changes
+        names each changed key in `acknowledged`, and while your recent confirmations look
+        habitual (fast, every value kept) it carries the value's last 4 characters in
+        `typed_tail`; without them it is refused (400 `not_acknowledged` or `tail_not_typed`). An
+        edit to the value on record is recorded as a confirm."""
         data = validated(schemas.RespondIn, request.data)
         key = request.headers.get("Idempotency-Key") or None
         if key is not None and len(key) > MAX_IDEMPOTENCY_KEY_LENGTH:
@@ -534,15 +517,12 @@ class ApprovalApi(APIView):
         schemas.ApprovalIn,
         s.ApprovalOut,
         summary="Approve, reject or mark another approver away (approvers only)",
-        description=(
-            "For the exact `bindings_digest` you saw (409 `stale_digest` after an edit). "
-            "Approving again counts once (`replayed`). The first rejection cancels the "
-            "instance with its reason. Marking another member away stops asking them; it is "
-            "not an approval. A runtime key never may (403); someone not among the approvers "
-            "gets 403 `not_an_approver`, an outsider 404."
-        ),
     )
     def post(self, request: Request, instance_id: UUID) -> Response:
+        """For the exact `bindings_digest` you saw (409 `stale_digest` after an edit). Approving
+        again counts once (`replayed`). The first rejection cancels the instance with its reason.
+        Marking another member away stops asking them; it is not an approval. A runtime key never
+        may (403); someone not among the approvers gets 403 `not_an_approver`, an outsider 404."""
         data = validated(schemas.ApprovalIn, request.data)
         user = person(request)
         digest = data["bindings_digest"]
@@ -581,16 +561,14 @@ class ReceiptRedeemApi(APIView):
         schemas.RedeemIn,
         s.RedeemOut,
         summary="Redeem a receipt, once (runtimes)",
-        description=(
-            "Before executing an approved action, a tool server (through the runtime's key) "
-            "redeems its receipt: 200 the first time; 409 `receipt_redeemed` after that, 409 "
-            "`receipt_revoked` once the person vetoed after ready or the instance was cancelled; "
-            "400 `receipt_invalid` (not signed by this console), `receipt_expired`, or "
-            "`digest_mismatch` (the `bindings_digest` given is not the receipt's); 404 for "
-            "another runtime's receipt. One redemption per receipt is a database rule."
-        ),
     )
     def post(self, request: Request) -> Response:
+        """Before executing an approved action, a tool server (through the runtime's key) redeems
+        its receipt: 200 the first time; 409 `receipt_redeemed` after that, 409 `receipt_revoked`
+        once the person vetoed after ready or the instance was cancelled; 400 `receipt_invalid`
+        (not signed by this console), `receipt_expired`, or `digest_mismatch` (the
+        `bindings_digest` given is not the receipt's); 404 for another runtime's receipt. One
+        redemption per receipt is a database rule."""
         data = validated(schemas.RedeemIn, request.data)
         redeemed = services.receipt_redeem(
             token=data["receipt"],
