@@ -107,12 +107,24 @@ READS = errors(503)
 WRITES = errors(409, 413, 415, 503)
 
 
+def read_schema(answer: Any, **described: Any) -> Any:
+    """The OpenAPI description of a read: its answer and the errors any read may meet;
+    `described` is the rest (summary, parameters)."""
+    return extend_schema(responses={200: answer, **READS}, **described)
+
+
 def write_schema(
     body: type[serializers.Serializer], answer: Any, *, status: int = 200, **described: Any
 ) -> Any:
     """The OpenAPI description of a write: its body, its answer with `status`, and the errors
     any write may meet; `described` is the rest (summary, description, parameters)."""
     return extend_schema(request=body, responses={status: answer, **WRITES}, **described)
+
+
+def action_schema(answer: Any, **described: Any) -> Any:
+    """The OpenAPI description of an action that takes no body: its answer, and besides the
+    errors of a read a conflict with the state the resource is in (409)."""
+    return extend_schema(request=None, responses={200: answer, **errors(409, 503)}, **described)
 
 
 # --- task classes --------------------------------------------------------------------------
@@ -122,17 +134,14 @@ class TaskClassApi(APIView):
     def get_permissions(self) -> list[Any]:
         return [IsRuntime()] if self.request.method == "PUT" else list(super().get_permissions())
 
-    @extend_schema(
-        responses={200: s.TaskClassOut, **READS},
-        summary="A task class with its slots' effective risks (runtimes and people)",
+    @read_schema(
+        s.TaskClassOut, summary="A task class with its slots' effective risks (runtimes and people)"
     )
     def get(self, request: Request, key: str) -> Response:
         return Response(selectors.task_class_payload(selectors.task_class_with_slots(key)))
 
     @write_schema(
-        schemas.TaskClassIn,
-        s.TaskClassOut,
-        summary="Register or update a task class (runtimes)",
+        schemas.TaskClassIn, s.TaskClassOut, summary="Register or update a task class (runtimes)"
     )
     def put(self, request: Request, key: str) -> Response:
         """Adds slots and decisions and links slots to decisions. Fields left out of a later
@@ -155,11 +164,7 @@ class TaskClassApi(APIView):
 class SlotRetireApi(APIView):
     permission_classes = [IsRuntime]
 
-    @extend_schema(
-        request=None,
-        responses={200: s.TaskClassOut, **errors(409, 503)},
-        summary="Retire a slot of your task class (its owner)",
-    )
+    @action_schema(s.TaskClassOut, summary="Retire a slot of your task class (its owner)")
     def post(self, request: Request, key: str, slot: str) -> Response:
         """A retired slot is no longer planned: open instances drop its prompt at their next plan,
         and no new action may name it. Its history stays. Idempotent; audited."""
@@ -174,10 +179,7 @@ class SlotRetireApi(APIView):
 class TaskClassSharesApi(APIView):
     permission_classes = [IsRuntime]
 
-    @extend_schema(
-        responses={200: s.ShareListOut, **READS},
-        summary="Whom a task class is shared with (its owner)",
-    )
+    @read_schema(s.ShareListOut, summary="Whom a task class is shared with (its owner)")
     def get(self, request: Request, key: str) -> Response:
         """Another runtime opens instances of a class only when its owner shares it; values stay
         with the runtime that reported them unless the share has `history`."""
@@ -189,9 +191,7 @@ class TaskClassShareApi(APIView):
     permission_classes = [IsRuntime]
 
     @write_schema(
-        schemas.ShareIn,
-        s.ShareOut,
-        summary="Share a task class with another runtime (its owner)",
+        schemas.ShareIn, s.ShareOut, summary="Share a task class with another runtime (its owner)"
     )
     def put(self, request: Request, key: str, runtime: str) -> Response:
         """That runtime may then open instances of the class. Its instances carry only its own
@@ -317,10 +317,7 @@ class BeliefCreateApi(APIView):
     permission_classes = [IsRuntime]
 
     @write_schema(
-        schemas.BeliefIn,
-        s.BeliefOut,
-        status=201,
-        summary="Record a belief for a slot (runtimes)",
+        schemas.BeliefIn, s.BeliefOut, status=201, summary="Record a belief for a slot (runtimes)"
     )
     def post(self, request: Request, instance_id: str) -> Response:
         """Supersedes the slot's active belief of this instance and re-plans a planned instance. A
@@ -383,11 +380,7 @@ WorldApi = instance_change_api(
 class PlanApi(APIView):
     permission_classes = [IsRuntime]
 
-    @extend_schema(
-        request=None,
-        responses={200: s.PlanOut, **errors(409, 503)},
-        summary="Plan an instance (runtimes; idempotent)",
-    )
+    @action_schema(s.PlanOut, summary="Plan an instance (runtimes; idempotent)")
     def post(self, request: Request, instance_id: str) -> HttpResponse:
         """Routes every slot and opens a prompt for each SURFACED, CONFIRM and ASK slot. A ready
         instance keeps its final plan. No body."""
@@ -417,9 +410,9 @@ CancelApi = instance_change_api(
 class PromptListApi(APIView):
     permission_classes = [IsPerson]
 
-    @extend_schema(
+    @read_schema(
+        s.PromptPageOut,
         parameters=[schemas.PromptQuery],
-        responses={200: s.PromptPageOut, **READS},
         summary="Your own prompts, newest first (people)",
     )
     def get(self, request: Request) -> Response:
@@ -557,11 +550,7 @@ class ApprovalApi(APIView):
 class ReceiptRedeemApi(APIView):
     permission_classes = [IsRuntime]
 
-    @write_schema(
-        schemas.RedeemIn,
-        s.RedeemOut,
-        summary="Redeem a receipt, once (runtimes)",
-    )
+    @write_schema(schemas.RedeemIn, s.RedeemOut, summary="Redeem a receipt, once (runtimes)")
     def post(self, request: Request) -> Response:
         """Before executing an approved action, a tool server (through the runtime's key) redeems
         its receipt: 200 the first time; 409 `receipt_redeemed` after that, 409 `receipt_revoked`
