@@ -13,38 +13,37 @@ from console.views.public import healthz, jwks
 from console.views.runtimes import endpoint_send_test, runtimes_page
 from console.views.start import SignInView, home
 
+# Signing in, with a password or a passkey, and out.
+sign_in = [
+    path("login/", SignInView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path(
+        "login/passkey/options/", passkeys.passkey_sign_in_options, name="passkey-sign-in-options"
+    ),
+    path("login/passkey/", passkeys.passkey_sign_in, name="passkey-sign-in"),
+]
+
+# A person's own account and the passkeys registered on it.
+account = [
+    path("", account_page, name="account"),
+    path("passkeys/options/", passkeys.passkey_registration_options, name="passkey-options"),
+    path("passkeys/", passkeys.passkey_add, name="passkey-add"),
+    path("passkeys/<int:passkey_id>/remove/", passkeys.passkey_remove, name="passkey-remove"),
+]
+
+runtimes = [
+    path("", runtimes_page, name="runtimes"),
+    path("endpoints/<int:endpoint_id>/test/", endpoint_send_test, name="runtime-endpoint-test"),
+]
+
 urlpatterns = [
     path("healthz", login_not_required(healthz), name="healthz"),
     path(".well-known/jwks.json", login_not_required(jwks), name="jwks"),
-    path("accounts/login/", SignInView.as_view(), name="login"),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/", include(sign_in)),
     path("api/v1/", include("beliefs.api.urls")),
     path("admin/", admin.site.urls),
-    path("account/", account_page, name="account"),
-    # (issue 23) passkeys: registered on the account page, and signing in with one
-    path(
-        "account/passkeys/options/",
-        passkeys.passkey_registration_options,
-        name="passkey-options",
-    ),
-    path("account/passkeys/", passkeys.passkey_add, name="passkey-add"),
-    path(
-        "account/passkeys/<int:passkey_id>/remove/",
-        passkeys.passkey_remove,
-        name="passkey-remove",
-    ),
-    path(
-        "accounts/login/passkey/options/",
-        passkeys.passkey_sign_in_options,
-        name="passkey-sign-in-options",
-    ),
-    path("accounts/login/passkey/", passkeys.passkey_sign_in, name="passkey-sign-in"),
-    path("runtimes/", runtimes_page, name="runtimes"),
-    path(
-        "runtimes/endpoints/<int:endpoint_id>/test/",
-        endpoint_send_test,
-        name="runtime-endpoint-test",
-    ),
+    path("account/", include(account)),
+    path("runtimes/", include(runtimes)),
     path("", include("console.urls_enduser")),
     path("classify/", include("console.urls_classify")),
     path("proposals/", include("console.urls_proposals")),

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import permissions, status
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
@@ -24,7 +24,7 @@ from rest_framework.views import APIView
 from beliefs import schemas
 from beliefs.api import serializers as s
 from beliefs.api.auth import is_runtime
-from beliefs.api.views import READS, actor, query, validated, write_schema
+from beliefs.api.views import actor, query, read_schema, validated, write_schema
 from beliefs.domain.contract import FINDING_CODES, update_json_schema
 from beliefs.domain.vocabulary import MAX_LABEL_LENGTH, VERDICTS
 from beliefs.roles import is_reviewer
@@ -48,13 +48,11 @@ class ProposalValidateApi(APIView):
         s.ValidateOut,
         status=201,
         summary="Validate a proposal against the contract and store the result",
-        description=(
-            "Whatever `graph` and `update` hold is judged and stored: a malformed update is a "
-            "REJECT with schema findings. Only the envelope `{graph, update, source?}` and text "
-            "that cannot be stored are refused (400)."
-        ),
     )
     def post(self, request: Request) -> Response:
+        """Whatever `graph` and `update` hold is judged and stored: a malformed update is a REJECT
+        with schema findings. Only the envelope `{graph, update, source?}` and text that cannot
+        be stored are refused (400)."""
         data = validated(schemas.ValidateIn, request.data)
         validation = proposal_writes.proposal_validate_and_store(
             graph=data["graph"],
@@ -68,22 +66,20 @@ class ProposalValidateApi(APIView):
 
 
 class ContractSchemaApi(APIView):
-    @extend_schema(
-        responses={
-            200: OpenApiResponse(OpenApiTypes.OBJECT, "A JSON Schema (draft 2020-12) document"),
-            **READS,
-        },
+    @read_schema(
+        OpenApiResponse(OpenApiTypes.OBJECT, "A JSON Schema (draft 2020-12) document"),
         summary="The JSON Schema of a proposal's update",
-        description="Hand it to a model as its structured-output schema.",
     )
     def get(self, request: Request) -> Response:
+        """Hand it to a model as its structured-output schema."""
         return Response(update_json_schema())
 
 
 class ProposalListApi(APIView):
     permission_classes = [IsReviewer]
 
-    @extend_schema(
+    @read_schema(
+        s.ValidationPageOut,
         parameters=[
             OpenApiParameter("verdict", str, enum=list(VERDICTS)),
             OpenApiParameter("code", str, enum=list(FINDING_CODES), description="finding code"),
@@ -93,7 +89,6 @@ class ProposalListApi(APIView):
             OpenApiParameter("to", OpenApiTypes.DATE, description="last day (inclusive)"),
             schemas.PageQuery,
         ],
-        responses={200: s.ValidationPageOut, **READS},
         summary="Stored validations, newest first (reviewers)",
     )
     def get(self, request: Request) -> Response:

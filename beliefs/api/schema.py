@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular import openapi
+
 # Text the database can store: no NUL character (the edge guard refuses it, and unpaired
 # surrogates, which no UTF-8 request can carry anyway).
 STORABLE_TEXT = "^[^\\u0000]*$"
@@ -47,3 +49,12 @@ def refuse_unknown_fields(result: dict[str, Any], generator: Any, **kwargs: Any)
             for parameter in operation.get("parameters", []):
                 _text(parameter.get("schema", {}))
     return result
+
+
+class AutoSchema(openapi.AutoSchema):
+    """An operation's description is its view method's docstring (drf-spectacular's default),
+    each paragraph on one line: the line breaks are the code's, not the document's."""
+
+    def get_description(self) -> str:  # type: ignore[override]  # drf-spectacular's, not DRF's
+        paragraphs = super().get_description().split("\n\n")
+        return "\n\n".join(" ".join(paragraph.split()) for paragraph in paragraphs)

@@ -1,5 +1,8 @@
 """The runtime and person API. Each view validates its input with a serializer, checks who is
 asking, calls one service and answers with a documented body; every rule lives in the services.
+
+An operation's docstring is its description in the OpenAPI document (`schema.AutoSchema`), so
+it is written for the runtimes' developers who read that document.
 """
 
 from __future__ import annotations
@@ -104,12 +107,24 @@ READS = errors(503)
 WRITES = errors(409, 413, 415, 503)
 
 
+def read_schema(answer: Any, **described: Any) -> Any:
+    """The OpenAPI description of a read: its answer and the errors any read may meet;
+    `described` is the rest (summary, parameters)."""
+    return extend_schema(responses={200: answer, **READS}, **described)
+
+
 def write_schema(
     body: type[serializers.Serializer], answer: Any, *, status: int = 200, **described: Any
 ) -> Any:
     """The OpenAPI description of a write: its body, its answer with `status`, and the errors
     any write may meet; `described` is the rest (summary, description, parameters)."""
     return extend_schema(request=body, responses={status: answer, **WRITES}, **described)
+
+
+def action_schema(answer: Any, **described: Any) -> Any:
+    """The OpenAPI description of an action that takes no body: its answer, and besides the
+    errors of a read a conflict with the state the resource is in (409)."""
+    return extend_schema(request=None, responses={200: answer, **errors(409, 503)}, **described)
 
 
 # --- task classes --------------------------------------------------------------------------
@@ -119,27 +134,21 @@ class TaskClassApi(APIView):
     def get_permissions(self) -> list[Any]:
         return [IsRuntime()] if self.request.method == "PUT" else list(super().get_permissions())
 
-    @extend_schema(
-        responses={200: s.TaskClassOut, **READS},
-        summary="A task class with its slots' effective risks (runtimes and people)",
+    @read_schema(
+        s.TaskClassOut, summary="A task class with its slots' effective risks (runtimes and people)"
     )
     def get(self, request: Request, key: str) -> Response:
         return Response(selectors.task_class_payload(selectors.task_class_with_slots(key)))
 
     @write_schema(
-        schemas.TaskClassIn,
-        s.TaskClassOut,
-        summary="Register or update a task class (runtimes)",
-        description=(
-            "Adds slots and decisions and links slots to decisions. Fields left out of a later "
-            "registration keep their values; decision links are never dropped. Risk classes "
-            "are refused: classifiers set them (`suggested_risk` is a hint). A class holds at "
-            "most CONSOLE_MAX_SLOTS_PER_TASK_CLASS slots (300) and "
-            "CONSOLE_MAX_DECISIONS_PER_TASK_CLASS decisions (100): more is refused with 400 "
-            "`limit_exceeded`."
-        ),
+        schemas.TaskClassIn, s.TaskClassOut, summary="Register or update a task class (runtimes)"
     )
     def put(self, request: Request, key: str) -> Response:
+        """Adds slots and decisions and links slots to decisions. Fields left out of a later
+        registration keep their values; decision links are never dropped. Risk classes are
+        refused: classifiers set them (`suggested_risk` is a hint). A class holds at most
+        CONSOLE_MAX_SLOTS_PER_TASK_CLASS slots (300) and CONSOLE_MAX_DECISIONS_PER_TASK_CLASS
+        decisions (100): more is refused with 400 `limit_exceeded`."""
         data = validated(schemas.TaskClassIn, request.data, key=key)
         services.task_class_register(
             key=key,
@@ -155,16 +164,10 @@ class TaskClassApi(APIView):
 class SlotRetireApi(APIView):
     permission_classes = [IsRuntime]
 
-    @extend_schema(
-        request=None,
-        responses={200: s.TaskClassOut, **errors(409, 503)},
-        summary="Retire a slot of your task class (its owner)",
-        description=(
-            "A retired slot is no longer planned: open instances drop its prompt at their next "
-            "plan, and no new action may name it. Its history stays. Idempotent; audited."
-        ),
-    )
+    @action_schema(s.TaskClassOut, summary="Retire a slot of your task class (its owner)")
     def post(self, request: Request, key: str, slot: str) -> Response:
+        """A retired slot is no longer planned: open instances drop its prompt at their next plan,
+        and no new action may name it. Its history stays. Idempotent; audited."""
         task_class = selectors.task_class_for_owner(key, runtime_key(request).runtime_id)
         found = task_class.slots.filter(key=slot).first()
         if found is None:
@@ -176,15 +179,10 @@ class SlotRetireApi(APIView):
 class TaskClassSharesApi(APIView):
     permission_classes = [IsRuntime]
 
-    @extend_schema(
-        responses={200: s.ShareListOut, **READS},
-        summary="Whom a task class is shared with (its owner)",
-        description=(
-            "Another runtime opens instances of a class only when its owner shares it; values "
-            "stay with the runtime that reported them unless the share has `history`."
-        ),
-    )
+    @read_schema(s.ShareListOut, summary="Whom a task class is shared with (its owner)")
     def get(self, request: Request, key: str) -> Response:
+        """Another runtime opens instances of a class only when its owner shares it; values stay
+        with the runtime that reported them unless the share has `history`."""
         task_class = selectors.task_class_for_owner(key, runtime_key(request).runtime_id)
         return Response(selectors.shares_payload(task_class))
 
@@ -193,18 +191,14 @@ class TaskClassShareApi(APIView):
     permission_classes = [IsRuntime]
 
     @write_schema(
-        schemas.ShareIn,
-        s.ShareOut,
-        summary="Share a task class with another runtime (its owner)",
-        description=(
-            "That runtime may then open instances of the class. Its instances carry only its "
-            "own earlier values, unless `history` is true: then it joins the class's history "
-            "pool, and the owner and every runtime in the pool carry each other's values for "
-            "the class's people (turn it on only for a runtime you trust as much as your own). "
-            "Idempotent; a change is audited."
-        ),
+        schemas.ShareIn, s.ShareOut, summary="Share a task class with another runtime (its owner)"
     )
     def put(self, request: Request, key: str, runtime: str) -> Response:
+        """That runtime may then open instances of the class. Its instances carry only its own
+        earlier values, unless `history` is true: then it joins the class's history pool, and the
+        owner and every runtime in the pool carry each other's values for the class's people
+        (turn it on only for a runtime you trust as much as your own). Idempotent; a change is
+        audited."""
         task_class = selectors.task_class_for_owner(key, runtime_key(request).runtime_id)
         data = validated(schemas.ShareIn, request.data)
         share = services.task_class_share(
@@ -219,9 +213,9 @@ class TaskClassShareApi(APIView):
         request=None,
         responses={204: None, **READS},
         summary="Stop sharing a task class with a runtime (its owner)",
-        description="The runtime's existing instances stay its own; it opens no new ones.",
     )
     def delete(self, request: Request, key: str, runtime: str) -> Response:
+        """The runtime's existing instances stay its own; it opens no new ones."""
         task_class = selectors.task_class_for_owner(key, runtime_key(request).runtime_id)
         services.task_class_unshare(
             task_class=task_class, runtime_name=runtime, actor=actor(request)
@@ -239,14 +233,6 @@ class InstanceCreateApi(APIView):
         request=schemas.InstanceIn,
         responses={201: s.InstanceOut, 200: s.InstanceOut, **WRITES},
         summary="Open an instance for a person (runtimes)",
-        description=(
-            "A new run of the task class for `principal`, with the world as the runtime sees it "
-            "and any beliefs it already holds. 404 names an unknown task class or principal. "
-            "409 `too_many_open_instances` when the person already has "
-            "CONSOLE_MAX_OPEN_INSTANCES (50) open instances from this runtime. "
-            "With an `Idempotency-Key`, a repeat with the same body returns the first instance "
-            "(200, `Idempotent-Replayed: true`); the same key with another body is refused (409)."
-        ),
         parameters=[
             OpenApiParameter(
                 idempotency.HEADER,
@@ -262,6 +248,12 @@ class InstanceCreateApi(APIView):
         ],
     )
     def post(self, request: Request) -> Response:
+        """A new run of the task class for `principal`, with the world as the runtime sees it and
+        any beliefs it already holds. 404 names an unknown task class or principal. 409
+        `too_many_open_instances` when the person already has CONSOLE_MAX_OPEN_INSTANCES (50)
+        open instances from this runtime. With an `Idempotency-Key`, a repeat with the same body
+        returns the first instance (200, `Idempotent-Replayed: true`); the same key with another
+        body is refused (409)."""
         data = validated(schemas.InstanceIn, request.data)
 
         def open_() -> TaskInstance:
@@ -292,14 +284,6 @@ class InstanceDetailApi(APIView):
     @extend_schema(
         responses={200: s.InstanceOut, 304: None, **READS},
         summary="An instance, its plan, prompts and (once ready) final bindings",
-        description=(
-            "For the runtime that opened it and for its principal; 404 for anyone else. Sends "
-            "an `ETag`; with `If-None-Match` naming it, 304 and no body.\n\n"
-            "A long-poll: with `Prefer: wait=N` (RFC 7240; N seconds, at most 60) as well, the "
-            "answer waits until the instance's ETag changes (200 and the new body) or N seconds "
-            "pass (304), and carries `Preference-Applied: wait=N`. An invalid `Prefer` is "
-            "ignored."
-        ),
         parameters=[
             OpenApiParameter("If-None-Match", str, OpenApiParameter.HEADER),
             OpenApiParameter(
@@ -311,6 +295,12 @@ class InstanceDetailApi(APIView):
         ],
     )
     def get(self, request: Request, instance_id: UUID) -> HttpResponse:
+        """For the runtime that opened it and for its principal; 404 for anyone else. Sends an
+        `ETag`; with `If-None-Match` naming it, 304 and no body.
+
+        A long-poll: with `Prefer: wait=N` (RFC 7240; N seconds, at most 60) as well, the answer
+        waits until the instance's ETag changes (200 and the new body) or N seconds pass (304),
+        and carries `Preference-Applied: wait=N`. An invalid `Prefer` is ignored."""
         if is_runtime(request):
             read = selectors.instance_read(instance_id, runtime_id=runtime_key(request).runtime_id)
         else:
@@ -327,16 +317,11 @@ class BeliefCreateApi(APIView):
     permission_classes = [IsRuntime]
 
     @write_schema(
-        schemas.BeliefIn,
-        s.BeliefOut,
-        status=201,
-        summary="Record a belief for a slot (runtimes)",
-        description=(
-            "Supersedes the slot's active belief of this instance and re-plans a planned "
-            "instance. A slot nobody declared is registered, unclassified (so irreversible)."
-        ),
+        schemas.BeliefIn, s.BeliefOut, status=201, summary="Record a belief for a slot (runtimes)"
     )
     def post(self, request: Request, instance_id: str) -> Response:
+        """Supersedes the slot's active belief of this instance and re-plans a planned instance. A
+        slot nobody declared is registered, unclassified (so irreversible)."""
         instance = instance_for(request, instance_id)
         belief = services.belief_record(
             instance=instance,
@@ -395,16 +380,10 @@ WorldApi = instance_change_api(
 class PlanApi(APIView):
     permission_classes = [IsRuntime]
 
-    @extend_schema(
-        request=None,
-        responses={200: s.PlanOut, **errors(409, 503)},
-        summary="Plan an instance (runtimes; idempotent)",
-        description=(
-            "Routes every slot and opens a prompt for each SURFACED, CONFIRM and ASK slot. "
-            "A ready instance keeps its final plan. No body."
-        ),
-    )
+    @action_schema(s.PlanOut, summary="Plan an instance (runtimes; idempotent)")
     def post(self, request: Request, instance_id: str) -> HttpResponse:
+        """Routes every slot and opens a prompt for each SURFACED, CONFIRM and ASK slot. A ready
+        instance keeps its final plan. No body."""
         planned = services.instance_plan_for_runtime(
             instance_id=instance_id, key=runtime_key(request)
         )
@@ -431,9 +410,9 @@ CancelApi = instance_change_api(
 class PromptListApi(APIView):
     permission_classes = [IsPerson]
 
-    @extend_schema(
+    @read_schema(
+        s.PromptPageOut,
         parameters=[schemas.PromptQuery],
-        responses={200: s.PromptPageOut, **READS},
         summary="Your own prompts, newest first (people)",
     )
     def get(self, request: Request) -> Response:
@@ -451,18 +430,6 @@ class RespondApi(APIView):
         request=schemas.RespondIn,
         responses={200: s.RespondOut, **WRITES, **errors(422)},
         summary="Answer one of your prompts (the principal only)",
-        description=(
-            "CONFIRM prompts take confirm, edit or reject; ASK prompts answer or reject; "
-            "SURFACED prompts veto. A response to an older version is refused with 409 and the "
-            "fresh prompt; an identical repeat is answered again (`replayed`) and writes "
-            "nothing. An `Idempotency-Key` sent again returns the first answer, and is refused "
-            "(422) with a different action, value, reason or version. A confirm of an "
-            "irreversible value whose world diff shows changes names each changed key in "
-            "`acknowledged`, and while your recent confirmations look habitual (fast, every "
-            "value kept) it carries the value's last 4 characters in `typed_tail`; without them "
-            "it is refused (400 `not_acknowledged` or `tail_not_typed`). An edit to the value "
-            "on record is recorded as a confirm."
-        ),
         parameters=[
             OpenApiParameter(
                 "Idempotency-Key",
@@ -473,6 +440,15 @@ class RespondApi(APIView):
         ],
     )
     def post(self, request: Request, prompt_id: int) -> Response:
+        """CONFIRM prompts take confirm, edit or reject; ASK prompts answer or reject; SURFACED
+        prompts veto. A response to an older version is refused with 409 and the fresh prompt; an
+        identical repeat is answered again (`replayed`) and writes nothing. An `Idempotency-Key`
+        sent again returns the first answer, and is refused (422) with a different action, value,
+        reason or version. A confirm of an irreversible value whose world diff shows changes
+        names each changed key in `acknowledged`, and while your recent confirmations look
+        habitual (fast, every value kept) it carries the value's last 4 characters in
+        `typed_tail`; without them it is refused (400 `not_acknowledged` or `tail_not_typed`). An
+        edit to the value on record is recorded as a confirm."""
         data = validated(schemas.RespondIn, request.data)
         key = request.headers.get("Idempotency-Key") or None
         if key is not None and len(key) > MAX_IDEMPOTENCY_KEY_LENGTH:
@@ -534,15 +510,12 @@ class ApprovalApi(APIView):
         schemas.ApprovalIn,
         s.ApprovalOut,
         summary="Approve, reject or mark another approver away (approvers only)",
-        description=(
-            "For the exact `bindings_digest` you saw (409 `stale_digest` after an edit). "
-            "Approving again counts once (`replayed`). The first rejection cancels the "
-            "instance with its reason. Marking another member away stops asking them; it is "
-            "not an approval. A runtime key never may (403); someone not among the approvers "
-            "gets 403 `not_an_approver`, an outsider 404."
-        ),
     )
     def post(self, request: Request, instance_id: UUID) -> Response:
+        """For the exact `bindings_digest` you saw (409 `stale_digest` after an edit). Approving
+        again counts once (`replayed`). The first rejection cancels the instance with its reason.
+        Marking another member away stops asking them; it is not an approval. A runtime key never
+        may (403); someone not among the approvers gets 403 `not_an_approver`, an outsider 404."""
         data = validated(schemas.ApprovalIn, request.data)
         user = person(request)
         digest = data["bindings_digest"]
@@ -577,20 +550,14 @@ class ApprovalApi(APIView):
 class ReceiptRedeemApi(APIView):
     permission_classes = [IsRuntime]
 
-    @write_schema(
-        schemas.RedeemIn,
-        s.RedeemOut,
-        summary="Redeem a receipt, once (runtimes)",
-        description=(
-            "Before executing an approved action, a tool server (through the runtime's key) "
-            "redeems its receipt: 200 the first time; 409 `receipt_redeemed` after that, 409 "
-            "`receipt_revoked` once the person vetoed after ready or the instance was cancelled; "
-            "400 `receipt_invalid` (not signed by this console), `receipt_expired`, or "
-            "`digest_mismatch` (the `bindings_digest` given is not the receipt's); 404 for "
-            "another runtime's receipt. One redemption per receipt is a database rule."
-        ),
-    )
+    @write_schema(schemas.RedeemIn, s.RedeemOut, summary="Redeem a receipt, once (runtimes)")
     def post(self, request: Request) -> Response:
+        """Before executing an approved action, a tool server (through the runtime's key) redeems
+        its receipt: 200 the first time; 409 `receipt_redeemed` after that, 409 `receipt_revoked`
+        once the person vetoed after ready or the instance was cancelled; 400 `receipt_invalid`
+        (not signed by this console), `receipt_expired`, or `digest_mismatch` (the
+        `bindings_digest` given is not the receipt's); 404 for another runtime's receipt. One
+        redemption per receipt is a database rule."""
         data = validated(schemas.RedeemIn, request.data)
         redeemed = services.receipt_redeem(
             token=data["receipt"],

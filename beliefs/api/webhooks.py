@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from beliefs.api.auth import IsRuntime, runtime_of
-from beliefs.api.views import READS, WRITES, actor, validated
+from beliefs.api.views import WRITES, actor, read_schema, validated, write_schema
 from beliefs.domain.vocabulary import MAX_LABEL_LENGTH
 from beliefs.domain.webhooks import EVENT_TYPES
 from beliefs.schemas import JSONBooleanField, StrictSerializer, TextField
@@ -50,16 +50,15 @@ class EndpointListOut(serializers.Serializer):
 class EndpointListApi(APIView):
     permission_classes = [IsRuntime]
 
-    @extend_schema(
-        responses={200: EndpointListOut, **READS}, summary="Your runtime's webhook endpoints"
-    )
+    @read_schema(EndpointListOut, summary="Your runtime's webhook endpoints")
     def get(self, request: Request) -> Response:
         endpoints = webhooks.live_endpoints(runtime_of(request)).order_by("id")
         return Response({"results": [webhooks.endpoint_payload(e) for e in endpoints]})
 
-    @extend_schema(
-        request=EndpointIn,
-        responses={201: EndpointOut, **WRITES},
+    @write_schema(
+        EndpointIn,
+        EndpointOut,
+        status=201,
         summary="Register an endpoint (its secret is shown once)",
     )
     def post(self, request: Request) -> Response:

@@ -20,7 +20,7 @@ AUDIT_TABLE = "beliefs_auditevent"
 
 
 class Command(BaseCommand):
-    help = "Create or refresh the least-privilege PostgreSQL role the application connects as."
+    help = __doc__
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("role", help="the role's name, e.g. console_app")

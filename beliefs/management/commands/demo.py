@@ -1,3 +1,7 @@
+"""Load the demo (idempotent): users alice, carol, cathy and rita, the seed's five task classes
+with a finished run 1 and an open run 2 each, and a fresh runtime key.
+"""
+
 from __future__ import annotations
 
 import time
@@ -16,10 +20,7 @@ SENT_WITHIN = 15.0
 
 
 class Command(BaseCommand):
-    help = (
-        "Load the demo (idempotent): users alice, carol, cathy and rita, the seed's five task "
-        "classes with a finished run 1 and an open run 2 each, and a fresh runtime key."
-    )
+    help = __doc__
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--url", default="http://127.0.0.1:8000/", help="where it is served")

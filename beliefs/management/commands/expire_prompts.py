@@ -1,3 +1,7 @@
+"""Expire every instance with a blocking prompt past its TTL (CONSOLE_PROMPT_TTL); run it from
+cron. Instances are also expired lazily whenever they are read.
+"""
+
 from __future__ import annotations
 
 from typing import Any
@@ -8,10 +12,7 @@ from beliefs.services import instances_expire
 
 
 class Command(BaseCommand):
-    help = (
-        "Expire every instance with a blocking prompt past its TTL (CONSOLE_PROMPT_TTL); "
-        "run it from cron. Instances are also expired lazily whenever they are read."
-    )
+    help = __doc__
 
     def handle(self, *args: Any, **options: Any) -> None:
         count = instances_expire()

@@ -1,3 +1,8 @@
+"""Make a new Ed25519 key for signing receipts, written to PATH (readable by its owner only).
+Put it first in CONSOLE_RECEIPT_SIGNING_KEYS to sign with it, and keep the old key listed after
+it until the receipts it signed have expired.
+"""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,11 +14,7 @@ from beliefs import signing
 
 
 class Command(BaseCommand):
-    help = (
-        "Make a new Ed25519 key for signing receipts, written to PATH (readable by its owner "
-        "only). Put it first in CONSOLE_RECEIPT_SIGNING_KEYS to sign with it, and keep the old "
-        "key listed after it until the receipts it signed have expired."
-    )
+    help = __doc__
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("path", type=Path, help="where to write the PEM file (must not exist)")

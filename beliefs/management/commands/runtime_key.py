@@ -1,3 +1,7 @@
+"""Create an API key for a runtime (creating the runtime if needed) and print the key alone on
+stdout (it is shown only once).
+"""
+
 from __future__ import annotations
 
 from typing import Any
@@ -9,10 +13,7 @@ from beliefs.services.runtimes import runtime_key_create
 
 
 class Command(BaseCommand):
-    help = (
-        "Create an API key for a runtime (creating the runtime if needed) and print the key "
-        "alone on stdout (it is shown only once)."
-    )
+    help = __doc__
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name", help="the runtime's name, e.g. billing-agent")

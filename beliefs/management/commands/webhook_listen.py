@@ -1,3 +1,8 @@
+"""Serve a webhook receiver on 127.0.0.1 for development: it verifies each request's Standard
+Webhooks signature with the secret and prints the event (or why it was refused). With --runtime
+it registers itself as an endpoint of that runtime.
+"""
+
 from __future__ import annotations
 
 import time
@@ -9,11 +14,7 @@ from beliefs.receiver import Received, Receiver, describe
 
 
 class Command(BaseCommand):
-    help = (
-        "Serve a webhook receiver on 127.0.0.1 for development: it verifies each request's "
-        "Standard Webhooks signature with the secret and prints the event (or why it was "
-        "refused). With --runtime it registers itself as an endpoint of that runtime."
-    )
+    help = __doc__
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--port", type=int, default=8765)

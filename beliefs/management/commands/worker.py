@@ -1,8 +1,10 @@
-"""`python manage.py worker`: sends webhook deliveries and emails, runs queued jobs, sweeps.
+"""Run a background worker: webhook deliveries and emails (woken by PostgreSQL's NOTIFY, or
+looking every --interval seconds), queued jobs, and every --sweep-interval seconds the sweep
+(expiry, expiry warnings, stalled deliveries and emails).
 
 Run as many as you like, on any machine that reaches the database: work is claimed with row
 locks (SKIP LOCKED on PostgreSQL) under leases, so no item is attempted twice at once, and the
-sweep is safe to run concurrently. See beliefs/worker.py.
+sweep is safe to run concurrently (beliefs/worker.py).
 """
 
 from __future__ import annotations
@@ -41,11 +43,7 @@ def _sweep_forever(interval: float, stop: threading.Event) -> None:
 
 
 class Command(BaseCommand):
-    help = (
-        "Run a background worker: webhook deliveries and emails (woken by PostgreSQL's NOTIFY, "
-        "or looking every --interval seconds), queued jobs, and every --sweep-interval seconds "
-        "the sweep (expiry, expiry warnings, stalled deliveries and emails)."
-    )
+    help = __doc__
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         from django.conf import settings
