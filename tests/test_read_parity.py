@@ -245,8 +245,29 @@ def test_the_page_and_answer_reads_answer_as_the_orm(seed: int, alice: User, mal
             )
     ready.refresh_from_db()
     assert ready.status == InstanceStatus.READY and ready.receipt_id is not None
+    # Two wait for a passkey signature (issue 23), one of them past its time.
+    signing = [i for i in instances if i.status == InstanceStatus.AWAITING_USER][-2:]
+    for instance, due in zip(signing, (timedelta(hours=-1), timedelta(hours=1)), strict=False):
+        TaskInstance.objects.filter(pk=instance.pk).update(
+            status=InstanceStatus.AWAITING_SIGNATURE, signature_due_at=timezone.now() + due
+        )
+    instances = list(TaskInstance.objects.filter(pk__in=[i.pk for i in made]).order_by("pk"))
+    for now in (T0, timezone.now(), timezone.now() + timedelta(days=30)):
+        for person in (alice, mallory):
+            for after in instances:
+                fast_next = fast_pages.next_waiting(person, now, after)
+                slow_next = reference.next_waiting(person, now, after)
+                assert (fast_next is None) == (slow_next is None), (now, person, after)
+                if fast_next is not None and slow_next is not None:
+                    assert (fast_next.pk, fast_next.run_number) == (
+                        slow_next.pk,
+                        slow_next.run_number,
+                    )
+                    assert _fields(fast_next.task_class) == _fields(slow_next.task_class)
+    assert any(fast_pages.next_waiting(alice, T0, i) for i in instances), "some instance waits"
     for instance in instances:
         other = mallory if instance.principal_id == alice.pk else alice
+        assert fast_pages.instance_decisions(instance) == reference.instance_decisions(instance)
         for person in (instance.principal, other):
             fast_page = fast_pages.instance_page(instance.pk, principal_id=person.pk)
             slow_page = reference.instance_page(instance.pk, principal_id=person.pk)
@@ -303,6 +324,55 @@ def test_the_page_and_answer_reads_answer_as_the_orm(seed: int, alice: User, mal
                     _full_prompt_view(p) for p in slow_a.prompts
                 ]
                 assert fast_a.last_turn == slow_a.last_turn
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_ready_gates_and_attention_reads_answer_as_the_orm(
+    seed: int, alice: User, mallory: User
+) -> None:
+    from django.contrib.auth.models import Group
+
+    from beliefs.domain.vocabulary import AuditKind
+    from beliefs.selectors import attention as fast_attention
+    from beliefs.selectors import passkeys as fast_passkeys
+    from beliefs.services.audit import Actor, audit
+
+    rng = random.Random(seed)
+    instances = _generate(seed, [alice, mallory])
+    group = Group.objects.create(name=f"approvers {seed}")
+    for decision in Decision.objects.filter(task_class=instances[0].task_class_id):
+        Decision.objects.filter(pk=decision.pk).update(
+            requires_signature=rng.random() < 0.5,
+            approvals_required=rng.randint(1, 3),
+            approvers=rng.choice([None, group]),
+        )
+    for instance in instances:
+        assert fast_passkeys.decisions_fed(instance) == reference.decisions_fed(instance)
+    answered = Prompt.objects.filter(instance__principal=alice).order_by("id")[:5]
+    for n, prompt in enumerate(answered):  # irreversible confirmations, kept or edited
+        Prompt.objects.filter(pk=prompt.pk).update(
+            route="CONFIRM",
+            effective_risk="irreversible",
+            state=PromptState.ANSWERED,
+            action=rng.choice(["confirm", "edit"]),
+            shown_at=rng.choice([None, T0]),
+            responded_at=T0 + timedelta(seconds=n % 3),  # ties: the newest id first
+        )
+    assert any(fast_passkeys.decisions_fed(i) for i in instances), "some action feeds one"
+    for person in (alice, mallory):
+        for kinds in (
+            [],
+            [AuditKind.ATTENTION_FRICTION_RAISED],
+            [AuditKind.ATTENTION_FRICTION_LOWERED],
+        ):
+            for kind in kinds:
+                audit(kind, actor=Actor(user=person), subject="s", data={})
+            for limit in (0, 1, 3, 20):
+                assert fast_attention.confirmations_and_friction(
+                    person.pk, limit
+                ) == reference.confirmations_and_friction(person.pk, limit)
+    samples, raised = fast_attention.confirmations_and_friction(alice.pk, 20)
+    assert len(samples) >= 5 and not raised, "lowered last"
 
 
 def test_the_key_read_answers_as_the_orm(db: None) -> None:

@@ -17,17 +17,14 @@ from beliefs.selectors.beliefs import (
     slot_states,
 )
 from beliefs.selectors.instances import (
-    DecisionView,
     expiry_due,
     fresh_prompt,
     inbox_instances,
     instance_body,
-    instance_decisions,
     instance_payload,
     instance_prompts,
     instance_read,
     instance_to_plan,
-    next_waiting,
     open_prompts,
     plan_payload,
     prompt_body,
@@ -39,7 +36,13 @@ from beliefs.selectors.instances import (
     task_class_payload,
     task_class_with_slots,
 )
-from beliefs.selectors.pages import PageRead, instance_page
+from beliefs.selectors.pages import (
+    DecisionView,
+    PageRead,
+    instance_decisions,
+    instance_page,
+    next_waiting,
+)
 from beliefs.selectors.passkeys import person_passkeys_for_runtime
 from beliefs.selectors.quorum import (
     approvals_asked_of,

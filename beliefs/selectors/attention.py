@@ -5,15 +5,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 from django.conf import settings
-from django.db.models import QuerySet, Subquery
+from django.db.models import QuerySet
 
 from beliefs.domain.attention import Acts, Habit, Sample, Thresholds, acts_for, habit_of
 from beliefs.domain.policy import RiskClass, Route
 from beliefs.domain.vocabulary import AuditKind
-from beliefs.models import AuditEvent, Prompt, PromptState
+from beliefs.models import AuditEvent, Prompt, PromptState, TaskInstance
+from beliefs.selectors import rows
 
 # /insights/ reads this many of the latest changes of friction.
 FRICTION_EVENTS_SHOWN = 200
@@ -51,18 +53,49 @@ def recent_confirmations(principal_id: int, limit: int) -> list[Sample]:
     return [_sample(*row) for row in rows[: max(limit, 0)]]
 
 
-def confirmations_and_friction(principal_id: int, limit: int) -> tuple[list[Sample], bool]:
-    """`recent_confirmations` and `friction_raised` together, in one query (a second only for
-    a person with no confirmation yet): what an irreversible confirm reads of its person."""
-    rows = list(
-        _confirmations(principal_id)
-        .annotate(friction=Subquery(_friction_changes(principal_id).values("kind")[:1]))
-        .values_list("action", "shown_at", "responded_at", "friction")[: max(limit, 0)]
+@cache
+def _confirmations_sql() -> str:
+    """`_confirmations` with the kind of the latest `_friction_changes` on each row."""
+    col = rows.column
+    latest = (
+        f"SELECT {col(AuditEvent, 'kind', 'a')} FROM {rows.table(AuditEvent, 'a')}"
+        f" WHERE {col(AuditEvent, 'actor_user', 'a')} = %s"
+        f" AND {col(AuditEvent, 'kind', 'a')} IN (%s, %s)"
+        f" ORDER BY {col(AuditEvent, 'created_at', 'a')} DESC, {col(AuditEvent, 'id', 'a')} DESC"
+        " LIMIT 1"
     )
-    if not rows:
+    return (
+        f"SELECT {col(Prompt, 'action')}, {col(Prompt, 'shown_at')}, {col(Prompt, 'responded_at')},"
+        f" ({latest}) FROM {rows.table(Prompt)} INNER JOIN {rows.table(TaskInstance)}"
+        f" ON {col(TaskInstance, 'id')} = {col(Prompt, 'instance')}"
+        f" WHERE {col(TaskInstance, 'principal')} = %s AND {col(Prompt, 'route')} = %s"
+        f" AND {col(Prompt, 'effective_risk')} = %s AND {col(Prompt, 'state')} = %s"
+        f" AND {col(Prompt, 'responded_at')} IS NOT NULL"
+        f" ORDER BY {col(Prompt, 'responded_at')} DESC, {col(Prompt, 'id')} DESC LIMIT %s"
+    )
+
+
+def confirmations_and_friction(principal_id: int, limit: int) -> tuple[list[Sample], bool]:
+    """`recent_confirmations` and `friction_raised` together, in one query of fixed SQL (a
+    second only for a person with no confirmation yet): what an irreversible confirm reads of
+    its person (`reference.confirmations_and_friction` is the same through the ORM)."""
+    found = rows.fetch(
+        _confirmations_sql(),
+        [
+            principal_id,
+            *(k.value for k in FRICTION_KINDS),
+            principal_id,
+            Route.CONFIRM,
+            RiskClass.IRREVERSIBLE,
+            PromptState.ANSWERED,
+            max(limit, 0),
+        ],
+        ((Prompt, "action"), (Prompt, "shown_at"), (Prompt, "responded_at"), (AuditEvent, "kind")),
+    )
+    if not found:
         return [], friction_raised(principal_id)
-    raised = rows[0][3] == AuditKind.ATTENTION_FRICTION_RAISED
-    return [_sample(*row[:3]) for row in rows], raised
+    raised = found[0][3] == AuditKind.ATTENTION_FRICTION_RAISED
+    return [_sample(*row[:3]) for row in found], raised
 
 
 def _seconds(shown: datetime | None, responded: datetime | None) -> float | None:

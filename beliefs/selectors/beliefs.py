@@ -332,7 +332,7 @@ _SLOT_ROW_COLUMNS: tuple[tuple[type[Model], str], ...] = (
 )
 
 
-def _named_in(key: str, vendor: str) -> str:
+def named_in(key: str, vendor: str) -> str:
     """SQL: `key` is one of the keys of a JSON list given as a parameter (text)."""
     if vendor == "postgresql":
         return f"{key} IN (SELECT jsonb_array_elements_text(CAST(%s AS jsonb)))"
@@ -357,7 +357,7 @@ def _slot_rows_sql(vendor: str) -> str:
         f' FROM {rows.table(Slot, "s")} CROSS JOIN "me"'
         f" WHERE {col(Slot, 'task_class', 's')} = %s"
         f" AND {col(Slot, 'retired_at', 's')} IS NULL"
-        f" AND {_named_in(col(Slot, 'key', 's'), vendor)}"
+        f" AND {named_in(col(Slot, 'key', 's'), vendor)}"
     )
     columns = [*slot_columns, col(Decision, "key"), col(Decision, "risk_class")]
     columns += _belief_columns("b")

@@ -17,7 +17,6 @@ from django.utils import timezone
 from beliefs.errors import NotFound, PermissionDenied
 from beliefs.models import (
     Belief,
-    Decision,
     InstanceStatus,
     Prompt,
     PromptState,
@@ -89,38 +88,6 @@ def inbox_instances(user: User, now: datetime | None = None) -> QuerySet[TaskIns
             "prompts", filter=Q(prompts__state=PromptState.OPEN, prompts__blocking=False)
         ),
     ).order_by("-created_at")
-
-
-def next_waiting(user: User, now: datetime, after: TaskInstance) -> TaskInstance | None:
-    """The instance to go to once `after` is finished: the newest other one still waiting for
-    this person (the inbox's first row, `after` left out), with its task class."""
-    mine = TaskInstance.objects.select_related("task_class").filter(principal=user)
-    return mine.waiting(now).exclude(pk=after.pk).order_by("-created_at").first()
-
-
-@dataclass(frozen=True)
-class DecisionView:
-    """A decision as the pages restate it: its key, its label and the keys of its slots."""
-
-    key: str
-    label: str
-    slot_keys: frozenset[str]
-
-
-def instance_decisions(instance: TaskInstance) -> list[DecisionView]:
-    """The decisions of the instance's task class, each with its slots' keys, in declared
-    order (one query): what the pages restate and check an answer against."""
-    found = (
-        Decision.objects.filter(task_class_id=instance.task_class_id)
-        .order_by("id")
-        .values_list("id", "key", "label", "slots__key")
-    )
-    decisions: dict[int, tuple[str, str, set[str]]] = {}
-    for pk, key, label, slot_key in found:
-        _, _, keys = decisions.setdefault(pk, (key, label, set()))
-        if slot_key is not None:
-            keys.add(slot_key)
-    return [DecisionView(key, label, frozenset(keys)) for key, label, keys in decisions.values()]
 
 
 def task_class_with_slots(key: str) -> TaskClass:

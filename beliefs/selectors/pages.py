@@ -1,8 +1,10 @@
-"""What the instance page shows, read in two queries of fixed SQL: the instance with its task
-class, principal and receipt, when its latest belief was recorded, and every prompt with its
-slot and belief. The page, its live updates and the answer to each click read it
-(`reference.instance_page` is the same read through the ORM, held equal by
-`tests/test_read_parity.py`)."""
+"""What the instance page shows, in fixed SQL: the instance with its task class, principal and
+receipt, when its latest belief was recorded, and every prompt with its slot and belief
+(`instance_page`); the decisions it restates (`instance_decisions`); once it is finished, the
+next instance waiting for the person (`next_waiting`). The page, its live updates and the answer
+to each click read them: through the ORM, building the queries took several times the
+database's time. `selectors.reference` has the same reads through the ORM, held equal by
+`tests/test_read_parity.py`."""
 
 from __future__ import annotations
 
@@ -14,7 +16,17 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db.models import Model
 
-from beliefs.models import Belief, Prompt, Receipt, TaskClass, TaskInstance
+from beliefs.models import (
+    Belief,
+    Decision,
+    InstanceStatus,
+    Prompt,
+    PromptState,
+    Receipt,
+    Slot,
+    TaskClass,
+    TaskInstance,
+)
 from beliefs.selectors import rows
 from beliefs.selectors.access import Owner
 from beliefs.selectors.prompts import Order
@@ -78,3 +90,103 @@ def instance_page(instance_id: Any, *, principal_id: int) -> PageRead | None:
     instance.receipt = rows.instance_of(Receipt, receipt) if receipt[0] is not None else None
     prompts = fetch_prompts(instance, "1 = 1", [], Order.SLOTS)
     return PageRead(instance, prompts, values[ends[3]])
+
+
+@dataclass(frozen=True)
+class DecisionView:
+    """A decision as the pages restate it: its key, its label and the keys of its slots."""
+
+    key: str
+    label: str
+    slot_keys: frozenset[str]
+
+
+@cache
+def _decisions_sql() -> str:
+    col = rows.column
+    through: type[Model] = Decision.slots.through
+    return (
+        f"SELECT {col(Decision, 'id')}, {col(Decision, 'key')}, {col(Decision, 'label')},"
+        f" {col(Slot, 'key')} FROM {rows.table(Decision)}"
+        f" LEFT OUTER JOIN {rows.table(through)}"
+        f" ON {col(through, 'decision')} = {col(Decision, 'id')}"
+        f" LEFT OUTER JOIN {rows.table(Slot)} ON {col(Slot, 'id')} = {col(through, 'slot')}"
+        f" WHERE {col(Decision, 'task_class')} = %s ORDER BY {col(Decision, 'id')}"
+    )
+
+
+def instance_decisions(instance: TaskInstance) -> list[DecisionView]:
+    """The decisions of the instance's task class, each with its slots' keys, in declared
+    order (one query): what the pages restate and check an answer against."""
+    found = rows.fetch(
+        _decisions_sql(),
+        [instance.task_class_id],
+        ((Decision, "id"), (Decision, "key"), (Decision, "label"), (Slot, "key")),
+    )
+    decisions: dict[int, tuple[str, str, set[str]]] = {}
+    for pk, key, label, slot_key in found:
+        _, _, keys = decisions.setdefault(pk, (key, label, set()))
+        if slot_key is not None:
+            keys.add(slot_key)
+    return [DecisionView(key, label, frozenset(keys)) for key, label, keys in decisions.values()]
+
+
+_NEXT_COLUMNS: tuple[tuple[type[Model], str], ...] = (
+    (TaskInstance, "id"),
+    (TaskInstance, "task_class_id"),
+    (TaskInstance, "run_number"),
+    (TaskInstance, "status"),
+    (TaskInstance, "created_at"),
+    *rows.concrete(TaskClass),
+)
+
+
+@cache
+def _next_sql() -> str:
+    """`TaskInstanceQuerySet.waiting(now)` of one person, less one instance, newest first."""
+    col = rows.column
+    waiting = InstanceStatus.waiting_for_person()
+    overdue = (
+        f"SELECT 1 FROM {rows.table(Prompt, 'o')}"
+        f" WHERE {col(Prompt, 'instance', 'o')} = {col(TaskInstance, 'id')}"
+        f" AND {col(Prompt, 'state', 'o')} = %s AND {col(Prompt, 'blocking', 'o')}"
+        f" AND {col(Prompt, 'expires_at', 'o')} <= %s"
+    )
+    signature_due = col(TaskInstance, "signature_due_at")
+    return (
+        f"SELECT {', '.join(col(m, n) for m, n in _NEXT_COLUMNS)} FROM {rows.table(TaskInstance)}"
+        f" INNER JOIN {rows.table(TaskClass)}"
+        f" ON {col(TaskClass, 'id')} = {col(TaskInstance, 'task_class')}"
+        f" WHERE {col(TaskInstance, 'principal')} = %s"
+        f" AND {col(TaskInstance, 'status')} IN ({rows.placeholders(len(waiting))})"
+        f" AND {col(TaskInstance, 'id')} <> %s AND NOT EXISTS ({overdue})"
+        f" AND NOT ({col(TaskInstance, 'status')} = %s"
+        f" AND {signature_due} IS NOT NULL AND {signature_due} <= %s)"
+        f" ORDER BY {col(TaskInstance, 'created_at')} DESC LIMIT 1"
+    )
+
+
+def next_waiting(user: User, now: datetime, after: TaskInstance) -> TaskInstance | None:
+    """The instance to go to once `after` is finished: the newest other one still waiting for
+    this person (the inbox's first row, `after` left out), with its task class (of the
+    instance itself, what the link to it shows: its id and run number)."""
+    found = rows.fetch(
+        _next_sql(),
+        [
+            user.pk,
+            *sorted(InstanceStatus.waiting_for_person()),
+            rows.prepare(TaskInstance, "id", after.pk),
+            PromptState.OPEN,
+            now,
+            InstanceStatus.AWAITING_SIGNATURE,
+            now,
+        ],
+        _NEXT_COLUMNS,
+    )
+    if not found:
+        return None
+    values, width = found[0], len(_NEXT_COLUMNS) - len(rows.concrete(TaskClass))
+    names = [name for _, name in _NEXT_COLUMNS[:width]]
+    instance = rows.instance_of(TaskInstance, values[:width], names)
+    instance.task_class = rows.instance_of(TaskClass, values[width:])
+    return instance

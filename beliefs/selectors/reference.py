@@ -17,6 +17,10 @@ over generated data. A fast read that changes changes here too, or that test fai
 | `selectors.answering.prompt_to_answer` | `prompt_to_answer` |
 | `selectors.answering.answer_under_lock` | `answer_under_lock` |
 | `selectors.pages.instance_page`      | `instance_page`        |
+| `selectors.pages.instance_decisions` | `instance_decisions`   |
+| `selectors.pages.next_waiting`       | `next_waiting`         |
+| `selectors.attention.confirmations_and_friction` | `confirmations_and_friction` |
+| `selectors.passkeys.decisions_fed`   | `decisions_fed`        |
 | `selectors.insights.convergence`     | `convergence`          |
 | `selectors.insights.fatigue`         | `fatigue`              |
 """
@@ -24,17 +28,21 @@ over generated data. A fast read that changes changes here too, or that test fai
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from django.contrib.auth.models import User
 from django.db.models import Max, OuterRef, Q, Subquery
 from django.utils import timezone
 
+from beliefs.domain.attention import Sample
 from beliefs.domain.policy import RiskClass
 from beliefs.domain.vocabulary import INSIGHTS_RUNS_SHOWN
 from beliefs.models import (
     Belief,
     BeliefStatus,
+    Decision,
     InstanceStatus,
     Prompt,
     PromptState,
@@ -45,6 +53,7 @@ from beliefs.models import (
 )
 from beliefs.selectors.access import Owner, owned_instance
 from beliefs.selectors.answering import LOOKED_AT, AnswerRead
+from beliefs.selectors.attention import friction_raised, recent_confirmations
 from beliefs.selectors.beliefs import HistoryPool, SlotRow, history_pool, with_light_instance
 from beliefs.selectors.insights import (
     WINDOW,
@@ -54,7 +63,8 @@ from beliefs.selectors.insights import (
     fatigue_of,
 )
 from beliefs.selectors.instances import InstanceRead, instance_payload, instance_prompts
-from beliefs.selectors.pages import PageRead
+from beliefs.selectors.pages import DecisionView, PageRead
+from beliefs.selectors.passkeys import FedDecision
 from beliefs.selectors.quorum import approval_due
 
 
@@ -213,6 +223,44 @@ def instance_page(instance_id: Any, *, principal_id: int) -> PageRead | None:
     if instance is None:
         return None
     return PageRead(instance, instance_prompts(instance), instance.beliefs_at)
+
+
+def instance_decisions(instance: TaskInstance) -> list[DecisionView]:
+    """The decisions of the instance's class, by id, each with its slots' keys."""
+    decisions = Decision.objects.filter(task_class_id=instance.task_class_id).order_by("id")
+    return [
+        DecisionView(d.key, d.label, frozenset(s.key for s in d.slots.all()))
+        for d in decisions.prefetch_related("slots")
+    ]
+
+
+def next_waiting(user: User, now: datetime, after: TaskInstance) -> TaskInstance | None:
+    """The newest other instance still waiting for this person, with its task class."""
+    mine = TaskInstance.objects.select_related("task_class").filter(principal=user)
+    return mine.waiting(now).exclude(pk=after.pk).order_by("-created_at").first()
+
+
+def confirmations_and_friction(principal_id: int, limit: int) -> tuple[list[Sample], bool]:
+    """The person's latest irreversible confirmations, and whether friction is raised."""
+    return recent_confirmations(principal_id, limit), friction_raised(principal_id)
+
+
+def decisions_fed(instance: TaskInstance) -> list[FedDecision]:
+    """The decisions the action's slots feed, by id, each with its approvers group."""
+    decisions = Decision.objects.filter(
+        task_class_id=instance.task_class_id, slots__key__in=instance.action_slots
+    )
+    return [
+        FedDecision(
+            d.key,
+            d.label,
+            d.requires_signature,
+            d.approvals_required,
+            d.approvers_id,
+            d.approvers.name if d.approvers is not None else None,
+        )
+        for d in decisions.select_related("approvers").distinct().order_by("id")
+    ]
 
 
 def open_prompts_of(instance: TaskInstance) -> list[Prompt]:

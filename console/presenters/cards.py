@@ -8,7 +8,7 @@ from typing import Any
 from beliefs.domain.attention import Habit
 from beliefs.domain.policy import Route
 from beliefs.models import Prompt, PromptState, TaskInstance
-from beliefs.selectors.instances import DecisionView
+from beliefs.selectors.pages import DecisionView
 from console.presenters.instance import Card, PageFacts
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from beliefs.domain.policy import Route
 from beliefs.models import InstanceStatus, TaskInstance
-from beliefs.selectors.instances import DecisionView
+from beliefs.selectors.pages import DecisionView
 from console.presenters.words import value_text
 from console.templatetags.reveal import hidden_characters, mixed_script_note
 
