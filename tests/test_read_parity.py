@@ -375,6 +375,44 @@ def test_the_ready_gates_and_attention_reads_answer_as_the_orm(
     assert len(samples) >= 5 and not raised, "lowered last"
 
 
+def test_the_event_reads_answer_as_the_orm(alice: User) -> None:
+    from beliefs.models import WebhookEndpoint, WebhookEvent
+    from beliefs.selectors import events as fast_events
+
+    runtimes = [Runtime.objects.create(name=f"events-{i}") for i in range(3)]
+    for n, (active, deleted) in enumerate([(True, None), (False, None), (True, T0), (True, None)]):
+        WebhookEndpoint.objects.create(
+            runtime=runtimes[n % 2],
+            url=f"https://hooks.example.org/{n}",
+            secret="whsec_x",
+            active=active,
+            deleted_at=deleted,
+        )
+    task_class = TaskClass.objects.create(key="events", name="events")
+    instances = [
+        TaskInstance.objects.create(task_class=task_class, principal=alice, run_number=n)
+        for n in (1, 2)
+    ]
+    for sequence in (1, 2, 5):
+        WebhookEvent.objects.create(
+            webhook_id=f"msg_{sequence}",
+            type="instance.ready",
+            instance=instances[0],
+            sequence=sequence,
+            payload={},
+        )
+    for runtime in runtimes:
+        fast = fast_events.receiving_endpoints(runtime.pk)
+        slow = reference.receiving_endpoints(runtime.pk)
+        assert [_fields(e) for e in fast] == [_fields(e) for e in slow]
+    assert [len(fast_events.receiving_endpoints(r.pk)) for r in runtimes] == [1, 1, 0]
+    for instance in instances:
+        assert fast_events.next_event_sequence(instance.pk) == reference.next_event_sequence(
+            instance.pk
+        )
+    assert fast_events.next_event_sequence(instances[0].pk) == 6
+
+
 def test_the_key_read_answers_as_the_orm(db: None) -> None:
     runtime = Runtime.objects.create(name="keys")
     made = [RuntimeAPIKey.objects.create_key(name=f"k{i}", runtime=runtime) for i in range(3)]

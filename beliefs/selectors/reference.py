@@ -21,6 +21,8 @@ over generated data. A fast read that changes changes here too, or that test fai
 | `selectors.pages.next_waiting`       | `next_waiting`         |
 | `selectors.attention.confirmations_and_friction` | `confirmations_and_friction` |
 | `selectors.passkeys.decisions_fed`   | `decisions_fed`        |
+| `selectors.events.next_event_sequence` | `next_event_sequence` |
+| `selectors.events.receiving_endpoints` | `receiving_endpoints` |
 | `selectors.insights.convergence`     | `convergence`          |
 | `selectors.insights.fatigue`         | `fatigue`              |
 """
@@ -49,6 +51,8 @@ from beliefs.models import (
     RuntimeAPIKey,
     Slot,
     TaskInstance,
+    WebhookEndpoint,
+    WebhookEvent,
     any_overdue,
 )
 from beliefs.selectors.access import Owner, owned_instance
@@ -261,6 +265,19 @@ def decisions_fed(instance: TaskInstance) -> list[FedDecision]:
         )
         for d in decisions.select_related("approvers").distinct().order_by("id")
     ]
+
+
+def next_event_sequence(instance_id: Any) -> int:
+    """The number of the instance's next event."""
+    last = WebhookEvent.objects.filter(instance_id=instance_id).aggregate(m=Max("sequence"))
+    return (last["m"] or 0) + 1
+
+
+def receiving_endpoints(runtime_id: int) -> list[WebhookEndpoint]:
+    """The runtime's active endpoints that were not deleted."""
+    return list(
+        WebhookEndpoint.objects.filter(runtime_id=runtime_id, deleted_at__isnull=True, active=True)
+    )
 
 
 def open_prompts_of(instance: TaskInstance) -> list[Prompt]:

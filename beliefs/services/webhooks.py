@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Max, Min, Q
+from django.db.models import Min, Q
 from django.utils import timezone
 from django_tasks import task
 from standardwebhooks.webhooks import Webhook
@@ -42,6 +42,7 @@ from beliefs.models import (
     WebhookEvent,
 )
 from beliefs.net import Deadline, Outcome, Pool, post, resolve_within, to_uri
+from beliefs.selectors.events import next_event_sequence, receiving_endpoints
 from beliefs.services import outbox
 from beliefs.services.audit import Actor, audit
 
@@ -287,8 +288,7 @@ def emit_event(
     now = timezone.now()
     sequence = None
     if instance is not None:
-        last = WebhookEvent.objects.filter(instance=instance).aggregate(m=Max("sequence"))["m"]
-        sequence = (last or 0) + 1
+        sequence = next_event_sequence(instance.pk)
     body_data = dict(data)
     if instance is not None:
         body_data["sequence"] = sequence
@@ -304,7 +304,7 @@ def emit_event(
     if only_endpoint is not None:
         endpoints: Sequence[WebhookEndpoint] = [only_endpoint]
     elif runtime is not None:
-        endpoints = [e for e in live_endpoints(runtime).filter(active=True) if _subscribed(e, type)]
+        endpoints = [e for e in receiving_endpoints(runtime.pk) if _subscribed(e, type)]
     else:
         endpoints = []
     if endpoints:
