@@ -8,6 +8,7 @@ only.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -51,3 +52,12 @@ def owned_instance(instance_id: Any, owner: Owner) -> TaskInstance | None:
         .filter(owner.q(), pk=instance_id)
         .first()
     )
+
+
+def owned_rows(
+    sql: Callable[[str], str], instance_id: Any, owner: Owner, columns: rows.Fields
+) -> list[list[Any]]:
+    """The rows of `sql(owner.sql())` (fixed SQL of an instance that must be `owner`'s), whose
+    parameters are the instance's id, then the owner's."""
+    params = [rows.prepare(TaskInstance, "id", instance_id), owner.id]
+    return rows.fetch(sql(owner.sql()), params, columns)

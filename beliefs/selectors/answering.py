@@ -17,6 +17,7 @@ from django.db.models import Model
 from beliefs.models import Belief, Prompt, PromptState, Runtime, Slot, TaskClass, TaskInstance
 from beliefs.selectors import rows
 from beliefs.selectors.access import Owner
+from beliefs.selectors.pages import instance_sql
 from beliefs.selectors.prompts import Order
 from beliefs.selectors.prompts import fetch as fetch_prompts
 
@@ -29,6 +30,7 @@ _LOCKED_COLUMNS: tuple[tuple[type[Model], str], ...] = (
     *rows.concrete(TaskClass),
     *rows.concrete(User),
     *rows.concrete(Runtime),
+    (Belief, "turn"),
 )
 
 
@@ -58,21 +60,11 @@ class AnswerRead:
 @cache
 def _locked_sql(owner: str) -> str:
     col = rows.column
-    turns = (
-        f"(SELECT MAX({col(Belief, 'turn', 't')}) FROM {rows.table(Belief, 't')}"
-        f" WHERE {col(Belief, 'instance', 't')} = {col(TaskInstance, 'id')})"
-    )
-    sql = (
-        f"SELECT {', '.join(col(m, n) for m, n in _LOCKED_COLUMNS)}, {turns}"
-        f" FROM {rows.table(TaskInstance)}"
-        f" INNER JOIN {rows.table(TaskClass)}"
-        f" ON {col(TaskClass, 'id')} = {col(TaskInstance, 'task_class')}"
-        f" INNER JOIN {rows.table(User)} ON {col(User, 'id')} = {col(TaskInstance, 'principal')}"
-        f" LEFT OUTER JOIN {rows.table(Runtime)}"
-        f" ON {col(Runtime, 'id')} = {col(TaskInstance, 'runtime')}"
-        f" WHERE {col(TaskInstance, 'id')} = (SELECT {col(Prompt, 'instance', 'a')}"
-        f" FROM {rows.table(Prompt, 'a')} WHERE {col(Prompt, 'id', 'a')} = %s)"
-        f" AND {owner}"
+    sql = instance_sql(
+        (Runtime, "runtime"),
+        ("turn", "t"),
+        f"{col(TaskInstance, 'id')} = (SELECT {col(Prompt, 'instance', 'a')}"
+        f" FROM {rows.table(Prompt, 'a')} WHERE {col(Prompt, 'id', 'a')} = %s) AND {owner}",
     )
     if connection.features.has_select_for_update:
         # As `select_for_update(of=("self",), no_key=True)` writes it: only the instance's row.
@@ -123,23 +115,11 @@ def answer_under_lock(prompt_id: int, *, principal_id: int) -> AnswerRead | None
     found = rows.fetch(_locked_sql(owner.sql()), [prompt_id, owner.id], _LOCKED_COLUMNS)
     if not found:
         return None
-    values, last_turn = found[0][:-1], found[0][-1]
-    instance = _instance(values)
+    instance, instance.task_class, instance.principal, instance.runtime, last_turn = rows.models_of(
+        found[0], (TaskInstance, TaskClass, User, Runtime)
+    )
     state = rows.column(Prompt, "state")
     where = f"{state} IN (%s, %s) OR {rows.column(Prompt, 'id')} = %s"
     prompts = fetch_prompts(instance, where, [*LOOKED_AT, prompt_id], Order.MADE)
     (prompt,) = [p for p in prompts if p.pk == prompt_id]
     return AnswerRead(instance, prompt, prompts, last_turn or 0)
-
-
-def _instance(values: list[Any]) -> TaskInstance:
-    widths = [len(rows.concrete(m)) for m in (TaskInstance, TaskClass, User, Runtime)]
-    ends = [sum(widths[: i + 1]) for i in range(len(widths))]
-    instance = rows.instance_of(TaskInstance, values[: ends[0]])
-    instance.task_class = rows.instance_of(TaskClass, values[ends[0] : ends[1]])
-    instance.principal = rows.instance_of(User, values[ends[1] : ends[2]])
-    runtime_values = values[ends[2] : ends[3]]
-    instance.runtime = (
-        rows.instance_of(Runtime, runtime_values) if runtime_values[0] is not None else None
-    )
-    return instance

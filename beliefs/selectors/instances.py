@@ -32,7 +32,7 @@ from beliefs.models import (
     is_overdue,
 )
 from beliefs.selectors import rows
-from beliefs.selectors.access import Owner
+from beliefs.selectors.access import Owner, owned_rows
 from beliefs.selectors.beliefs import (
     belief_body,
     belief_summary,
@@ -543,11 +543,7 @@ def instance_read(
     principal (exactly one of the two: `Owner.of`); None for anyone else or no such instance.
     Two queries of fixed SQL; `reference.instance_read` is the same read through the ORM."""
     owner = Owner.of(runtime_id=runtime_id, principal_id=principal_id)
-    found = rows.fetch(
-        _instance_sql(owner.sql()),
-        [rows.prepare(TaskInstance, "id", instance_id), owner.id],
-        _INSTANCE_COLUMNS,
-    )
+    found = owned_rows(_instance_sql, instance_id, owner, _INSTANCE_COLUMNS)
     if not found:
         return None
     (

@@ -28,7 +28,7 @@ from beliefs.models import (
     TaskInstance,
 )
 from beliefs.selectors import rows
-from beliefs.selectors.access import Owner
+from beliefs.selectors.access import Owner, owned_rows
 from beliefs.selectors.prompts import Order
 from beliefs.selectors.prompts import fetch as fetch_prompts
 
@@ -51,45 +51,47 @@ class PageRead:
     beliefs_at: datetime | None
 
 
-@cache
-def _instance_sql(owner: str) -> str:
+def instance_sql(related: tuple[type[Model], str], last: tuple[str, str], where: str) -> str:
+    """SQL for one instance with every column of it, its task class, its principal and the
+    `related` model its field names (left joined), then the highest value of one column of
+    its beliefs (`last`: the column, and its alias), WHERE `where`."""
     col = rows.column
-    latest = (
-        f"(SELECT MAX({col(Belief, 'created_at', 'l')}) FROM {rows.table(Belief, 'l')}"
-        f" WHERE {col(Belief, 'instance', 'l')} = {col(TaskInstance, 'id')})"
+    model, field = related
+    column, alias = last
+    columns = [*rows.concrete(TaskInstance), *rows.concrete(TaskClass), *rows.concrete(User)]
+    columns += rows.concrete(model)
+    highest = (
+        f"(SELECT MAX({col(Belief, column, alias)}) FROM {rows.table(Belief, alias)}"
+        f" WHERE {col(Belief, 'instance', alias)} = {col(TaskInstance, 'id')})"
     )
     return (
-        f"SELECT {', '.join(col(m, n) for m, n in _COLUMNS[:-1])}, {latest}"
+        f"SELECT {', '.join(col(m, n) for m, n in columns)}, {highest}"
         f" FROM {rows.table(TaskInstance)}"
         f" INNER JOIN {rows.table(TaskClass)}"
         f" ON {col(TaskClass, 'id')} = {col(TaskInstance, 'task_class')}"
         f" INNER JOIN {rows.table(User)} ON {col(User, 'id')} = {col(TaskInstance, 'principal')}"
-        f" LEFT OUTER JOIN {rows.table(Receipt)}"
-        f" ON {col(Receipt, 'jti')} = {col(TaskInstance, 'receipt')}"
-        f" WHERE {col(TaskInstance, 'id')} = %s AND {owner}"
+        f" LEFT OUTER JOIN {rows.table(model)}"
+        f" ON {col(model, model._meta.pk.attname)} = {col(TaskInstance, field)}"
+        f" WHERE {where}"
     )
+
+
+@cache
+def _instance_sql(owner: str) -> str:
+    where = f"{rows.column(TaskInstance, 'id')} = %s AND {owner}"
+    return instance_sql((Receipt, "receipt"), ("created_at", "l"), where)
 
 
 def instance_page(instance_id: Any, *, principal_id: int) -> PageRead | None:
     """The instance page's read, if `principal_id` is the instance's principal; else None."""
-    owner = Owner.of(principal_id=principal_id)
-    found = rows.fetch(
-        _instance_sql(owner.sql()),
-        [rows.prepare(TaskInstance, "id", instance_id), owner.id],
-        _COLUMNS,
-    )
+    found = owned_rows(_instance_sql, instance_id, Owner.of(principal_id=principal_id), _COLUMNS)
     if not found:
         return None
-    values = found[0]
-    widths = [len(rows.concrete(m)) for m in (TaskInstance, TaskClass, User, Receipt)]
-    ends = [sum(widths[: i + 1]) for i in range(len(widths))]
-    instance = rows.instance_of(TaskInstance, values[: ends[0]])
-    instance.task_class = rows.instance_of(TaskClass, values[ends[0] : ends[1]])
-    instance.principal = rows.instance_of(User, values[ends[1] : ends[2]])
-    receipt = values[ends[2] : ends[3]]
-    instance.receipt = rows.instance_of(Receipt, receipt) if receipt[0] is not None else None
+    instance, instance.task_class, instance.principal, instance.receipt, beliefs_at = (
+        rows.models_of(found[0], (TaskInstance, TaskClass, User, Receipt))
+    )
     prompts = fetch_prompts(instance, "1 = 1", [], Order.SLOTS)
-    return PageRead(instance, prompts, values[ends[3]])
+    return PageRead(instance, prompts, beliefs_at)
 
 
 @dataclass(frozen=True)

@@ -126,6 +126,19 @@ def instance_of(model: type[M], values: Sequence[Any], names: Sequence[str] | No
     return instance
 
 
+def models_of(values: Sequence[Any], models: Sequence[type[Model]]) -> list[Any]:
+    """The model instances of a row that read each of `models`' `concrete` columns in turn (an
+    outer join's that found nothing is None), then whatever the row read after them."""
+    found: list[Any] = []
+    start = 0
+    for model in models:
+        end = start + len(concrete(model))
+        part = values[start:end]
+        found.append(instance_of(model, part) if part[0] is not None else None)
+        start = end
+    return [*found, *values[start:]]
+
+
 def vendor() -> str:
     """The default database's vendor ("postgresql", "sqlite"): where fixed SQL differs."""
     return connections[DEFAULT_DB_ALIAS].vendor

@@ -443,7 +443,7 @@ def _record(d: Recorded, new_value: Any = None, belief: Belief | None = None) ->
     """One decision per prompt version: the unique constraint, not this code, decides a race
     (a second answer that got past the instance's lock would fail it, and the whole transaction
     with it, so nothing of either is half written)."""
-    prompt, answer = d.prompt, d.answer
+    prompt, answer = d.read.prompt, d.answer
     try:
         return PromptResponse.objects.create(
             prompt=prompt,
@@ -498,26 +498,18 @@ class Recorded:
     new_value: Any
     acts: Acts = NO_ACTS
 
-    @property
-    def instance(self) -> TaskInstance:
-        return self.read.instance
-
-    @property
-    def prompt(self) -> Prompt:
-        return self.read.prompt
-
     def replan(self) -> None:
         """Plan the instance again after the answer, with the prompts the answer read."""
-        answered = [p for p in self.read.prompts if p.state == PromptState.ANSWERED]
-        plan_locked(
-            self.instance, Actor(user=self.user), self.read.open_prompts(), answered=answered
-        )
+        read = self.read
+        answered = [p for p in read.prompts if p.state == PromptState.ANSWERED]
+        plan_locked(read.instance, Actor(user=self.user), read.open_prompts(), answered=answered)
 
 
 def _bind_user_value(d: Recorded) -> None:
     """Confirm, edit, answer: a new user-sourced current belief, so a re-plan binds it silently.
     Its world reference is the world the person saw, so a later run diffs against that."""
-    instance, prompt, user, answer = d.instance, d.prompt, d.user, d.answer
+    instance, prompt = d.read.instance, d.read.prompt
+    user, answer = d.user, d.answer
     data = _settle(prompt, answer, PromptState.ANSWERED)
     acquired_at = prompt.responded_at or timezone.now()
     world_seen = prompt.world_now if prompt.world_now is not None else prompt.world_ref
@@ -551,7 +543,8 @@ def _bind_user_value(d: Recorded) -> None:
 
 def _reject(d: Recorded) -> None:
     """A rejection cancels the whole instance; the runtime reads the reason from it."""
-    instance, prompt, user, answer = d.instance, d.prompt, d.user, d.answer
+    instance, prompt = d.read.instance, d.read.prompt
+    user, answer = d.user, d.answer
     _record(d)
     data = _settle(prompt, answer, PromptState.REJECTED)
     prompt.save(update_fields=SETTLED_FIELDS)
@@ -563,7 +556,8 @@ def _reject(d: Recorded) -> None:
 
 def _veto(d: Recorded) -> None:
     """A vetoed assumption never binds again, here or in a later run; re-planning asks afresh."""
-    instance, prompt, user, answer = d.instance, d.prompt, d.user, d.answer
+    instance, prompt = d.read.instance, d.read.prompt
+    user, answer = d.user, d.answer
     _record(d)
     data = _settle(prompt, answer, PromptState.VETOED)
     vetoed = prompt.belief
