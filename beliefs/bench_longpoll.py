@@ -473,14 +473,18 @@ class Browser:
     an httpx request does."""
 
     PER_PERSON = 6
+    # A kept connection idle longer than this is dropped before it is used: the server closes
+    # it after its keep-alive timeout (uvicorn's: 5 s), as browsers know.
+    KEEP_SECONDS = 4.0
 
     def __init__(self, host: str, port: int) -> None:
         self.host, self.port = host, port
-        self.idle: dict[str, list[tuple[asyncio.StreamReader, asyncio.StreamWriter]]] = {}
+        self.idle: dict[str, list[tuple[float, asyncio.StreamReader, asyncio.StreamWriter]]] = {}
 
     async def post(self, person: Person, path: str, form: dict[str, str]) -> int:
         """The status of a form post (htmx's: `HX-Request`), with the person's cookies. A kept
-        connection the server closed as the post went out is tried again once, on a new one."""
+        connection the server closed as the post went out is tried again once, on a new
+        connection, as a browser does."""
         body = urlencode(form).encode()
         head = (
             f"POST {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
@@ -488,26 +492,34 @@ class Browser:
             "Content-Type: application/x-www-form-urlencoded\r\n"
             f"Content-Length: {len(body)}\r\n\r\n"
         ).encode()
-        for attempt in (1, 2):
-            idle = self.idle.setdefault(person.username, [])
-            kept = bool(idle)
-            reader, writer = (
-                idle.pop() if kept else await asyncio.open_connection(self.host, self.port)
-            )
+        idle = self.idle.setdefault(person.username, [])
+        for fresh in (False, True):
+            reader, writer = await self._connection(idle, fresh)
             try:
                 writer.write(head + body)
                 status, keep = await self._answer(reader)
             except (ConnectionError, asyncio.IncompleteReadError):
                 writer.close()
-                if kept and attempt == 1:
-                    continue
-                raise
+                if fresh:
+                    raise
+                continue
             if keep and len(idle) < self.PER_PERSON:
-                idle.append((reader, writer))
+                idle.append((time.monotonic(), reader, writer))
             else:
                 writer.close()
             return status
         raise AssertionError("unreachable")
+
+    async def _connection(
+        self, idle: list[tuple[float, asyncio.StreamReader, asyncio.StreamWriter]], fresh: bool
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """The newest kept connection still within KEEP_SECONDS (unless `fresh`), or a new one."""
+        while idle and not fresh:
+            since, reader, writer = idle.pop()
+            if time.monotonic() - since < self.KEEP_SECONDS:
+                return reader, writer
+            writer.close()
+        return await asyncio.open_connection(self.host, self.port)
 
     @staticmethod
     async def _answer(reader: asyncio.StreamReader) -> tuple[int, bool]:
@@ -526,7 +538,7 @@ class Browser:
 
     def close(self) -> None:
         for connections in self.idle.values():
-            for _, writer in connections:
+            for _, _, writer in connections:
                 writer.close()
         self.idle.clear()
 
