@@ -65,6 +65,9 @@ POSTGRES_INTERVAL = 2.0
 # Never look again sooner than this when something due could not be taken (another worker is
 # claiming it right now).
 MIN_WAIT = 0.02
+# Jobs are looked for at least this often (or the interval, if shorter) besides when a job is
+# announced: a job queued to run later is not announced again when it falls due.
+JOBS_INTERVAL = 1.0
 # A notification that names nothing this worker knows (from a process of another version):
 # look everywhere.
 ANYTHING = "*"
@@ -160,7 +163,7 @@ class Worker:
                     continue
                 if self.batch and not was_running and not self._running():
                     return  # nothing was under way, and nothing more is due
-                self.kick.wait(self._idle_wait())
+                self.kick.wait(self.idle_wait())
         finally:
             if self._executor is not None:
                 self.stopping = True  # lanes give back what they have not started
@@ -225,12 +228,13 @@ class Worker:
             worker=self.worker_id, lanes=free, new_lane=self._name, due_by=self._due_by
         )
         self._left.discard(DELIVERIES)
-        if not claim.complete or len(claim.lanes) >= free:
-            self._left.add(DELIVERIES)
+        if claim.lanes and (not claim.complete or len(claim.lanes) >= free):
+            self._left.add(DELIVERIES)  # more may be due: claimed at once, or as a lane ends
         self._held = claim.held or (self._held and not claim.complete)
         due = self._due[DELIVERIES]
-        if claim.complete and due is not None and due <= now:
-            self._due[DELIVERIES] = None  # taken, or being taken by another worker
+        if (claim.complete or not claim.lanes) and due is not None and due <= now:
+            # Taken, being taken by another worker, or waiting for room (held).
+            self._due[DELIVERIES] = None
         for lane in claim.lanes:
             if not self.batch:  # a batch run looks for more at every lane's end
                 lane.renew = self._renewal(lane, heard)
@@ -324,7 +328,7 @@ class Worker:
         self._reap()
         return bool(self._lane_futures or self._email_futures)
 
-    def _idle_wait(self) -> float:
+    def idle_wait(self) -> float:
         """Until the next retry falls due, a notification, a lane's end, or the next look."""
         wait = self._look_at - time.monotonic()
         now = timezone.now()
@@ -341,7 +345,7 @@ class Worker:
 
     def _jobs_due(self, announced: bool) -> bool:
         now = time.monotonic()
-        if announced or now - self._jobs_checked >= min(self.interval, 1.0):
+        if announced or now - self._jobs_checked >= min(self.interval, JOBS_INTERVAL):
             self._jobs_checked = now
             return True
         return False
@@ -373,15 +377,17 @@ class Worker:
             try:
                 with psycopg.connect(**params, autocommit=True) as conn:
                     conn.execute(f"LISTEN {outbox.CHANNEL}")
-                    self._wake(ANYTHING)  # what was written while nobody listened
+                    self.hear(ANYTHING)  # what was written while nobody listened
                     while not self.stopping:
                         for notice in conn.notifies(timeout=1.0):
-                            self._wake(notice.payload)
+                            self.hear(notice.payload)
             except Exception:
                 logger.warning("the worker's LISTEN connection failed; reconnecting", exc_info=True)
                 time.sleep(1)
 
-    def _wake(self, what: str) -> None:
+    def hear(self, what: str) -> None:
+        """A notification named `what` (an `outbox.announce` payload): wake the loop, which
+        looks there."""
         with self._heard_lock:
             self._heard.add(what if what in KNOWN else ANYTHING)
             if what == DELIVERIES or what not in KNOWN:
