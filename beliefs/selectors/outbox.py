@@ -24,9 +24,6 @@ from beliefs.selectors import rows
 _DELIVERY = rows.concrete(WebhookDelivery)
 _EVENT = rows.concrete(WebhookEvent)
 _ENDPOINT = rows.concrete(WebhookEndpoint)
-_DELIVERY_NAMES = tuple(name for _, name in _DELIVERY)
-_EVENT_NAMES = tuple(name for _, name in _EVENT)
-_ENDPOINT_NAMES = tuple(name for _, name in _ENDPOINT)
 
 
 @cache
@@ -91,13 +88,11 @@ def claimable_deliveries(
     if endpoint_id is not None:
         params.append(endpoint_id)
     params += [*left_out_endpoints, *left_out_runtimes, limit]
-    found = rows.fetch(sql, params, _DELIVERY + _EVENT + _ENDPOINT)
-    events, endpoints = len(_DELIVERY), len(_DELIVERY) + len(_EVENT)
     deliveries = []
-    for row in found:
-        delivery = rows.instance_of(WebhookDelivery, row[:events], _DELIVERY_NAMES)
-        event = rows.instance_of(WebhookEvent, row[events:endpoints], _EVENT_NAMES)
-        endpoint = rows.instance_of(WebhookEndpoint, row[endpoints:], _ENDPOINT_NAMES)
+    for values in rows.fetch(sql, params, _DELIVERY + _EVENT + _ENDPOINT):
+        delivery, event, endpoint = rows.models_of(
+            values, (WebhookDelivery, WebhookEvent, WebhookEndpoint)
+        )
         WebhookDelivery.event.field.set_cached_value(delivery, event)
         WebhookDelivery.endpoint.field.set_cached_value(delivery, endpoint)
         deliveries.append(delivery)
