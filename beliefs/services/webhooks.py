@@ -476,7 +476,11 @@ def deliveries_claim(
     claimed with one UPDATE per lane. A due delivery over a cap, or beyond the lanes asked
     for, is marked held (it waits, pending, for room). `new_lane` names a lane (unique within
     the worker); `only` restricts it to one delivery, `due_by` to the deliveries due by then
-    (a batch run: what was due when it started)."""
+    (a batch run: what was due when it started).
+
+    It never waits for a delivery row another transaction holds (it skips those; it waits
+    only for the runtimes' locks, which claims take in id order), so a lane recording its
+    outcomes may wait for a claim, never a claim for a lane: they cannot deadlock."""
     if lanes <= 0:
         return Claimed([], complete=False, held=False)
     now = timezone.now()
@@ -497,14 +501,19 @@ def deliveries_claim(
             endpoints, runtimes = full.full_endpoints(), full.full_runtimes()
             if endpoints or runtimes:
                 capped = Q(endpoint_id__in=endpoints) | Q(endpoint__runtime_id__in=runtimes)
-                # Told apart on the staff pages: waiting for room, not lost.
-                newly_held += (
+                # Told apart on the staff pages: waiting for room, not lost. Those another
+                # transaction holds are left alone: a plain UPDATE would wait for them while
+                # holding this claim's rows (and the rows it rechecked on the way), which a
+                # lane recording its outcomes may be waiting for.
+                waiting = (
                     WebhookDelivery.objects.filter(
                         capped, state=pending, held=False, next_attempt_at__lte=due_at
                     )
                     .order_by()
-                    .update(held=True)
+                    .select_for_update(skip_locked=True, of=("self",))
+                    .values_list("pk", flat=True)
                 )
+                newly_held += WebhookDelivery.objects.filter(pk__in=list(waiting)).update(held=True)
                 batch = claimable_deliveries(
                     due_at=due_at,
                     limit=limit,

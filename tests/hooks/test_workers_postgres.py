@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import User
@@ -208,3 +209,59 @@ def test_a_delivery_held_for_room_goes_as_soon_as_another_workers_lane_ends(
     # Far below the 60 s the workers' own looks would take.
     assert answered[0] - released_at < 5, answered[0] - released_at
     assert WebhookDelivery.objects.filter(endpoint=fast_endpoint, state="succeeded").count() == 1
+
+
+def test_a_claim_never_waits_for_a_delivery_another_transaction_holds(
+    runtime_key: tuple[RuntimeAPIKey, str],
+) -> None:
+    """A long queue for an endpoint at its cap: the claim marks its waiting deliveries held,
+    but not one that another transaction holds (a lane claiming it, say), which it would
+    otherwise wait for while holding the rows it read (a lane recording its outcomes may be
+    waiting for those: a deadlock)."""
+    from django.db import connections, transaction
+    from django.test import override_settings
+
+    from beliefs.services.webhooks import deliveries_claim, lane_size
+
+    runtime = runtime_key[0].runtime
+    endpoint = endpoint_create(runtime=runtime, url="http://127.0.0.1:9/hooks", actor=SYSTEM)[0]
+    for _ in range(lane_size() + 2):
+        send_test_event(endpoint=endpoint, actor=SYSTEM)
+    first, *queued = WebhookDelivery.objects.order_by("id")
+    lease_until = timezone.now() + timedelta(minutes=2)
+    WebhookDelivery.objects.filter(pk=first.pk).update(
+        state="sending", attempts=1, claimed_by="other#1", lease_until=lease_until
+    )
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        try:
+            with transaction.atomic():
+                list(WebhookDelivery.objects.select_for_update().filter(pk=queued[-1].pk))
+                holding.set()
+                release.wait(30)
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    claimed: list[object] = []
+
+    def claim() -> None:
+        try:
+            claimed.append(deliveries_claim(worker="w", lanes=1, new_lane=lambda: "1"))
+        finally:
+            connections.close_all()
+
+    try:
+        assert holding.wait(30)
+        with override_settings(CONSOLE_WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT=1):
+            claimer = threading.Thread(target=claim)
+            claimer.start()
+            claimer.join(30)
+        assert claimed, "the claim waited for the held row"
+    finally:
+        release.set()
+        holder.join(30)
+    held = dict(WebhookDelivery.objects.filter(state="pending").values_list("pk", "held"))
+    assert held == {**{d.pk: True for d in queued[:-1]}, queued[-1].pk: False}
