@@ -55,7 +55,17 @@ class Scale:
 
 
 # What --only can name; the table's groups, in the order they are measured.
-GROUPS = ("pages", "slots", "throughput", "history", "others", "worker", "waiting", "validator")
+GROUPS = (
+    "pages",
+    "slots",
+    "throughput",
+    "history",
+    "others",
+    "worker",
+    "trickle",
+    "waiting",
+    "validator",
+)
 
 FULL = Scale(21, 5_000, 1_000_000, 100_000, 1_000_000, 4, 2)
 QUICK = Scale(9, 1_000, 100_000, 10_000, 100_000, 2, 1)
@@ -107,7 +117,9 @@ def _receipt_key() -> str:
     return str(path)
 
 
-def _run_child(label: str, url: str, quick: bool, only: Sequence[str]) -> list[Row]:
+def _run_child(
+    label: str, url: str, quick: bool, only: Sequence[str], against: str | None = None
+) -> list[Row]:
     env = {
         **os.environ,
         **PRODUCTION_ENV,
@@ -119,6 +131,8 @@ def _run_child(label: str, url: str, quick: bool, only: Sequence[str]) -> list[R
     args += [f"--only={group}" for group in only]
     if quick:
         args.append("--quick")
+    if against:
+        args.append(f"--against={against}")
     print(f"--- {label}: measuring (progress below)", file=sys.stderr, flush=True)
     proc = subprocess.run(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
     if proc.returncode != 0:
@@ -197,21 +211,29 @@ def main(argv: Sequence[str] | None = None) -> None:
         action="append",
         help="measure only this group (repeatable); the table then has only its rows",
     )
+    parser.add_argument(
+        "--against",
+        metavar="PATH",
+        help="trickle: also measure the worker of the checkout at PATH, in turns with this one",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     only = args.only or list(GROUPS)
+    against = str(Path(args.against).resolve()) if args.against else None
     if args.child:
-        child(args.child, QUICK if args.quick else FULL, only)
+        child(args.child, QUICK if args.quick else FULL, only, against)
         return
     started = time.perf_counter()
     speed = python_speed()
     results: dict[str, list[Row]] = {}
     with tempfile.TemporaryDirectory(prefix="console-bench-") as tmp:
-        results["SQLite"] = _run_child("SQLite", f"sqlite:///{tmp}/bench.sqlite3", args.quick, only)
+        results["SQLite"] = _run_child(
+            "SQLite", f"sqlite:///{tmp}/bench.sqlite3", args.quick, only, against
+        )
     postgres = _bench_postgres_url()
     if postgres:
         _recreate_postgres(postgres)
-        results["PostgreSQL"] = _run_child("PostgreSQL", postgres, args.quick, only)
+        results["PostgreSQL"] = _run_child("PostgreSQL", postgres, args.quick, only, against)
     contract = _contract_rows() if "validator" in only else []
     for rows in results.values():
         rows.extend(contract)
@@ -849,7 +871,7 @@ def _vendor() -> str:
     return connection.vendor
 
 
-def child(label: str, scale: Scale, only: Sequence[str]) -> None:
+def child(label: str, scale: Scale, only: Sequence[str], against: str | None = None) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
     import django
 
@@ -862,6 +884,14 @@ def child(label: str, scale: Scale, only: Sequence[str]) -> None:
     bench = Bench(label, scale)
     if "worker" in only:
         worker_group(scale)
+    if "trickle" in only:
+        from beliefs import bench_trickle
+
+        rows = bench_trickle.measure(
+            quick=scale == QUICK, against=Path(against) if against else None, progress=_progress
+        )
+        for fields in rows:
+            _emit(Row(**fields))
     if "pages" in only:
         bench.pages_group()
     if "waiting" in only:

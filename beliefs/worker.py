@@ -9,10 +9,20 @@ One loop claims work in batches and hands it to a bounded pool of threads:
 - jobs of django-tasks' queue (jobs queued before the outbox was its own queue, and any other
   task), one at a time in the loop's thread.
 
-It sleeps until there is something to do: on PostgreSQL a LISTEN connection hears the NOTIFY
-each new outbox row and job sends in its transaction (`outbox.announce`), and a finished lane
-wakes the loop; it also looks by itself every `interval` seconds (SQLite: there is no NOTIFY,
-so that interval is short) and when the next retry falls due.
+It sleeps until there is something to do, and then looks only where there is:
+
+- On PostgreSQL a LISTEN connection hears the NOTIFY each new outbox row and job sends in its
+  transaction (`outbox.announce`), naming what was written: the worker claims deliveries when
+  deliveries were announced, emails when emails were, and runs jobs when a job was (or every
+  second at most, for jobs that were due later than they were queued).
+- Every `interval` seconds it takes a look of its own (SQLite: there is no NOTIFY, so that
+  interval is short): when the next delivery and email fall due, and whether deliveries wait
+  for room. It sleeps until the earliest of those, and of the retries its own lanes gave.
+- A lane that ended claims again only when the room it leaves can be used: the last claim left
+  due deliveries (its batch was full, or it had no lane free), or deliveries wait for room
+  (held: this worker or another one announced it).
+- A lane that has sent its deliveries looks for more of its endpoint's (keeping its place under
+  the caps) only when deliveries were announced since it last looked, or its claim left some.
 """
 
 from __future__ import annotations
@@ -38,11 +48,12 @@ from django_tasks_db.utils import exclusive_transaction
 
 from beliefs.services import outbox
 from beliefs.services.notify import email_attempt, emails_claim, emails_next_due
+from beliefs.services.outbox import DELIVERIES, EMAILS, HELD, JOBS
 from beliefs.services.webhooks import (
     Lane,
     Pools,
     deliveries_claim,
-    deliveries_next_due,
+    deliveries_outlook,
     lane_deliver,
 )
 
@@ -54,6 +65,13 @@ POSTGRES_INTERVAL = 2.0
 # Never look again sooner than this when something due could not be taken (another worker is
 # claiming it right now).
 MIN_WAIT = 0.02
+# Jobs are looked for at least this often (or the interval, if shorter) besides when a job is
+# announced: a job queued to run later is not announced again when it falls due.
+JOBS_INTERVAL = 1.0
+# A notification that names nothing this worker knows (from a process of another version):
+# look everywhere.
+ANYTHING = "*"
+KNOWN = frozenset({DELIVERIES, EMAILS, JOBS, HELD})
 
 
 def default_interval() -> float:
@@ -82,7 +100,7 @@ class Worker:
         self.pools = Pools()
         self._lanes = itertools.count(1)
         self._run = secrets.token_hex(3)
-        self._lane_futures: set[Future[str]] = set()
+        self._lane_futures: dict[Future[str], Lane] = {}
         self._email_futures: set[Future[str]] = set()
         self._executor: ThreadPoolExecutor | None = None
         self._jobs = JobWorker(
@@ -96,8 +114,20 @@ class Worker:
             excluded_queue_names=[],
         )
         self._jobs_checked = 0.0
-        self._heard = False  # a notification arrived since the last look at the jobs
         self._due_by: datetime | None = None
+        # What the notifications named since the loop last took them (under `_heard_lock`),
+        # and how many named deliveries, ever (a lane compares it with what it saw last).
+        self._heard_lock = threading.Lock()
+        self._heard: set[str] = {ANYTHING}  # at the start, everything may be waiting
+        self._deliveries_heard = 0
+        self._look_at = 0.0  # the next look of its own (monotonic)
+        # The earliest time something of each kind falls due, as far as this worker knows
+        # (None: nothing known; its next look finds out).
+        self._due: dict[str, datetime | None] = {DELIVERIES: None, EMAILS: None}
+        # Kinds whose last claim may have left something claimable now.
+        self._left: set[str] = set()
+        self._held = False  # deliveries wait for room: whenever a lane ends, claim again
+        self._lane_ended = False
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -125,13 +155,15 @@ class Worker:
                     logger.exception("the worker's look at the database failed")
                     if isinstance(exc, DatabaseError):
                         connection.close()
+                    with self._heard_lock:  # what it was about to look at, and the rest
+                        self._heard.add(ANYTHING)
                     self.kick.wait(max(self.interval, 1.0))
                     continue
                 if busy:
                     continue
                 if self.batch and not was_running and not self._running():
                     return  # nothing was under way, and nothing more is due
-                self.kick.wait(self._idle_wait())
+                self.kick.wait(self.idle_wait())
         finally:
             if self._executor is not None:
                 self.stopping = True  # lanes give back what they have not started
@@ -143,25 +175,106 @@ class Worker:
         self.kick.set()
 
     def step(self) -> bool:
-        """Claim what there is room for and start it; run due jobs. Whether it did anything."""
+        """Claim what there is room for and start it, where something may be waiting; run due
+        jobs. Whether it did anything."""
         self._reap()
+        lane_ended, self._lane_ended = self._lane_ended, False
+        with self._heard_lock:
+            heard, self._heard = self._heard, set()
+        if HELD in heard:
+            self._held = True
+        everything = self.batch or ANYTHING in heard
+        looked = everything or time.monotonic() >= self._look_at
+        if looked:
+            self._look()
+        now = timezone.now()
         did = False
-        free = self.concurrency - len(self._lane_futures)
-        if free > 0:
-            lanes = deliveries_claim(
-                worker=self.worker_id, lanes=free, new_lane=self._name, due_by=self._due_by
-            )
-            for lane in lanes:
-                self._start(self._deliver, lane, self._lane_futures)
-                did = True
-        free = self.emails - len(self._email_futures)
-        if free > 0:
-            for email in emails_claim(worker=self.worker_id, limit=free, due_by=self._due_by):
-                self._start(email_attempt, email, self._email_futures)
-                did = True
-        if self._jobs_due():
+        if (
+            everything
+            or DELIVERIES in heard
+            or self._may_claim(DELIVERIES, now)
+            or (self._held and (lane_ended or looked))
+        ):
+            did = self._claim_deliveries(now)
+        if everything or EMAILS in heard or self._may_claim(EMAILS, now):
+            did = self._claim_emails(now) or did
+        if self._jobs_due(everything or JOBS in heard):
             did = self._run_jobs() or did
         return did
+
+    def _may_claim(self, kind: str, now: datetime) -> bool:
+        """Whether the last claim left some of this kind, or something is known to be due."""
+        due = self._due[kind]
+        return kind in self._left or (due is not None and due <= now)
+
+    def _look(self) -> None:
+        """The worker's own look, the backstop for whatever it did not hear: when the next
+        delivery and email fall due, and whether deliveries wait for room."""
+        self._look_at = time.monotonic() + self.interval
+        if self.batch:
+            return  # it claims everything at every step
+        outlook = deliveries_outlook()
+        self._due[DELIVERIES] = outlook.next_due
+        self._held = outlook.held
+        self._due[EMAILS] = emails_next_due()
+
+    def _claim_deliveries(self, now: datetime) -> bool:
+        free = self.concurrency - len(self._lane_futures)
+        if free <= 0:
+            self._left.add(DELIVERIES)  # claimed when one of its lanes ends
+            return False
+        heard = self._deliveries_heard  # before the claim reads: what it may not have seen
+        claim = deliveries_claim(
+            worker=self.worker_id, lanes=free, new_lane=self._name, due_by=self._due_by
+        )
+        self._left.discard(DELIVERIES)
+        if claim.lanes and (not claim.complete or len(claim.lanes) >= free):
+            self._left.add(DELIVERIES)  # more may be due: claimed at once, or as a lane ends
+        self._held = claim.held or (self._held and not claim.complete)
+        due = self._due[DELIVERIES]
+        if (claim.complete or not claim.lanes) and due is not None and due <= now:
+            # Taken, being taken by another worker, or waiting for room (held).
+            self._due[DELIVERIES] = None
+        for lane in claim.lanes:
+            if not self.batch:  # a batch run looks for more at every lane's end
+                lane.renew = self._renewal(lane, heard)
+            self._start(lane)
+        return bool(claim.lanes)
+
+    def _renewal(self, lane: Lane, heard: int) -> Callable[[], bool]:
+        """A lane's `renew`: whether its endpoint may have more due now than it saw when it
+        last read (deliveries announced since, or left by its claim, or waiting for room, or a
+        retry falling due)."""
+        seen = [heard]
+
+        def renew() -> bool:
+            current = self._deliveries_heard
+            announced, seen[0] = current != seen[0], current
+            due = self._due[DELIVERIES]
+            return (
+                announced
+                or lane.backlog
+                or self._held
+                or (due is not None and due <= timezone.now())
+            )
+
+        return renew
+
+    def _claim_emails(self, now: datetime) -> bool:
+        free = self.emails - len(self._email_futures)
+        if free <= 0:
+            self._left.add(EMAILS)
+            return False
+        emails = emails_claim(worker=self.worker_id, limit=free, due_by=self._due_by)
+        self._left.discard(EMAILS)
+        if len(emails) >= free:
+            self._left.add(EMAILS)  # perhaps more: claimed when one of these is sent
+        due = self._due[EMAILS]
+        if len(emails) < free and due is not None and due <= now:
+            self._due[EMAILS] = None
+        for email in emails:
+            self._start_email(email)
+        return bool(emails)
 
     def _name(self) -> str:
         # Unique across restarts under the same worker id: the caps count distinct lanes.
@@ -170,12 +283,21 @@ class Worker:
     def _deliver(self, lane: Lane) -> str:
         return lane_deliver(lane, self.pools.of(lane.endpoint_id), lambda: self.stopping)
 
-    def _start(self, work: Callable[[Any], str], item: Any, futures: set[Future[str]]) -> None:
+    def _start(self, lane: Lane) -> None:
         if self._executor is None:
-            work(item)
+            self._deliver(lane)
+            self._ended(lane)
             return
-        future = self._executor.submit(self._guarded, work, item)
-        futures.add(future)
+        future = self._executor.submit(self._guarded, self._deliver, lane)
+        self._lane_futures[future] = lane
+        future.add_done_callback(lambda _: self.kick.set())
+
+    def _start_email(self, email: Any) -> None:
+        if self._executor is None:
+            email_attempt(email)
+            return
+        future = self._executor.submit(self._guarded, email_attempt, email)
+        self._email_futures.add(future)
         future.add_done_callback(lambda _: self.kick.set())
 
     def _guarded(self, work: Callable[[Any], str], item: Any) -> str:
@@ -189,30 +311,41 @@ class Worker:
             connection.close()  # this thread's: a broken one is opened afresh next time
             return "error"
 
+    def _ended(self, lane: Lane) -> None:
+        """A lane ended: its room is free, and the worker wakes for the earliest retry it
+        gave."""
+        self._lane_ended = True
+        if lane.retry_at is not None:
+            due = self._due[DELIVERIES]
+            self._due[DELIVERIES] = lane.retry_at if due is None else min(due, lane.retry_at)
+
     def _reap(self) -> None:
-        for futures in (self._lane_futures, self._email_futures):
-            for future in [f for f in futures if f.done()]:
-                futures.discard(future)
+        for future in [f for f in self._lane_futures if f.done()]:
+            self._ended(self._lane_futures.pop(future))
+        self._email_futures.difference_update([f for f in self._email_futures if f.done()])
 
     def _running(self) -> bool:
         self._reap()
         return bool(self._lane_futures or self._email_futures)
 
-    def _idle_wait(self) -> float:
-        """Until the next retry falls due, a notification, a lane's end, or the interval."""
-        wait = self.interval
+    def idle_wait(self) -> float:
+        """Until the next retry falls due, a notification, a lane's end, or the next look."""
+        wait = self._look_at - time.monotonic()
         now = timezone.now()
-        for due in (deliveries_next_due(), emails_next_due()):
-            if due is not None:
+        room = {
+            DELIVERIES: len(self._lane_futures) < self.concurrency,
+            EMAILS: len(self._email_futures) < self.emails,
+        }
+        for kind, due in self._due.items():
+            if due is not None and room[kind]:
                 wait = min(wait, (due - now).total_seconds())
         return max(wait, MIN_WAIT)
 
     # -- jobs ------------------------------------------------------------------------------
 
-    def _jobs_due(self) -> bool:
+    def _jobs_due(self, announced: bool) -> bool:
         now = time.monotonic()
-        if self._heard or self.batch or now - self._jobs_checked >= min(self.interval, 1.0):
-            self._heard = False
+        if announced or now - self._jobs_checked >= min(self.interval, JOBS_INTERVAL):
             self._jobs_checked = now
             return True
         return False
@@ -244,16 +377,21 @@ class Worker:
             try:
                 with psycopg.connect(**params, autocommit=True) as conn:
                     conn.execute(f"LISTEN {outbox.CHANNEL}")
-                    self._wake()  # what was written while nobody listened
+                    self.hear(ANYTHING)  # what was written while nobody listened
                     while not self.stopping:
-                        for _ in conn.notifies(timeout=1.0):
-                            self._wake()
+                        for notice in conn.notifies(timeout=1.0):
+                            self.hear(notice.payload)
             except Exception:
                 logger.warning("the worker's LISTEN connection failed; reconnecting", exc_info=True)
                 time.sleep(1)
 
-    def _wake(self) -> None:
-        self._heard = True
+    def hear(self, what: str) -> None:
+        """A notification named `what` (an `outbox.announce` payload): wake the loop, which
+        looks there."""
+        with self._heard_lock:
+            self._heard.add(what if what in KNOWN else ANYTHING)
+            if what == DELIVERIES or what not in KNOWN:
+                self._deliveries_heard += 1
         self.kick.set()
 
     # -- signals ---------------------------------------------------------------------------

@@ -21,6 +21,7 @@ OWN_SQL = {
     "console/live.py": "sets a live page's read-only, repeatable-read snapshot (PostgreSQL)",
     "beliefs/worker.py": "LISTEN on the worker's own connection for the outbox's pg_notify",
     "beliefs/bench.py": "the benchmark loads and analyses its own database",
+    "beliefs/bench_trickle.py": "the benchmark finds the worker's server processes to time them",
     "beliefs/management/commands/create_app_role.py": "creates a database role",
 }
 HAND_BUILT = {"__new__", "from_db", "ModelState", "_state"}

@@ -32,11 +32,15 @@ from beliefs.models import (
     TaskClass,
     TaskClassShare,
     TaskInstance,
+    WebhookDelivery,
+    WebhookEndpoint,
+    WebhookEvent,
 )
 from beliefs.selectors import answering as fast_answering
 from beliefs.selectors import beliefs as fast_beliefs
 from beliefs.selectors import insights as fast_insights
 from beliefs.selectors import instances as fast_instances
+from beliefs.selectors import outbox as fast_outbox
 from beliefs.selectors import pages as fast_pages
 from beliefs.selectors import reference
 from beliefs.selectors import runtimes as fast_runtimes
@@ -472,3 +476,83 @@ def test_the_insights_reads_answer_as_the_orm(seed: int, alice: User) -> None:
     fast, slow = fast_insights.fatigue(), reference.fatigue()
     assert fast == slow
     assert slow.confirms and slow.dwell_median_s is not None and slow.confirms_world_changed
+
+
+def _delivery_view(delivery: WebhookDelivery) -> tuple[Any, ...]:
+    return (_fields(delivery), _fields(delivery.event), _fields(delivery.endpoint))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_claim_reads_answer_as_the_orm(seed: int) -> None:
+    """Deliveries of every state, due and not (ties in time included), held or not, leases
+    running and run out, over endpoints of several runtimes; asked for all, one, one
+    endpoint's, and with endpoints and runtimes left out."""
+    rng = random.Random(seed)
+    now = timezone.now()
+    runtimes = [Runtime.objects.create(name=f"outbox{seed}-{i}") for i in range(3)]
+    endpoints = [
+        WebhookEndpoint.objects.create(
+            runtime=rng.choice(runtimes),
+            url=f"https://example.org/{i}",
+            secret=f"whsec_{i}",
+            previous_secret=rng.choice(["", "whsec_old"]),
+            previous_secret_until=rng.choice([None, now]),
+            event_types=rng.choice([[], ["instance.ready"]]),
+            active=rng.random() < 0.8,
+        )
+        for i in range(5)
+    ]
+    states = ["pending"] * 4 + ["sending", "succeeded", "failed"]
+    deliveries = []
+    for i in range(60):
+        event = WebhookEvent.objects.create(
+            webhook_id=f"msg_{seed}_{i}",
+            type="instance.ready",
+            runtime=rng.choice(runtimes),
+            payload={"type": "instance.ready", "data": {"n": i, "é": [1, None]}},
+        )
+        deliveries.append(
+            WebhookDelivery(
+                event=event,
+                endpoint=rng.choice(endpoints),
+                state=rng.choice(states),
+                attempts=rng.randint(0, 3),
+                next_attempt_at=now + timedelta(seconds=rng.randint(-3, 2)),  # ties in time
+                lease_until=rng.choice(
+                    [None, now - timedelta(seconds=1), now, now + timedelta(microseconds=1)]
+                ),
+                claimed_by=rng.choice(["", "w1#a.1", "w1#a.2", "w2#b.1"]),
+                held=rng.random() < 0.3,
+                last_status_code=rng.choice([None, 204, 500]),
+            )
+        )
+    rng.shuffle(deliveries)  # ids unrelated to due times
+    WebhookDelivery.objects.bulk_create(deliveries)
+    ids = [d.pk for d in WebhookDelivery.objects.all()]
+    asks: list[dict[str, Any]] = [
+        {"due_at": now, "limit": 100},
+        {"due_at": now - timedelta(seconds=2), "limit": 5},
+        {"due_at": now, "limit": 1, "only": rng.choice(ids)},
+        {"due_at": now, "limit": 100, "endpoint_id": endpoints[0].pk},
+        {"due_at": now, "limit": 100, "left_out_endpoints": [endpoints[1].pk, endpoints[2].pk]},
+        {"due_at": now, "limit": 7, "left_out_runtimes": [runtimes[0].pk]},
+        {
+            "due_at": now,
+            "limit": 100,
+            "left_out_endpoints": [endpoints[3].pk],
+            "left_out_runtimes": [runtimes[1].pk],
+        },
+    ]
+    for ask in asks:
+        fast = fast_outbox.claimable_deliveries(**ask)
+        slow = reference.claimable_deliveries(**ask)
+        assert [_delivery_view(d) for d in fast] == [_delivery_view(d) for d in slow], ask
+    assert reference.claimable_deliveries(due_at=now, limit=100), "some are due"
+    for runtime_ids in (None, [], [runtimes[0].pk], [r.pk for r in runtimes]):
+        for at in (now - timedelta(seconds=1), now):
+            fast_lanes = fast_outbox.lanes_in_flight(at, runtime_ids)
+            slow_lanes = reference.lanes_in_flight(at, runtime_ids)
+            assert sorted(fast_lanes) == sorted(slow_lanes), runtime_ids
+    assert reference.lanes_in_flight(now - timedelta(seconds=1)), "some are in flight"
+    for asked in ([], [runtimes[2].pk, runtimes[0].pk], [runtimes[1].pk, 10**9]):
+        assert fast_outbox.lock_runtimes(asked) == reference.lock_runtimes(asked)

@@ -25,6 +25,9 @@ over generated data. A fast read that changes changes here too, or that test fai
 | `selectors.events.receiving_endpoints` | `receiving_endpoints` |
 | `selectors.insights.convergence`     | `convergence`          |
 | `selectors.insights.fatigue`         | `fatigue`              |
+| `selectors.outbox.claimable_deliveries` | `claimable_deliveries` |
+| `selectors.outbox.lanes_in_flight`   | `lanes_in_flight`      |
+| `selectors.outbox.lock_runtimes`     | `lock_runtimes`        |
 """
 
 from __future__ import annotations
@@ -48,9 +51,11 @@ from beliefs.models import (
     InstanceStatus,
     Prompt,
     PromptState,
+    Runtime,
     RuntimeAPIKey,
     Slot,
     TaskInstance,
+    WebhookDelivery,
     WebhookEndpoint,
     WebhookEvent,
     any_overdue,
@@ -314,4 +319,59 @@ def fatigue() -> Fatigue:
     ).order_by("-responded_at")[:WINDOW]
     return fatigue_of(
         (p.dwell_seconds, p.route, p.action, _world_changed(p.world_diff)) for p in latest
+    )
+
+
+def claimable_deliveries(
+    *,
+    due_at: datetime,
+    limit: int,
+    only: int | None = None,
+    endpoint_id: int | None = None,
+    left_out_endpoints: Sequence[int] = (),
+    left_out_runtimes: Sequence[int] = (),
+) -> list[WebhookDelivery]:
+    """The pending deliveries due by `due_at`, oldest first, with their event and endpoint,
+    locked (skipping those locked elsewhere)."""
+    found = (
+        WebhookDelivery.objects.filter(
+            state=WebhookDelivery.State.PENDING, next_attempt_at__lte=due_at
+        )
+        .select_related("event", "endpoint")
+        .order_by("next_attempt_at", "id")
+        .select_for_update(skip_locked=True, of=("self",))
+    )
+    if only is not None:
+        found = found.filter(pk=only)
+    if endpoint_id is not None:
+        found = found.filter(endpoint_id=endpoint_id)
+    if left_out_endpoints or left_out_runtimes:
+        found = found.exclude(
+            Q(endpoint_id__in=left_out_endpoints) | Q(endpoint__runtime_id__in=left_out_runtimes)
+        )
+    return list(found[:limit])
+
+
+def lanes_in_flight(
+    now: datetime, runtime_ids: Sequence[int] | None = None
+) -> list[tuple[int, int, str]]:
+    """The lanes being sent (their lease still running at `now`): (runtime, endpoint,
+    claimed_by), each once."""
+    found = WebhookDelivery.objects.filter(
+        state=WebhookDelivery.State.SENDING, lease_until__gte=now
+    )
+    if runtime_ids is not None:
+        found = found.filter(endpoint__runtime_id__in=runtime_ids)
+    return list(
+        found.order_by().values_list("endpoint__runtime_id", "endpoint_id", "claimed_by").distinct()
+    )
+
+
+def lock_runtimes(runtime_ids: Sequence[int]) -> list[int]:
+    """Lock the runtimes' rows in id order (no key update); the ids of those that exist."""
+    return list(
+        Runtime.objects.select_for_update(no_key=True)
+        .filter(pk__in=sorted(runtime_ids))
+        .order_by("pk")
+        .values_list("pk", flat=True)
     )

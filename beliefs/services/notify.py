@@ -298,7 +298,7 @@ def _email_for(recipient: Any, kind: str) -> OutgoingEmail:
     email = OutgoingEmail.objects.create(
         recipient=recipient, kind=kind, not_before=not_before, next_attempt_at=not_before
     )
-    outbox.announce()
+    outbox.announce(outbox.EMAILS)
     return email
 
 

@@ -15,7 +15,8 @@ past its lease cannot overwrite what the attempt after it recorded. Outcomes are
 batches (`finish_many`), one UPDATE per kind of outcome.
 
 Writing an item wakes the workers: `announce` sends a PostgreSQL NOTIFY in the writing
-transaction (delivered on commit); on SQLite the workers look every fraction of a second.
+transaction (delivered on commit), naming what was written (deliveries, emails, a job), so a
+woken worker looks only there; on SQLite the workers look every fraction of a second.
 """
 
 from __future__ import annotations
@@ -34,28 +35,40 @@ from django_tasks.signals import task_enqueued
 from django_tasks_db.models import DBTaskResult
 
 from beliefs.domain.webhooks import retry_delay
-from beliefs.models import OutboxItem
+from beliefs.models import OutboxItem, OutgoingEmail
 
 PENDING = "pending"
 SENDING = "sending"
 FAILED = "failed"
 # The PostgreSQL channel the workers LISTEN on.
 CHANNEL = "console_outbox"
+# What an announcement names (its payload). A payload a worker does not know (an empty one, from
+# a process of an earlier version) makes it look at everything.
+DELIVERIES = "deliveries"
+EMAILS = "emails"
+JOBS = "jobs"
+# Deliveries were held for want of room under a cap: a worker whose lane ends claims again.
+HELD = "held"
 
 Item = TypeVar("Item", bound=OutboxItem)
 
 
-def announce() -> None:
-    """Wake the workers when the caller's transaction commits: there is something to send."""
+def announce(what: str = DELIVERIES) -> None:
+    """Wake the workers when the caller's transaction commits: there is something to send
+    (`what`: DELIVERIES, the default, EMAILS, JOBS or HELD)."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_notify(%s, '')", [CHANNEL])
+            cursor.execute("SELECT pg_notify(%s, %s)", [CHANNEL, what])
+
+
+def announced_as(model: type[OutboxItem]) -> str:
+    return EMAILS if issubclass(model, OutgoingEmail) else DELIVERIES
 
 
 @receiver(task_enqueued)
 def _job_enqueued(**_: Any) -> None:
     """A job for the queue (django-tasks): the workers run those too."""
-    announce()
+    announce(JOBS)
 
 
 def due(model: type[Item], *, now: datetime) -> QuerySet[Item]:
@@ -94,6 +107,26 @@ def claim_many(
     )
 
 
+def as_claimed(
+    items: Sequence[OutboxItem],
+    *,
+    lease: timedelta,
+    now: datetime,
+    claimed_by: str = "",
+    **fields: Any,
+) -> None:
+    """Set on items read (and locked) in the claim's transaction what `claim_many`, given the
+    same arguments, wrote to their rows, so that they need not be read again."""
+    for item in items:
+        item.state = SENDING
+        item.lease_until = now + lease
+        item.attempts += 1
+        item.last_attempt_at = now
+        item.claimed_by = claimed_by
+        for name, value in fields.items():
+            setattr(item, name, value)
+
+
 def claim(
     model: type[OutboxItem], pk: int, *, lease: timedelta, now: datetime, claimed_by: str = ""
 ) -> bool:
@@ -106,6 +139,7 @@ class Finished:
     recorded: bool  # False: this attempt's lease ran out and it was taken up again
     state: str
     text: str  # what happened, for the log
+    next_attempt_at: datetime | None = None  # pending again: when it is tried next
 
 
 @dataclass
@@ -122,21 +156,17 @@ class Attempt:
 
 
 def finish_many(attempts: Sequence[Attempt], *, schedule: Sequence[float]) -> list[Finished]:
-    """Record the attempts (items of one model), in the caller's transaction: the items still
-    held by these very attempts are locked, then updated with one UPDATE per distinct outcome
-    (a batch of successes is one statement)."""
+    """Record the attempts (items of one model): one UPDATE per distinct outcome (a batch of
+    successes is one statement), each writing only the items still held by these very attempts
+    (still sending, and `attempts` still the claim's token), so an attempt that outlived its
+    lease changes nothing. No transaction of its own: each UPDATE stands alone."""
     if not attempts:
         return []
-    model = type(attempts[0].item)
+    manager = type(attempts[0].item)._default_manager
     now = timezone.now()
-    mine = dict(
-        model._default_manager.select_for_update()
-        .filter(pk__in=[a.item.pk for a in attempts], state=SENDING)
-        .values_list("pk", "attempts")
-    )
-    groups: dict[tuple[tuple[str, Any], ...], list[int]] = {}
-    results = []
-    for attempt in attempts:
+    planned: list[tuple[dict[str, Any], str]] = []
+    groups: dict[tuple[int, tuple[tuple[str, Any], ...]], list[int]] = {}
+    for index, attempt in enumerate(attempts):
         item = attempt.item
         fields = {**attempt.fields, "lease_until": None, "last_error": attempt.error}
         delay = (
@@ -153,16 +183,47 @@ def finish_many(attempts: Sequence[Attempt], *, schedule: Sequence[float]) -> li
         else:
             fields.update(state=PENDING, next_attempt_at=now + timedelta(seconds=delay))
             text = f"attempt {item.attempts} failed; retry in {delay:g} s"
-        if mine.get(item.pk) != item.attempts:
+        planned.append((fields, text))
+        groups.setdefault((item.attempts, tuple(sorted(fields.items()))), []).append(index)
+    recorded = [False] * len(attempts)
+    for (token, fields_key), indexes in groups.items():
+        pks = [attempts[i].item.pk for i in indexes]
+        fields = dict(fields_key)
+        written = manager.filter(pk__in=pks, state=SENDING, attempts=token).update(**fields)
+        if written == len(pks):
+            ours = set(pks)
+        elif written == 0:
+            ours = set()
+        else:
+            # Some of them were taken up after their lease ran out: those that hold what this
+            # update wrote are ours (a resumed item carries the sweep's error, not ours).
+            ours = set(
+                manager.filter(
+                    pk__in=pks,
+                    attempts=token,
+                    state=fields["state"],
+                    last_error=fields["last_error"],
+                    lease_until=None,
+                ).values_list("pk", flat=True)
+            )
+        for i in indexes:
+            recorded[i] = attempts[i].item.pk in ours
+    results = []
+    for attempt, (fields, text), ok in zip(attempts, planned, recorded, strict=True):
+        if not ok:
             results.append(
                 Finished(False, fields["state"], "finished elsewhere (its lease ran out)")
             )
             continue
-        groups.setdefault(tuple(sorted(fields.items())), []).append(item.pk)
         error = attempt.error
-        results.append(Finished(True, fields["state"], f"{text}: {error}" if error else text))
-    for fields_key, pks in groups.items():
-        model._default_manager.filter(pk__in=pks).update(**dict(fields_key))
+        results.append(
+            Finished(
+                True,
+                fields["state"],
+                f"{text}: {error}" if error else text,
+                fields.get("next_attempt_at"),
+            )
+        )
     return results
 
 
@@ -175,7 +236,7 @@ def finish(
     final: bool = False,
     **fields: Any,
 ) -> Finished:
-    """Record one attempt (see `Attempt`). Call it in a transaction."""
+    """Record one attempt (see `Attempt`)."""
     (finished,) = finish_many([Attempt(item, done, error, final, fields)], schedule=schedule)
     return finished
 
@@ -190,8 +251,8 @@ def release(items: Sequence[OutboxItem]) -> int:
         count += model._default_manager.filter(
             pk=item.pk, state=SENDING, attempts=item.attempts
         ).update(state=PENDING, attempts=F("attempts") - 1, lease_until=None)
-    if count:
-        announce()
+    if count and model is not None:
+        announce(announced_as(model))
     return count
 
 
@@ -225,7 +286,7 @@ def resume(
             if resumed:
                 _close_dead_job(job_path, item, now)
             if resumed and not gone:
-                announce()
+                announce(announced_as(model))
         count += resumed
     return count
 

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Min, Q
+from django.db.models import Count, Min, Q
 from django.utils import timezone
 from django_tasks import task
 from standardwebhooks.webhooks import Webhook
@@ -43,6 +43,7 @@ from beliefs.models import (
 )
 from beliefs.net import Deadline, Outcome, Pool, post, resolve_within, to_uri
 from beliefs.selectors.events import next_event_sequence, receiving_endpoints
+from beliefs.selectors.outbox import claimable_deliveries, lanes_in_flight, lock_runtimes
 from beliefs.services import outbox
 from beliefs.services.audit import Actor, audit
 
@@ -347,7 +348,7 @@ def delivery_redeliver(*, delivery: WebhookDelivery, actor: Actor) -> bool:
     )
     if not updated:
         return False
-    outbox.announce()
+    outbox.announce(outbox.DELIVERIES)
     audit(
         AuditKind.WEBHOOK_REDELIVERED,
         actor=actor,
@@ -412,15 +413,14 @@ class Lane:
     lease_ends: float
     deliveries: list[WebhookDelivery] = field(default_factory=list)
     due_by: datetime | None = None  # renewing, take only deliveries due by then
-
-
-def _lanes_in_flight(now: datetime, runtime_ids: Sequence[int] | None = None) -> list[Any]:
-    """The lanes being sent (their lease still running): (runtime, endpoint, claimed_by)."""
-    rows = WebhookDelivery.objects.filter(state=WebhookDelivery.State.SENDING, lease_until__gte=now)
-    if runtime_ids is not None:
-        rows = rows.filter(endpoint__runtime_id__in=runtime_ids)
-    lanes = rows.order_by().values_list("endpoint__runtime_id", "endpoint_id", "claimed_by")
-    return list(lanes.distinct())
+    # The claim that filled it may have left more of its endpoint's deliveries due.
+    backlog: bool = False
+    # Asked once its deliveries are sent: whether to look for more of its endpoint's due
+    # deliveries, to claim them in the transaction that records its outcomes (None: always).
+    # A worker answers from what it has heard since the lane last looked.
+    renew: Callable[[], bool] | None = None
+    # The earliest retry its failed attempts were given.
+    retry_at: datetime | None = None
 
 
 class _Room:
@@ -451,16 +451,15 @@ class _Room:
         return [r for r, n in self.runtime.items() if n >= cap]
 
 
-def _lock_runtimes(runtime_ids: Sequence[int]) -> None:
-    """Claims of one runtime's deliveries take turns on its row (in id order, so two claims
-    cannot wait for each other), so the caps are counted exactly. No key update: the runtime's
-    requests inserting rows that refer to it are not held up."""
-    list(
-        Runtime.objects.select_for_update(no_key=True)
-        .filter(pk__in=sorted(runtime_ids))
-        .order_by("pk")
-        .values_list("pk", flat=True)
-    )
+@dataclass
+class Claimed:
+    """What a claim took, and what it saw of the rest."""
+
+    lanes: list[Lane]
+    # It saw every due delivery (but those another worker was claiming at that moment).
+    complete: bool
+    # Due deliveries are left waiting for room (held): a lane's end may make some.
+    held: bool
 
 
 def deliveries_claim(
@@ -470,61 +469,87 @@ def deliveries_claim(
     new_lane: Callable[[], str],
     only: int | None = None,
     due_by: datetime | None = None,
-) -> list[Lane]:
+) -> Claimed:
     """Claim up to `lanes` lanes of due deliveries, in one transaction: due deliveries are
-    read in a batch (oldest first, SKIP LOCKED), their runtimes' rows locked, the lanes in
-    flight counted under those locks, and the deliveries that fit claimed with one UPDATE per
-    lane. A due delivery over a cap is marked held (it waits, pending, for room). `new_lane`
-    names a lane (unique within the worker); `only` restricts it to one delivery, `due_by`
-    to the deliveries due by then (a batch run: what was due when it started)."""
+    read in a batch with what sending them needs (oldest first, SKIP LOCKED), their runtimes'
+    rows locked, the lanes in flight counted under those locks, and the deliveries that fit
+    claimed with one UPDATE per lane. A due delivery over a cap, or beyond the lanes asked
+    for, is marked held (it waits, pending, for room). `new_lane` names a lane (unique within
+    the worker); `only` restricts it to one delivery, `due_by` to the deliveries due by then
+    (a batch run: what was due when it started).
+
+    It never waits for a delivery row another transaction holds (it skips those; it waits
+    only for the runtimes' locks, which claims take in id order), so a lane recording its
+    outcomes may wait for a claim, never a claim for a lane: they cannot deadlock."""
     if lanes <= 0:
-        return []
+        return Claimed([], complete=False, held=False)
     now = timezone.now()
     lease_ends = time.monotonic() + settings.CONSOLE_WEBHOOK_LEASE_SECONDS
     size = lane_size() if only is None else 1
+    limit = lanes * size
     pending = WebhookDelivery.State.PENDING
     due_at = min(now, due_by) if due_by is not None else now
+    newly_held = 0
     with transaction.atomic():
-        full = _Room(_lanes_in_flight(now))
-        capped = Q(endpoint_id__in=full.full_endpoints()) | Q(
-            endpoint__runtime_id__in=full.full_runtimes()
-        )
-        waiting = WebhookDelivery.objects.filter(
-            state=pending, held=False, next_attempt_at__lte=due_at
-        )
-        if only is not None:
-            waiting = waiting.filter(pk=only)
-        if full.full_endpoints() or full.full_runtimes():
-            # Told apart on the staff pages: waiting for room, not lost.
-            waiting.filter(capped).update(held=True)
-        rows = outbox.due(WebhookDelivery, now=due_at).exclude(capped)
-        if only is not None:
-            rows = rows.filter(pk=only)
-        batch = list(rows.values_list("pk", "endpoint_id", "endpoint__runtime_id")[: lanes * size])
+        batch = claimable_deliveries(due_at=due_at, limit=limit, only=only)
+        complete = len(batch) < limit
+        if not complete and only is None:
+            # More is due than one batch: deliveries of endpoints and runtimes at their caps
+            # (as counted now, without the locks) are held and left out, so that they do not
+            # fill the batch ahead of those that have room.
+            full = _Room(lanes_in_flight(now))
+            endpoints, runtimes = full.full_endpoints(), full.full_runtimes()
+            if endpoints or runtimes:
+                capped = Q(endpoint_id__in=endpoints) | Q(endpoint__runtime_id__in=runtimes)
+                # Told apart on the staff pages: waiting for room, not lost. Those another
+                # transaction holds are left alone: a plain UPDATE would wait for them while
+                # holding this claim's rows (and the rows it rechecked on the way), which a
+                # lane recording its outcomes may be waiting for.
+                waiting = (
+                    WebhookDelivery.objects.filter(
+                        capped, state=pending, held=False, next_attempt_at__lte=due_at
+                    )
+                    .order_by()
+                    .select_for_update(skip_locked=True, of=("self",))
+                    .values_list("pk", flat=True)
+                )
+                newly_held += WebhookDelivery.objects.filter(pk__in=list(waiting)).update(held=True)
+                batch = claimable_deliveries(
+                    due_at=due_at,
+                    limit=limit,
+                    left_out_endpoints=endpoints,
+                    left_out_runtimes=runtimes,
+                )
         if not batch:
-            return []
-        runtime_ids = sorted({r for _, _, r in batch})
-        _lock_runtimes(runtime_ids)
-        room = _Room(_lanes_in_flight(now, runtime_ids))
+            if newly_held:
+                outbox.announce(outbox.HELD)
+            return Claimed([], complete=complete, held=newly_held > 0)
+        runtime_ids = sorted({d.endpoint.runtime_id for d in batch})
+        # Claims of one runtime's deliveries take turns on its row, so the caps are counted
+        # exactly.
+        lock_runtimes(runtime_ids)
+        room = _Room(lanes_in_flight(now, runtime_ids))
         opened: dict[int, Lane] = {}
         claimed: list[Lane] = []
         held: list[int] = []
-        for pk, endpoint_id, runtime_id in batch:
+        for delivery in batch:
+            endpoint_id, runtime_id = delivery.endpoint_id, delivery.endpoint.runtime_id
             lane = opened.get(endpoint_id)
             if lane is not None and len(lane.deliveries) >= size:
                 lane = None
             if lane is None:
                 if len(claimed) >= lanes or not room.fits(runtime_id, endpoint_id):
-                    held.append(pk)
+                    held.append(delivery.pk)
                     continue
                 name = f"{worker}#{new_lane()}"
                 lane = Lane(endpoint_id, runtime_id, name, lease_ends, due_by=due_by)
                 room.add(runtime_id, endpoint_id)
                 opened[endpoint_id] = lane
                 claimed.append(lane)
-            lane.deliveries.append(WebhookDelivery(pk=pk))
+            lane.deliveries.append(delivery)
+        unread = []
         for lane in claimed:
-            outbox.claim_many(
+            taken = outbox.claim_many(
                 WebhookDelivery,
                 [d.pk for d in lane.deliveries],
                 lease=_lease(),
@@ -532,19 +557,35 @@ def deliveries_claim(
                 claimed_by=lane.claimed_by,
                 held=False,
             )
+            if taken == len(lane.deliveries):
+                outbox.as_claimed(
+                    lane.deliveries, lease=_lease(), now=now, claimed_by=lane.claimed_by, held=False
+                )
+            else:  # not expected under the row locks; read below what the claim took
+                unread.append(lane)
         if held:
-            WebhookDelivery.objects.filter(pk__in=held, state=pending, held=False).update(held=True)
-    # Read after the commit: what the claims wrote (attempts, the token) and what is sent.
-    rows_by_pk = WebhookDelivery.objects.select_related("event", "endpoint").in_bulk(
-        [d.pk for lane in claimed for d in lane.deliveries]
-    )
+            newly_held += WebhookDelivery.objects.filter(
+                pk__in=held, state=pending, held=False
+            ).update(held=True)
+        if newly_held:
+            outbox.announce(outbox.HELD)
+    left = set(held)
+    held_endpoints = {d.endpoint_id for d in batch if d.pk in left}
     for lane in claimed:
-        lane.deliveries = [
-            rows_by_pk[d.pk]
-            for d in lane.deliveries
-            if d.pk in rows_by_pk and rows_by_pk[d.pk].claimed_by == lane.claimed_by
-        ]
-    return [lane for lane in claimed if lane.deliveries]
+        lane.backlog = not complete or lane.endpoint_id in held_endpoints
+    for lane in unread:
+        lane.deliveries = _read_claimed(lane.claimed_by, [d.pk for d in lane.deliveries])
+    return Claimed(
+        [lane for lane in claimed if lane.deliveries],
+        complete=complete,
+        held=bool(held) or newly_held > 0,
+    )
+
+
+def _read_claimed(claimed_by: str, pks: Sequence[int]) -> list[WebhookDelivery]:
+    """The deliveries among `pks` that the claim named `claimed_by` took, in that order."""
+    rows = WebhookDelivery.objects.select_related("event", "endpoint").in_bulk(list(pks))
+    return [rows[pk] for pk in pks if pk in rows and rows[pk].claimed_by == claimed_by]
 
 
 class Pools:
@@ -592,14 +633,19 @@ def lane_deliver(lane: Lane, pool: Pool | None = None, stopping: Callable[[], bo
             break
         delivery = rest.pop(0)
         done.append(_attempt(delivery, pool))
-        if not rest and renewals < MAX_RENEWALS and not stopping():
+        if (
+            not rest
+            and renewals < MAX_RENEWALS
+            and not stopping()
+            and (lane.renew is None or lane.renew())
+        ):
             more = _record_and_renew(lane, done, texts)
             done, recorded_at = [], time.monotonic()
             rest, renewals = more, renewals + 1
         elif time.monotonic() - recorded_at >= RECORD_EVERY_SECONDS:
-            texts += _record(done)
+            texts += _record(done, lane)
             done, recorded_at = [], time.monotonic()
-    texts += _record(done)
+    texts += _record(done, lane)
     if rest:
         outbox.release(rest)
         texts.append(f"{len(rest)} given back")
@@ -613,21 +659,25 @@ def _record_and_renew(
     of its endpoint for it (the lane stays one lane under the caps)."""
     now = timezone.now()
     lease_ends = time.monotonic() + settings.CONSOLE_WEBHOOK_LEASE_SECONDS
+    size = lane_size()
     with transaction.atomic():
-        texts += _finished(attempts)
-        pks = list(
-            outbox.due(WebhookDelivery, now=min(now, lane.due_by) if lane.due_by else now)
-            .filter(endpoint_id=lane.endpoint_id)
-            .values_list("pk", flat=True)[: lane_size()]
+        texts += _finished(attempts, lane)
+        rows = claimable_deliveries(
+            due_at=min(now, lane.due_by) if lane.due_by else now,
+            limit=size,
+            endpoint_id=lane.endpoint_id,
         )
-        outbox.claim_many(
+        pks = [row.pk for row in rows]
+        taken = outbox.claim_many(
             WebhookDelivery, pks, lease=_lease(), now=now, claimed_by=lane.claimed_by, held=False
         )
-    if not pks:
+        if taken == len(rows):
+            outbox.as_claimed(rows, lease=_lease(), now=now, claimed_by=lane.claimed_by, held=False)
+    lane.backlog = len(rows) >= size
+    if not rows:
         return []
     lane.lease_ends = lease_ends
-    rows = WebhookDelivery.objects.select_related("event", "endpoint").in_bulk(pks)
-    return [rows[pk] for pk in pks if pk in rows and rows[pk].claimed_by == lane.claimed_by]
+    return rows if taken == len(rows) else _read_claimed(lane.claimed_by, pks)
 
 
 def _attempt(delivery: WebhookDelivery, pool: Pool | None) -> outbox.Attempt:
@@ -650,15 +700,14 @@ def _outcome(delivery: WebhookDelivery, outcome: Outcome, *, final: bool = False
     return outbox.Attempt(delivery, done, outcome.error, final, fields)
 
 
-def _record(attempts: Sequence[outbox.Attempt]) -> list[str]:
-    if not attempts:
-        return []
-    with transaction.atomic():
-        return _finished(attempts)
+def _record(attempts: Sequence[outbox.Attempt], lane: Lane | None = None) -> list[str]:
+    """Record the outcomes (one UPDATE per kind of outcome, each standing alone)."""
+    return _finished(attempts, lane) if attempts else []
 
 
-def _finished(attempts: Sequence[outbox.Attempt]) -> list[str]:
-    """Record the outcomes, in the caller's transaction; what happened, for the log."""
+def _finished(attempts: Sequence[outbox.Attempt], lane: Lane | None = None) -> list[str]:
+    """Record the outcomes, in the caller's transaction if any; what happened, for the log.
+    The lane learns the earliest retry they were given."""
     # One time for the batch (recorded at most RECORD_EVERY_SECONDS after it arrived), so that
     # the batch's successes are one UPDATE.
     now = timezone.now()
@@ -670,6 +719,9 @@ def _finished(attempts: Sequence[outbox.Attempt]) -> list[str]:
     for attempt, result in zip(attempts, finished, strict=True):
         status = attempt.fields.get("last_status_code")
         texts.append(f"{result.text} ({status})" if status else result.text)
+        retry = result.next_attempt_at
+        if lane is not None and retry is not None:
+            lane.retry_at = retry if lane.retry_at is None else min(lane.retry_at, retry)
     return texts
 
 
@@ -682,7 +734,7 @@ def delivery_attempt(delivery_id: int) -> str:
     """
     lanes = deliveries_claim(
         worker="job", lanes=1, new_lane=lambda: str(delivery_id), only=delivery_id
-    )
+    ).lanes
     if not lanes:
         held = WebhookDelivery.objects.filter(pk=delivery_id, held=True, state="pending")
         if held.exists():
@@ -719,11 +771,20 @@ def _finish(delivery: WebhookDelivery, outcome: Outcome, *, final: bool = False)
     return text
 
 
-def deliveries_next_due() -> datetime | None:
-    """When the next delivery not waiting for room falls due (None: nothing pending)."""
-    return WebhookDelivery.objects.filter(
-        state=WebhookDelivery.State.PENDING, held=False
-    ).aggregate(m=Min("next_attempt_at"))["m"]
+@dataclass(frozen=True)
+class Outlook:
+    """What waits in the deliveries' queue."""
+
+    next_due: datetime | None  # the next delivery not waiting for room (None: none pending)
+    held: bool  # some wait for room under a cap
+
+
+def deliveries_outlook() -> Outlook:
+    """When the next delivery not waiting for room falls due, and whether any wait for room."""
+    found = WebhookDelivery.objects.filter(state=WebhookDelivery.State.PENDING).aggregate(
+        due=Min("next_attempt_at", filter=Q(held=False)), held=Count("pk", filter=Q(held=True))
+    )
+    return Outlook(found["due"], found["held"] > 0)
 
 
 def deliveries_resume(*, now: datetime | None = None) -> int:
@@ -733,12 +794,12 @@ def deliveries_resume(*, now: datetime | None = None) -> int:
     count = outbox.resume(
         WebhookDelivery, now=now, schedule=_schedule(), job_path=deliver_webhook.module_path
     )
-    room = _Room(_lanes_in_flight(now))
+    room = _Room(lanes_in_flight(now))
     stale = WebhookDelivery.objects.filter(
         state=WebhookDelivery.State.PENDING, held=True, next_attempt_at__lt=now - OVERDUE
     ).exclude(
         Q(endpoint_id__in=room.full_endpoints()) | Q(endpoint__runtime_id__in=room.full_runtimes())
     )
     if stale.update(held=False):
-        outbox.announce()
+        outbox.announce(outbox.DELIVERIES)
     return count

@@ -4,16 +4,23 @@ endpoint holds only its own lanes while a fast one's events arrive promptly."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import Counter
+from datetime import timedelta
 
 import pytest
+from django.contrib.auth.models import User
 from django.db import connection
+from django.utils import timezone
 
-from beliefs.models import RuntimeAPIKey, WebhookDelivery
+from beliefs.domain import webhooks as rules
+from beliefs.models import OutgoingEmail, RuntimeAPIKey, WebhookDelivery, WebhookEvent
 from beliefs.receiver import Receiver
-from beliefs.services import SYSTEM
+from beliefs.services import SYSTEM, Actor
 from beliefs.services.webhooks import endpoint_create, send_test_event
+from tests.builders import transfer
+from tests.hooks.conftest import open_transfer
 from tests.hooks.test_outbox_postgres import wait_for, workers
 
 pytestmark = [
@@ -111,14 +118,15 @@ def test_a_slow_endpoint_holds_only_its_own_lanes(
     assert WebhookDelivery.objects.filter(endpoint=fast_endpoint, state="succeeded").count() == 50
 
 
-def test_a_worker_wakes_on_the_notification_of_a_new_event_and_a_new_job(
-    runtime_key: tuple[RuntimeAPIKey, str],
+def test_a_worker_wakes_on_the_notification_of_a_new_event_a_new_job_and_a_new_email(
+    rt: Actor, alice_with_email: User
 ) -> None:
     from django_tasks_db.models import DBTaskResult
 
     from beliefs.services.webhooks import deliver_webhook
 
-    runtime = runtime_key[0].runtime
+    transfer(rt)
+    runtime = rt.key.runtime
     port = _port()
     endpoint, secret = endpoint_create(
         runtime=runtime, url=f"http://127.0.0.1:{port}/hooks", actor=SYSTEM
@@ -141,6 +149,119 @@ def test_a_worker_wakes_on_the_notification_of_a_new_event_and_a_new_job(
         ran = DBTaskResult.objects.filter(pk=job.id, status="SUCCESSFUL")
         wait_for(ran.exists, timeout=10, what="the job")
         job_took = time.monotonic() - queued_at
+        open_transfer(rt)  # alice is asked: an email to her (and an event)
+        asked_at = time.monotonic()
+        sent = OutgoingEmail.objects.filter(state="sent")
+        wait_for(sent.exists, timeout=10, what="the email")
+        email_took = time.monotonic() - asked_at
     # Generous for a loaded machine, far below the 60 s it would otherwise wait.
     assert arrived[1] - sent_at < 3, arrived[1] - sent_at
     assert job_took < 3, job_took
+    assert email_took < 3, email_took
+
+
+def test_a_delivery_held_for_room_goes_as_soon_as_another_workers_lane_ends(
+    runtime_key: tuple[RuntimeAPIKey, str],
+) -> None:
+    """The runtime has room for one lane at a time, and a slow endpoint's lane (the first
+    worker's) holds it. A second worker finds the other endpoint's delivery (written without a
+    notification, so the first worker never heard of it) and holds it: the first worker hears
+    that, and claims it as soon as its lane ends, though the workers look by themselves only
+    every 60 s."""
+    runtime = runtime_key[0].runtime
+    slow_port, fast_port = _port(), _port()
+    slow_endpoint, slow_secret = endpoint_create(
+        runtime=runtime, url=f"http://127.0.0.1:{slow_port}/hooks", actor=SYSTEM
+    )
+    fast_endpoint, fast_secret = endpoint_create(
+        runtime=runtime, url=f"http://127.0.0.1:{fast_port}/hooks", actor=SYSTEM
+    )
+    release = threading.Event()
+
+    def hold(_: object) -> int:
+        release.wait(30)
+        return 204
+
+    env = {
+        "CONSOLE_WEBHOOK_ALLOW_PRIVATE": "true",
+        "CONSOLE_WEBHOOK_MAX_IN_FLIGHT_PER_RUNTIME": "1",
+    }
+    answered: list[float] = []
+    with (
+        Receiver(slow_secret, port=slow_port, answer=hold) as slow,
+        Receiver(fast_secret, port=fast_port, on_event=lambda _: answered.append(time.monotonic())),
+        workers(env, count=1, extra=["--interval=60"]),
+    ):
+        send_test_event(endpoint=slow_endpoint, actor=SYSTEM)
+        wait_for(lambda: slow.received, what="the slow endpoint's lane to start")
+        now = timezone.now()
+        event = WebhookEvent.objects.create(
+            webhook_id=rules.new_webhook_id(), type=rules.WEBHOOK_TEST, runtime=runtime,
+            payload={"type": rules.WEBHOOK_TEST, "timestamp": now.isoformat(), "data": {}},
+        )  # fmt: skip
+        WebhookDelivery.objects.create(event=event, endpoint=fast_endpoint, next_attempt_at=now)
+        with workers(env, count=1, extra=["--interval=60"]):
+            held = WebhookDelivery.objects.filter(endpoint=fast_endpoint, held=True)
+            wait_for(held.exists, what="the second worker to hold the delivery")
+            released_at = time.monotonic()
+            release.set()
+            wait_for(lambda: answered, timeout=10, what="the held delivery")
+    # Far below the 60 s the workers' own looks would take.
+    assert answered[0] - released_at < 5, answered[0] - released_at
+    assert WebhookDelivery.objects.filter(endpoint=fast_endpoint, state="succeeded").count() == 1
+
+
+def test_a_claim_never_waits_for_a_delivery_another_transaction_holds(
+    runtime_key: tuple[RuntimeAPIKey, str],
+) -> None:
+    """A long queue for an endpoint at its cap: the claim marks its waiting deliveries held,
+    but not one that another transaction holds (a lane claiming it, say), which it would
+    otherwise wait for while holding the rows it read (a lane recording its outcomes may be
+    waiting for those: a deadlock)."""
+    from django.db import connections, transaction
+    from django.test import override_settings
+
+    from beliefs.services.webhooks import deliveries_claim, lane_size
+
+    runtime = runtime_key[0].runtime
+    endpoint = endpoint_create(runtime=runtime, url="http://127.0.0.1:9/hooks", actor=SYSTEM)[0]
+    for _ in range(lane_size() + 2):
+        send_test_event(endpoint=endpoint, actor=SYSTEM)
+    first, *queued = WebhookDelivery.objects.order_by("id")
+    lease_until = timezone.now() + timedelta(minutes=2)
+    WebhookDelivery.objects.filter(pk=first.pk).update(
+        state="sending", attempts=1, claimed_by="other#1", lease_until=lease_until
+    )
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        try:
+            with transaction.atomic():
+                list(WebhookDelivery.objects.select_for_update().filter(pk=queued[-1].pk))
+                holding.set()
+                release.wait(30)
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    claimed: list[object] = []
+
+    def claim() -> None:
+        try:
+            claimed.append(deliveries_claim(worker="w", lanes=1, new_lane=lambda: "1"))
+        finally:
+            connections.close_all()
+
+    try:
+        assert holding.wait(30)
+        with override_settings(CONSOLE_WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT=1):
+            claimer = threading.Thread(target=claim)
+            claimer.start()
+            claimer.join(30)
+        assert claimed, "the claim waited for the held row"
+    finally:
+        release.set()
+        holder.join(30)
+    held = dict(WebhookDelivery.objects.filter(state="pending").values_list("pk", "held"))
+    assert held == {**{d.pk: True for d in queued[:-1]}, queued[-1].pk: False}
