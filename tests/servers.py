@@ -3,10 +3,10 @@ database's URL, and the production environment those processes start in."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
-import fcntl
-import hashlib
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -50,26 +50,28 @@ def production_env(**extra: str) -> dict[str, str]:
     }
 
 
+_collected: dict[int, Path] = {}
+
+
 @contextlib.contextmanager
 def static_files_collected(env: dict[str, str]) -> Iterator[None]:
-    """collectstatic (production settings serve static files by their manifest, which a fresh
-    clone lacks), holding a lock on this checkout's static files until the block ends: test
-    processes running at once (xdist) would otherwise rewrite the files while another's
-    servers start and read them."""
-    digest = hashlib.sha256(str(ROOT).encode()).hexdigest()[:16]
-    lock = Path(tempfile.gettempdir()) / f"console-static-{digest}.lock"
-    with lock.open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            subprocess.run(
-                [sys.executable, "manage.py", "collectstatic", "--noinput", "--verbosity", "0"],
-                cwd=ROOT,
-                env=env,
-                check=True,
-            )
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    """Production settings serve static files by their manifest, which a fresh clone lacks:
+    `env` names a directory of this test process's own (`STATIC_ROOT`), collected into once.
+    Not the checkout's `staticfiles/`: the test client of another test process (xdist) scans
+    that one as it starts, and would find files disappearing under it."""
+    root = _collected.get(os.getpid())
+    if root is None:
+        root = Path(tempfile.mkdtemp(prefix="console-static-"))
+        subprocess.run(
+            [sys.executable, "manage.py", "collectstatic", "--noinput", "--verbosity", "0"],
+            cwd=ROOT,
+            env={**env, "STATIC_ROOT": str(root)},
+            check=True,
+        )
+        _collected[os.getpid()] = root
+        atexit.register(shutil.rmtree, root, True)
+    env["STATIC_ROOT"] = str(root)
+    yield
 
 
 @contextlib.contextmanager

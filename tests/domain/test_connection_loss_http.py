@@ -62,8 +62,7 @@ def server(db: None) -> Iterator[str]:
     """gunicorn, 2 worker processes with 4 threads each, keeping their connections."""
     port = free_port()
     env = production_env(DATABASE_CONN_MAX_AGE="60", LOG_LEVEL="ERROR")
-    # Production settings serve static files by their manifest, which the pages need; held
-    # until the server is up, so no other test process rewrites them while it starts.
+    # Production settings serve static files by their manifest, which the pages need.
     collected = contextlib.ExitStack()
     collected.enter_context(static_files_collected(env))
     process = subprocess.Popen(
