@@ -118,7 +118,12 @@ def _receipt_key() -> str:
 
 
 def _run_child(
-    label: str, url: str, quick: bool, only: Sequence[str], against: str | None = None
+    label: str,
+    url: str,
+    quick: bool,
+    only: Sequence[str],
+    against: str | None = None,
+    agents: int | None = None,
 ) -> list[Row]:
     env = {
         **os.environ,
@@ -133,6 +138,8 @@ def _run_child(
         args.append("--quick")
     if against:
         args.append(f"--against={against}")
+    if agents:
+        args.append(f"--agents={agents}")
     print(f"--- {label}: measuring (progress below)", file=sys.stderr, flush=True)
     proc = subprocess.run(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
     if proc.returncode != 0:
@@ -216,24 +223,32 @@ def main(argv: Sequence[str] | None = None) -> None:
         metavar="PATH",
         help="trickle: also measure the worker of the checkout at PATH, in turns with this one",
     )
+    parser.add_argument(
+        "--agents",
+        type=_positive,
+        metavar="N",
+        help="waiting: N agents wait at once (default 1,000; 200 with --quick)",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     only = args.only or list(GROUPS)
     against = str(Path(args.against).resolve()) if args.against else None
     if args.child:
-        child(args.child, QUICK if args.quick else FULL, only, against)
+        child(args.child, QUICK if args.quick else FULL, only, against, args.agents)
         return
     started = time.perf_counter()
     speed = python_speed()
     results: dict[str, list[Row]] = {}
     with tempfile.TemporaryDirectory(prefix="console-bench-") as tmp:
         results["SQLite"] = _run_child(
-            "SQLite", f"sqlite:///{tmp}/bench.sqlite3", args.quick, only, against
+            "SQLite", f"sqlite:///{tmp}/bench.sqlite3", args.quick, only, against, args.agents
         )
     postgres = _bench_postgres_url()
     if postgres:
         _recreate_postgres(postgres)
-        results["PostgreSQL"] = _run_child("PostgreSQL", postgres, args.quick, only, against)
+        results["PostgreSQL"] = _run_child(
+            "PostgreSQL", postgres, args.quick, only, against, args.agents
+        )
     contract = _contract_rows() if "validator" in only else []
     for rows in results.values():
         rows.extend(contract)
@@ -245,6 +260,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"10,000,000 squares in {speed:.2f} s; {time.perf_counter() - started:.0f} s)\n"
     )
     print_table(results)
+
+
+def _positive(text: str) -> int:
+    number = int(text)
+    if number < 1:
+        raise argparse.ArgumentTypeError("a whole number from 1")
+    return number
 
 
 def python_speed(repeat: int = 3) -> float:
@@ -871,7 +893,13 @@ def _vendor() -> str:
     return connection.vendor
 
 
-def child(label: str, scale: Scale, only: Sequence[str], against: str | None = None) -> None:
+def child(
+    label: str,
+    scale: Scale,
+    only: Sequence[str],
+    against: str | None = None,
+    agents: int | None = None,
+) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
     import django
 
@@ -898,7 +926,7 @@ def child(label: str, scale: Scale, only: Sequence[str], against: str | None = N
         from beliefs import bench_longpoll
 
         _progress("agents waiting on the production server (make serve), the worker beside it")
-        for fields in bench_longpoll.measure(bench, quick=scale == QUICK):
+        for fields in bench_longpoll.measure(bench, quick=scale == QUICK, agents=agents):
             _emit(Row(**fields))
     if not {"slots", "history", "throughput", "others"} & set(only):
         return

@@ -4,10 +4,11 @@ Measured from outside, over real HTTP, against the production command (`make ser
 2 processes, `DATABASE_CONN_MAX_AGE=0`) and a real `manage.py worker` delivering webhooks to a
 receiver on loopback, all on the benchmark's database:
 
-1. A thousand agents (200 with --quick) open an instance each and plan it (the client,
-   `AsyncConsole`), then wait with `wait()`, all at once. The server processes' memory is read
-   before they come and once they all wait; the authenticated read's requests/s (wrk, as the
-   requests/s rows) is taken while they wait and with nobody waiting, before and after.
+1. A thousand agents (200 with --quick, N with --agents N) open an instance each and plan it
+   (the client, `AsyncConsole`), then wait with `wait()`, all at once. The server processes'
+   memory is read before they come and once they all wait; the authenticated read's
+   requests/s (wrk, as the requests/s rows) is taken while they wait and with nobody waiting,
+   before and after.
 2. Each agent's person opens the instance's page, thinks for a time drawn from 2 to 30 s, and
    clicks Confirm: the page's own form post
    (`POST /instances/{id}/prompts/{n}/respond/`, htmx's request, with the session and CSRF
@@ -49,7 +50,10 @@ AGENTS = 1_000
 # --quick: fewer agents, thinking as long (a shorter think with as many agents would click
 # faster than people do, and measure a burst instead).
 QUICK_AGENTS = 200
-PEOPLE = 25  # each person has at most CONSOLE_MAX_OPEN_INSTANCES (50) open instances
+# The people the agents ask, in turn: each person has at most CONSOLE_MAX_OPEN_INSTANCES (50)
+# open instances from one runtime, so at least one person per AGENTS_PER_PERSON agents.
+PEOPLE = 25
+AGENTS_PER_PERSON = 40
 THINK_SECONDS = (2.0, 30.0)
 # Agents opening and planning at once while they arrive (they arrive as fast as the servers
 # take them; the figures are taken once all wait).
@@ -249,9 +253,9 @@ class Person:
         return f"sessionid={self.session}; csrftoken={self.csrf_cookie}"
 
 
-def measure(bench: Bench, quick: bool) -> list[dict[str, Any]]:
+def measure(bench: Bench, quick: bool, agents: int | None = None) -> list[dict[str, Any]]:
     """The rows of GROUP (each the fields of a `beliefs.bench.Row`), measured on the child's
-    database."""
+    database, with `agents` waiting at once (AGENTS, or QUICK_AGENTS when `quick`)."""
     from django.test import override_settings
 
     from beliefs.receiver import Receiver
@@ -259,8 +263,9 @@ def measure(bench: Bench, quick: bool) -> list[dict[str, Any]]:
 
     for noisy in ("httpx", "axes"):  # a line per request, a line per sign-in
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    count = agents or (QUICK_AGENTS if quick else AGENTS)
     bench.task_class("bench.wait", 1)
-    people = _people(bench)
+    people = _people(bench, max(PEOPLE, -(-count // AGENTS_PER_PERSON)))
     hooked: dict[str, float] = {}
 
     def arrived(item: Any) -> None:
@@ -281,7 +286,6 @@ def measure(bench: Bench, quick: bool) -> list[dict[str, Any]]:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     low, high = THINK_SECONDS
     think = (low, high)
-    count = QUICK_AGENTS if quick else AGENTS
     try:
         with servers() as running:
             result = asyncio.run(_run(bench, running, people, count, think, hooked))
@@ -290,12 +294,12 @@ def measure(bench: Bench, quick: bool) -> list[dict[str, Any]]:
     return _rows(bench, result, think)
 
 
-def _people(bench: Bench) -> list[Person]:
+def _people(bench: Bench, count: int) -> list[Person]:
     from django.contrib.auth.models import User
     from django.test import Client
 
     people = []
-    for n in range(PEOPLE):
+    for n in range(count):
         user = User.objects.create_user(f"waiting-{n}", password=None)
         client = Client()
         client.force_login(user)
