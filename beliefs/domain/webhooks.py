@@ -11,35 +11,33 @@ import ipaddress
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from urllib.parse import urlsplit
 
 from beliefs.domain.vocabulary import MAX_URL_LENGTH
 
-# The events a runtime can subscribe to. `webhook.test` is sent only on request, to one
-# endpoint, whatever it subscribed to.
-INSTANCE_AWAITING_USER = "instance.awaiting_user"
-INSTANCE_AWAITING_SIGNATURE = "instance.awaiting_signature"
-INSTANCE_READY = "instance.ready"
-INSTANCE_CANCELLED = "instance.cancelled"
-INSTANCE_EXPIRED = "instance.expired"
-INSTANCE_EXPIRING = "instance.expiring"
-# M-of-N approval (issue 24): the principal has answered and the group's approvals are due;
-# one more approval arrived and some are still missing.
-INSTANCE_AWAITING_APPROVAL = "instance.awaiting_approval"
-INSTANCE_APPROVAL_RECORDED = "instance.approval_recorded"
-BELIEF_VETOED = "belief.vetoed"
+
+class EventType(StrEnum):
+    """The events a runtime can subscribe to (a webhook event's `type`), in the order the API
+    lists them. `WEBHOOK_TEST` is not one: it is sent only on request, to one endpoint, whatever
+    that endpoint subscribed to."""
+
+    INSTANCE_AWAITING_USER = "instance.awaiting_user"
+    INSTANCE_AWAITING_SIGNATURE = "instance.awaiting_signature"
+    INSTANCE_READY = "instance.ready"
+    INSTANCE_CANCELLED = "instance.cancelled"
+    INSTANCE_EXPIRED = "instance.expired"
+    INSTANCE_EXPIRING = "instance.expiring"
+    BELIEF_VETOED = "belief.vetoed"
+    # M-of-N approval (issue 24): the principal has answered and the group's approvals are due;
+    # one more approval arrived and some are still missing.
+    INSTANCE_AWAITING_APPROVAL = "instance.awaiting_approval"
+    INSTANCE_APPROVAL_RECORDED = "instance.approval_recorded"
+
+
 WEBHOOK_TEST = "webhook.test"
-EVENT_TYPES: tuple[str, ...] = (
-    INSTANCE_AWAITING_USER,
-    INSTANCE_AWAITING_SIGNATURE,
-    INSTANCE_READY,
-    INSTANCE_CANCELLED,
-    INSTANCE_EXPIRED,
-    INSTANCE_EXPIRING,
-    BELIEF_VETOED,
-    INSTANCE_AWAITING_APPROVAL,
-    INSTANCE_APPROVAL_RECORDED,
-)
+# The event types as plain strings, to check and list what a request names.
+EVENT_TYPES: tuple[str, ...] = tuple(t.value for t in EventType)
 
 # Seconds to wait before each retry after a failed attempt: 12 retries, 13 attempts, spread
 # over about three days (3 d 3 h 43 min); then the delivery is marked failed.
