@@ -17,7 +17,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -30,6 +29,8 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
+
+from beliefs.bench_common import free_port, local_endpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 ROW_PREFIX = "BENCH-ROW "
@@ -728,9 +729,7 @@ class Bench:
             )
             return
         _progress("requests per second under gunicorn")
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
+        port = free_port()
         env = {**os.environ}
         server = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "console.wsgi", "--workers", "2",
@@ -823,28 +822,21 @@ def worker_group(scale: Scale) -> None:
     started; timed from the first arrival to the last delivery recorded as succeeded."""
 
     from beliefs.domain import webhooks as rules
-    from beliefs.models import Runtime, WebhookDelivery, WebhookEndpoint, WebhookEvent
+    from beliefs.models import WebhookDelivery, WebhookEvent
     from beliefs.receiver import Receiver
 
     events = 1_000 if scale is QUICK else 3_000
     group, goal = "webhooks (one worker)", "≥ 500 events/s on PostgreSQL"
     figure = f"events per second one worker delivers ({events:,} queued, a fast local receiver)"
     _progress(f"one worker delivering {events:,} queued events")
-    runtime, _ = Runtime.objects.get_or_create(name="bench-worker")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    secret = rules.new_secret()
-    endpoint = WebhookEndpoint.objects.create(
-        runtime=runtime, url=f"http://127.0.0.1:{port}/hooks", secret=secret
-    )
+    endpoint, port = local_endpoint("bench-worker")
     now = datetime.now(UTC)
     queued = WebhookEvent.objects.bulk_create(
         (
             WebhookEvent(
                 webhook_id=rules.new_webhook_id(),
                 type=rules.WEBHOOK_TEST,
-                runtime=runtime,
+                runtime=endpoint.runtime,
                 payload={"type": rules.WEBHOOK_TEST, "timestamp": now.isoformat(), "data": {}},
             )
             for _ in range(events)
@@ -861,7 +853,7 @@ def worker_group(scale: Scale) -> None:
         if not first:
             first.append(time.time())
 
-    receiver = Receiver(secret, port=port, on_event=arrived)
+    receiver = Receiver(endpoint.secret, port=port, on_event=arrived)
     env = {**os.environ, "CONSOLE_WEBHOOK_ALLOW_PRIVATE": "true"}
     command = [sys.executable, "manage.py", "worker", "--no-startup-delay", "--sweep-interval=0"]
     succeeded = WebhookDelivery.objects.filter(endpoint=endpoint, state="succeeded")

@@ -27,7 +27,6 @@ import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -39,6 +38,8 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 from urllib.parse import urlencode, urlsplit
+
+from beliefs.bench_common import free_port, percentile
 
 # `beliefs.bench.Bench`, which calls this module (typed loosely: the import would be a cycle).
 Bench = Any
@@ -66,19 +67,6 @@ GOAL_TEXT = "PostgreSQL p50 ≤ 100 ms, p90 ≤ 250 ms; SQLite p90 ≤ 1 s"
 RATE_GOAL = 0.8
 SERVE_POOL = "12"  # as the Makefile's `serve` sets DATABASE_POOL
 _CSRF = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The nearest-rank percentile (q in 0..100) of a non-empty sample."""
-    ordered = sorted(values)
-    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
-    return ordered[rank - 1]
 
 
 def within_goal(postgres: bool, p50: float, p90: float) -> bool:
@@ -154,7 +142,7 @@ class Servers:
 
 @contextmanager
 def servers() -> Iterator[Servers]:
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         # As `make serve` runs it; the receiver listens on loopback.
@@ -272,7 +260,7 @@ def measure(bench: Bench, quick: bool, agents: int | None = None) -> list[dict[s
         if item.event is not None and item.event.get("type") == "instance.ready":
             hooked.setdefault(item.event["data"]["instance_id"], time.monotonic())
 
-    port = _free_port()
+    port = free_port()
     with override_settings(CONSOLE_WEBHOOK_ALLOW_PRIVATE=True):
         assert bench.actor.key is not None
         _, secret = endpoint_create(

@@ -20,7 +20,6 @@ this one (A, B, A, B), and each figure reads "this vs that". A figure to compare
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -30,6 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from beliefs.bench_common import local_endpoint, percentile
 
 ROOT = Path(__file__).resolve().parents[1]
 GROUP = "webhooks at a trickle (one worker)"
@@ -151,20 +152,12 @@ def _wait(done: Any, timeout: float, what: str) -> None:
 
 def run_turn(root: Path, events: int) -> Turn:
     """One worker of the checkout at `root`, `events` committed at RATE; its figures."""
-    from beliefs.domain import webhooks as rules
-    from beliefs.models import Runtime, WebhookDelivery, WebhookEndpoint
+    from beliefs.models import WebhookDelivery
     from beliefs.receiver import Receiver
     from beliefs.services import SYSTEM
     from beliefs.services.webhooks import send_test_event
 
-    runtime, _ = Runtime.objects.get_or_create(name="bench-trickle")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    secret = rules.new_secret()
-    endpoint = WebhookEndpoint.objects.create(
-        runtime=runtime, url=f"http://127.0.0.1:{port}/hooks", secret=secret
-    )
+    endpoint, port = local_endpoint("bench-trickle")
     arrived: dict[str, float] = {}
     lock = threading.Lock()
 
@@ -187,7 +180,7 @@ def run_turn(root: Path, events: int) -> Turn:
         return event.webhook_id, time.monotonic()
 
     turn = Turn()
-    with Receiver(secret, port=port, on_event=on_event):
+    with Receiver(endpoint.secret, port=port, on_event=on_event):
         worker = subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.DEVNULL)
         try:
             for n in range(WARM_EVENTS):  # imports, connections, the kept HTTP connection
@@ -225,12 +218,6 @@ def run_turn(root: Path, events: int) -> Turn:
             worker.wait(timeout=60)
     endpoint.delete()
     return turn
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
-    return ordered[rank - 1]
 
 
 @dataclass

@@ -11,35 +11,33 @@ import ipaddress
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from urllib.parse import urlsplit
 
 from beliefs.domain.vocabulary import MAX_URL_LENGTH
 
-# The events a runtime can subscribe to. `webhook.test` is sent only on request, to one
-# endpoint, whatever it subscribed to.
-INSTANCE_AWAITING_USER = "instance.awaiting_user"
-INSTANCE_AWAITING_SIGNATURE = "instance.awaiting_signature"
-INSTANCE_READY = "instance.ready"
-INSTANCE_CANCELLED = "instance.cancelled"
-INSTANCE_EXPIRED = "instance.expired"
-INSTANCE_EXPIRING = "instance.expiring"
-# M-of-N approval (issue 24): the principal has answered and the group's approvals are due;
-# one more approval arrived and some are still missing.
-INSTANCE_AWAITING_APPROVAL = "instance.awaiting_approval"
-INSTANCE_APPROVAL_RECORDED = "instance.approval_recorded"
-BELIEF_VETOED = "belief.vetoed"
+
+class EventType(StrEnum):
+    """The events a runtime can subscribe to (a webhook event's `type`), in the order the API
+    lists them. `WEBHOOK_TEST` is not one: it is sent only on request, to one endpoint, whatever
+    that endpoint subscribed to."""
+
+    INSTANCE_AWAITING_USER = "instance.awaiting_user"
+    INSTANCE_AWAITING_SIGNATURE = "instance.awaiting_signature"
+    INSTANCE_READY = "instance.ready"
+    INSTANCE_CANCELLED = "instance.cancelled"
+    INSTANCE_EXPIRED = "instance.expired"
+    INSTANCE_EXPIRING = "instance.expiring"
+    BELIEF_VETOED = "belief.vetoed"
+    # M-of-N approval (issue 24): the principal has answered and the group's approvals are due;
+    # one more approval arrived and some are still missing.
+    INSTANCE_AWAITING_APPROVAL = "instance.awaiting_approval"
+    INSTANCE_APPROVAL_RECORDED = "instance.approval_recorded"
+
+
 WEBHOOK_TEST = "webhook.test"
-EVENT_TYPES: tuple[str, ...] = (
-    INSTANCE_AWAITING_USER,
-    INSTANCE_AWAITING_SIGNATURE,
-    INSTANCE_READY,
-    INSTANCE_CANCELLED,
-    INSTANCE_EXPIRED,
-    INSTANCE_EXPIRING,
-    BELIEF_VETOED,
-    INSTANCE_AWAITING_APPROVAL,
-    INSTANCE_APPROVAL_RECORDED,
-)
+# The event types as plain strings, to check and list what a request names.
+EVENT_TYPES: tuple[str, ...] = tuple(t.value for t in EventType)
 
 # Seconds to wait before each retry after a failed attempt: 12 retries, 13 attempts, spread
 # over about three days (3 d 3 h 43 min); then the delivery is marked failed.
@@ -129,56 +127,57 @@ Resolver = Callable[[str, int], Sequence[str]]
 # The address guard. Python's `is_global` is not enough on its own: it calls IPv6 forms that
 # embed an IPv4 address global (`::ffff:0:7f00:1`, `::7f00:1`, `64:ff9b::a9fe:a9fe`,
 # `2002:7f00:1::1`), and site-local `fec0::/10`, multicast and some reserved ranges too. So the
-# guard decides from its own tables (IANA's special-purpose registries), unwraps every IPv6 form
+# guard decides from its own table (IANA's special-purpose registries), unwraps every IPv6 form
 # that carries an IPv4 address and judges that address, and asks `is_global` last, only ever to
 # refuse more.
 
-_V4 = ipaddress.IPv4Network
-_V6 = ipaddress.IPv6Network
-
-# IPv4 ranges that are not globally reachable, with the reason a refusal names.
-NON_PUBLIC_V4: tuple[tuple[ipaddress.IPv4Network, str], ...] = (
-    (_V4("0.0.0.0/8"), "'this network' (0.0.0.0/8)"),
-    (_V4("10.0.0.0/8"), "private"),
-    (_V4("100.64.0.0/10"), "shared carrier-grade NAT space"),
-    (_V4("127.0.0.0/8"), "loopback"),
-    (_V4("169.254.0.0/16"), "link-local (cloud metadata lives there)"),
-    (_V4("172.16.0.0/12"), "private"),
-    (_V4("192.0.0.0/24"), "IETF protocol assignments"),
-    (_V4("192.0.2.0/24"), "documentation"),
-    (_V4("192.88.99.0/24"), "the deprecated 6to4 relay anycast"),
-    (_V4("192.168.0.0/16"), "private"),
-    (_V4("198.18.0.0/15"), "benchmarking"),
-    (_V4("198.51.100.0/24"), "documentation"),
-    (_V4("203.0.113.0/24"), "documentation"),
-    (_V4("224.0.0.0/4"), "multicast"),
-    (_V4("240.0.0.0/4"), "reserved or broadcast"),
+# The ranges that are not globally reachable, IPv4 and IPv6, each with the reason a refusal
+# names: an address takes the reason of the first range that holds it.
+NON_PUBLIC: tuple[tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, str], ...] = tuple(
+    (ipaddress.ip_network(network), why)
+    for network, why in (
+        ("0.0.0.0/8", "'this network' (0.0.0.0/8)"),
+        ("10.0.0.0/8", "private"),
+        ("100.64.0.0/10", "shared carrier-grade NAT space"),
+        ("127.0.0.0/8", "loopback"),
+        ("169.254.0.0/16", "link-local (cloud metadata lives there)"),
+        ("172.16.0.0/12", "private"),
+        ("192.0.0.0/24", "IETF protocol assignments"),
+        ("192.0.2.0/24", "documentation"),
+        ("192.88.99.0/24", "the deprecated 6to4 relay anycast"),
+        ("192.168.0.0/16", "private"),
+        ("198.18.0.0/15", "benchmarking"),
+        ("198.51.100.0/24", "documentation"),
+        ("203.0.113.0/24", "documentation"),
+        ("224.0.0.0/4", "multicast"),
+        ("240.0.0.0/4", "reserved or broadcast"),
+        # IPv6 outside global unicast (2000::/3), which is refused whole (GLOBAL_UNICAST_V6):
+        # named so that a refusal says what the address is.
+        ("::/128", "unspecified"),
+        ("::1/128", "loopback"),
+        ("::/96", "IPv4-compatible (deprecated)"),
+        ("::ffff:0:0:0/96", "IPv4-translated (a translator's internal form)"),
+        ("64:ff9b:1::/48", "local-use NAT64"),
+        ("100::/64", "discard-only"),
+        ("5f00::/16", "segment routing"),
+        ("fc00::/7", "unique-local (private)"),
+        ("fe80::/10", "link-local"),
+        ("fec0::/10", "site-local (deprecated)"),
+        ("ff00::/8", "multicast"),
+        # Inside global unicast.
+        ("2001::/32", "Teredo"),  # also inside 2001::/23, refused whole (below)
+        ("2001:2::/48", "benchmarking"),
+        ("2001:db8::/32", "documentation"),
+        ("2001::/23", "IETF protocol assignments"),
+        ("3fff::/20", "documentation"),
+    )
 )
+
+_V6 = ipaddress.IPv6Network
 
 # Every globally routable IPv6 unicast address is in 2000::/3; anything else is refused unless
 # it is one of the IPv4-carrying forms below whose IPv4 address is public.
 GLOBAL_UNICAST_V6 = _V6("2000::/3")
-NON_PUBLIC_V6: tuple[tuple[ipaddress.IPv6Network, str], ...] = (
-    (_V6("2001::/32"), "Teredo"),  # also inside 2001::/23, refused whole (below)
-    (_V6("2001:2::/48"), "benchmarking"),
-    (_V6("2001:db8::/32"), "documentation"),
-    (_V6("2001::/23"), "IETF protocol assignments"),
-    (_V6("3fff::/20"), "documentation"),
-)
-# Outside 2000::/3, named so that a refusal says what the address is.
-NAMED_V6: tuple[tuple[ipaddress.IPv6Network, str], ...] = (
-    (_V6("::/128"), "unspecified"),
-    (_V6("::1/128"), "loopback"),
-    (_V6("::/96"), "IPv4-compatible (deprecated)"),
-    (_V6("::ffff:0:0:0/96"), "IPv4-translated (a translator's internal form)"),
-    (_V6("64:ff9b:1::/48"), "local-use NAT64"),
-    (_V6("100::/64"), "discard-only"),
-    (_V6("5f00::/16"), "segment routing"),
-    (_V6("fc00::/7"), "unique-local (private)"),
-    (_V6("fe80::/10"), "link-local"),
-    (_V6("fec0::/10"), "site-local (deprecated)"),
-    (_V6("ff00::/8"), "multicast"),
-)
 # Forms that carry an IPv4 address in their low 32 bits, judged by that address.
 MAPPED_V6 = _V6("::ffff:0:0/96")  # IPv4-mapped: a dual-stack socket connects to the IPv4 address
 NAT64_V6 = _V6("64:ff9b::/96")  # the well-known NAT64 prefix (DNS64 answers on IPv6-only hosts)
@@ -203,42 +202,32 @@ def non_public_reason(address: str) -> str | None:
         ip = ipaddress.ip_address(text)
     except ValueError:
         return "not an IP address"
-    if isinstance(ip, ipaddress.IPv4Address):
-        return _v4_reason(ip)
-    for network, form, embedded in (
-        (MAPPED_V6, "IPv4-mapped", ip.ipv4_mapped),
-        (NAT64_V6, "NAT64", _low32(ip)),
-        (SIXTOFOUR_V6, "6to4", ip.sixtofour),
-    ):
-        if ip in network:
-            assert embedded is not None  # every address of these networks carries one
-            why = _v4_reason(embedded)
-            return None if why is None else f"{form} form of {embedded}, {why}"
-    for network, why in NAMED_V6:
-        if ip in network:
-            return why
-    if ip not in GLOBAL_UNICAST_V6:
-        return "outside global unicast (2000::/3)"
-    return _listed_reason(ip, NON_PUBLIC_V6)
+    if isinstance(ip, ipaddress.IPv6Address):
+        for network, form, embedded in (
+            (MAPPED_V6, "IPv4-mapped", ip.ipv4_mapped),
+            (NAT64_V6, "NAT64", _low32(ip)),
+            (SIXTOFOUR_V6, "6to4", ip.sixtofour),
+        ):
+            if ip in network:
+                assert embedded is not None  # every address of these networks carries one
+                why = _listed_reason(embedded)
+                return None if why is None else f"{form} form of {embedded}, {why}"
+    return _listed_reason(ip)
 
 
 def _low32(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address:
     return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
 
 
-def _v4_reason(ip: ipaddress.IPv4Address) -> str | None:
-    return _listed_reason(ip, NON_PUBLIC_V4)
-
-
-def _listed_reason(
-    ip: ipaddress.IPv4Address | ipaddress.IPv6Address,
-    non_public: Sequence[tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, str]],
-) -> str | None:
-    """The reason of the first range of `non_public` that holds `ip`; for an address in none,
-    `is_global` has the last word (only ever to refuse more)."""
-    for network, why in non_public:
+def _listed_reason(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
+    """The reason of the first range of NON_PUBLIC that holds `ip`; for an IPv6 address in none,
+    whether it is in global unicast; then `is_global` has the last word (only ever to refuse
+    more)."""
+    for network, why in NON_PUBLIC:
         if ip in network:
             return why
+    if ip.version == 6 and ip not in GLOBAL_UNICAST_V6:
+        return "outside global unicast (2000::/3)"
     if not ip.is_global:
         return "not globally routable"
     return None

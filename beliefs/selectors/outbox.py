@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 from functools import cache
+from typing import Required, TypedDict, Unpack
 
 from beliefs.models import Runtime, WebhookDelivery, WebhookEndpoint, WebhookEvent
 from beliefs.selectors import rows
@@ -59,19 +60,27 @@ def _claimable_sql(
     return sql
 
 
-def claimable_deliveries(
-    *,
-    due_at: datetime,
-    limit: int,
-    only: int | None = None,
-    endpoint_id: int | None = None,
-    left_out_endpoints: Sequence[int] = (),
-    left_out_runtimes: Sequence[int] = (),
-) -> list[WebhookDelivery]:
-    """The pending deliveries due by `due_at`, oldest first, at most `limit`, each with its
-    event and endpoint: only the one `only` names, only the endpoint's, and without those of
-    the endpoints and runtimes left out. Locked as they are read (call it in the claiming
-    transaction); those another worker is taking right now are skipped (PostgreSQL)."""
+class Claimable(TypedDict, total=False):
+    """What a claim asks `claimable_deliveries` for, as keywords (its ORM version in
+    `selectors.reference` takes the same): the pending deliveries due by `due_at`, at most
+    `limit`; only the one `only` names (if given), only those of the endpoint `endpoint_id` (if
+    given), and none of the endpoints and runtimes left out."""
+
+    due_at: Required[datetime]
+    limit: Required[int]
+    only: int | None
+    endpoint_id: int | None
+    left_out_endpoints: Sequence[int]
+    left_out_runtimes: Sequence[int]
+
+
+def claimable_deliveries(**ask: Unpack[Claimable]) -> list[WebhookDelivery]:
+    """The deliveries `ask` names, oldest first, each with its event and endpoint. Locked as
+    they are read (call it in the claiming transaction); those another worker is taking right
+    now are skipped (PostgreSQL)."""
+    only, endpoint_id = ask.get("only"), ask.get("endpoint_id")
+    left_out_endpoints = ask.get("left_out_endpoints", ())
+    left_out_runtimes = ask.get("left_out_runtimes", ())
     sql = _claimable_sql(
         rows.vendor(),
         only is not None,
@@ -81,13 +90,13 @@ def claimable_deliveries(
     )
     params: list[object] = [
         WebhookDelivery.State.PENDING,
-        rows.prepare(WebhookDelivery, "next_attempt_at", due_at),
+        rows.prepare(WebhookDelivery, "next_attempt_at", ask["due_at"]),
     ]
     if only is not None:
         params.append(only)
     if endpoint_id is not None:
         params.append(endpoint_id)
-    params += [*left_out_endpoints, *left_out_runtimes, limit]
+    params += [*left_out_endpoints, *left_out_runtimes, ask["limit"]]
     deliveries = []
     for values in rows.fetch(sql, params, _DELIVERY + _EVENT + _ENDPOINT):
         delivery, event, endpoint = rows.models_of(

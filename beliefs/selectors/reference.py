@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Unpack
 from uuid import UUID
 
 from django.contrib.auth.models import User
@@ -72,6 +72,7 @@ from beliefs.selectors.insights import (
     fatigue_of,
 )
 from beliefs.selectors.instances import InstanceRead, instance_payload, instance_prompts
+from beliefs.selectors.outbox import Claimable
 from beliefs.selectors.pages import DecisionView, PageRead
 from beliefs.selectors.passkeys import FedDecision
 from beliefs.selectors.quorum import approval_due
@@ -322,34 +323,25 @@ def fatigue() -> Fatigue:
     )
 
 
-def claimable_deliveries(
-    *,
-    due_at: datetime,
-    limit: int,
-    only: int | None = None,
-    endpoint_id: int | None = None,
-    left_out_endpoints: Sequence[int] = (),
-    left_out_runtimes: Sequence[int] = (),
-) -> list[WebhookDelivery]:
-    """The pending deliveries due by `due_at`, oldest first, with their event and endpoint,
-    locked (skipping those locked elsewhere)."""
+def claimable_deliveries(**ask: Unpack[Claimable]) -> list[WebhookDelivery]:
+    """The deliveries `ask` names, oldest first, with their event and endpoint, locked
+    (skipping those locked elsewhere)."""
     found = (
         WebhookDelivery.objects.filter(
-            state=WebhookDelivery.State.PENDING, next_attempt_at__lte=due_at
+            state=WebhookDelivery.State.PENDING, next_attempt_at__lte=ask["due_at"]
         )
         .select_related("event", "endpoint")
         .order_by("next_attempt_at", "id")
         .select_for_update(skip_locked=True, of=("self",))
     )
-    if only is not None:
+    if (only := ask.get("only")) is not None:
         found = found.filter(pk=only)
-    if endpoint_id is not None:
+    if (endpoint_id := ask.get("endpoint_id")) is not None:
         found = found.filter(endpoint_id=endpoint_id)
-    if left_out_endpoints or left_out_runtimes:
-        found = found.exclude(
-            Q(endpoint_id__in=left_out_endpoints) | Q(endpoint__runtime_id__in=left_out_runtimes)
-        )
-    return list(found[:limit])
+    endpoints, runtimes = ask.get("left_out_endpoints", ()), ask.get("left_out_runtimes", ())
+    if endpoints or runtimes:
+        found = found.exclude(Q(endpoint_id__in=endpoints) | Q(endpoint__runtime_id__in=runtimes))
+    return list(found[: ask["limit"]])
 
 
 def lanes_in_flight(

@@ -20,7 +20,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django_tasks import task
 
-from beliefs.domain import webhooks as events
+from beliefs.domain.webhooks import EventType
 from beliefs.mail import deadline as mail_deadline
 from beliefs.models import (
     Belief,
@@ -36,12 +36,12 @@ from beliefs.services import outbox
 from beliefs.services.webhooks import emit_event
 
 STATUS_EVENTS = {
-    InstanceStatus.AWAITING_USER: events.INSTANCE_AWAITING_USER,
-    InstanceStatus.AWAITING_SIGNATURE: events.INSTANCE_AWAITING_SIGNATURE,
-    InstanceStatus.AWAITING_APPROVAL: events.INSTANCE_AWAITING_APPROVAL,
-    InstanceStatus.READY: events.INSTANCE_READY,
-    InstanceStatus.CANCELLED: events.INSTANCE_CANCELLED,
-    InstanceStatus.EXPIRED: events.INSTANCE_EXPIRED,
+    InstanceStatus.AWAITING_USER: EventType.INSTANCE_AWAITING_USER,
+    InstanceStatus.AWAITING_SIGNATURE: EventType.INSTANCE_AWAITING_SIGNATURE,
+    InstanceStatus.AWAITING_APPROVAL: EventType.INSTANCE_AWAITING_APPROVAL,
+    InstanceStatus.READY: EventType.INSTANCE_READY,
+    InstanceStatus.CANCELLED: EventType.INSTANCE_CANCELLED,
+    InstanceStatus.EXPIRED: EventType.INSTANCE_EXPIRED,
 }
 # Seconds before each retry of an email that could not be sent (an SMTP outage): 11 retries,
 # 12 attempts, over about 17 hours (17 h 8 min); then it is marked failed.
@@ -158,7 +158,7 @@ def approval_recorded(instance: TaskInstance, quorum: Quorum) -> None:
     and how many are missing."""
     _emit(
         instance,
-        events.INSTANCE_APPROVAL_RECORDED,
+        EventType.INSTANCE_APPROVAL_RECORDED,
         bindings_digest=instance.bindings_digest,
         quorum=quorum.payload(),
     )
@@ -174,10 +174,10 @@ def approvals_warn_expiring(instance: TaskInstance) -> bool:
         return False
     quorum.round.warned_at = timezone.now()
     quorum.round.save(update_fields=["warned_at"])
-    if not instance.webhook_events.filter(type=events.INSTANCE_EXPIRING).exists():
+    if not instance.webhook_events.filter(type=EventType.INSTANCE_EXPIRING).exists():
         _emit(
             instance,
-            events.INSTANCE_EXPIRING,
+            EventType.INSTANCE_EXPIRING,
             expires_at=quorum.round.expires_at.isoformat(),
             blocking=0,
             prompts=[],
@@ -209,7 +209,7 @@ def belief_vetoed(
     `after_ready` says so."""
     _emit(
         instance,
-        events.BELIEF_VETOED,
+        EventType.BELIEF_VETOED,
         slot=prompt.slot.key,
         belief_id=belief.pk if belief is not None else None,
         prompt_id=prompt.pk,
@@ -223,7 +223,7 @@ def instance_warn_expiring(instance: TaskInstance) -> bool:
     is due soon. Caller holds the lock."""
     if instance.status not in InstanceStatus.waiting_for_person():
         return False
-    if instance.webhook_events.filter(type=events.INSTANCE_EXPIRING).exists():
+    if instance.webhook_events.filter(type=EventType.INSTANCE_EXPIRING).exists():
         return False
     prompts = _blocking_prompts(instance)
     expires = min((p.expires_at for p in prompts if p.expires_at), default=None)
@@ -231,7 +231,7 @@ def instance_warn_expiring(instance: TaskInstance) -> bool:
         expires = instance.signature_due_at
     _emit(
         instance,
-        events.INSTANCE_EXPIRING,
+        EventType.INSTANCE_EXPIRING,
         expires_at=expires.isoformat() if expires else None,
         blocking=len(prompts),
         prompts=_prompt_summaries(prompts),

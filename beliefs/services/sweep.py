@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from beliefs.domain.webhooks import INSTANCE_EXPIRING
+from beliefs.domain.webhooks import EventType
 from beliefs.models import InstanceStatus, Prompt, TaskInstance
 from beliefs.selectors.quorum import approvals_expiring
 from beliefs.services.expiry import instances_expire
@@ -28,7 +28,7 @@ def instances_warn_expiring(*, now: datetime | None = None) -> int:
             expires_at__lte=now + settings.CONSOLE_EXPIRY_WARNING,
             instance__status=InstanceStatus.AWAITING_USER,
         )
-        .exclude(instance__webhook_events__type=INSTANCE_EXPIRING)
+        .exclude(instance__webhook_events__type=EventType.INSTANCE_EXPIRING)
         .values_list("instance_id", flat=True)
         .distinct()
     )
@@ -38,7 +38,7 @@ def instances_warn_expiring(*, now: datetime | None = None) -> int:
             signature_due_at__gt=now,
             signature_due_at__lte=now + settings.CONSOLE_EXPIRY_WARNING,
         )
-        .exclude(webhook_events__type=INSTANCE_EXPIRING)
+        .exclude(webhook_events__type=EventType.INSTANCE_EXPIRING)
         .values_list("pk", flat=True)
     )
     count = 0
