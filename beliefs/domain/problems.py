@@ -2,7 +2,7 @@
 
 Services raise a field error with a `Problem`; the API says `message` (its words never
 change), and the pages map each code to words of their own
-(`console.presenters.instance.PROBLEM_WORDS`), so nothing has to read a message to know what
+(`console.presenters.words.problem_words`), so nothing has to read a message to know what
 it says.
 """
 
