@@ -513,6 +513,43 @@ def test_wait_raises_the_drop_when_the_console_stays_unreachable(
     assert len(sleeps) == MAX_DROPS
 
 
+def test_wait_asks_again_after_a_long_poll_that_brings_no_answer_in_its_time(
+    console: Console, fake: FakeConsole, sleeps: list[float]
+) -> None:
+    # A console too busy to answer within the wait it applied, plus the client's grace.
+    _long_polling(fake, instance("awaiting_user"), ready({"a": 1}))
+    serve = fake.routes[("GET", "/api/v1/" + PATH)][0]
+    late = [1]
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if late[0]:
+            late[0] -= 1
+            raise httpx.ReadTimeout("The read operation timed out", request=request)
+        return serve(request)
+
+    fake.on("GET", PATH, answer)
+    assert console.wait(INSTANCE_ID).bindings == {"a": 1}
+    assert len(fake.requests) == 3  # the late one, the waiting answer, the ready one
+    assert sleeps == [0.5]
+
+
+@pytest.mark.parametrize(
+    "error",
+    [httpx.ReadTimeout("timed out"), httpx.RemoteProtocolError("Server disconnected")],
+    ids=["timeout", "drop"],
+)
+def test_a_write_that_brings_no_answer_is_never_sent_again(
+    console: Console, fake: FakeConsole, error: Exception
+) -> None:
+    def fail(request: httpx.Request) -> httpx.Response:
+        raise error
+
+    fake.on("POST", f"instances/{INSTANCE_ID}/cancel/", fail)
+    with pytest.raises(type(error)):
+        console.cancel(INSTANCE_ID, "no longer needed")
+    assert len(fake.requests) == 1
+
+
 def test_a_write_whose_connection_drops_is_never_sent_again(
     console: Console, fake: FakeConsole
 ) -> None:

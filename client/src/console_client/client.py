@@ -367,8 +367,10 @@ class AsyncConsole(
         return step.parse(response)
 
 
-# A connection that closed, reset or never answered; a retryable read is simply asked again.
-_DROPS = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError, httpx.ConnectError)
+# A connection that closed, reset, could not be made, or brought no answer in its time (a
+# server too busy to answer a long-poll when it said it would); a retryable read is simply
+# asked again. A request this client could not make (LocalProtocolError, a bad URL) is not.
+_DROPS = (httpx.RemoteProtocolError, httpx.NetworkError, httpx.TimeoutException)
 
 
 def _request(call: Call) -> dict[str, Any]:
