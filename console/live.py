@@ -98,10 +98,10 @@ _after_snapshot: ContextVar[list[Callable[[], object]] | None] = ContextVar(
 @contextlib.contextmanager
 def snapshot() -> Iterator[None]:
     """Read everything inside in one consistent state of the database, so a page's version and
-    its content agree. PostgreSQL: a repeatable-read, read-only transaction (readers do not
-    block writers). SQLite: the transaction itself (it takes the database lock at BEGIN, see the
-    settings), writers wait for the read; not on an in-memory database (`_cannot_wait`). Inside
-    a transaction already (a test's), that one.
+    its content agree; readers do not block writers, nor writers readers. PostgreSQL: a
+    repeatable-read, read-only transaction. SQLite: a deferred transaction (`_deferred`), whose
+    reads all see the database as it was at the first of them; not on an in-memory database
+    (`_cannot_wait`). Inside a transaction already (a test's), that one.
 
     Writes wait until it ends (`after_snapshot`): one inside could fail against a writer that
     committed after the snapshot was taken."""
@@ -110,6 +110,9 @@ def snapshot() -> Iterator[None]:
     try:
         if connection.in_atomic_block or _cannot_wait(connection):
             yield  # a transaction already (one state: the tests'), or none that could wait
+        elif connection.vendor == "sqlite":
+            with _deferred(connection), transaction.atomic():
+                yield
         else:
             with transaction.atomic():
                 if connection.vendor == "postgresql":
@@ -120,6 +123,23 @@ def snapshot() -> Iterator[None]:
         _after_snapshot.reset(token)
     for write in after:
         write()
+
+
+@contextlib.contextmanager
+def _deferred(conn: Any) -> Iterator[None]:  # noqa: ANN401 - Django's connection proxy
+    """SQLite: the transactions begun inside begin DEFERRED, taking no lock at BEGIN. Writes
+    take the database lock at BEGIN (IMMEDIATE, see the settings), so that two racing answers
+    queue instead of failing; a read taking it too made every page read wait for every write
+    and the other way round. In WAL mode (the settings') a deferred transaction reads one
+    snapshot, from its first read to its end, while writers commit; in the rollback journal it
+    holds the shared lock for as long, and writers wait for it."""
+    conn.ensure_connection()  # connecting sets the mode from the settings again
+    mode = conn.transaction_mode
+    conn.transaction_mode = "DEFERRED"
+    try:
+        yield
+    finally:
+        conn.transaction_mode = mode
 
 
 def _cannot_wait(conn: Any) -> bool:  # noqa: ANN401 - Django's connection proxy
