@@ -15,7 +15,14 @@ from django.db import connection
 from django.utils import timezone
 
 from beliefs.domain import webhooks as rules
-from beliefs.models import OutgoingEmail, RuntimeAPIKey, WebhookDelivery, WebhookEvent
+from beliefs.models import (
+    OutgoingEmail,
+    Runtime,
+    RuntimeAPIKey,
+    WebhookDelivery,
+    WebhookEndpoint,
+    WebhookEvent,
+)
 from beliefs.receiver import Receiver
 from beliefs.services import SYSTEM, Actor
 from beliefs.services.webhooks import endpoint_create, send_test_event
@@ -38,6 +45,15 @@ EVENTS = 500
 def _port() -> int:
     with Receiver("whsec_" + "A" * 44) as probe:
         return probe.port
+
+
+def _endpoint(runtime: Runtime) -> tuple[int, WebhookEndpoint, str]:
+    """An endpoint of the runtime on a free loopback port: its port, itself and its secret."""
+    port = _port()
+    endpoint, secret = endpoint_create(
+        runtime=runtime, url=f"http://127.0.0.1:{port}/hooks", actor=SYSTEM
+    )
+    return port, endpoint, secret
 
 
 def test_three_workers_deliver_each_of_500_events_exactly_once(
@@ -85,13 +101,8 @@ def test_a_slow_endpoint_holds_only_its_own_lanes(
     runtime_key: tuple[RuntimeAPIKey, str],
 ) -> None:
     runtime = runtime_key[0].runtime
-    slow_port, fast_port = _port(), _port()
-    slow_endpoint, slow_secret = endpoint_create(
-        runtime=runtime, url=f"http://127.0.0.1:{slow_port}/hooks", actor=SYSTEM
-    )
-    fast_endpoint, fast_secret = endpoint_create(
-        runtime=runtime, url=f"http://127.0.0.1:{fast_port}/hooks", actor=SYSTEM
-    )
+    slow_port, slow_endpoint, slow_secret = _endpoint(runtime)
+    fast_port, fast_endpoint, fast_secret = _endpoint(runtime)
 
     def crawl(_: object) -> int:
         time.sleep(1.0)
@@ -169,13 +180,8 @@ def test_a_delivery_held_for_room_goes_as_soon_as_another_workers_lane_ends(
     that, and claims it as soon as its lane ends, though the workers look by themselves only
     every 60 s."""
     runtime = runtime_key[0].runtime
-    slow_port, fast_port = _port(), _port()
-    slow_endpoint, slow_secret = endpoint_create(
-        runtime=runtime, url=f"http://127.0.0.1:{slow_port}/hooks", actor=SYSTEM
-    )
-    fast_endpoint, fast_secret = endpoint_create(
-        runtime=runtime, url=f"http://127.0.0.1:{fast_port}/hooks", actor=SYSTEM
-    )
+    slow_port, slow_endpoint, slow_secret = _endpoint(runtime)
+    fast_port, fast_endpoint, fast_secret = _endpoint(runtime)
     release = threading.Event()
 
     def hold(_: object) -> int:
