@@ -121,6 +121,10 @@ class AuditKind(StrEnum):
         return cls(f"prompt.{action.value}")
 
 
+# A person's changes of friction, the latest of which says whether it is raised now.
+FRICTION_KINDS = (AuditKind.ATTENTION_FRICTION_RAISED, AuditKind.ATTENTION_FRICTION_LOWERED)
+
+
 def runtime_label(name: str) -> str:
     """How a runtime is named in the audit log and on the pages."""
     return f"runtime:{name}"

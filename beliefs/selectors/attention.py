@@ -13,13 +13,12 @@ from django.db.models import QuerySet
 
 from beliefs.domain.attention import Acts, Habit, Sample, Thresholds, acts_for, habit_of
 from beliefs.domain.policy import RiskClass, Route
-from beliefs.domain.vocabulary import AuditKind
+from beliefs.domain.vocabulary import FRICTION_KINDS, AuditKind
 from beliefs.models import AuditEvent, Prompt, PromptState, TaskInstance
 from beliefs.selectors import rows
 
 # /insights/ reads this many of the latest changes of friction.
 FRICTION_EVENTS_SHOWN = 200
-FRICTION_KINDS = (AuditKind.ATTENTION_FRICTION_RAISED, AuditKind.ATTENTION_FRICTION_LOWERED)
 
 
 def thresholds() -> Thresholds:
@@ -55,12 +54,16 @@ def recent_confirmations(principal_id: int, limit: int) -> list[Sample]:
 
 @cache
 def _confirmations_sql() -> str:
-    """`_confirmations` with the kind of the latest `_friction_changes` on each row."""
+    """`_confirmations` with the kind of the latest `_friction_changes` on each row. The kinds
+    are written into the SQL, not passed: a database uses a partial index (here
+    `audit_friction_by_person`, on the friction kinds) only where the query's own text
+    implies its condition, which a parameter never does."""
     col = rows.column
+    kinds = ", ".join(f"'{kind.value}'" for kind in FRICTION_KINDS)  # fixed words, no quotes
     latest = (
         f"SELECT {col(AuditEvent, 'kind', 'a')} FROM {rows.table(AuditEvent, 'a')}"
         f" WHERE {col(AuditEvent, 'actor_user', 'a')} = %s"
-        f" AND {col(AuditEvent, 'kind', 'a')} IN (%s, %s)"
+        f" AND {col(AuditEvent, 'kind', 'a')} IN ({kinds})"
         f" ORDER BY {col(AuditEvent, 'created_at', 'a')} DESC, {col(AuditEvent, 'id', 'a')} DESC"
         " LIMIT 1"
     )
@@ -83,7 +86,6 @@ def confirmations_and_friction(principal_id: int, limit: int) -> tuple[list[Samp
         _confirmations_sql(),
         [
             principal_id,
-            *(k.value for k in FRICTION_KINDS),
             principal_id,
             Route.CONFIRM,
             RiskClass.IRREVERSIBLE,
