@@ -388,6 +388,10 @@ async def _run(
     return Result(agents, rss_before, rss_waiting, waiting_count, idle, waiting, settled)
 
 
+def _rounds(rates: Sequence[float]) -> str:
+    return ", ".join(f"{rate:.0f}" for rate in rates) or "none"
+
+
 def _progress_(message: str) -> None:
     print(f"    {message}", file=sys.stderr, flush=True)
 
@@ -639,7 +643,8 @@ def _rows(bench: Bench, result: Result, think: tuple[float, float]) -> list[dict
         Row(
             GROUP,
             f"authenticated read, {result.waiting_when_measured:,} waiting vs none (wrk)",
-            f"{loaded:.0f} vs {idle:.0f} req/s",
+            f"{loaded:.0f} vs {idle:.0f} req/s; rounds {_rounds(result.waiting_rates)} while"
+            f" they wait, {_rounds(result.idle_rates)} idle before and after",
             ratio,
             f"≥ {RATE_GOAL:g}×",
             None if ratio is None else ratio >= RATE_GOAL,
