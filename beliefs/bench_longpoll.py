@@ -66,8 +66,8 @@ SETTLE_SECONDS = 30.0
 GOAL_TEXT = "PostgreSQL p50 ≤ 100 ms, p90 ≤ 250 ms; SQLite p90 ≤ 1 s"
 RATE_GOAL = 0.8
 # wrk rounds of the read's requests/s while they wait, and before and after (idle): medians of
-# rounds, so that one round the machine spent elsewhere (PostgreSQL's autovacuum after the
-# agents' writes, say) does not make the figure.
+# rounds, so that one round the machine spent elsewhere does not make the figure (on a shared
+# 2-core machine the same read moves by up to 2x from one 4 s round to the next).
 RATE_ROUNDS = 3
 SERVE_POOL = "12"  # as the Makefile's `serve` sets DATABASE_POOL
 _CSRF = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
