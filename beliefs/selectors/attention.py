@@ -78,20 +78,25 @@ def _confirmations_sql() -> str:
     )
 
 
+def _confirmations_params(principal_id: int, limit: int) -> list[Any]:
+    """The parameters of `_confirmations_sql`, in its order."""
+    return [
+        principal_id,  # the latest change of friction's person
+        principal_id,
+        Route.CONFIRM,
+        RiskClass.IRREVERSIBLE,
+        PromptState.ANSWERED,
+        max(limit, 0),
+    ]
+
+
 def confirmations_and_friction(principal_id: int, limit: int) -> tuple[list[Sample], bool]:
     """`recent_confirmations` and `friction_raised` together, in one query of fixed SQL (a
     second only for a person with no confirmation yet): what an irreversible confirm reads of
     its person (`reference.confirmations_and_friction` is the same through the ORM)."""
     found = rows.fetch(
         _confirmations_sql(),
-        [
-            principal_id,
-            principal_id,
-            Route.CONFIRM,
-            RiskClass.IRREVERSIBLE,
-            PromptState.ANSWERED,
-            max(limit, 0),
-        ],
+        _confirmations_params(principal_id, limit),
         ((Prompt, "action"), (Prompt, "shown_at"), (Prompt, "responded_at"), (AuditEvent, "kind")),
     )
     if not found:

@@ -8,17 +8,15 @@ import pytest
 from django.contrib.auth.models import User
 from django.db import connection
 
-from beliefs.domain.policy import RiskClass, Route
 from beliefs.domain.vocabulary import AuditKind
-from beliefs.models import AuditEvent, PromptState
+from beliefs.models import AuditEvent
 from beliefs.selectors import attention
 
 LOG = 3_000
 
 
 def _plan(principal_id: int) -> str:
-    params = [principal_id, principal_id, Route.CONFIRM, RiskClass.IRREVERSIBLE]
-    params += [PromptState.ANSWERED, 20]
+    params = attention._confirmations_params(principal_id, 20)
     explain = "EXPLAIN QUERY PLAN " if connection.vendor == "sqlite" else "EXPLAIN "
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":  # a few thousand rows: a scan would be cheaper
