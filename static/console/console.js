@@ -251,9 +251,36 @@
   // the highest it applied, drops a live answer not newer than that, and a response to the
   // person's own request older than that. So a live answer read just before the person's own
   // answer was recorded, arriving after that answer's response, changes nothing.
+  //
+  // A fresh fragment that arrives while a pointer is pressed waits until it is released: the
+  // swap moves the cards it keeps, and a button moved between press and release loses its
+  // click (the browser sends it to what stayed in the page). The marker says so meanwhile
+  // (`data-live-held`).
   var inFlight = 0; // the person's own htmx requests under way
   var pollAfterRequests = false;
   var shown = {}; // live target id -> the highest version applied
+  var pressed = false;
+  var held = null; // a fresh fragment's delivery, waiting for the pointer's release
+
+  document.addEventListener("pointerdown", function () { pressed = true; }, true);
+  function released() {
+    pressed = false;
+    if (held !== null) {
+      var deliver = held;
+      held = null;
+      // After the click this release makes (its request, if any, counts as under way then).
+      window.setTimeout(function () {
+        try {
+          deliver();
+        } catch (error) {
+          livePoll(3000); // as a failed answer: the page keeps asking
+        }
+      }, 0);
+    }
+  }
+  document.addEventListener("pointerup", released, true);
+  document.addEventListener("pointercancel", released, true);
+  window.addEventListener("blur", released);
 
   function versionNumber(text) {
     var number = /^[0-9]{1,19}$/.test(text || "") ? parseInt(text, 10) : NaN;
@@ -537,17 +564,30 @@
           }
           var version = versionNumber(response.headers.get("Live-Version"));
           return response.text().then(function (html) {
-            var current = liveMarker();
-            if (inFlight > 0) {
-              pollAfterRequests = true; // the person's own request is under way: ask afresh after it
-              return;
+            function deliver() {
+              var current = liveMarker();
+              if (pressed) {
+                held = deliver;
+                if (current !== null) {
+                  current.setAttribute("data-live-held", "");
+                }
+                return;
+              }
+              if (current !== null) {
+                current.removeAttribute("data-live-held");
+              }
+              if (inFlight > 0) {
+                pollAfterRequests = true; // the person's own request is under way: ask afresh after it
+                return;
+              }
+              if (current !== null && version > shownVersion(current)) {
+                applyLive(target, html);
+                shown[target] = version;
+                retitle();
+              } // else older than (or as old as) what the page shows: dropped
+              livePoll(100); // (never a tight loop, whatever the server answers)
             }
-            if (current !== null && version > shownVersion(current)) {
-              applyLive(target, html);
-              shown[target] = version;
-              retitle();
-            } // else older than (or as old as) what the page shows: dropped
-            livePoll(100); // (never a tight loop, whatever the server answers)
+            deliver();
           });
         })
         .catch(function () {

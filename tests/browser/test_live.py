@@ -197,6 +197,38 @@ def test_a_live_update_leaves_a_card_it_did_not_change_as_it_is(
     other.close()
 
 
+def test_a_click_pressed_as_a_live_update_arrives_still_answers(
+    page: Page, sign_in: SignIn, alice: User, fast_confirm: int
+) -> None:
+    # A live swap moves the cards it keeps: a button moved between the press and the release
+    # loses its click (Chromium sends it to what stayed in the page), and the person's answer
+    # goes nowhere. The update waits for the release instead.
+    instance = scenarios.vendor(alice)
+    sign_in("alice", PASSWORD)
+    page.goto(f"/instances/{instance.pk}/")
+    pressed = card(page, "Recipient account")
+    acknowledge_changes(pressed)
+    confirm = pressed.get_by_role("button", name="Confirm")
+    expect(confirm).to_be_enabled(timeout=fast_confirm + 5000)
+    confirm.scroll_into_view_if_needed()
+    box = confirm.bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.down()
+
+    other = _confirm_the_amount_in_another_tab(page, instance, fast_confirm)
+    marker = page.locator("#instance-live")
+    expect(marker).to_have_attribute("data-live-held", "")
+    expect(page.locator("#instance-banner")).not_to_contain_text("2 answers needed")
+
+    page.mouse.up()
+    expect(card(page, "Recipient account")).to_contain_text("Confirmed: NL91ABNA0417164300")
+    expect(card(page, "Amount")).to_contain_text("Confirmed: 1250")
+    expect(page.locator("#instance-banner")).to_contain_text("1 answer needed")
+    expect(marker).not_to_have_attribute("data-live-held", "")
+    other.close()
+
+
 @pytest.mark.parametrize("width", WIDTHS)
 def test_the_inbox_drops_an_instance_another_tab_finished(
     page: Page,
