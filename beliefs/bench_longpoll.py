@@ -5,10 +5,15 @@ Measured from outside, over real HTTP, against the production command (`make ser
 receiver on loopback, all on the benchmark's database:
 
 1. A thousand agents (200 with --quick, N with --agents N) open an instance each and plan it
-   (the client, `AsyncConsole`), then wait with `wait()`, all at once. The server processes'
-   memory is read before they come and once they all wait; the authenticated read's
-   requests/s (wrk, as the requests/s rows) is taken while they wait and with nobody waiting,
-   before and after: the median of RATE_ROUNDS rounds of each.
+   (the client, `AsyncConsole`), then wait with `wait()`. The authenticated read's requests/s
+   (wrk, as the requests/s rows) is taken in rounds that alternate, on the same servers and
+   the same database: none waiting, all waiting, none waiting, ... (RATE_ROUNDS rounds while
+   they wait, each compared with the idle rounds on either side of it), so that the machine's
+   own drift, which moves the same read by up to 2x within a minute here, falls on both sides.
+   The agents start waiting spread over one long-poll period (ARM_SECONDS), so that their
+   renewals come as steadily as in a long wait, and stop waiting by dropping their requests
+   (the servers end a wait whose client went away). The server processes' memory is read
+   before the agents come and once they all wait.
 2. Each agent's person opens the instance's page, thinks for a time drawn from 2 to 30 s, and
    clicks Confirm: the page's own form post
    (`POST /instances/{id}/prompts/{n}/respond/`, htmx's request, with the session and CSRF
@@ -59,15 +64,21 @@ THINK_SECONDS = (2.0, 30.0)
 # Agents opening and planning at once while they arrive (they arrive as fast as the servers
 # take them; the figures are taken once all wait).
 ARRIVING_AT_ONCE = 8
-# How long the servers may take to take in every waiter (their first reads) before memory and
-# requests/s are read regardless.
+# How long the servers may take to come to rest (the waits of agents that stopped waiting
+# ended) before requests/s are read regardless.
 SETTLE_SECONDS = 30.0
+# The agents start waiting one after another over this long (the client's long-poll,
+# `Prefer: wait=25`), so that each renews its wait at its own time, as in a long wait; the
+# rounds while they wait begin ARM_SLACK later, once the last has been taken in.
+ARM_SECONDS = 25.0
+ARM_SLACK = 2.0
 # Goals (issue 21): PostgreSQL p50 <= 100 ms and p90 <= 250 ms; SQLite p90 <= 1 s.
 GOAL_TEXT = "PostgreSQL p50 ≤ 100 ms, p90 ≤ 250 ms; SQLite p90 ≤ 1 s"
 RATE_GOAL = 0.8
-# wrk rounds of the read's requests/s while they wait, and before and after (idle): medians of
-# rounds, so that one round the machine spent elsewhere does not make the figure (on a shared
-# 2-core machine the same read moves by up to 2x from one 4 s round to the next).
+# wrk rounds of the read's requests/s while they wait, each between two idle rounds; the figure
+# is the median of the rounds' ratios, so that one round the machine spent elsewhere does not
+# make it (on a shared 2-core machine the same read moves by up to 2x from one 4 s round to the
+# next).
 RATE_ROUNDS = 3
 SERVE_POOL = "12"  # as the Makefile's `serve` sets DATABASE_POOL
 _CSRF = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
@@ -232,6 +243,7 @@ class Agent:
     resumed: float = 0.0
     hooked: float = 0.0
     error: str = ""
+    console: Any = None  # its `AsyncConsole`, kept from opening to the end
 
 
 @dataclass
@@ -305,9 +317,10 @@ class Result:
     rss_before_kb: int
     rss_waiting_kb: int
     waiting_when_measured: int
+    # Alternating: idle_rates[k] and idle_rates[k + 1] were read before and after
+    # waiting_rates[k].
     idle_rates: list[float]
     waiting_rates: list[float]
-    settled_seconds: float
 
 
 async def _run(
@@ -343,24 +356,31 @@ async def _run(
         )
         read_url = f"{base}/api/v1/instances/{probe.instance_id}/"
         rss_before = running.rss_kb()
-        idle = _rates(bench, read_url)
 
-        _progress_(f"{count:,} agents open, plan and wait")
-        started = asyncio.Event()
+        _progress_(f"{count:,} agents open and plan")
         arriving = asyncio.Semaphore(ARRIVING_AT_ONCE)
-        waits = [
-            asyncio.create_task(_agent(base, bench.raw_key, agent, people, started, arriving))
-            for agent in agents
-        ]
-        await started.wait()
-        settled = await _settle(running, agents)
-        waiting_count = sum(1 for a in agents if a.instance_id and not a.resumed)
-        rss_waiting = running.rss_kb()
-        _progress_(f"{waiting_count:,} waiting: requests/s of the authenticated read")
-        waiting = await asyncio.to_thread(_rates, bench, read_url)
-        waiting_count = min(waiting_count, sum(1 for a in agents if not a.resumed))
+        await asyncio.gather(
+            *(_open(base, bench.raw_key, agent, people, arriving) for agent in agents)
+        )
+        await _quiet(running)
 
-        _progress_(f"the people think {think[0]:g}-{think[1]:g} s and click")
+        _progress_("requests/s of the authenticated read, idle and while they all wait, by turns")
+        idle = await _round(bench, read_url)
+        waiting: list[float] = []
+        rss_waiting = waiting_count = 0
+        for _ in range(RATE_ROUNDS):
+            waits = await _arm(agents)
+            if not rss_waiting:
+                rss_waiting = running.rss_kb()
+                waiting_count = sum(1 for w in waits if not w.done())
+            waiting += await _round(bench, read_url)
+            waiting_count = min(waiting_count, sum(1 for w in waits if not w.done()))
+            await _disarm(waits)
+            await _quiet(running)
+            idle += await _round(bench, read_url)
+
+        _progress_(f"they wait; the people think {think[0]:g}-{think[1]:g} s and click")
+        waits = await _arm(agents)
         rng = random.Random(21)
         clicks = [
             asyncio.create_task(
@@ -372,97 +392,126 @@ async def _run(
         await asyncio.gather(*clicks)
         _progress_("the last agents resume")
         _, late = await asyncio.wait(waits, timeout=60)
-        for task in late:  # reported as never resumed
-            task.cancel()
+        await _disarm(list(late))  # reported as never resumed
         # The webhooks of the last clicks.
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not all(a.instance_id in hooked for a in agents):
             await asyncio.sleep(0.05)
         for agent in agents:
             agent.hooked = hooked.get(agent.instance_id, 0.0)
-        idle += await asyncio.to_thread(_rates, bench, read_url)
     finally:
+        for agent in agents:
+            if agent.console is not None:
+                await agent.console.close()
         await console.close()
         await pages.aclose()
         browser.close()
-    return Result(agents, rss_before, rss_waiting, waiting_count, idle, waiting, settled)
+    return Result(agents, rss_before, rss_waiting, waiting_count, idle, waiting)
 
 
-def _rounds(rates: Sequence[float]) -> str:
-    return ", ".join(f"{rate:.0f}" for rate in rates) or "none"
+def _alternating(idle: Sequence[float], waiting: Sequence[float]) -> list[float]:
+    """Each waiting round's requests/s over the mean of the idle rounds before and after it."""
+    return [w / ((idle[k] + idle[k + 1]) / 2) for k, w in enumerate(waiting) if k + 1 < len(idle)]
+
+
+def _by_turns(idle: Sequence[float], waiting: Sequence[float], ratios: Sequence[float]) -> str:
+    if not ratios:
+        return "none (no wrk)"
+    turns = [f"{idle[0]:.0f}"]
+    for k, w in enumerate(waiting):
+        turns += [f"{w:.0f}", f"{idle[k + 1]:.0f}"]
+    each = ", ".join(f"{r:.2f}" for r in ratios)
+    return (
+        f"{median(waiting):.0f} vs {median(idle):.0f} req/s; rounds idle/waiting by turns"
+        f" {' / '.join(turns)}; each waiting round vs the idle ones beside it {each}"
+    )
 
 
 def _progress_(message: str) -> None:
     print(f"    {message}", file=sys.stderr, flush=True)
 
 
-def _rates(bench: Bench, url: str) -> list[float]:
-    """Requests/s of the authenticated read, one figure per wrk round (none without wrk)."""
+async def _round(bench: Bench, url: str) -> list[float]:
+    """One wrk round's requests/s of the authenticated read (none without wrk), in a thread:
+    the agents' renewals go on meanwhile on this loop."""
     wrk = shutil.which("wrk")
     if wrk is None:
         return []
-    return [
-        bench._wrk(wrk, ["-H", f"Authorization: Api-Key {bench.raw_key}", url])
-        for _ in range(RATE_ROUNDS)
-    ]
+    key = ["-H", f"Authorization: Api-Key {bench.raw_key}", url]
+    return [await asyncio.to_thread(bench._wrk, wrk, key)]
 
 
-async def _agent(
-    base: str,
-    key: str,
-    agent: Agent,
-    people: list[Person],
-    started: asyncio.Event,
-    arriving: asyncio.Semaphore,
+async def _open(
+    base: str, key: str, agent: Agent, people: list[Person], arriving: asyncio.Semaphore
 ) -> None:
+    """The agent opens its instance and plans it (the client's `resolve`), as many at once as
+    `arriving` lets in; its console stays open for its waits."""
     from console_client import AsyncConsole
 
-    async with AsyncConsole(base, key) as console:
-        try:
-            async with arriving:
-                opened = await console.resolve(
-                    "bench.wait",
-                    people[agent.person].username,
-                    {"s000": f"value {id(agent)}"},
-                    source="tool",
-                    wait=False,
-                )
-                assert opened.status == "awaiting_user", opened.status
-                agent.instance_id = opened.instance_id
-                payload = await console.get(agent.instance_id)
-            (prompt,) = [p for p in payload["prompts"] if p["state"] == "open"]
-            agent.prompt_path = f"/instances/{agent.instance_id}/prompts/{prompt['id']}/respond/"
-            agent.version = prompt["version"]
-        except Exception as exc:
-            agent.error = f"open: {exc!r}"
-            return
-        finally:
-            started.set()
-        try:
-            resolution = await console.wait(agent.instance_id)
-            agent.resumed = time.monotonic()
-            if resolution.status != "ready":
-                agent.error = f"resumed {resolution.status}"
-        except Exception as exc:
-            agent.error = f"wait: {exc!r}"
+    agent.console = AsyncConsole(base, key)
+    try:
+        async with arriving:
+            opened = await agent.console.resolve(
+                "bench.wait",
+                people[agent.person].username,
+                {"s000": f"value {id(agent)}"},
+                source="tool",
+                wait=False,
+            )
+            assert opened.status == "awaiting_user", opened.status
+            agent.instance_id = opened.instance_id
+            payload = await agent.console.get(agent.instance_id)
+        (prompt,) = [p for p in payload["prompts"] if p["state"] == "open"]
+        agent.prompt_path = f"/instances/{agent.instance_id}/prompts/{prompt['id']}/respond/"
+        agent.version = prompt["version"]
+    except Exception as exc:
+        agent.error = f"open: {exc!r}"
 
 
-async def _settle(running: Servers, agents: list[Agent]) -> float:
-    """Until every agent has opened and the servers have taken in its wait: their CPU at rest
-    for a second (or SETTLE_SECONDS)."""
+async def _wait(agent: Agent, delay: float) -> None:
+    """After `delay`, the agent waits for its person (`wait()`) and notes when it resumes;
+    cancelled, it stops waiting (its request is dropped)."""
+    await asyncio.sleep(delay)
+    try:
+        resolution = await agent.console.wait(agent.instance_id)
+    except Exception as exc:
+        agent.error = f"wait: {exc!r}"
+        return
+    agent.resumed = time.monotonic()
+    if resolution.status != "ready":
+        agent.error = f"resumed {resolution.status}"
+
+
+async def _arm(agents: list[Agent]) -> list[asyncio.Task[None]]:
+    """Every agent that opened waits, one after another over ARM_SECONDS; returns once the
+    last has been taken in."""
+    ready = [a for a in agents if a.prompt_path and not a.error]
+    step = ARM_SECONDS / max(len(ready), 1)
+    waits = [asyncio.create_task(_wait(a, n * step)) for n, a in enumerate(ready)]
+    await asyncio.sleep(ARM_SECONDS + ARM_SLACK)
+    return waits
+
+
+async def _disarm(waits: list[asyncio.Task[None]]) -> None:
+    """The agents still waiting stop (their requests dropped)."""
+    for wait in waits:
+        wait.cancel()
+    await asyncio.gather(*waits, return_exceptions=True)
+
+
+async def _quiet(running: Servers) -> None:
+    """Until the servers have come to rest (their CPU under 5% of a core for a second), or
+    SETTLE_SECONDS."""
     started = time.monotonic()
-    while any(not a.instance_id and not a.error for a in agents):
-        await asyncio.sleep(0.1)
     pids = running.pids()
     hz = os.sysconf("SC_CLK_TCK")
     before = _cpu_ticks(pids)
     while time.monotonic() - started < SETTLE_SECONDS:
         await asyncio.sleep(1)
         now = _cpu_ticks(pids)
-        if (now - before) / hz < 0.05:  # under 5% of a core, the uvicorn processes together
+        if (now - before) / hz < 0.05:  # the uvicorn processes together
             break
         before = now
-    return time.monotonic() - started
 
 
 class Browser:
@@ -636,15 +685,13 @@ def _rows(bench: Bench, result: Result, think: tuple[float, float]) -> list[dict
             None,
         )
     )
-    idle = median(result.idle_rates) if result.idle_rates else float("nan")
-    loaded = median(result.waiting_rates) if result.waiting_rates else float("nan")
-    ratio = loaded / idle if idle == idle and idle > 0 else None  # NaN without wrk
+    rates = _alternating(result.idle_rates, result.waiting_rates)
+    ratio = median(rates) if rates else None
     rows.append(
         Row(
             GROUP,
-            f"authenticated read, {result.waiting_when_measured:,} waiting vs none (wrk)",
-            f"{loaded:.0f} vs {idle:.0f} req/s; rounds {_rounds(result.waiting_rates)} while"
-            f" they wait, {_rounds(result.idle_rates)} idle before and after",
+            f"authenticated read, {result.waiting_when_measured:,} waiting vs none, by turns (wrk)",
+            _by_turns(result.idle_rates, result.waiting_rates, rates),
             ratio,
             f"≥ {RATE_GOAL:g}×",
             None if ratio is None else ratio >= RATE_GOAL,
