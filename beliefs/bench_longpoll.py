@@ -317,10 +317,19 @@ class Result:
     rss_before_kb: int
     rss_waiting_kb: int
     waiting_when_measured: int
-    # Alternating: idle_rates[k] and idle_rates[k + 1] were read before and after
-    # waiting_rates[k].
-    idle_rates: list[float]
-    waiting_rates: list[float]
+    # Alternating: idle[k] and idle[k + 1] were read before and after waiting[k].
+    idle: list[Round]
+    waiting: list[Round]
+
+
+@dataclass(frozen=True)
+class Round:
+    """One wrk round of the authenticated read."""
+
+    rate: float  # requests/s
+    seconds: float
+    server_cpu: float  # CPU seconds of the uvicorn processes meanwhile
+    agents_cpu: float  # CPU seconds of this process meanwhile (the agents' own renewals)
 
 
 async def _run(
@@ -365,19 +374,19 @@ async def _run(
         await _quiet(running)
 
         _progress_("requests/s of the authenticated read, idle and while they all wait, by turns")
-        idle = await _round(bench, read_url)
-        waiting: list[float] = []
+        idle = await _round(bench, running, read_url)
+        waiting: list[Round] = []
         rss_waiting = waiting_count = 0
         for _ in range(RATE_ROUNDS):
             waits = await _arm(agents)
             if not rss_waiting:
                 rss_waiting = running.rss_kb()
                 waiting_count = sum(1 for w in waits if not w.done())
-            waiting += await _round(bench, read_url)
+            waiting += await _round(bench, running, read_url)
             waiting_count = min(waiting_count, sum(1 for w in waits if not w.done()))
             await _disarm(waits)
             await _quiet(running)
-            idle += await _round(bench, read_url)
+            idle += await _round(bench, running, read_url)
 
         _progress_(f"they wait; the people think {think[0]:g}-{think[1]:g} s and click")
         waits = await _arm(agents)
@@ -414,6 +423,17 @@ def _alternating(idle: Sequence[float], waiting: Sequence[float]) -> list[float]
     return [w / ((idle[k] + idle[k + 1]) / 2) for k, w in enumerate(waiting) if k + 1 < len(idle)]
 
 
+def _per_read(rounds: Sequence[Round]) -> float:
+    """The servers' CPU milliseconds per read wrk had answered, over the rounds."""
+    reads = sum(r.rate * r.seconds for r in rounds)
+    return 1000 * sum(r.server_cpu for r in rounds) / max(reads, 1)
+
+
+def _share(rounds: Sequence[Round]) -> float:
+    """This process's CPU (the agents') as a share of one core, over the rounds."""
+    return sum(r.agents_cpu for r in rounds) / max(sum(r.seconds for r in rounds), 1e-9)
+
+
 def _by_turns(idle: Sequence[float], waiting: Sequence[float], ratios: Sequence[float]) -> str:
     if not ratios:
         return "none (no wrk)"
@@ -431,14 +451,25 @@ def _progress_(message: str) -> None:
     print(f"    {message}", file=sys.stderr, flush=True)
 
 
-async def _round(bench: Bench, url: str) -> list[float]:
-    """One wrk round's requests/s of the authenticated read (none without wrk), in a thread:
-    the agents' renewals go on meanwhile on this loop."""
+async def _round(bench: Bench, running: Servers, url: str) -> list[Round]:
+    """One wrk round of the authenticated read (none without wrk), in a thread: the agents'
+    renewals go on meanwhile on this loop. With the CPU the servers and this process spent."""
     wrk = shutil.which("wrk")
     if wrk is None:
         return []
     key = ["-H", f"Authorization: Api-Key {bench.raw_key}", url]
-    return [await asyncio.to_thread(bench._wrk, wrk, key)]
+    pids = running.pids()
+    hz = os.sysconf("SC_CLK_TCK")
+    server, own, started = _cpu_ticks(pids), time.process_time(), time.monotonic()
+    rate = await asyncio.to_thread(bench._wrk, wrk, key)
+    return [
+        Round(
+            rate=rate,
+            seconds=time.monotonic() - started,
+            server_cpu=(_cpu_ticks(pids) - server) / hz,
+            agents_cpu=time.process_time() - own,
+        )
+    ]
 
 
 async def _open(
@@ -685,16 +716,31 @@ def _rows(bench: Bench, result: Result, think: tuple[float, float]) -> list[dict
             None,
         )
     )
-    rates = _alternating(result.idle_rates, result.waiting_rates)
+    idle_rates = [r.rate for r in result.idle]
+    waiting_rates = [r.rate for r in result.waiting]
+    rates = _alternating(idle_rates, waiting_rates)
     ratio = median(rates) if rates else None
     rows.append(
         Row(
             GROUP,
             f"authenticated read, {result.waiting_when_measured:,} waiting vs none, by turns (wrk)",
-            _by_turns(result.idle_rates, result.waiting_rates, rates),
+            _by_turns(idle_rates, waiting_rates, rates),
             ratio,
             f"≥ {RATE_GOAL:g}×",
             None if ratio is None else ratio >= RATE_GOAL,
         )
     )
+    if result.idle and result.waiting:
+        rows.append(
+            Row(
+                GROUP,
+                "CPU in those rounds: the servers' per read answered; the agents' own process",
+                f"{_per_read(result.waiting):.2f} vs {_per_read(result.idle):.2f} ms a read"
+                f" (waiting vs none; the renewals included); the agents"
+                f" {_share(result.waiting):.0%} vs {_share(result.idle):.0%} of a core",
+                None,
+                "",
+                None,
+            )
+        )
     return rows
