@@ -262,7 +262,9 @@
   var pressed = false;
   var held = null; // a fresh fragment's delivery, waiting for the pointer's release
 
-  document.addEventListener("pointerdown", function () { pressed = true; }, true);
+  document.addEventListener("pointerdown", function (event) {
+    pressed = event.button === 0; // the button that clicks (a touch, a pen's tip)
+  }, true);
   function released() {
     pressed = false;
     if (held !== null) {
@@ -280,6 +282,7 @@
   }
   document.addEventListener("pointerup", released, true);
   document.addEventListener("pointercancel", released, true);
+  document.addEventListener("contextmenu", released, true); // its release may never come
   window.addEventListener("blur", released);
 
   function versionNumber(text) {

@@ -229,6 +229,26 @@ def test_a_click_pressed_as_a_live_update_arrives_still_answers(
     other.close()
 
 
+def test_a_right_button_held_down_does_not_hold_the_updates(
+    page: Page, sign_in: SignIn, alice: User, fast_confirm: int
+) -> None:
+    # Only the button that clicks holds a live update: a context menu's release may never
+    # reach the page, and the page must not stop following changes until the next click.
+    instance = scenarios.vendor(alice)
+    sign_in("alice", PASSWORD)
+    page.goto(f"/instances/{instance.pk}/")
+    box = page.locator("#instance-banner").bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + 10, box["y"] + 10)
+    page.mouse.down(button="right")
+
+    other = _confirm_the_amount_in_another_tab(page, instance, fast_confirm)
+    expect(page.locator("#instance-banner")).to_contain_text("2 answers needed")
+    expect(page.locator("#instance-live")).not_to_have_attribute("data-live-held", "")
+    page.mouse.up(button="right")
+    other.close()
+
+
 @pytest.mark.parametrize("width", WIDTHS)
 def test_the_inbox_drops_an_instance_another_tab_finished(
     page: Page,
