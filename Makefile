@@ -47,13 +47,13 @@ run: $(STAMP)
 
 ## The production server: uvicorn on 0.0.0.0:$PORT with $WEB_CONCURRENCY processes (default 2),
 ## one event loop each, so a process holds thousands of long-polls (Prefer: wait). Settings
-## from the environment (see README, Production); run `manage.py worker` beside it. Under ASGI
-## a request's sync code runs in a thread of its own, so a connection is not kept by a thread:
-## on PostgreSQL each process keeps a pool of DATABASE_POOL connections (default 12) that its
-## requests take in turn; elsewhere a connection per request (DATABASE_CONN_MAX_AGE=0).
+## from the environment (see README, Production); run `manage.py worker` beside it. A process
+## answers requests on a fixed pool of threads (console/asgi.py): on PostgreSQL it keeps a pool
+## of DATABASE_POOL connections (default 12) that its requests take in turn; on SQLite each of
+## those threads keeps its connection (DATABASE_CONN_MAX_AGE, 60 s in production).
 WEB_CONCURRENCY ?= 2
 serve: $(STAMP)
-	DATABASE_CONN_MAX_AGE=$${DATABASE_CONN_MAX_AGE:-0} DATABASE_POOL=$${DATABASE_POOL:-12} \
+	DATABASE_POOL=$${DATABASE_POOL:-12} \
 	  $(VENV)/bin/uvicorn console.asgi:application \
 	  --host 0.0.0.0 --port $(PORT) --workers $(WEB_CONCURRENCY) --no-server-header
 

@@ -1,8 +1,8 @@
 """`make bench`'s "agents waiting" rows: the agent resumes the moment the person answers.
 
 Measured from outside, over real HTTP, against the production command (`make serve`: uvicorn,
-2 processes, `DATABASE_CONN_MAX_AGE=0`) and a real `manage.py worker` delivering webhooks to a
-receiver on loopback, all on the benchmark's database:
+2 processes) and a real `manage.py worker` delivering webhooks to a receiver on loopback, all
+on the benchmark's database:
 
 1. A thousand agents (200 with --quick, N with --agents N) open an instance each and plan it
    (the client, `AsyncConsole`), then wait with `wait()`. The authenticated read's requests/s
@@ -160,8 +160,8 @@ def servers() -> Iterator[Servers]:
     port = free_port()
     env = {
         **os.environ,
-        # As `make serve` runs it; the receiver listens on loopback.
-        "DATABASE_CONN_MAX_AGE": "0",
+        # As `make serve` runs it (production settings: SQLite connections kept 60 s by each
+        # request thread, PostgreSQL's taken from the pool); the receiver listens on loopback.
         "CONSOLE_WEBHOOK_ALLOW_PRIVATE": "true",
         "CONSOLE_BASE_URL": f"http://127.0.0.1:{port}",
     }

@@ -31,6 +31,8 @@ def free_port() -> int:
 def database_url() -> str:
     """The URL of the test database, as DATABASE_URL names it to another process."""
     s = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{Path(s['NAME']).resolve()}"
     auth = s["USER"] + (f":{s['PASSWORD']}" if s["PASSWORD"] else "")
     return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
 
@@ -79,7 +81,7 @@ def uvicorn_servers(count: int = 2, **extra: str) -> Iterator[list[str]]:
     """`count` uvicorn processes on the test database as `make serve` runs them (production
     settings, a connection pool per process), each on a free port; their base URLs once every
     one answers /healthz. None may print a traceback before it stops."""
-    env = production_env(DATABASE_CONN_MAX_AGE="0", DATABASE_POOL="4", **extra)
+    env = production_env(DATABASE_POOL="4", **extra)
     processes, bases = [], []
     try:
         with static_files_collected(env):
@@ -99,7 +101,7 @@ def uvicorn_servers(count: int = 2, **extra: str) -> Iterator[list[str]]:
                 )
                 bases.append(f"http://127.0.0.1:{port}")
             for base in bases:
-                _wait_until_up(base)
+                wait_until_up(base)
         yield bases
     finally:
         for process in processes:
@@ -109,7 +111,7 @@ def uvicorn_servers(count: int = 2, **extra: str) -> Iterator[list[str]]:
             assert b"Traceback" not in errors, errors.decode()[-3000:]
 
 
-def _wait_until_up(base: str, seconds: float = 60.0) -> None:
+def wait_until_up(base: str, seconds: float = 60.0) -> None:
     deadline = time.monotonic() + seconds
     while True:
         try:

@@ -7,19 +7,25 @@ database connection, wakes at a change and stops waiting when its client goes aw
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 from asgiref.testing import ApplicationCommunicator
 from django.core.handlers.asgi import ASGIHandler
+from django.db import connection
 
 from beliefs.services import changes
 from console import asgi
 from console.middleware import waiting_key
 from tests.api.conftest import API, Driver
+from tests.servers import ROOT, free_port, production_env, static_files_collected, wait_until_up
 
 ID = "0b8f0a3e-4c1d-4f57-9a35-2f4f4b0c2d11"
 
@@ -213,3 +219,50 @@ def test_the_pool_is_postgresqls_and_replaces_kept_connections() -> None:
             check=False,
         )
         assert out.stdout.strip().splitlines()[-1:] == [expected], out.stderr
+
+
+def _files_open(pid: int) -> set[str]:
+    """The files the process and its children have open."""
+    found, pids = set(), [pid]
+    while pids:
+        current = pids.pop()
+        for task in Path(f"/proc/{current}/task").glob("*"):
+            with contextlib.suppress(OSError):
+                pids += [int(child) for child in (task / "children").read_text().split()]
+        for fd in Path(f"/proc/{current}/fd").glob("*"):
+            with contextlib.suppress(OSError):
+                found.add(os.readlink(fd))
+    return found
+
+
+@pytest.mark.django_db(transaction=True)
+def test_make_serve_keeps_its_sqlite_connections_between_requests() -> None:
+    """On SQLite, opening a connection (and reading the schema into it) cost more than the
+    authenticated read itself: `make serve`, run as the Makefile runs it, keeps a connection on
+    each of its request threads, still open once the requests are answered."""
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's kept connections; PostgreSQL's pool has its own test above")
+    database = str(Path(connection.settings_dict["NAME"]).resolve())
+    port = free_port()
+    recipe = subprocess.run(
+        ["make", "-s", "-n", "-o", ".venv/.installed", "serve", f"PORT={port}",
+         "WEB_CONCURRENCY=1"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert "uvicorn" in recipe, recipe
+    env = production_env(DATABASE_URL=f"sqlite:///{database}")
+    with static_files_collected(env):
+        server = subprocess.Popen(
+            ["bash", "-c", recipe], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )  # fmt: skip
+        try:
+            base = f"http://127.0.0.1:{port}"
+            wait_until_up(base)
+            for _ in range(3):  # each reads the database (`database_answers`)
+                assert requests.get(f"{base}/healthz", timeout=10).status_code == 200
+            assert database in _files_open(server.pid)
+        finally:
+            server.terminate()
+            _, errors = server.communicate(timeout=30)
+    assert b"Traceback" not in errors, errors.decode()[-3000:]
