@@ -244,12 +244,14 @@ def test_make_serve_keeps_its_sqlite_connections_between_requests() -> None:
         pytest.skip("SQLite's kept connections; PostgreSQL's pool has its own test above")
     database = str(Path(connection.settings_dict["NAME"]).resolve())
     port = free_port()
+    # The recipe alone (`-n`: printed, not run), with this test's own virtualenv taken as
+    # installed (`-o`), so that nothing but the server is run.
     recipe = subprocess.run(
-        ["make", "-s", "-n", "-o", ".venv/.installed", "serve", f"PORT={port}",
-         "WEB_CONCURRENCY=1"],
+        ["make", "-s", "-n", f"VENV={sys.prefix}", "-o", f"{sys.prefix}/.installed", "serve",
+         f"PORT={port}", "WEB_CONCURRENCY=1"],
         cwd=ROOT, capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
-    assert "uvicorn" in recipe, recipe
+    assert "uvicorn" in recipe and "pip" not in recipe, recipe
     env = production_env(DATABASE_URL=f"sqlite:///{database}")
     with static_files_collected(env):
         server = subprocess.Popen(
