@@ -252,7 +252,7 @@ def test_make_serve_keeps_its_sqlite_connections_between_requests() -> None:
         cwd=ROOT, capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     assert "uvicorn" in recipe and "pip" not in recipe, recipe
-    env = production_env(DATABASE_URL=f"sqlite:///{database}")
+    env = production_env()  # on the test database
     with static_files_collected(env):
         server = subprocess.Popen(
             ["bash", "-c", recipe], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
