@@ -28,7 +28,11 @@ class Received:
 @dataclass
 class Receiver:
     """Serve on 127.0.0.1; `received` lists every request, verified or not. `answer` picks the
-    status code for each verified request (e.g. to fail the first few)."""
+    status code for each verified request (e.g. to fail the first few).
+
+    Made, it holds its port (`port`, or a free one) and refuses connections; `start()` serves.
+    So an endpoint can be registered at its address first and its secret given after
+    (`use_secret`), with no moment where another socket could take the port."""
 
     secret: str
     port: int = 0
@@ -67,8 +71,16 @@ class Receiver:
             def log_message(self, format: str, *args: Any) -> None:
                 return None
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self.server = ThreadingHTTPServer(
+            ("127.0.0.1", self.port), Handler, bind_and_activate=False
+        )
+        try:
+            self.server.server_bind()  # bound, not listening: a connection is refused
+        except OSError:
+            self.server.server_close()
+            raise
         self.port = self.server.server_address[1]
+        self._listening = False
         self._thread: threading.Thread | None = None
 
     @property
@@ -87,11 +99,19 @@ class Receiver:
             self.on_event(item)
         return self.answer(item) if item.event is not None else 400
 
+    def use_secret(self, secret: str) -> None:
+        """Verify with this secret from now on (an endpoint's, once registered at `url`)."""
+        self._webhook = Webhook(secret)
+        self.secret = secret
+
     def events(self) -> list[Any]:
         with self._lock:
             return [r.event for r in self.received if r.event is not None]
 
     def start(self) -> Receiver:
+        if not self._listening:
+            self.server.server_activate()
+            self._listening = True
         # Its loop looks for a stop every 50 ms (the default, 0.5 s, is how long stop() waits).
         self._thread = threading.Thread(
             target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True

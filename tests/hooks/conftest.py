@@ -65,19 +65,22 @@ def rt(runtime_key: tuple[RuntimeAPIKey, str], alice: User) -> Actor:
     return Actor(key=runtime_key[0])
 
 
+UNKNOWN_SECRET = "whsec_" + "A" * 44  # a receiver's, until its endpoint's secret is known
+
+
 @pytest.fixture
 def endpoint(runtime: JsonClient) -> Iterator[tuple[dict[str, Any], Receiver]]:
-    """An endpoint registered through the API, and the receiver it points at (started)."""
-    with Receiver("whsec_" + "A" * 44) as placeholder:
-        port = placeholder.port
-    response = runtime.post_json(
-        f"{API}/webhook-endpoints/", {"url": f"http://127.0.0.1:{port}/hooks"}
-    )
-    assert response.status_code == 201, response.json()
-    created = response.json()
-    receiver = Receiver(created["secret"], port=port).start()
-    yield created, receiver
-    receiver.stop()
+    """An endpoint registered through the API, and the receiver it points at (started). The
+    receiver holds its port from before the registration to the end."""
+    receiver = Receiver(UNKNOWN_SECRET)
+    try:
+        response = runtime.post_json(f"{API}/webhook-endpoints/", {"url": receiver.url})
+        assert response.status_code == 201, response.json()
+        created = response.json()
+        receiver.use_secret(created["secret"])
+        yield created, receiver.start()
+    finally:
+        receiver.stop()
 
 
 def open_transfer(rt: Actor, principal: str = "alice") -> TaskInstance:

@@ -24,7 +24,7 @@ from beliefs.receiver import Receiver
 from beliefs.services import SYSTEM, Actor
 from beliefs.services.webhooks import endpoint_create, send_test_event
 from tests.conftest import runtime_key_of
-from tests.hooks.conftest import open_transfer
+from tests.hooks.conftest import UNKNOWN_SECRET, open_transfer
 from tests.hooks.servers import CutServer, DripServer, SmtpServer
 from tests.servers import database_url
 
@@ -103,11 +103,10 @@ def test_a_dripping_and_a_cut_off_receiver_hold_no_other_tenant_and_no_lease(
     drip, cut = DripServer(interval=1.0), CutServer(b"HTTP/1.1 200 OK\r\n")
     dripping = endpoint_create(runtime=slow_runtime, url=drip.url, actor=SYSTEM)[0]
     cut_off = endpoint_create(runtime=slow_runtime, url=cut.url, actor=SYSTEM)[0]
-    with Receiver("whsec_" + "A" * 44) as probe:
-        port = probe.port
-    theirs, secret = endpoint_create(
-        runtime=other_runtime, url=f"http://127.0.0.1:{port}/hooks", actor=SYSTEM
-    )
+    received_at: list[float] = []
+    rx = Receiver(UNKNOWN_SECRET, on_event=lambda _: received_at.append(time.monotonic()))
+    theirs, secret = endpoint_create(runtime=other_runtime, url=rx.url, actor=SYSTEM)
+    rx.use_secret(secret)
     env = {
         "CONSOLE_WEBHOOK_ALLOW_PRIVATE": "true",
         "CONSOLE_WEBHOOK_TIMEOUT_SECONDS": str(DEADLINE),
@@ -115,11 +114,7 @@ def test_a_dripping_and_a_cut_off_receiver_hold_no_other_tenant_and_no_lease(
         "CONSOLE_WEBHOOK_MAX_IN_FLIGHT_PER_RUNTIME": "1",
         "CONSOLE_WEBHOOK_RETRY_SECONDS": "1,1,1",
     }
-    received_at: list[float] = []
-    with (
-        Receiver(secret, port=port, on_event=lambda _: received_at.append(time.monotonic())) as rx,
-        workers(env),
-    ):
+    with rx, workers(env):
         send_test_event(endpoint=theirs, actor=SYSTEM)
         wait_for(lambda: len(rx.received) == 1, what="the workers to start")
         send_test_event(endpoint=dripping, actor=SYSTEM)

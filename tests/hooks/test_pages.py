@@ -13,7 +13,7 @@ from beliefs.models import AuditEvent, PersonSettings, TaskClass, WebhookEvent
 from beliefs.receiver import Receiver
 from beliefs.services import Actor
 from tests.conftest import runtime_key_of
-from tests.hooks.conftest import all_delivered, open_transfer, work_until
+from tests.hooks.conftest import UNKNOWN_SECRET, all_delivered, open_transfer, work_until
 
 
 @pytest.fixture
@@ -59,17 +59,16 @@ def test_staff_transfer_a_task_class_in_the_admin(staff: Client, rt: Actor) -> N
 def test_the_runtimes_page_is_for_staff_and_sends_a_test_event(
     staff: Client, rt: Actor, runtime: Any, alice: User
 ) -> None:
-    with Receiver("whsec_" + "A" * 44) as probe:
-        port = probe.port
-    created = runtime.post_json(
-        "/api/v1/webhook-endpoints/", {"url": f"http://127.0.0.1:{port}/hooks"}
-    ).json()
+    receiver = Receiver(UNKNOWN_SECRET)
+    port = receiver.port
+    created = runtime.post_json("/api/v1/webhook-endpoints/", {"url": receiver.url}).json()
+    receiver.use_secret(created["secret"])
     page = staff.get("/runtimes/")
     assert page.status_code == 200
     assert b"test-runtime" in page.content and f"127.0.0.1:{port}".encode() in page.content
     sent = staff.post(f"/runtimes/endpoints/{created['id']}/test/")
     assert sent.status_code == 302
-    with Receiver(created["secret"], port=port) as receiver:
+    with receiver:
         work_until(all_delivered)
     assert [e["type"] for e in receiver.events()] == ["webhook.test"]
     page = staff.get("/runtimes/")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 from datetime import timedelta
 from typing import Any
 
@@ -23,7 +24,14 @@ from beliefs.receiver import Receiver
 from beliefs.services import Actor
 from beliefs.services.sweep import sweep
 from tests.conftest import JsonClient, runtime_key_of
-from tests.hooks.conftest import API, all_delivered, open_transfer, run_worker, work_until
+from tests.hooks.conftest import (
+    API,
+    UNKNOWN_SECRET,
+    all_delivered,
+    open_transfer,
+    run_worker,
+    work_until,
+)
 
 EVENT_TYPES = {
     "instance.awaiting_user",
@@ -150,6 +158,38 @@ def test_the_receiver_refuses_a_tampered_body_a_wrong_secret_and_an_old_timestam
     assert "too old" in refused[2]
 
 
+def test_a_receiver_holds_its_port_refusing_until_started_then_checks_the_secret_given() -> None:
+    """What lets a test register an endpoint at a receiver's address before it knows the secret,
+    with no moment where another socket could take the port (an outgoing connection's local
+    port, say, as happened under load)."""
+    secret = "whsec_" + "B" * 44
+    receiver = Receiver(UNKNOWN_SECRET)
+    try:
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", receiver.port), timeout=5).close()
+        intruder = socket.socket()
+        with pytest.raises(OSError, match="in use"):
+            intruder.bind(("127.0.0.1", receiver.port))
+        intruder.close()
+
+        receiver.use_secret(secret)
+        receiver.start()
+        body = json.dumps({"type": "webhook.test", "data": {}})
+        now = timezone.now()
+        headers = {
+            "webhook-id": "msg_1",
+            "webhook-timestamp": str(int(now.timestamp())),
+            "webhook-signature": Webhook(secret).sign("msg_1", now, body),
+        }
+        connection = http.client.HTTPConnection("127.0.0.1", receiver.port, timeout=5)
+        connection.request("POST", "/hooks", body=body, headers=headers)
+        assert connection.getresponse().status == 204
+        connection.close()
+        assert receiver.events() == [{"type": "webhook.test", "data": {}}]
+    finally:
+        receiver.stop()
+
+
 def test_a_rolled_back_change_sends_nothing(
     endpoint: tuple[dict[str, Any], Receiver], rt: Actor
 ) -> None:
@@ -169,22 +209,24 @@ def test_a_rolled_back_change_sends_nothing(
 def test_a_receiver_that_is_down_gets_retries_with_the_same_webhook_id(
     runtime: JsonClient, rt: Actor
 ) -> None:
-    with Receiver("whsec_" + "A" * 44) as probe:
-        port = probe.port  # a free port, closed again: the receiver is down
-    created = runtime.post_json(
-        f"{API}/webhook-endpoints/", {"url": f"http://127.0.0.1:{port}/hooks"}
-    ).json()
-    open_transfer(rt)
-    run_worker()
-    delivery = WebhookDelivery.objects.get()
-    assert delivery.state == WebhookDelivery.State.PENDING
-    assert delivery.attempts == 1
-    assert "ConnectionRefused" in delivery.last_error
+    receiver = Receiver(UNKNOWN_SECRET)  # holds its port, not started: it is down
+    try:
+        created = runtime.post_json(f"{API}/webhook-endpoints/", {"url": receiver.url}).json()
+        open_transfer(rt)
+        run_worker()
+        delivery = WebhookDelivery.objects.get()
+        assert delivery.state == WebhookDelivery.State.PENDING
+        assert delivery.attempts == 1
+        assert "ConnectionRefused" in delivery.last_error
 
-    # Up again, but failing once before it recovers.
-    answers = iter([503])
-    with Receiver(created["secret"], port=port, answer=lambda _: next(answers, 204)) as receiver:
+        # Up again, but failing once before it recovers.
+        answers = iter([503])
+        receiver.answer = lambda _: next(answers, 204)
+        receiver.use_secret(created["secret"])
+        receiver.start()
         work_until(all_delivered)
+    finally:
+        receiver.stop()
     delivery.refresh_from_db()
     assert delivery.attempts == 3
     assert delivery.last_status_code == 204
@@ -266,13 +308,12 @@ def test_events_go_only_to_the_runtime_that_opened_the_instance(
 def test_an_endpoint_only_gets_the_event_types_it_subscribed_to(
     runtime: JsonClient, rt: Actor, alice: User
 ) -> None:
-    with Receiver("whsec_" + "A" * 44) as probe:
-        port = probe.port
+    receiver = Receiver(UNKNOWN_SECRET)
     created = runtime.post_json(
-        f"{API}/webhook-endpoints/",
-        {"url": f"http://127.0.0.1:{port}/", "event_types": ["instance.ready"]},
+        f"{API}/webhook-endpoints/", {"url": receiver.url, "event_types": ["instance.ready"]}
     ).json()
-    with Receiver(created["secret"], port=port) as receiver:
+    receiver.use_secret(created["secret"])
+    with receiver:
         instance = open_transfer(rt)
         _respond(_open(instance, "recipient_account"), alice, "confirm")
         work_until(all_delivered)

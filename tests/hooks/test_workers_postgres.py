@@ -8,6 +8,7 @@ import threading
 import time
 from collections import Counter
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -27,7 +28,7 @@ from beliefs.receiver import Receiver
 from beliefs.services import SYSTEM, Actor
 from beliefs.services.webhooks import endpoint_create, send_test_event
 from tests.builders import transfer
-from tests.hooks.conftest import open_transfer
+from tests.hooks.conftest import UNKNOWN_SECRET, open_transfer
 from tests.hooks.test_outbox_postgres import wait_for, workers
 
 pytestmark = [
@@ -42,34 +43,27 @@ pytestmark = [
 EVENTS = 500
 
 
-def _port() -> int:
-    with Receiver("whsec_" + "A" * 44) as probe:
-        return probe.port
-
-
-def _endpoint(runtime: Runtime) -> tuple[int, WebhookEndpoint, str]:
-    """An endpoint of the runtime on a free loopback port: its port, itself and its secret."""
-    port = _port()
-    endpoint, secret = endpoint_create(
-        runtime=runtime, url=f"http://127.0.0.1:{port}/hooks", actor=SYSTEM
-    )
-    return port, endpoint, secret
+def _endpoint(runtime: Runtime, **receiver: Any) -> tuple[WebhookEndpoint, Receiver]:
+    """An endpoint of the runtime, and its receiver on a free loopback port, holding the port
+    and knowing the endpoint's secret (not started: `with` it)."""
+    rx = Receiver(UNKNOWN_SECRET, **receiver)
+    endpoint, secret = endpoint_create(runtime=runtime, url=rx.url, actor=SYSTEM)
+    rx.use_secret(secret)
+    return endpoint, rx
 
 
 def test_three_workers_deliver_each_of_500_events_exactly_once(
     runtime_key: tuple[RuntimeAPIKey, str],
 ) -> None:
     runtime = runtime_key[0].runtime
-    port = _port()
-    endpoint, secret = endpoint_create(
-        runtime=runtime, url=f"http://127.0.0.1:{port}/hooks", actor=SYSTEM
-    )
-    for _ in range(EVENTS):
-        send_test_event(endpoint=endpoint, actor=SYSTEM)
 
     def slow(_: object) -> int:  # slow enough that every worker gets a share of the queue
         time.sleep(0.002)
         return 204
+
+    endpoint, receiver = _endpoint(runtime, answer=slow)
+    for _ in range(EVENTS):
+        send_test_event(endpoint=endpoint, actor=SYSTEM)
 
     env = {
         "CONSOLE_WEBHOOK_ALLOW_PRIVATE": "true",
@@ -78,7 +72,7 @@ def test_three_workers_deliver_each_of_500_events_exactly_once(
         "CONSOLE_WEBHOOK_MAX_IN_FLIGHT_PER_RUNTIME": "6",
     }
     with (
-        Receiver(secret, port=port, answer=slow) as receiver,
+        receiver,
         workers(env, count=3, extra=["--concurrency=2"]),
     ):
         done = WebhookDelivery.objects.filter(state="succeeded")
@@ -101,17 +95,18 @@ def test_a_slow_endpoint_holds_only_its_own_lanes(
     runtime_key: tuple[RuntimeAPIKey, str],
 ) -> None:
     runtime = runtime_key[0].runtime
-    slow_port, slow_endpoint, slow_secret = _endpoint(runtime)
-    fast_port, fast_endpoint, fast_secret = _endpoint(runtime)
 
     def crawl(_: object) -> int:
         time.sleep(1.0)
         return 204
 
+    slow_endpoint, slow = _endpoint(runtime, answer=crawl)
+    fast_endpoint, fast = _endpoint(runtime)
+
     env = {"CONSOLE_WEBHOOK_ALLOW_PRIVATE": "true"}
     with (
-        Receiver(slow_secret, port=slow_port, answer=crawl) as slow,
-        Receiver(fast_secret, port=fast_port) as fast,
+        slow,
+        fast,
         workers(env, count=1),
     ):
         for _ in range(30):  # 30 s of work for the slow endpoint's two connections
@@ -138,15 +133,12 @@ def test_a_worker_wakes_on_the_notification_of_a_new_event_a_new_job_and_a_new_e
 
     transfer(rt)
     runtime = rt.key.runtime
-    port = _port()
-    endpoint, secret = endpoint_create(
-        runtime=runtime, url=f"http://127.0.0.1:{port}/hooks", actor=SYSTEM
-    )
     arrived: list[float] = []
+    endpoint, rx = _endpoint(runtime, on_event=lambda _: arrived.append(time.monotonic()))
     env = {"CONSOLE_WEBHOOK_ALLOW_PRIVATE": "true"}
     # It would look by itself only every 60 s: only the NOTIFY can wake it in time.
     with (
-        Receiver(secret, port=port, on_event=lambda _: arrived.append(time.monotonic())) as rx,
+        rx,
         workers(env, count=1, extra=["--interval=60"]),
     ):
         send_test_event(endpoint=endpoint, actor=SYSTEM)
@@ -180,22 +172,23 @@ def test_a_delivery_held_for_room_goes_as_soon_as_another_workers_lane_ends(
     that, and claims it as soon as its lane ends, though the workers look by themselves only
     every 60 s."""
     runtime = runtime_key[0].runtime
-    slow_port, slow_endpoint, slow_secret = _endpoint(runtime)
-    fast_port, fast_endpoint, fast_secret = _endpoint(runtime)
     release = threading.Event()
 
     def hold(_: object) -> int:
         release.wait(30)
         return 204
 
+    answered: list[float] = []
+    slow_endpoint, slow = _endpoint(runtime, answer=hold)
+    fast_endpoint, fast = _endpoint(runtime, on_event=lambda _: answered.append(time.monotonic()))
+
     env = {
         "CONSOLE_WEBHOOK_ALLOW_PRIVATE": "true",
         "CONSOLE_WEBHOOK_MAX_IN_FLIGHT_PER_RUNTIME": "1",
     }
-    answered: list[float] = []
     with (
-        Receiver(slow_secret, port=slow_port, answer=hold) as slow,
-        Receiver(fast_secret, port=fast_port, on_event=lambda _: answered.append(time.monotonic())),
+        slow,
+        fast,
         workers(env, count=1, extra=["--interval=60"]),
     ):
         send_test_event(endpoint=slow_endpoint, actor=SYSTEM)

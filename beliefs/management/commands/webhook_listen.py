@@ -36,12 +36,12 @@ class Command(BaseCommand):
             raise CommandError(f"cannot listen on 127.0.0.1:{port}: {exc}") from None
         except Exception as exc:  # noqa: BLE001 - a malformed secret, said plainly
             raise CommandError(f"--secret: {exc}") from None
-        if runtime:
-            receiver = self._register(receiver, runtime)
-        self.stdout.write(f"Listening on {receiver.url} (Ctrl-C to stop)")
-        self.stdout.flush()
-        receiver.start()
         try:
+            if runtime:  # registered at the address the receiver holds, then given its secret
+                receiver.use_secret(self._register(receiver, runtime))
+            self.stdout.write(f"Listening on {receiver.url} (Ctrl-C to stop)")
+            self.stdout.flush()
+            receiver.start()
             while True:
                 time.sleep(3600)
         except KeyboardInterrupt:
@@ -49,7 +49,7 @@ class Command(BaseCommand):
         finally:
             receiver.stop()
 
-    def _register(self, receiver: Receiver, name: str) -> Receiver:
+    def _register(self, receiver: Receiver, name: str) -> str:
         from beliefs.errors import ServiceError
         from beliefs.models import Runtime
         from beliefs.services import SYSTEM
@@ -58,18 +58,17 @@ class Command(BaseCommand):
         found = Runtime.objects.filter(name=name).first()
         if found is None:
             raise CommandError(f"--runtime: no runtime {name!r}")
-        receiver.stop()
         try:
             endpoint, secret = endpoint_create(
                 runtime=found,
-                url=f"http://127.0.0.1:{receiver.port}/hooks",
+                url=receiver.url,
                 description="webhook_listen",
                 actor=SYSTEM,
             )
         except ServiceError as exc:
             raise CommandError(exc.detail) from None
         self.stdout.write(f"Registered endpoint {endpoint.pk} for runtime {name}; secret {secret}")
-        return Receiver(secret, port=receiver.port, on_event=self._print)
+        return secret
 
     def _print(self, item: Received) -> None:
         self.stdout.write(describe(item))
