@@ -1,5 +1,5 @@
-"""What the tests that run the console as real server processes share: a free port, the test
-database's URL, and the production environment those processes start in."""
+"""What the tests that run the console as real server processes share: a port held for them,
+the test database's URL, and the production environment those processes start in."""
 
 from __future__ import annotations
 
@@ -23,9 +23,24 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def free_port() -> int:
+    """A port free now, for a command that takes only a number (`make serve`'s PORT). Another
+    socket may take it before the command binds it: where a server takes a descriptor, use
+    `held_port`."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def held_port() -> Iterator[tuple[int, int]]:
+    """(port, descriptor) of a socket bound to a free loopback port and not listening, held
+    until the block ends, for a server process to serve on (`pass_fds`; uvicorn `--fd`,
+    gunicorn `--bind fd://`). Nothing can take the port between its choice and the server's
+    start (an outgoing connection's local port could, under load); until the server listens,
+    a connection is refused."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield int(sock.getsockname()[1]), sock.fileno()
 
 
 def database_url() -> str:
@@ -84,17 +99,17 @@ def uvicorn_servers(count: int = 2, **extra: str) -> Iterator[list[str]]:
     env = production_env(DATABASE_POOL="4", **extra)
     processes, bases = [], []
     try:
-        with static_files_collected(env):
+        with static_files_collected(env), contextlib.ExitStack() as ports:
             for _ in range(count):
-                port = free_port()
+                port, fd = ports.enter_context(held_port())
                 command = [sys.executable, "-m", "uvicorn", "console.asgi:application",
-                           "--host", "127.0.0.1", "--port", str(port), "--log-level",
-                           "warning"]  # fmt: skip
+                           "--fd", str(fd), "--log-level", "warning"]  # fmt: skip
                 processes.append(
                     subprocess.Popen(
                         command,
                         cwd=ROOT,
                         env=env,
+                        pass_fds=[fd],
                         stdout=subprocess.DEVNULL,
                         stderr=subprocess.PIPE,
                     )  # fmt: skip

@@ -35,7 +35,7 @@ from beliefs.domain.canonical import bindings_digest
 from beliefs.models import Belief, BeliefStatus, Prompt, PromptResponse, PromptState, TaskInstance
 from beliefs.services import Actor
 from tests.builders import classify, register_task_class
-from tests.servers import free_port, production_env
+from tests.servers import held_port, production_env, wait_until_up
 
 pytestmark = [
     pytest.mark.postgres,
@@ -53,14 +53,26 @@ CLIENTS = 24
 @pytest.fixture
 def server(db: None) -> Iterator[str]:
     """gunicorn, 4 worker processes with 4 threads each, on the test database."""
-    port = free_port()
     env = production_env(LOG_LEVEL="WARNING")
-    process = subprocess.Popen(
+    with held_port() as (port, fd):
+        process = _gunicorn(fd, env)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_up(base)
+        yield base
+    finally:
+        process.terminate()
+        _, errors = process.communicate(timeout=30)
+        assert b"Traceback" not in errors, errors.decode()[-3000:]
+
+
+def _gunicorn(fd: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
         [
             str(Path(sys.executable).with_name("gunicorn")),
             "console.wsgi",
             "--bind",
-            f"127.0.0.1:{port}",
+            f"fd://{fd}",
             "--workers",
             "4",
             "--worker-class",
@@ -76,24 +88,10 @@ def server(db: None) -> Iterator[str]:
         ],
         cwd=ROOT,
         env=env,
+        pass_fds=[fd],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(60):
-            try:
-                if requests.get(f"{base}/healthz", timeout=10).status_code == 200:
-                    break
-            except requests.RequestException:
-                time.sleep(0.5)
-        else:
-            pytest.fail("gunicorn did not start")
-        yield base
-    finally:
-        process.terminate()
-        _, errors = process.communicate(timeout=30)
-        assert b"Traceback" not in errors, errors.decode()[-3000:]
 
 
 @pytest.fixture

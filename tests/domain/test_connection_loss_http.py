@@ -35,7 +35,7 @@ from beliefs import services
 from beliefs.models import Prompt, PromptResponse
 from beliefs.services import Actor
 from tests.builders import classify, open_instance, register_task_class
-from tests.servers import database_url, free_port, production_env, static_files_collected
+from tests.servers import database_url, held_port, production_env, static_files_collected
 
 pytestmark = [
     pytest.mark.postgres,
@@ -60,17 +60,17 @@ TERMINATE = (
 @pytest.fixture
 def server(db: None) -> Iterator[str]:
     """gunicorn, 2 worker processes with 4 threads each, keeping their connections."""
-    port = free_port()
     env = production_env(DATABASE_CONN_MAX_AGE="60", LOG_LEVEL="ERROR")
     # Production settings serve static files by their manifest, which the pages need.
     collected = contextlib.ExitStack()
     collected.enter_context(static_files_collected(env))
+    port, fd = collected.enter_context(held_port())
     process = subprocess.Popen(
         [
             str(Path(sys.executable).with_name("gunicorn")),
             "console.wsgi",
             "--bind",
-            f"127.0.0.1:{port}",
+            f"fd://{fd}",
             "--workers",
             "2",
             "--worker-class",
@@ -84,6 +84,7 @@ def server(db: None) -> Iterator[str]:
         ],
         cwd=ROOT,
         env=env,
+        pass_fds=[fd],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
