@@ -11,6 +11,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,6 +32,44 @@ document.addEventListener('securitypolicyviolation', (e) => {
   window.__cspViolations.push(e.violatedDirective + ' ' + e.blockedURI);
 });
 """
+
+# When each button, named by its text, was first enabled after being disabled: ms since the
+# navigation began, on the page's own clock (`enabled_after`).
+ENABLED_AT = """
+window.__enabledAt = {};
+new MutationObserver(function (records) {
+  records.forEach(function (record) {
+    var button = record.target;
+    var name = button.textContent.replace(/\\s+/g, " ").trim();
+    if (record.oldValue !== null && !button.disabled && !(name in window.__enabledAt)) {
+      window.__enabledAt[name] = performance.now();
+    }
+  });
+}).observe(document, {
+  subtree: true, attributes: true, attributeFilter: ["disabled"], attributeOldValue: true
+});
+"""
+
+
+def enabled_after(page: Any, name: str) -> float:  # noqa: ANN401 - Playwright's Page
+    """How many ms after the page's first byte arrived the button `name` (its whole text, as
+    "Confirm Amount") went from disabled to enabled, once it is enabled. The page's clock, so
+    the test's own pace (a slow machine) does not move it; and since the page cannot run before
+    its first byte, at least a delay armed as it loads."""
+    return float(
+        page.evaluate(
+            "name => window.__enabledAt[name] - "
+            "performance.getEntriesByType('navigation')[0].responseStart",
+            name,
+        )
+    )
+
+
+@pytest.fixture
+def fast_confirm(settings: Any) -> int:  # noqa: ANN401 - pytest-django's settings
+    """A short anti-fatigue delay (ms) on irreversible cards' buttons, which tests wait out."""
+    settings.CONSOLE_CONFIRM_DELAY_MS = 300
+    return 300
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -85,6 +124,7 @@ class PageWatch:
 def page(browser, live_server, transactional_db) -> Iterator[object]:  # noqa: ANN001
     context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
     context.add_init_script(CSP_LISTENER)
+    context.add_init_script(ENABLED_AT)
     page = context.new_page()
     watch = PageWatch()
 

@@ -25,12 +25,6 @@ SignIn = Callable[[str, str], None]
 WIDTHS = [1280, 390]
 
 
-@pytest.fixture
-def fast_confirm(settings: Any) -> int:  # noqa: ANN401
-    settings.CONSOLE_CONFIRM_DELAY_MS = 300
-    return 300
-
-
 def _cancel_through_the_api(base: str, instance: TaskInstance, reason: str) -> int:
     key, secret = runtime_key_of("live-runtime")
     TaskInstance.objects.filter(pk=instance.pk).update(runtime=key.runtime)

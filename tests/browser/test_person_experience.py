@@ -22,7 +22,7 @@ from beliefs.demo import seed_demo
 from beliefs.demo_proposals import seed_demo_proposals
 from beliefs.models import Prompt, ProposalValidation, TaskInstance
 from tests.browser import scenarios
-from tests.browser.conftest import SCREENSHOTS
+from tests.browser.conftest import SCREENSHOTS, enabled_after
 from tests.browser.test_enduser import acknowledge_changes, assert_accessible, assumption, card
 from tests.builders import confirm_or_answer, open_instance
 from tests.conftest import PASSWORD
@@ -39,12 +39,6 @@ def debug(request: pytest.FixtureRequest, settings: Any) -> Iterator[bool]:  # n
     """DEBUG on (as `make run` serves the pages) and off (as production does)."""
     settings.DEBUG = request.param
     yield request.param
-
-
-@pytest.fixture
-def fast_confirm(settings: Any) -> int:  # noqa: ANN401
-    settings.CONSOLE_CONFIRM_DELAY_MS = 300
-    return 300
 
 
 def assert_still_the_page(page: Page, url: str, debug: bool) -> None:
@@ -268,8 +262,9 @@ def test_inputs_fit_the_value(
     # "Use this value instead" waits like Confirm on an irreversible card.
     page.goto(f"/instances/{instance.pk}/")
     use_mine = card(page, "Amount").get_by_role("button", name="Use this value instead")
-    expect(use_mine).to_be_disabled()
-    expect(use_mine).to_be_enabled(timeout=fast_confirm + 5000)
+    expect(use_mine).to_be_enabled(timeout=fast_confirm + 10_000)
+    # Disabled when served, and for the whole delay (however long the test took to look).
+    assert enabled_after(page, "Use this value instead for Amount") >= fast_confirm
 
 
 def test_a_long_value_is_clamped_and_can_be_read_in_full(

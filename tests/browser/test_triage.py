@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from datetime import timedelta
-from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -31,12 +30,6 @@ WIDTHS = [1280, 390]
 def debug(request: pytest.FixtureRequest) -> Iterator[bool]:
     with override_settings(DEBUG=request.param):
         yield request.param
-
-
-@pytest.fixture
-def fast_confirm(settings: Any) -> int:  # noqa: ANN401
-    settings.CONSOLE_CONFIRM_DELAY_MS = 300
-    return 300
 
 
 def _fits(page: Page) -> None:
