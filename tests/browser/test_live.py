@@ -18,6 +18,7 @@ from playwright.sync_api import Page, expect
 
 from beliefs.models import InstanceStatus, TaskInstance
 from tests.browser import scenarios
+from tests.browser.conftest import EXPECT_TIMEOUT_MS
 from tests.browser.test_enduser import acknowledge_changes, assumption, card
 from tests.conftest import PASSWORD, runtime_key_of
 
@@ -64,7 +65,7 @@ def _confirm_the_amount_in_another_tab(page: Page, instance: TaskInstance, wait_
     other = page.context.new_page()
     other.goto(f"/instances/{instance.pk}/")
     confirm = card(other, "Amount").get_by_role("button", name="Confirm")
-    expect(confirm).to_be_enabled(timeout=wait_ms + 5000)
+    expect(confirm).to_be_enabled(timeout=wait_ms + EXPECT_TIMEOUT_MS)
     confirm.click()
     expect(card(other, "Amount")).to_contain_text("Confirmed: 1250")
     return other
@@ -110,7 +111,7 @@ def test_an_answer_in_another_tab_shows_in_the_first(
 
     acknowledge_changes(card(other, "Recipient account"))
     confirm = card(other, "Recipient account").get_by_role("button", name="Confirm")
-    expect(confirm).to_be_enabled(timeout=fast_confirm + 5000)
+    expect(confirm).to_be_enabled()
     confirm.click()
     expect(card(other, "Recipient account")).to_contain_text("Confirmed: NL91ABNA0417164300")
     assert _seconds_until(page, "#instance-banner", "2 answers needed") < GOAL_SECONDS
@@ -130,7 +131,7 @@ def test_a_card_being_typed_in_is_kept_disabled_and_marked(
     sign_in("alice", PASSWORD)
     page.goto(f"/instances/{instance.pk}/")
     typed = card(page, "Amount")
-    expect(typed.get_by_role("button", name="Confirm")).to_be_enabled(timeout=fast_confirm + 5000)
+    expect(typed.get_by_role("button", name="Confirm")).to_be_enabled()
     typed.get_by_label("The value to use").fill("1300")
 
     other = _confirm_the_amount_in_another_tab(page, instance, fast_confirm)
@@ -165,7 +166,7 @@ def test_a_live_update_leaves_a_card_it_did_not_change_as_it_is(
     page.goto(f"/instances/{instance.pk}/")
     untouched = card(page, "Recipient account")
     instead = untouched.get_by_role("button", name="Use this value instead")
-    expect(instead).to_be_enabled(timeout=fast_confirm + 5000)
+    expect(instead).to_be_enabled()
     untouched.evaluate(
         """card => {
             card.dataset.probe = "the element the person sees";
@@ -203,7 +204,7 @@ def test_a_click_pressed_as_a_live_update_arrives_still_answers(
     pressed = card(page, "Recipient account")
     acknowledge_changes(pressed)
     confirm = pressed.get_by_role("button", name="Confirm")
-    expect(confirm).to_be_enabled(timeout=fast_confirm + 5000)
+    expect(confirm).to_be_enabled()
     confirm.scroll_into_view_if_needed()
     box = confirm.bounding_box()
     assert box is not None
@@ -369,7 +370,7 @@ def test_an_old_live_fragment_arriving_after_the_answer_changes_nothing(
     page.route(re.compile(r"/live/\?"), answer_live)
     amount = card(page, "Amount")
     confirm = amount.get_by_role("button", name="Confirm")
-    expect(confirm).to_be_enabled(timeout=fast_confirm + 5000)
+    expect(confirm).to_be_enabled()
     respond = re.compile(r"/prompts/\d+/respond/$")
     with (
         page.expect_request(the_ask_after_the_old_fragment),
@@ -413,7 +414,7 @@ def test_the_card_a_veto_focused_keeps_the_focus_when_a_live_update_replaces_it(
     other.goto(f"/instances/{instance.pk}/")
     acknowledge_changes(card(other, "Recipient account"))
     confirm = card(other, "Recipient account").get_by_role("button", name="Confirm")
-    expect(confirm).to_be_enabled(timeout=fast_confirm + 5000)
+    expect(confirm).to_be_enabled()
     confirm.click()
     expect(card(page, "Recipient account")).to_contain_text("Confirmed: NL91ABNA0417164300")
     assert page.evaluate("document.activeElement.id") == question_id

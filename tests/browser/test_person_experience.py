@@ -67,14 +67,14 @@ def test_refusals_swap_into_their_card_and_the_buttons_work_again(
     amount = card(page, "Amount")
     amount.get_by_label("The value to use").fill("lots")
     use_mine = amount.get_by_role("button", name="Use this value instead")
-    expect(use_mine).to_be_enabled(timeout=5000)
+    expect(use_mine).to_be_enabled()
     use_mine.click()
     expect(amount.get_by_role("alert")).to_contain_text("Enter a number")
     expect(amount.get_by_role("alert")).not_to_contain_text("value:")
     assert_still_the_page(page, url, debug)
     expect(amount.get_by_label("The value to use")).to_have_value("lots")
     expect(amount.get_by_label("The value to use")).to_have_attribute("aria-invalid", "true")
-    expect(use_mine).to_be_enabled(timeout=5000)  # the card works again
+    expect(use_mine).to_be_enabled()  # the card works again
     screenshot(f"refusal-in-place-{'debug' if debug else 'production'}")
 
     # Confirm after changing the value.
@@ -82,11 +82,11 @@ def test_refusals_swap_into_their_card_and_the_buttons_work_again(
     recipient.get_by_label("The value to use").fill("NL00BANK0000000000")
     acknowledge_changes(recipient)
     confirm = recipient.get_by_role("button", name="Confirm")
-    expect(confirm).to_be_enabled(timeout=5000)
+    expect(confirm).to_be_enabled()
     confirm.click()
     expect(recipient.get_by_role("alert")).to_contain_text("You changed the value")
     assert_still_the_page(page, url, debug)
-    expect(recipient.get_by_role("button", name="Confirm")).to_be_enabled(timeout=5000)
+    expect(recipient.get_by_role("button", name="Confirm")).to_be_enabled()
 
     # An over-long reason (the input's limit removed, as a script or an old page could).
     reference = assumption(page, "Payment reference")
@@ -143,7 +143,7 @@ def test_the_last_answer_brings_the_outcome_into_view_and_focus(
     for label in ("Amount", "Recipient account"):
         acknowledge_changes(card(page, label))
         confirm = card(page, label).get_by_role("button", name="Confirm")
-        expect(confirm).to_be_enabled(timeout=5000)
+        expect(confirm).to_be_enabled()
         confirm.click()
         expect(card(page, label)).to_contain_text("Confirmed")
     scope = card(page, "Approval scope")
@@ -223,7 +223,7 @@ def test_back_and_forward_show_the_current_state(
     sign_in("alice", PASSWORD)
     page.locator(f"#inbox-link-{instance.pk}").click()
     confirm = card(page, "Amount").get_by_role("button", name="Confirm")
-    expect(confirm).to_be_enabled(timeout=5000)
+    expect(confirm).to_be_enabled()
     confirm.click()
     expect(card(page, "Amount")).to_contain_text("Confirmed: 1250")
 
@@ -419,7 +419,7 @@ def test_every_end_user_page_of_the_demo_speaks_plainly(
         box = page.locator(f"#prompt-{prompt.pk}")
         acknowledge_changes(box)
         confirm = box.get_by_role("button", name="Confirm")
-        expect(confirm).to_be_enabled(timeout=5000)
+        expect(confirm).to_be_enabled()
         confirm.click()
         # One answer at a time: the test database (SQLite in memory, shared cache) cannot
         # queue two writers the way the file database of `make run` does.
