@@ -126,7 +126,41 @@ def uvicorn_servers(count: int = 2, **extra: str) -> Iterator[list[str]]:
             assert b"Traceback" not in errors, errors.decode()[-3000:]
 
 
-def wait_until_up(base: str, seconds: float = 60.0) -> None:
+@contextlib.contextmanager
+def gunicorn_server(
+    env: dict[str, str], workers: int, *, errors_expected: bool = False
+) -> Iterator[str]:
+    """gunicorn with `workers` processes of 4 threads each, on a held port; its base URL once it
+    answers /healthz. Kept-alive connections last 120 s, longer than any pause between one
+    client's requests, so the server never closes one just as the client reuses it (a reset,
+    not an answer). It may print no traceback before it stops, unless `errors_expected` (a test
+    that cuts its database connections)."""
+    with held_port() as (port, fd):
+        process = subprocess.Popen(
+            [str(Path(sys.executable).with_name("gunicorn")), "console.wsgi",
+             "--bind", f"fd://{fd}", "--workers", str(workers), "--worker-class", "gthread",
+             "--threads", "4", "--timeout", "120", "--keep-alive", "120"],
+            cwd=ROOT,
+            env=env,
+            pass_fds=[fd],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL if errors_expected else subprocess.PIPE,
+        )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_up(base, process=process)
+        yield base
+    finally:
+        process.terminate()
+        _, errors = process.communicate(timeout=30)
+        assert b"Traceback" not in (errors or b""), errors.decode()[-3000:]
+
+
+def wait_until_up(
+    base: str, seconds: float = 60.0, process: subprocess.Popen[bytes] | None = None
+) -> None:
+    """Until `base` answers /healthz; fails after `seconds`, or at once if `process` (its
+    server) has stopped."""
     deadline = time.monotonic() + seconds
     while True:
         try:
@@ -134,5 +168,6 @@ def wait_until_up(base: str, seconds: float = 60.0) -> None:
                 return
         except requests.RequestException:
             pass  # still starting
+        assert process is None or process.poll() is None, f"{base}'s server stopped"
         assert time.monotonic() < deadline, f"{base} did not answer /healthz"
         time.sleep(0.02)

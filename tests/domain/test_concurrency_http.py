@@ -13,8 +13,6 @@ from __future__ import annotations
 import http.client
 import json
 import random
-import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -35,7 +33,7 @@ from beliefs.domain.canonical import bindings_digest
 from beliefs.models import Belief, BeliefStatus, Prompt, PromptResponse, PromptState, TaskInstance
 from beliefs.services import Actor
 from tests.builders import classify, register_task_class
-from tests.servers import held_port, production_env, wait_until_up
+from tests.servers import gunicorn_server, production_env
 
 pytestmark = [
     pytest.mark.postgres,
@@ -53,45 +51,8 @@ CLIENTS = 24
 @pytest.fixture
 def server(db: None) -> Iterator[str]:
     """gunicorn, 4 worker processes with 4 threads each, on the test database."""
-    env = production_env(LOG_LEVEL="WARNING")
-    with held_port() as (port, fd):
-        process = _gunicorn(fd, env)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_up(base)
+    with gunicorn_server(production_env(LOG_LEVEL="WARNING"), workers=4) as base:
         yield base
-    finally:
-        process.terminate()
-        _, errors = process.communicate(timeout=30)
-        assert b"Traceback" not in errors, errors.decode()[-3000:]
-
-
-def _gunicorn(fd: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [
-            str(Path(sys.executable).with_name("gunicorn")),
-            "console.wsgi",
-            "--bind",
-            f"fd://{fd}",
-            "--workers",
-            "4",
-            "--worker-class",
-            "gthread",
-            "--threads",
-            "4",
-            "--timeout",
-            "120",
-            # Longer than any pause between one client's requests, so the server never closes a
-            # kept-alive connection just as the client reuses it (a reset, not an answer).
-            "--keep-alive",
-            "120",
-        ],
-        cwd=ROOT,
-        env=env,
-        pass_fds=[fd],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
 
 
 @pytest.fixture

@@ -11,11 +11,7 @@ request).
 
 from __future__ import annotations
 
-import contextlib
-import subprocess
-import sys
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -35,7 +31,12 @@ from beliefs import services
 from beliefs.models import Prompt, PromptResponse
 from beliefs.services import Actor
 from tests.builders import classify, open_instance, register_task_class
-from tests.servers import database_url, held_port, production_env, static_files_collected
+from tests.servers import (
+    database_url,
+    gunicorn_server,
+    production_env,
+    static_files_collected,
+)
 
 pytestmark = [
     pytest.mark.postgres,
@@ -62,50 +63,8 @@ def server(db: None) -> Iterator[str]:
     """gunicorn, 2 worker processes with 4 threads each, keeping their connections."""
     env = production_env(DATABASE_CONN_MAX_AGE="60", LOG_LEVEL="ERROR")
     # Production settings serve static files by their manifest, which the pages need.
-    collected = contextlib.ExitStack()
-    collected.enter_context(static_files_collected(env))
-    port, fd = collected.enter_context(held_port())
-    process = subprocess.Popen(
-        [
-            str(Path(sys.executable).with_name("gunicorn")),
-            "console.wsgi",
-            "--bind",
-            f"fd://{fd}",
-            "--workers",
-            "2",
-            "--worker-class",
-            "gthread",
-            "--threads",
-            "4",
-            "--timeout",
-            "120",
-            "--keep-alive",
-            "120",
-        ],
-        cwd=ROOT,
-        env=env,
-        pass_fds=[fd],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if requests.get(f"{base}/healthz", timeout=10).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            if time.monotonic() > deadline or process.poll() is not None:
-                pytest.fail("gunicorn did not start")
-            time.sleep(0.2)  # polling for a condition, with a deadline
-        collected.close()
+    with static_files_collected(env), gunicorn_server(env, workers=2, errors_expected=True) as base:
         yield base
-    finally:
-        collected.close()
-        process.terminate()
-        process.wait(timeout=30)
 
 
 @dataclass(frozen=True)

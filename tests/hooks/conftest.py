@@ -14,9 +14,17 @@ from django.test import override_settings
 from django_tasks_db.management.commands import db_worker
 
 from beliefs import services
-from beliefs.models import RuntimeAPIKey, TaskClass, TaskInstance, WebhookDelivery
+from beliefs.models import (
+    Runtime,
+    RuntimeAPIKey,
+    TaskClass,
+    TaskInstance,
+    WebhookDelivery,
+    WebhookEndpoint,
+)
 from beliefs.receiver import Receiver
-from beliefs.services import Actor
+from beliefs.services import SYSTEM, Actor
+from beliefs.services.webhooks import endpoint_create
 from beliefs.worker import Worker
 from tests.builders import (
     open_instance,
@@ -68,19 +76,42 @@ def rt(runtime_key: tuple[RuntimeAPIKey, str], alice: User) -> Actor:
 UNKNOWN_SECRET = "whsec_" + "A" * 44  # a receiver's, until its endpoint's secret is known
 
 
-@pytest.fixture
-def endpoint(runtime: JsonClient) -> Iterator[tuple[dict[str, Any], Receiver]]:
-    """An endpoint registered through the API, and the receiver it points at (started). The
-    receiver holds its port from before the registration to the end."""
+def registered_receiver(runtime: JsonClient, **fields: Any) -> tuple[dict[str, Any], Receiver]:
+    """An endpoint registered through the API (with `fields`) at the address of a new receiver,
+    and that receiver, knowing the endpoint's secret. The receiver holds its port from before
+    the registration, and is not started (start it, or `with` it); closed if the registration
+    fails."""
     receiver = Receiver(UNKNOWN_SECRET)
     try:
-        response = runtime.post_json(f"{API}/webhook-endpoints/", {"url": receiver.url})
+        response = runtime.post_json(f"{API}/webhook-endpoints/", {"url": receiver.url, **fields})
         assert response.status_code == 201, response.json()
-        created = response.json()
-        receiver.use_secret(created["secret"])
-        yield created, receiver.start()
-    finally:
+    except BaseException:
         receiver.stop()
+        raise
+    created = response.json()
+    receiver.use_secret(created["secret"])
+    return created, receiver
+
+
+def receiver_endpoint(runtime: Runtime, **receiver: Any) -> tuple[WebhookEndpoint, Receiver]:
+    """`registered_receiver` through the service: an endpoint of the runtime, and its receiver
+    (made with `receiver`), knowing its secret and not started."""
+    rx = Receiver(UNKNOWN_SECRET, **receiver)
+    try:
+        endpoint, secret = endpoint_create(runtime=runtime, url=rx.url, actor=SYSTEM)
+    except BaseException:
+        rx.stop()
+        raise
+    rx.use_secret(secret)
+    return endpoint, rx
+
+
+@pytest.fixture
+def endpoint(runtime: JsonClient) -> Iterator[tuple[dict[str, Any], Receiver]]:
+    """An endpoint registered through the API, and the receiver it points at (started)."""
+    created, receiver = registered_receiver(runtime)
+    with receiver:
+        yield created, receiver
 
 
 def open_transfer(rt: Actor, principal: str = "alice") -> TaskInstance:

@@ -20,11 +20,10 @@ from django.contrib.auth.models import User
 from django.db import connection
 
 from beliefs.models import OutgoingEmail, RuntimeAPIKey, WebhookDelivery
-from beliefs.receiver import Receiver
 from beliefs.services import SYSTEM, Actor
 from beliefs.services.webhooks import endpoint_create, send_test_event
 from tests.conftest import runtime_key_of
-from tests.hooks.conftest import UNKNOWN_SECRET, open_transfer
+from tests.hooks.conftest import open_transfer, receiver_endpoint
 from tests.hooks.servers import CutServer, DripServer, SmtpServer
 from tests.servers import database_url
 
@@ -104,9 +103,9 @@ def test_a_dripping_and_a_cut_off_receiver_hold_no_other_tenant_and_no_lease(
     dripping = endpoint_create(runtime=slow_runtime, url=drip.url, actor=SYSTEM)[0]
     cut_off = endpoint_create(runtime=slow_runtime, url=cut.url, actor=SYSTEM)[0]
     received_at: list[float] = []
-    rx = Receiver(UNKNOWN_SECRET, on_event=lambda _: received_at.append(time.monotonic()))
-    theirs, secret = endpoint_create(runtime=other_runtime, url=rx.url, actor=SYSTEM)
-    rx.use_secret(secret)
+    theirs, rx = receiver_endpoint(
+        other_runtime, on_event=lambda _: received_at.append(time.monotonic())
+    )
     env = {
         "CONSOLE_WEBHOOK_ALLOW_PRIVATE": "true",
         "CONSOLE_WEBHOOK_TIMEOUT_SECONDS": str(DEADLINE),

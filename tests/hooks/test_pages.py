@@ -10,10 +10,9 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from beliefs.models import AuditEvent, PersonSettings, TaskClass, WebhookEvent
-from beliefs.receiver import Receiver
 from beliefs.services import Actor
 from tests.conftest import runtime_key_of
-from tests.hooks.conftest import UNKNOWN_SECRET, all_delivered, open_transfer, work_until
+from tests.hooks.conftest import all_delivered, open_transfer, registered_receiver, work_until
 
 
 @pytest.fixture
@@ -59,10 +58,8 @@ def test_staff_transfer_a_task_class_in_the_admin(staff: Client, rt: Actor) -> N
 def test_the_runtimes_page_is_for_staff_and_sends_a_test_event(
     staff: Client, rt: Actor, runtime: Any, alice: User
 ) -> None:
-    receiver = Receiver(UNKNOWN_SECRET)
+    created, receiver = registered_receiver(runtime)
     port = receiver.port
-    created = runtime.post_json("/api/v1/webhook-endpoints/", {"url": receiver.url}).json()
-    receiver.use_secret(created["secret"])
     page = staff.get("/runtimes/")
     assert page.status_code == 200
     assert b"test-runtime" in page.content and f"127.0.0.1:{port}".encode() in page.content

@@ -29,6 +29,7 @@ from tests.hooks.conftest import (
     UNKNOWN_SECRET,
     all_delivered,
     open_transfer,
+    registered_receiver,
     run_worker,
     work_until,
 )
@@ -209,9 +210,8 @@ def test_a_rolled_back_change_sends_nothing(
 def test_a_receiver_that_is_down_gets_retries_with_the_same_webhook_id(
     runtime: JsonClient, rt: Actor
 ) -> None:
-    receiver = Receiver(UNKNOWN_SECRET)  # holds its port, not started: it is down
+    created, receiver = registered_receiver(runtime)  # not started: it is down
     try:
-        created = runtime.post_json(f"{API}/webhook-endpoints/", {"url": receiver.url}).json()
         open_transfer(rt)
         run_worker()
         delivery = WebhookDelivery.objects.get()
@@ -222,7 +222,6 @@ def test_a_receiver_that_is_down_gets_retries_with_the_same_webhook_id(
         # Up again, but failing once before it recovers.
         answers = iter([503])
         receiver.answer = lambda _: next(answers, 204)
-        receiver.use_secret(created["secret"])
         receiver.start()
         work_until(all_delivered)
     finally:
@@ -308,11 +307,7 @@ def test_events_go_only_to_the_runtime_that_opened_the_instance(
 def test_an_endpoint_only_gets_the_event_types_it_subscribed_to(
     runtime: JsonClient, rt: Actor, alice: User
 ) -> None:
-    receiver = Receiver(UNKNOWN_SECRET)
-    created = runtime.post_json(
-        f"{API}/webhook-endpoints/", {"url": receiver.url, "event_types": ["instance.ready"]}
-    ).json()
-    receiver.use_secret(created["secret"])
+    _, receiver = registered_receiver(runtime, event_types=["instance.ready"])
     with receiver:
         instance = open_transfer(rt)
         _respond(_open(instance, "recipient_account"), alice, "confirm")

@@ -8,7 +8,6 @@ import threading
 import time
 from collections import Counter
 from datetime import timedelta
-from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -18,17 +17,14 @@ from django.utils import timezone
 from beliefs.domain import webhooks as rules
 from beliefs.models import (
     OutgoingEmail,
-    Runtime,
     RuntimeAPIKey,
     WebhookDelivery,
-    WebhookEndpoint,
     WebhookEvent,
 )
-from beliefs.receiver import Receiver
 from beliefs.services import SYSTEM, Actor
 from beliefs.services.webhooks import endpoint_create, send_test_event
 from tests.builders import transfer
-from tests.hooks.conftest import UNKNOWN_SECRET, open_transfer
+from tests.hooks.conftest import open_transfer, receiver_endpoint
 from tests.hooks.test_outbox_postgres import wait_for, workers
 
 pytestmark = [
@@ -43,15 +39,6 @@ pytestmark = [
 EVENTS = 500
 
 
-def _endpoint(runtime: Runtime, **receiver: Any) -> tuple[WebhookEndpoint, Receiver]:
-    """An endpoint of the runtime, and its receiver on a free loopback port, holding the port
-    and knowing the endpoint's secret (not started: `with` it)."""
-    rx = Receiver(UNKNOWN_SECRET, **receiver)
-    endpoint, secret = endpoint_create(runtime=runtime, url=rx.url, actor=SYSTEM)
-    rx.use_secret(secret)
-    return endpoint, rx
-
-
 def test_three_workers_deliver_each_of_500_events_exactly_once(
     runtime_key: tuple[RuntimeAPIKey, str],
 ) -> None:
@@ -61,7 +48,7 @@ def test_three_workers_deliver_each_of_500_events_exactly_once(
         time.sleep(0.002)
         return 204
 
-    endpoint, receiver = _endpoint(runtime, answer=slow)
+    endpoint, receiver = receiver_endpoint(runtime, answer=slow)
     for _ in range(EVENTS):
         send_test_event(endpoint=endpoint, actor=SYSTEM)
 
@@ -100,8 +87,8 @@ def test_a_slow_endpoint_holds_only_its_own_lanes(
         time.sleep(1.0)
         return 204
 
-    slow_endpoint, slow = _endpoint(runtime, answer=crawl)
-    fast_endpoint, fast = _endpoint(runtime)
+    slow_endpoint, slow = receiver_endpoint(runtime, answer=crawl)
+    fast_endpoint, fast = receiver_endpoint(runtime)
 
     env = {"CONSOLE_WEBHOOK_ALLOW_PRIVATE": "true"}
     with (
@@ -134,7 +121,7 @@ def test_a_worker_wakes_on_the_notification_of_a_new_event_a_new_job_and_a_new_e
     transfer(rt)
     runtime = rt.key.runtime
     arrived: list[float] = []
-    endpoint, rx = _endpoint(runtime, on_event=lambda _: arrived.append(time.monotonic()))
+    endpoint, rx = receiver_endpoint(runtime, on_event=lambda _: arrived.append(time.monotonic()))
     env = {"CONSOLE_WEBHOOK_ALLOW_PRIVATE": "true"}
     # It would look by itself only every 60 s: only the NOTIFY can wake it in time.
     with (
@@ -179,8 +166,10 @@ def test_a_delivery_held_for_room_goes_as_soon_as_another_workers_lane_ends(
         return 204
 
     answered: list[float] = []
-    slow_endpoint, slow = _endpoint(runtime, answer=hold)
-    fast_endpoint, fast = _endpoint(runtime, on_event=lambda _: answered.append(time.monotonic()))
+    slow_endpoint, slow = receiver_endpoint(runtime, answer=hold)
+    fast_endpoint, fast = receiver_endpoint(
+        runtime, on_event=lambda _: answered.append(time.monotonic())
+    )
 
     env = {
         "CONSOLE_WEBHOOK_ALLOW_PRIVATE": "true",
