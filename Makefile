@@ -48,9 +48,10 @@ run: $(STAMP)
 ## The production server: uvicorn on 0.0.0.0:$PORT with $WEB_CONCURRENCY processes (default 2),
 ## one event loop each, so a process holds thousands of long-polls (Prefer: wait). Settings
 ## from the environment (see README, Production); run `manage.py worker` beside it. A process
-## answers requests on a fixed pool of threads (console/asgi.py): on PostgreSQL it keeps a pool
-## of DATABASE_POOL connections (default 12) that its requests take in turn; on SQLite each of
-## those threads keeps its connection (DATABASE_CONN_MAX_AGE, 60 s in production).
+## answers requests on a small fixed pool of threads (REQUEST_THREADS; console/asgi.py): on
+## PostgreSQL it keeps a pool of up to DATABASE_POOL connections (default 12, at least as many
+## as the threads) that its requests take in turn; on SQLite each of those threads keeps its
+## connection (DATABASE_CONN_MAX_AGE, 60 s in production).
 WEB_CONCURRENCY ?= 2
 serve: $(STAMP)
 	DATABASE_POOL=$${DATABASE_POOL:-12} \

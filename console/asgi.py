@@ -5,10 +5,11 @@ Django's own ASGI handler starts a thread for each request (asgiref's `ThreadSen
 and joins it at the end, and crosses to it and back for every synchronous middleware hook and
 request signal: some thirty crossings a request here, which made uvicorn answer a fifth of what
 gunicorn answers for the same view. This handler builds the middleware chain synchronous and
-answers a request in one call on a thread of a fixed pool (`REQUEST_THREADS`, as many as the
-process's database connections): the request signals, every middleware, the view and the
-closing of the response, so each request gives its database connection back before its answer
-is sent.
+answers a request in one call on a thread of a small fixed pool (`REQUEST_THREADS`; on
+PostgreSQL 4, enough to overlap one request's database round trips with another's work, where
+more only take turns with the interpreter lock, the event loop among them): the request
+signals, every middleware, the view and the closing of the response, so each request gives its
+database connection back before its answer is sent.
 
 A request to a view that waits (`beliefs.services.changes.waits`: the API's `Prefer: wait`
 long-poll, the live pages' endpoints) whose answer found nothing new (`changes.unchanged`) is

@@ -1,4 +1,5 @@
-"""System checks of the console's own settings, for `manage.py check --deploy`.
+"""System checks of the console's own settings: the public base URL, for `manage.py check
+--deploy`, and the connection pool's size against the request threads, for every `check`.
 
 CONSOLE_BASE_URL is where the links in emails send people. Its default suits `make run`
 (http://127.0.0.1:8000); in production a link to a loopback, private or plain-http address
@@ -66,5 +67,33 @@ def check_base_url(
             hint="Set CONSOLE_BASE_URL to the public https address of the console, e.g. "
             "https://console.example.org.",
             id="console.E001",
+        )
+    ]
+
+
+def pool_problem(pool: Any, threads: int) -> str | None:  # noqa: ANN401 - the pool's OPTIONS
+    """Why a connection pool (the `pool` of the database's OPTIONS, if any) cannot serve
+    `threads` request threads at once, or None."""
+    if not isinstance(pool, dict) or pool.get("max_size", 0) >= threads:
+        return None
+    return (
+        f"DATABASE_POOL is {pool['max_size']}, fewer connections than the {threads} threads "
+        "(REQUEST_THREADS) that answer requests in each process: a request may wait for a "
+        "connection, and gets the database-busy 503 after 10 s."
+    )
+
+
+# Not tagged `database`: Django runs those only when asked to (`check --database`).
+@checks.register("console")
+def check_pool_serves_every_request_thread(
+    app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    pool = settings.DATABASES["default"].get("OPTIONS", {}).get("pool")
+    problem = pool_problem(pool, settings.REQUEST_THREADS)
+    if problem is None:
+        return []
+    return [
+        checks.Warning(
+            problem, hint="Set DATABASE_POOL to at least REQUEST_THREADS.", id="console.W001"
         )
     ]

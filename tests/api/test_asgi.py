@@ -23,6 +23,7 @@ from django.db import connection
 
 from beliefs.services import changes
 from console import asgi
+from console.checks import pool_problem
 from console.middleware import waiting_key
 from tests.api.conftest import API, Driver
 from tests.servers import ROOT, free_port, production_env, static_files_collected, wait_until_up
@@ -198,11 +199,14 @@ def test_the_pool_is_postgresqls_and_replaces_kept_connections() -> None:
         "d = settings.DATABASES['default'];"
         "print(d['CONN_MAX_AGE'], d.get('OPTIONS', {}).get('pool'), settings.REQUEST_THREADS)"
     )
+    # The request threads are 4 a process on PostgreSQL whatever the pool (more only take turns
+    # with the interpreter lock), 8 on SQLite, unless REQUEST_THREADS says otherwise.
     cases = {
-        "postgres://u@127.0.0.1:5432/x": "0 {'min_size': 2, 'max_size': 5, 'timeout': 10} 5",
-        "sqlite:////tmp/pool-test.sqlite3": "60 None 5",
+        ("postgres://u@127.0.0.1:5432/x", ""): "0 {'min_size': 2, 'max_size': 5, 'timeout': 10} 4",
+        ("sqlite:////tmp/pool-test.sqlite3", ""): "60 None 8",
+        ("postgres://u@127.0.0.1:5432/x", "3"): "0 {'min_size': 2, 'max_size': 5, 'timeout': 10} 3",
     }
-    for url, expected in cases.items():
+    for (url, threads), expected in cases.items():
         env = {
             "DJANGO_SETTINGS_MODULE": "console.settings",
             "DEBUG": "true",
@@ -210,6 +214,7 @@ def test_the_pool_is_postgresqls_and_replaces_kept_connections() -> None:
             "DATABASE_URL": url,
             "DATABASE_POOL": "5",
             "PATH": "/usr/bin:/bin",
+            **({"REQUEST_THREADS": threads} if threads else {}),
         }
         out = subprocess.run(
             [sys.executable, "-c", f"import django; django.setup(); {script}"],
@@ -219,6 +224,46 @@ def test_the_pool_is_postgresqls_and_replaces_kept_connections() -> None:
             check=False,
         )
         assert out.stdout.strip().splitlines()[-1:] == [expected], out.stderr
+
+
+@pytest.mark.parametrize(
+    ("max_size", "threads", "warned"),
+    [(None, 4, False), (4, 4, False), (12, 4, False), (3, 4, True), (4, 8, True)],
+)
+def test_a_pool_smaller_than_the_request_threads_is_warned_of(
+    max_size: int | None, threads: int, warned: bool
+) -> None:
+    pool = None if max_size is None else {"min_size": 2, "max_size": max_size, "timeout": 10}
+    problem = pool_problem(pool, threads)
+    if not warned:
+        assert problem is None
+    else:
+        assert problem is not None
+        assert f"DATABASE_POOL is {max_size}" in problem and f"the {threads} threads" in problem
+
+
+def test_manage_py_check_warns_of_a_pool_smaller_than_the_request_threads() -> None:
+    def check(pool: str) -> subprocess.CompletedProcess[str]:
+        env = {
+            "DJANGO_SETTINGS_MODULE": "console.settings",
+            "DEBUG": "true",
+            "DATABASE_URL": "postgres://u@127.0.0.1:5432/x",
+            "DATABASE_POOL": pool,
+            "PATH": "/usr/bin:/bin",
+        }
+        return subprocess.run(
+            [sys.executable, "manage.py", "check"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    small, enough = check("2"), check("4")
+    assert small.returncode == 0 and "console.W001" in small.stderr, small.stderr
+    assert "DATABASE_POOL is 2" in small.stderr
+    assert enough.returncode == 0 and "console.W001" not in enough.stderr + enough.stdout
 
 
 def _files_open(pid: int) -> set[str]:
