@@ -5,9 +5,9 @@ Django's own ASGI handler starts a thread for each request (asgiref's `ThreadSen
 and joins it at the end, and crosses to it and back for every synchronous middleware hook and
 request signal: some thirty crossings a request here, which made uvicorn answer a fifth of what
 gunicorn answers for the same view. This handler builds the middleware chain synchronous and
-answers a request in one call on a thread of a small fixed pool (`REQUEST_THREADS`; on
-PostgreSQL 4, enough to overlap one request's database round trips with another's work, where
-more only take turns with the interpreter lock, the event loop among them): the request
+answers a request in one call on a thread of a small fixed pool (`REQUEST_THREADS`, 4: enough
+to overlap one request's database work with another's, where more only take turns with the
+interpreter lock, the event loop among them): the request
 signals, every middleware, the view and the closing of the response, so each request gives its
 database connection back before its answer is sent.
 

@@ -196,14 +196,12 @@ if DATABASE_POOL > 0 and DATABASES["default"]["ENGINE"] == "django.db.backends.p
         "max_size": DATABASE_POOL,
         "timeout": 10,
     }
-# Under ASGI (`make serve`) the threads that answer requests, per process (`console.asgi`). On
-# PostgreSQL few: a request holds the interpreter lock for most of its time, so more threads
-# than it takes to overlap one request's database round trips with another's work only take
-# turns with the lock (and the event loop that answers every connection of the process waits
-# its turn with them). A connection pool (`DATABASE_POOL`) needs at least as many connections.
-# SQLite keeps the 8 it was measured with.
-_POSTGRES = DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
-REQUEST_THREADS = env_int("REQUEST_THREADS", 4 if _POSTGRES else 8)
+# Under ASGI (`make serve`) the threads that answer requests, per process (`console.asgi`). Few:
+# a request holds the interpreter lock for most of its time, so more threads than it takes to
+# overlap one request's database work with another's only take turns with the lock (and the
+# event loop that answers every connection of the process waits its turn with them). A
+# connection pool (`DATABASE_POOL`) needs at least as many connections.
+REQUEST_THREADS = env_int("REQUEST_THREADS", 4)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -199,11 +199,11 @@ def test_the_pool_is_postgresqls_and_replaces_kept_connections() -> None:
         "d = settings.DATABASES['default'];"
         "print(d['CONN_MAX_AGE'], d.get('OPTIONS', {}).get('pool'), settings.REQUEST_THREADS)"
     )
-    # The request threads are 4 a process on PostgreSQL whatever the pool (more only take turns
-    # with the interpreter lock), 8 on SQLite, unless REQUEST_THREADS says otherwise.
+    # The request threads are 4 a process whatever the pool (more only take turns with the
+    # interpreter lock), unless REQUEST_THREADS says otherwise.
     cases = {
         ("postgres://u@127.0.0.1:5432/x", ""): "0 {'min_size': 2, 'max_size': 5, 'timeout': 10} 4",
-        ("sqlite:////tmp/pool-test.sqlite3", ""): "60 None 8",
+        ("sqlite:////tmp/pool-test.sqlite3", ""): "60 None 4",
         ("postgres://u@127.0.0.1:5432/x", "3"): "0 {'min_size': 2, 'max_size': 5, 'timeout': 10} 3",
     }
     for (url, threads), expected in cases.items():
