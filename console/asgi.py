@@ -7,9 +7,9 @@ request signal: some thirty crossings a request here, which made uvicorn answer 
 gunicorn answers for the same view. This handler builds the middleware chain synchronous and
 answers a request in one call on a thread of a small fixed pool (`REQUEST_THREADS`, 4: enough
 to overlap one request's database work with another's, where more only take turns with the
-interpreter lock, the event loop among them): the request
-signals, every middleware, the view and the closing of the response, so each request gives its
-database connection back before its answer is sent.
+interpreter lock, the event loop among them): the request signals, every middleware, the view
+and the closing of the response, so each request gives its database connection back before its
+answer is sent.
 
 A request to a view that waits (`beliefs.services.changes.waits`: the API's `Prefer: wait`
 long-poll, the live pages' endpoints) whose answer found nothing new (`changes.unchanged`) is
