@@ -45,18 +45,18 @@ run: $(STAMP)
 	$(PY) manage.py demo --url http://localhost:$(PORT)/ --when-served; \
 	wait $$server
 
-## The production server: uvicorn on 0.0.0.0:$PORT with $WEB_CONCURRENCY processes (default 2),
-## one event loop each, so a process holds thousands of long-polls (Prefer: wait). Settings
-## from the environment (see README, Production); run `manage.py worker` beside it. A process
-## answers requests on a small fixed pool of threads (REQUEST_THREADS; console/asgi.py): on
-## PostgreSQL it keeps a pool of up to DATABASE_POOL connections (default 12, at least as many
-## as the threads) that its requests take in turn; on SQLite each of those threads keeps its
-## connection (DATABASE_CONN_MAX_AGE, 60 s in production).
+## The production server: uvicorn on 0.0.0.0:$PORT in $WEB_CONCURRENCY processes (default 2),
+## one event loop each, so a process holds thousands of long-polls (Prefer: wait), each process
+## listening on a socket of its own (console/serve.py), so that connections spread evenly over
+## them. Settings from the environment (see README, Production); run `manage.py worker` beside
+## it. A process answers requests on a small fixed pool of threads (REQUEST_THREADS;
+## console/asgi.py): on PostgreSQL it keeps a pool of up to DATABASE_POOL connections (default
+## 12, at least as many as the threads) that its requests take in turn; on SQLite each of those
+## threads keeps its connection (DATABASE_CONN_MAX_AGE, 60 s in production).
 WEB_CONCURRENCY ?= 2
 serve: $(STAMP)
 	DATABASE_POOL=$${DATABASE_POOL:-12} \
-	  $(VENV)/bin/uvicorn console.asgi:application \
-	  --host 0.0.0.0 --port $(PORT) --workers $(WEB_CONCURRENCY) --no-server-header
+	  $(PY) -m console.serve --host 0.0.0.0 --port $(PORT) --workers $(WEB_CONCURRENCY)
 
 ## Lint, then the whole test suite in two processes (browser tests need /usr/bin/chromium)
 ## with mypy running beside it (its report is printed after pytest's), then the client's own

@@ -296,7 +296,7 @@ def test_make_serve_keeps_its_sqlite_connections_between_requests() -> None:
          f"PORT={port}", "WEB_CONCURRENCY=1"],
         cwd=ROOT, capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
-    assert "uvicorn" in recipe and "pip" not in recipe, recipe
+    assert "console.serve" in recipe and "pip" not in recipe, recipe
     env = production_env()  # on the test database
     with static_files_collected(env):
         server = subprocess.Popen(

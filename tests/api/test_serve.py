@@ -1,0 +1,150 @@
+"""`make serve`'s server (`console.serve`): each process listens on a socket of its own, so new
+connections spread over the processes; a process that dies is replaced; a signal stops them
+all; a port already taken is refused in words."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+
+from tests.servers import ROOT, free_port, production_env, static_files_collected, wait_until_up
+
+LISTEN, ESTABLISHED = "0A", "01"
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError):
+            found += [int(child) for child in (task / "children").read_text().split()]
+    return found
+
+
+def _servers(pid: int) -> list[int]:
+    """The supervisor's server processes (not multiprocessing's helpers, which hold no socket
+    of the port)."""
+    return [child for child in _children(pid) if _socket_inodes(child)]
+
+
+def _socket_inodes(pid: int) -> set[str]:
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").glob("*"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if target.startswith("socket:["):
+                inodes.add(target[len("socket:[") : -1])
+    return inodes
+
+
+def _sockets_on(port: int, state: str) -> set[str]:
+    """The inodes of the IPv4 TCP sockets in `state` whose local port is `port`."""
+    found = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local, st, inode = fields[1], fields[3], fields[9]
+        if int(local.split(":")[1], 16) == port and st == state:
+            found.add(inode)
+    return found
+
+
+def _until(what: str, check: object, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():  # type: ignore[operator]
+        assert time.monotonic() < deadline, f"still not {what} after {seconds} s"
+        time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def _serve(port: int, workers: int) -> Iterator[subprocess.Popen[bytes]]:
+    env = production_env()  # on the test database
+    with static_files_collected(env):
+        server = subprocess.Popen(
+            [sys.executable, "-m", "console.serve", "--port", str(port), "--workers",
+             str(workers), "--log-level", "warning"],
+            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        try:
+            wait_until_up(f"http://127.0.0.1:{port}")
+            _until(f"{workers} processes listening", lambda: len(_servers(server.pid)) == workers)
+            yield server
+        finally:
+            if server.poll() is None:
+                server.terminate()
+            server.communicate(timeout=60)
+
+
+def _open_connections(port: int, count: int) -> list[socket.socket]:
+    """`count` kept-alive connections, all opened at once, each having had one answer."""
+    sockets = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(count)]
+    for sock in sockets:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    for sock in sockets:
+        assert sock.recv(4096).startswith(b"HTTP/1.1 200"), "no answer on a connection"
+    return sockets
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_process_has_its_own_socket_and_connections_spread_over_them() -> None:
+    port = free_port()
+    with _serve(port, workers=2) as server:
+        processes = _servers(server.pid)
+        listening = _sockets_on(port, LISTEN)
+        own = {pid: _socket_inodes(pid) & listening for pid in processes}
+        # One listening socket each, not one shared (`uvicorn --workers` shares one).
+        assert all(len(sockets) == 1 for sockets in own.values()), own
+        assert len(set.union(*own.values())) == 2, own
+
+        # 32 connections opened at once by one client: each process takes some (the kernel
+        # hashes each connection to a socket; all on one would happen once in 2**31 runs).
+        connections = _open_connections(port, 32)
+        try:
+            established = _sockets_on(port, ESTABLISHED)
+            held = Counter({pid: len(_socket_inodes(pid) & established) for pid in processes})
+            assert sum(held.values()) == 32, held
+            assert all(held[pid] > 0 for pid in processes), held
+        finally:
+            for sock in connections:
+                sock.close()
+
+        # A process that dies is replaced, and the port is served throughout.
+        killed = processes[0]
+        os.kill(killed, signal.SIGKILL)
+        _until(
+            "replaced",
+            lambda: killed not in _servers(server.pid) and len(_servers(server.pid)) == 2,
+        )
+        for _ in range(8):
+            assert requests.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200
+
+        # SIGTERM stops every process and the supervisor exits cleanly.
+        survivors = _servers(server.pid)
+        server.terminate()
+        _, errors = server.communicate(timeout=60)
+    assert server.returncode == 0, errors.decode()[-3000:]
+    assert b"Traceback" not in errors, errors.decode()[-3000:]
+    assert not any(Path(f"/proc/{pid}").exists() for pid in survivors)
+
+
+def test_a_port_already_taken_is_refused_in_words() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "console.serve", "--port", str(port)],
+            cwd=ROOT, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    assert done.returncode == 1
+    assert f"Cannot serve on 127.0.0.1:{port}: Address already in use" in done.stderr
+    assert "Traceback" not in done.stderr
