@@ -797,12 +797,15 @@ class Bench:
                 time.sleep(0.2)
         raise RuntimeError(f"gunicorn did not answer {url}")
 
-    def _wrk(self, wrk: str, args: list[str], seconds: int | None = None) -> float:
+    def _wrk(
+        self, wrk: str, args: list[str], seconds: int | None = None, connections: int = 4
+    ) -> float:
         """Requests per second of one URL: the same connections, thread and duration for
-        every URL."""
+        every URL (the agents-waiting rows take more connections)."""
         seconds = seconds or self.scale.load_seconds
+        load = ["-t", "1", "-c", str(connections), "-d", f"{seconds}s", "--timeout", "10s"]
         out = subprocess.run(
-            [wrk, "-t", "1", "-c", "4", "-d", f"{seconds}s", "--timeout", "10s", *args],
+            [wrk, *load, *args],
             capture_output=True,
             text=True,
             timeout=seconds + 30,

@@ -1,19 +1,19 @@
 """`make bench`'s "agents waiting" rows: the agent resumes the moment the person answers.
 
-Measured from outside, over real HTTP, against the production command (`make serve`: uvicorn,
-2 processes) and a real `manage.py worker` delivering webhooks to a receiver on loopback, all
-on the benchmark's database:
+Measured from outside, over real HTTP, against the production command (`make serve`:
+`console.serve`, uvicorn in 2 processes) and a real `manage.py worker` delivering webhooks to a
+receiver on loopback, all on the benchmark's database:
 
 1. A thousand agents (200 with --quick, N with --agents N) open an instance each and plan it
    (the client, `AsyncConsole`), then wait with `wait()`. The authenticated read's requests/s
-   (wrk, as the requests/s rows) is taken in rounds that alternate, on the same servers and
-   the same database: none waiting, all waiting, none waiting, ... (RATE_ROUNDS rounds while
-   they wait, each compared with the idle rounds on either side of it), so that the machine's
-   own drift, which moves the same read by up to 2x within a minute here, falls on both sides.
-   The agents start waiting spread over one long-poll period (ARM_SECONDS), so that their
-   renewals come as steadily as in a long wait, and stop waiting by dropping their requests
-   (the servers end a wait whose client went away). The server processes' memory is read
-   before the agents come and once they all wait.
+   (wrk, as the requests/s rows but with RATE_CONNECTIONS connections) is taken in rounds that
+   alternate, on the same servers and the same database: none waiting, all waiting, none
+   waiting, ... (RATE_ROUNDS rounds while they wait, each compared with the idle rounds on
+   either side of it), so that the machine's own drift, which moves the same read by up to 2x
+   within a minute here, falls on both sides. The agents start waiting spread over one
+   long-poll period (ARM_SECONDS), so that their renewals come as steadily as in a long wait,
+   and stop waiting by dropping their requests (the servers end a wait whose client went
+   away). The server processes' memory is read before the agents come and once they all wait.
 2. Each agent's person opens the instance's page, thinks for a time drawn from 2 to 30 s, and
    clicks Confirm: the page's own form post
    (`POST /instances/{id}/prompts/{n}/respond/`, htmx's request, with the session and CSRF
@@ -81,6 +81,11 @@ RATE_GOAL = 0.8
 # next, and one round's ratio ran from 0.46 to 1.23 within a day: with three rounds the median
 # still moved from 0.59 to 1.01 between runs).
 RATE_ROUNDS = 5
+# wrk's connections in those rounds (the requests/s rows use 4): the kernel gives each new
+# connection to one of the 2 processes by a hash of its addresses, and a round whose connections
+# all went to one process measures that process alone (half the requests/s); with 8 that
+# happens in 1 round of 128, with 4 in 1 of 8.
+RATE_CONNECTIONS = 8
 SERVE_POOL = "12"  # as the Makefile's `serve` sets DATABASE_POOL
 _CSRF = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 
@@ -170,9 +175,8 @@ def servers() -> Iterator[Servers]:
     running = Servers(base=f"http://127.0.0.1:{port}")
     commands = {
         "uvicorn": [
-            sys.executable, "-m", "uvicorn", "console.asgi:application", "--host", "127.0.0.1",
-            "--port", str(port), "--workers", str(PROCESSES), "--no-server-header",
-            "--log-level", "warning",
+            sys.executable, "-m", "console.serve", "--host", "127.0.0.1", "--port", str(port),
+            "--workers", str(PROCESSES), "--log-level", "warning",
         ],
         "worker": [sys.executable, "manage.py", "worker"],
     }  # fmt: skip
@@ -462,7 +466,7 @@ async def _round(bench: Bench, running: Servers, url: str) -> list[Round]:
     pids = running.pids()
     hz = os.sysconf("SC_CLK_TCK")
     server, own, started = _cpu_ticks(pids), time.process_time(), time.monotonic()
-    rate = await asyncio.to_thread(bench._wrk, wrk, key)
+    rate = await asyncio.to_thread(bench._wrk, wrk, key, connections=RATE_CONNECTIONS)
     return [
         Round(
             rate=rate,
