@@ -1,15 +1,15 @@
 """The production server (`make serve`): uvicorn serving `console.asgi` in several processes,
 each listening on a socket of its own on the one port (`SO_REUSEPORT`), so that the kernel
-spreads new connections evenly over the processes.
+spreads new connections over the processes.
 
 Why not `uvicorn --workers N`: its processes share one listening socket, and the process that
 is idle when a client connects takes every connection that arrives meanwhile. A client that
-opens a few keep-alive connections at once (a proxy's pool of upstream connections, a load
-generator) then sends all its requests to one process while the other waits; with 1,000 agents
-waiting, whose renewals keep the processes busy by turns, the benchmark's 4 connections landed
-on one process in about one round of three, which then answered half as many requests a
-second. With a socket each, the kernel picks the process by a hash of the connection's
-addresses, whatever the processes are doing.
+opens a few kept-alive connections at once (a proxy's pool of upstream connections, a load
+generator) then sends all its requests to one process while the other waits. In the benchmark,
+with 1,000 agents waiting (their renewals keep the processes busy by turns), wrk's 4
+connections all went to one process in 2 of 5 rounds of one run and 4 of 5 of another, and
+those rounds answered half the requests/s. With a socket each, the kernel picks the process by
+a hash of the connection's addresses, whatever the processes are doing.
 
 This process only supervises: it starts the server processes, starts another when one dies,
 and on SIGINT or SIGTERM stops them (uvicorn's graceful shutdown: each finishes the requests in
