@@ -31,10 +31,13 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def _servers(pid: int) -> list[int]:
-    """The supervisor's server processes (not multiprocessing's helpers, which hold no socket
-    of the port)."""
-    return [child for child in _children(pid) if _socket_inodes(child)]
+def _servers(pid: int, port: int) -> dict[int, set[str]]:
+    """The supervisor's server processes that listen on `port`, each with the inodes of its
+    listening sockets there (multiprocessing's helpers hold none; a process starting up has
+    bound its socket but listens only once its application has loaded)."""
+    listening = _sockets_on(port, LISTEN)
+    held = {child: _socket_inodes(child) & listening for child in _children(pid)}
+    return {child: inodes for child, inodes in held.items() if inodes}
 
 
 def _socket_inodes(pid: int) -> set[str]:
@@ -76,7 +79,10 @@ def _serve(port: int, workers: int) -> Iterator[subprocess.Popen[bytes]]:
         )  # fmt: skip
         try:
             wait_until_up(f"http://127.0.0.1:{port}")
-            _until(f"{workers} processes listening", lambda: len(_servers(server.pid)) == workers)
+            _until(
+                f"{workers} processes listening",
+                lambda: len(_servers(server.pid, port)) == workers,
+            )
             yield server
         finally:
             if server.poll() is None:
@@ -98,9 +104,8 @@ def _open_connections(port: int, count: int) -> list[socket.socket]:
 def test_each_process_has_its_own_socket_and_connections_spread_over_them() -> None:
     port = free_port()
     with _serve(port, workers=2) as server:
-        processes = _servers(server.pid)
-        listening = _sockets_on(port, LISTEN)
-        own = {pid: _socket_inodes(pid) & listening for pid in processes}
+        own = _servers(server.pid, port)
+        processes = list(own)
         # One listening socket each, not one shared (`uvicorn --workers` shares one).
         assert all(len(sockets) == 1 for sockets in own.values()), own
         assert len(set.union(*own.values())) == 2, own
@@ -122,13 +127,15 @@ def test_each_process_has_its_own_socket_and_connections_spread_over_them() -> N
         os.kill(killed, signal.SIGKILL)
         _until(
             "replaced",
-            lambda: killed not in _servers(server.pid) and len(_servers(server.pid)) == 2,
+            lambda: (
+                killed not in _servers(server.pid, port) and len(_servers(server.pid, port)) == 2
+            ),
         )
         for _ in range(8):
             assert requests.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200
 
         # SIGTERM stops every process and the supervisor exits cleanly.
-        survivors = _servers(server.pid)
+        survivors = list(_servers(server.pid, port))
         server.terminate()
         _, errors = server.communicate(timeout=60)
     assert server.returncode == 0, errors.decode()[-3000:]
