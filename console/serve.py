@@ -13,8 +13,10 @@ a hash of the connection's addresses, whatever the processes are doing.
 
 This process only supervises: it starts the server processes, starts another when one dies,
 and on SIGINT or SIGTERM stops them (uvicorn's graceful shutdown: each finishes the requests in
-flight) and exits; a second signal kills them. Where the platform has no `SO_REUSEPORT`, it
-runs `uvicorn --workers` instead.
+flight) and exits; a second signal kills them. On SIGHUP it replaces them one by one with
+processes that load the code anew, each new one listening before its old one is stopped, so
+the port is served throughout (a deploy's reload). Where the platform has no `SO_REUSEPORT`,
+it runs `uvicorn --workers` instead.
 
     python -m console.serve [--host 0.0.0.0] [--port $PORT] [--workers $WEB_CONCURRENCY]
 """
@@ -29,7 +31,11 @@ import signal
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing import resource_tracker
+from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from types import FrameType
 
@@ -40,6 +46,9 @@ STARTUP_FAILURE = 3
 # How often the supervisor looks for a process that died (and so, at most how often it starts
 # another: a process that dies at once is not restarted in a tight loop).
 CHECK_SECONDS = 1.0
+# How long a reload waits for a new process to listen (load the application, start up) before
+# it gives up and keeps the old one.
+READY_SECONDS = 60.0
 
 log = logging.getLogger("console.serve")
 
@@ -60,52 +69,84 @@ def listening_socket(host: str, port: int, *, shared: bool) -> socket.socket:
     return sock
 
 
-def serve_one(host: str, port: int, log_level: str) -> None:
-    """One server process: its own socket on the shared port, and uvicorn's server on it."""
+def serve_one(host: str, port: int, log_level: str, ready: Connection) -> None:
+    """One server process: its own socket on the shared port, and uvicorn's server on it; it
+    says so on `ready` once it listens."""
     import uvicorn
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                ready.send_bytes(b"listening")
+                ready.close()
 
     sock = listening_socket(host, port, shared=True)
     config = uvicorn.Config(
         APP, host=host, port=port, server_header=False, log_level=log_level, workers=1
     )
-    uvicorn.Server(config).run(sockets=[sock])
+    Server(config).run(sockets=[sock])
+
+
+@dataclass(frozen=True)
+class Child:
+    """A server process, and the end of a pipe it writes to once it listens (a pipe, not a
+    multiprocessing Event: a semaphore would be registered with multiprocessing's resource
+    tracker, which a signal to the process group ends)."""
+
+    process: BaseProcess
+    ready: Connection
 
 
 class Supervisor:
     """Keeps `count` processes running `start()` until stopped (see the module's docstring)."""
 
-    def __init__(self, count: int, start: Callable[[], BaseProcess]) -> None:
+    def __init__(self, count: int, start: Callable[[], Child]) -> None:
         self.count = count
         self.start = start
-        self.processes: list[BaseProcess] = []
+        self.children: list[Child] = []
+        self.retiring: list[BaseProcess] = []  # replaced by a reload, finishing their requests
         self.stopping = threading.Event()
+        self.reload_asked = threading.Event()
         self.signals = 0
         self.status = 0
 
     def on_signal(self, signum: int, frame: FrameType | None) -> None:
         self.signals += 1
         if self.signals > 1:
-            for process in self.processes:
+            for process in self.processes():
                 if process.is_alive():
                     process.kill()
         self.stopping.set()
 
+    def on_hangup(self, signum: int, frame: FrameType | None) -> None:
+        self.reload_asked.set()
+
+    def processes(self) -> list[BaseProcess]:
+        return [child.process for child in self.children] + self.retiring
+
     def run(self) -> int:
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, self.on_signal)
-        self.processes = [self.start() for _ in range(self.count)]
-        log.info("Server processes: %s", ", ".join(str(p.pid) for p in self.processes))
+        signal.signal(signal.SIGHUP, self.on_hangup)
+        self.children = [self.start() for _ in range(self.count)]
+        log.info("Server processes: %s", ", ".join(str(c.process.pid) for c in self.children))
         while not self.stopping.wait(CHECK_SECONDS):
+            if self.reload_asked.is_set():
+                self.reload_asked.clear()
+                self.reload()
             self.replace_the_dead()
-        for process in self.processes:
+        for process in self.processes():
             if process.is_alive() and process.pid is not None:
                 os.kill(process.pid, signal.SIGTERM)
-        for process in self.processes:
+        for process in self.processes():
             process.join()
         return self.status
 
     def replace_the_dead(self) -> None:
-        for n, process in enumerate(self.processes):
+        self.retiring = [process for process in self.retiring if process.exitcode is None]
+        for n, child in enumerate(self.children):
+            process = child.process
             if process.exitcode is None or self.stopping.is_set():
                 continue
             if process.exitcode == STARTUP_FAILURE:
@@ -118,7 +159,49 @@ class Supervisor:
                 process.pid,
                 process.exitcode,
             )
-            self.processes[n] = self.start()
+            self.children[n] = self.start()
+
+    def reload(self) -> None:
+        """Replaces each process in turn: the new one listens before the old one is asked to
+        stop (it finishes its requests in flight meanwhile). A new process that does not listen
+        within READY_SECONDS is killed, and the old ones it was to replace keep serving."""
+        log.info("SIGHUP: replacing the server processes")
+        for n, old in enumerate(self.children):
+            if self.stopping.is_set():
+                return
+            new = self.start()
+            if not self.until_ready(new):
+                if new.process.is_alive():
+                    new.process.kill()
+                new.process.join()
+                if not self.stopping.is_set():
+                    log.error(
+                        "New server process %s did not start (status %s); the reload stops, "
+                        "and %s go on serving",
+                        new.process.pid,
+                        new.process.exitcode,
+                        ", ".join(str(c.process.pid) for c in self.children),
+                    )
+                return
+            if old.process.is_alive() and old.process.pid is not None:
+                os.kill(old.process.pid, signal.SIGTERM)
+                self.retiring.append(old.process)
+            self.children[n] = new
+        log.info("Server processes: %s", ", ".join(str(c.process.pid) for c in self.children))
+
+    def until_ready(self, child: Child) -> bool:
+        """True once `child` listens; False if it exits, takes over READY_SECONDS, or the
+        supervisor is stopping meanwhile."""
+        deadline = time.monotonic() + READY_SECONDS
+        while not child.ready.poll(0.1):
+            if self.stopping.is_set() or child.process.exitcode is not None:
+                return False
+            if time.monotonic() > deadline:
+                return False
+        try:
+            return child.ready.recv_bytes() == b"listening"
+        except EOFError:  # it ended before it listened
+            return False
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -154,13 +237,23 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
     spawn = multiprocessing.get_context("spawn")
+    # multiprocessing's resource tracker is a process of its own, started with the first server
+    # process; started while SIGHUP is ignored, it goes on ignoring it (a disposition that
+    # survives exec), so that a SIGHUP to the whole process group does not end it. The server
+    # processes, started once the supervisor handles SIGHUP, get the default disposition.
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    resource_tracker.ensure_running()
 
-    def start() -> BaseProcess:
+    def start() -> Child:
+        ready, tell = spawn.Pipe(duplex=False)
         process = spawn.Process(
-            target=serve_one, args=(args.host, args.port, args.log_level), name="console-server"
+            target=serve_one,
+            args=(args.host, args.port, args.log_level, tell),
+            name="console-server",
         )
         process.start()
-        return process
+        tell.close()  # the child's end: the parent's copy closed, the pipe ends with the child
+        return Child(process, ready)
 
     print(
         f"Serving on http://{args.host}:{args.port} in {args.workers} processes",

@@ -4,20 +4,25 @@ all; a port already taken is refused in words."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
+import multiprocessing
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 import pytest
 import requests
 
+from console import serve
 from tests.servers import ROOT, free_port, production_env, static_files_collected, wait_until_up
 
 LISTEN, ESTABLISHED = "0A", "01"
@@ -141,6 +146,105 @@ def test_each_process_has_its_own_socket_and_connections_spread_over_them() -> N
     assert server.returncode == 0, errors.decode()[-3000:]
     assert b"Traceback" not in errors, errors.decode()[-3000:]
     assert not any(Path(f"/proc/{pid}").exists() for pid in survivors)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sighup_replaces_every_process_while_the_port_answers() -> None:
+    port = free_port()
+    with _serve(port, workers=2) as server:
+        before = set(_servers(server.pid, port))
+        answers: list[int] = []
+        done = threading.Event()
+
+        def ask() -> None:
+            # One connection per request, as new clients come during a deploy. A connection
+            # queued at an old socket as it closes is reset by the kernel (unless
+            # net.ipv4.tcp_migrate_req is on), so a request is tried again once, as a proxy
+            # tries the next upstream connection.
+            while not done.is_set():
+                for attempt in (1, 2):
+                    try:
+                        answer = requests.get(f"http://127.0.0.1:{port}/healthz", timeout=10)
+                    except requests.ConnectionError:
+                        if attempt == 2:
+                            raise
+                    else:
+                        answers.append(answer.status_code)
+                        break
+
+        asker = concurrent.futures.ThreadPoolExecutor(1).submit(ask)
+        try:
+            _until("asked", lambda: len(answers) > 0)
+            os.kill(server.pid, signal.SIGHUP)
+            _until(
+                "replaced by new processes",
+                lambda: (
+                    len(_servers(server.pid, port)) == 2
+                    and not before & set(_servers(server.pid, port))
+                ),
+            )
+            _until("the old processes gone", lambda: not any(_alive(pid) for pid in before))
+            asked_during = len(answers)
+        finally:
+            done.set()
+        asker.result(timeout=30)
+        assert server.poll() is None, "the supervisor ended on SIGHUP"
+        assert asked_during > 1 and set(answers) == {200}, Counter(answers)
+        assert requests.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200
+
+
+def _listens(tell: Connection) -> None:
+    tell.send_bytes(b"listening")
+    tell.close()
+    time.sleep(600)
+
+
+def _cannot_start(tell: Connection) -> None:
+    sys.exit(3)
+
+
+@pytest.mark.parametrize("starts", ["yes", "no"])
+def test_a_reload_stops_an_old_process_only_once_its_replacement_listens(starts: str) -> None:
+    fork = multiprocessing.get_context("fork")  # small stand-ins for the server processes
+    targets = iter([_listens, _listens, _listens if starts == "yes" else _cannot_start, _listens])
+
+    def start() -> serve.Child:
+        ready, tell = fork.Pipe(duplex=False)
+        process = fork.Process(target=next(targets), args=(tell,))
+        process.start()
+        tell.close()
+        return serve.Child(process, ready)
+
+    supervisor = serve.Supervisor(2, start)
+    old = [start(), start()]
+    supervisor.children = list(old)
+    try:
+        supervisor.reload()
+        if starts == "yes":
+            assert not set(supervisor.children) & set(old)
+            assert all(child.process.is_alive() for child in supervisor.children)
+            assert supervisor.retiring == [child.process for child in old]
+            for child in old:
+                child.process.join(timeout=30)
+                assert child.process.exitcode == -signal.SIGTERM
+        else:
+            # The first replacement ended before it listened: both old processes serve on.
+            assert supervisor.children == old
+            assert all(child.process.is_alive() for child in old)
+            assert supervisor.retiring == []
+    finally:
+        for process in supervisor.processes():
+            process.kill()
+            process.join()
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie has ended: it only waits for its parent to read its
+    status)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    except OSError:
+        return False
 
 
 def test_a_port_already_taken_is_refused_in_words() -> None:
