@@ -22,6 +22,15 @@ from django.db import connection
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def children(pid: int) -> list[int]:
+    """The processes `pid` started (its threads' children, from /proc), ended ones excepted."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError):
+            found += [int(child) for child in (task / "children").read_text().split()]
+    return found
+
+
 def free_port() -> int:
     """A port free now, for a command that takes only a number (`make serve`'s PORT). Another
     socket may take it before the command binds it: where a server takes a descriptor, use

@@ -26,7 +26,14 @@ from console import asgi
 from console.checks import pool_problem
 from console.middleware import waiting_key
 from tests.api.conftest import API, Driver
-from tests.servers import ROOT, free_port, production_env, static_files_collected, wait_until_up
+from tests.servers import (
+    ROOT,
+    children,
+    free_port,
+    production_env,
+    static_files_collected,
+    wait_until_up,
+)
 
 ID = "0b8f0a3e-4c1d-4f57-9a35-2f4f4b0c2d11"
 
@@ -271,9 +278,7 @@ def _files_open(pid: int) -> set[str]:
     found, pids = set(), [pid]
     while pids:
         current = pids.pop()
-        for task in Path(f"/proc/{current}/task").glob("*"):
-            with contextlib.suppress(OSError):
-                pids += [int(child) for child in (task / "children").read_text().split()]
+        pids += children(current)
         for fd in Path(f"/proc/{current}/fd").glob("*"):
             with contextlib.suppress(OSError):
                 found.add(os.readlink(fd))

@@ -23,17 +23,16 @@ import pytest
 import requests
 
 from console import serve
-from tests.servers import ROOT, free_port, production_env, static_files_collected, wait_until_up
+from tests.servers import (
+    ROOT,
+    children,
+    free_port,
+    production_env,
+    static_files_collected,
+    wait_until_up,
+)
 
 LISTEN, ESTABLISHED = "0A", "01"
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        with contextlib.suppress(OSError):
-            found += [int(child) for child in (task / "children").read_text().split()]
-    return found
 
 
 def _servers(pid: int, port: int) -> dict[int, set[str]]:
@@ -41,7 +40,7 @@ def _servers(pid: int, port: int) -> dict[int, set[str]]:
     listening sockets there (multiprocessing's helpers hold none; a process starting up has
     bound its socket but listens only once its application has loaded)."""
     listening = _sockets_on(port, LISTEN)
-    held = {child: _socket_inodes(child) & listening for child in _children(pid)}
+    held = {child: _socket_inodes(child) & listening for child in children(pid)}
     return {child: inodes for child, inodes in held.items() if inodes}
 
 
