@@ -1,6 +1,6 @@
 """`make serve`'s server (`console.serve`): each process listens on a socket of its own, so new
-connections spread over the processes; a process that dies is replaced; a signal stops them
-all; a port already taken is refused in words."""
+connections spread over the processes; a process that dies is replaced; SIGHUP replaces them
+all while the port answers; SIGTERM stops them all; a port already taken is refused in words."""
 
 from __future__ import annotations
 
