@@ -90,9 +90,9 @@ def serve_one(host: str, port: int, log_level: str, ready: Connection) -> None:
 
 @dataclass(frozen=True)
 class Child:
-    """A server process, and the end of a pipe it writes to once it listens (a pipe, not a
-    multiprocessing Event: a semaphore would be registered with multiprocessing's resource
-    tracker, which a signal to the process group ends)."""
+    """A server process, and the end of a pipe it writes to once it listens (a pipe rather
+    than a multiprocessing Event, whose semaphore would be registered with multiprocessing's
+    resource tracker: the pipe needs nothing of another process)."""
 
     process: BaseProcess
     ready: Connection

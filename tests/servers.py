@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def children(pid: int) -> list[int]:
-    """The processes `pid` started (its threads' children, from /proc), ended ones excepted."""
+    """The processes `pid` started (its threads' children, from /proc), including ended ones
+    that it has not yet reaped (zombies, which hold no files)."""
     found = []
     for task in Path(f"/proc/{pid}/task").glob("*"):
         with contextlib.suppress(OSError):
