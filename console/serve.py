@@ -98,6 +98,20 @@ class Child:
     ready: Connection
 
 
+def start_child(
+    process_class: type[BaseProcess],
+    target: Callable[..., object],
+    args: tuple[object, ...],
+) -> Child:
+    """Starts `target(*args, tell)` in a new process of `process_class`, where `tell` is the
+    end of the pipe it says "listening" on; the parent keeps the other end."""
+    ready, tell = multiprocessing.Pipe(duplex=False)
+    process = process_class(target=target, args=(*args, tell), name="console-server")
+    process.start()
+    tell.close()  # the child's end: the parent's copy closed, the pipe ends with the child
+    return Child(process, ready)
+
+
 class Supervisor:
     """Keeps `count` processes running `start()` until stopped (see the module's docstring)."""
 
@@ -245,15 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     resource_tracker.ensure_running()
 
     def start() -> Child:
-        ready, tell = spawn.Pipe(duplex=False)
-        process = spawn.Process(
-            target=serve_one,
-            args=(args.host, args.port, args.log_level, tell),
-            name="console-server",
-        )
-        process.start()
-        tell.close()  # the child's end: the parent's copy closed, the pipe ends with the child
-        return Child(process, ready)
+        return start_child(spawn.Process, serve_one, (args.host, args.port, args.log_level))
 
     print(
         f"Serving on http://{args.host}:{args.port} in {args.workers} processes",

@@ -208,11 +208,7 @@ def test_a_reload_stops_an_old_process_only_once_its_replacement_listens(starts:
     targets = iter([_listens, _listens, _listens if starts == "yes" else _cannot_start, _listens])
 
     def start() -> serve.Child:
-        ready, tell = fork.Pipe(duplex=False)
-        process = fork.Process(target=next(targets), args=(tell,))
-        process.start()
-        tell.close()
-        return serve.Child(process, ready)
+        return serve.start_child(fork.Process, next(targets), ())
 
     supervisor = serve.Supervisor(2, start)
     old = [start(), start()]
