@@ -184,14 +184,47 @@ def sign_out(page) -> Callable[[], None]:  # noqa: ANN001
     return do
 
 
+# A screenshot is for a person to look at, so a full page is kept to its first 6,000 px.
+# Chromium captures a full page as one surface of the page's whole height; at 390 px the
+# activity log is about 12,000 px tall, close to the compositor's 16,384 px limit, and such a
+# capture failed now and then on a busy machine ("Unable to capture screenshot").
+SHOT_MAX_HEIGHT = 6000
+_NEXT_FRAME = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))"
+
+
+def shoot(page, path: Path, *, full_page: bool = True) -> Path:  # noqa: ANN001
+    """Save what the page shows now as a PNG at `path`: the whole page (at most
+    SHOT_MAX_HEIGHT px of it), or only the viewport.
+
+    It waits for the page to paint a frame first (a resized viewport is laid out again), and
+    if Chromium still has no frame to give it waits for the next one and tries again: a
+    missing frame says nothing of the page under test."""
+    from playwright.sync_api import Error
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for attempt in range(3):
+        page.evaluate(_NEXT_FRAME)
+        clip = None
+        if full_page:
+            width, height = page.evaluate(
+                "() => [document.documentElement.scrollWidth,"
+                " document.documentElement.scrollHeight]"
+            )
+            clip = {"x": 0, "y": 0, "width": width, "height": min(height, SHOT_MAX_HEIGHT)}
+        try:
+            # caret="initial": hiding the caret leaves style="" on inputs, which htmx's settle
+            # then copies onto swapped-in elements, a CSP violation the screenshot caused.
+            page.screenshot(path=str(path), full_page=full_page, clip=clip, caret="initial")
+            return path
+        except Error as error:
+            if "Unable to capture screenshot" not in str(error) or attempt == 2:
+                raise
+    return path
+
+
 @pytest.fixture
 def screenshot(page) -> Callable[[str], Path]:  # noqa: ANN001
     def take(name: str) -> Path:
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        path = SCREENSHOTS / f"{name}.png"
-        # caret="initial": hiding the caret leaves style="" on inputs, which htmx's settle then
-        # copies onto swapped-in elements, a CSP violation the screenshot itself caused.
-        page.screenshot(path=str(path), full_page=True, caret="initial")
-        return path
+        return shoot(page, SCREENSHOTS / f"{name}.png")
 
     return take

@@ -18,7 +18,7 @@ from playwright.sync_api import Page, expect
 
 from beliefs.models import InstanceStatus, TaskInstance
 from tests.browser import scenarios
-from tests.browser.conftest import EXPECT_TIMEOUT_MS
+from tests.browser.conftest import EXPECT_TIMEOUT_MS, shoot
 from tests.browser.test_enduser import acknowledge_changes, assumption, card
 from tests.conftest import PASSWORD, runtime_key_of
 
@@ -40,7 +40,7 @@ def _cancel_through_the_api(base: str, instance: TaskInstance, reason: str) -> i
 
 
 def _shoot(page: Page, name: str) -> None:
-    page.screenshot(path=str(Path("/tmp") / f"{name}.png"), full_page=True, caret="initial")
+    shoot(page, Path("/tmp") / f"{name}.png")
 
 
 # Within a second of the change (the goal), measured in the page itself: the check runs

@@ -22,7 +22,7 @@ from beliefs.demo import seed_demo
 from beliefs.demo_proposals import seed_demo_proposals
 from beliefs.models import Prompt, ProposalValidation, TaskInstance
 from tests.browser import scenarios
-from tests.browser.conftest import SCREENSHOTS, enabled_after
+from tests.browser.conftest import SCREENSHOTS, enabled_after, shoot
 from tests.browser.test_enduser import acknowledge_changes, assert_accessible, assumption, card
 from tests.builders import confirm_or_answer, open_instance
 from tests.conftest import PASSWORD
@@ -154,7 +154,7 @@ def test_the_last_answer_brings_the_outcome_into_view_and_focus(
     expect(banner).to_contain_text("This action may proceed")
     expect(banner).to_be_focused()
     expect(banner).to_be_in_viewport()
-    page.screenshot(path=str(SCREENSHOTS / "finished-390-first-screen.png"), caret="initial")
+    shoot(page, SCREENSHOTS / "finished-390-first-screen.png", full_page=False)
     screenshot("finished-390")
 
     # A ready page has no form that cannot apply: only the vetoes of what was used unasked.
@@ -356,7 +356,7 @@ def capture(page: Page, screenshot: Shot, name: str, *, axe_at_both: bool = Fals
     assert width <= PHONE["width"], f"{name} scrolls sideways at 390 px: {width}px {wide}"
     screenshot(f"page-{name}-390")
     # What a phone shows first, without scrolling: easier to look at than a long full page.
-    page.screenshot(path=str(SCREENSHOTS / f"page-{name}-390-first-screen.png"), caret="initial")
+    shoot(page, SCREENSHOTS / f"page-{name}-390-first-screen.png", full_page=False)
     if axe_at_both:
         assert_accessible(page)
     page.set_viewport_size(DESKTOP)
