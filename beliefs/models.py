@@ -156,6 +156,10 @@ class Slot(TaskClassPart):
     choices = models.JSONField(null=True, blank=True)
     scope_order = models.JSONField(null=True, blank=True)
     monotonic = models.BooleanField(default=False)
+    # A date slot that takes only dates from today on: a date before today is asked, never
+    # bound (set by a classifier, or by the runtime at registration; turning it off waits
+    # for a second classifier).
+    future = models.BooleanField(default=False, db_default=False)
     suggested_risk = models.CharField(max_length=20, choices=RISK_CHOICES, blank=True)
     position = models.PositiveIntegerField(default=0)
     # Declared by a registration; False for a slot an open-slots class grew from one call's
@@ -174,6 +178,10 @@ class Decision(TaskClassPart):
     # An action this decision is part of is ready only once its person signed the bindings
     # with a passkey (issue 23). Turning it off waits for a second classifier.
     requires_signature = models.BooleanField(default=False, db_default=False)
+    # The person confirms in the console: a `source: "user"` value that a runtime recorded
+    # for a slot of this decision is not bound on the runtime's word; it is confirmed by the
+    # person (pre-filled). Turning it off waits for a second classifier.
+    person_confirms = models.BooleanField(default=False, db_default=False)
     # --- M-of-N approval (issue 24, services/quorum.py) ---
     # With an approvers group, an action of this decision is ready only once this many
     # members of the group approved its exact bindings (the principal's answers count as one
@@ -279,6 +287,9 @@ class TaskInstance(models.Model):
     plan_digest = models.CharField(max_length=64, blank=True, default="", db_default="")
     bindings = models.JSONField(null=True, blank=True)
     bindings_digest = models.CharField(max_length=64, blank=True)
+    # `worlds_digest` of the bound irreversible slots' world references (with the bindings,
+    # what approvals, signatures and the receipt are for).
+    worlds_digest = models.CharField(max_length=64, blank=True, default="", db_default="")
     # The signed receipt of the last time it became ready (revoked if it no longer is).
     receipt = models.ForeignKey(
         "Receipt", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
@@ -633,6 +644,8 @@ class RiskChangeRequest(models.Model):
         MONOTONIC = "monotonic"
         SCOPE_ORDER = "scope_order"
         REQUIRES_SIGNATURE = "requires_signature"  # a decision's; turning it off waits
+        PERSON_CONFIRMS = "person_confirms"  # a decision's; turning it off waits
+        FUTURE = "future"  # a date slot's; turning it off waits
         # M-of-N approval (issue 24): fewer approvals, or another or no approvers group.
         APPROVALS_REQUIRED = "approvals_required"
         APPROVERS = "approvers"
@@ -1051,6 +1064,8 @@ class SignatureAttempt(models.Model):
     )
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     bindings_digest = models.CharField(max_length=64)
+    # The world the bindings were bound with; "" for an attempt made before it was signed too.
+    worlds_digest = models.CharField(max_length=64, blank=True, default="", db_default="")
     nonce = models.CharField(max_length=64, unique=True)
     challenge = models.CharField(max_length=64)  # hex SHA-256
     rp_id = models.CharField(max_length=MAX_LABEL_LENGTH)
@@ -1093,6 +1108,7 @@ class ApprovalRoundQuerySet(models.QuerySet["ApprovalRound"]):
         return self.filter(
             instance__status=InstanceStatus.AWAITING_APPROVAL,
             bindings_digest=F("instance__bindings_digest"),
+            worlds_digest=F("instance__worlds_digest"),
             reached_at__isnull=True,
         )
 
@@ -1107,6 +1123,8 @@ class ApprovalRound(models.Model):
         TaskInstance, on_delete=models.CASCADE, related_name="approval_rounds"
     )
     bindings_digest = models.CharField(max_length=64)
+    # The world the bindings were bound with: a change of it starts a new round too.
+    worlds_digest = models.CharField(max_length=64, blank=True, default="", db_default="")
     started_at = models.DateTimeField()
     expires_at = models.DateTimeField()
     reached_at = models.DateTimeField(null=True, blank=True)
@@ -1119,7 +1137,8 @@ class ApprovalRound(models.Model):
         ordering = ["instance_id", "started_at", "id"]
         constraints = [
             models.UniqueConstraint(
-                fields=["instance", "bindings_digest"], name="approval_round_once_per_digest"
+                fields=["instance", "bindings_digest", "worlds_digest"],
+                name="approval_round_once_per_digests",
             ),
         ]
         indexes = [
@@ -1147,6 +1166,7 @@ class Approval(models.Model):
     instance = models.ForeignKey(TaskInstance, on_delete=models.CASCADE, related_name="approvals")
     round = models.ForeignKey(ApprovalRound, on_delete=models.CASCADE, related_name="approvals")
     bindings_digest = models.CharField(max_length=64)
+    worlds_digest = models.CharField(max_length=64, blank=True, default="", db_default="")
     approver = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="approvals"
     )
@@ -1157,8 +1177,8 @@ class Approval(models.Model):
         ordering = ["created_at", "id"]
         constraints = [
             models.UniqueConstraint(
-                fields=["instance", "bindings_digest", "approver"],
-                name="approval_once_per_person_and_digest",
+                fields=["instance", "bindings_digest", "worlds_digest", "approver"],
+                name="approval_once_per_person_and_digests",
             ),
         ]
 

@@ -23,6 +23,7 @@ from rest_framework.exceptions import ErrorDetail, ValidationError
 from beliefs.domain.canonical import canonical_json
 from beliefs.domain.classes import parse_scope_order
 from beliefs.domain.contract import FINDING_CODES
+from beliefs.domain.meaning import check_valid_until
 from beliefs.domain.policy import RiskClass, Source
 from beliefs.domain.problems import VERSION_MESSAGE, Problem, ProblemCode
 from beliefs.domain.vocabulary import (
@@ -127,8 +128,20 @@ class WorldField(serializers.DictField):
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("child", ObjectField())
-        kwargs.setdefault("help_text", "{slot_key: {...}}: the world now, one object per slot")
+        kwargs.setdefault(
+            "help_text",
+            "{slot_key: {...}}: the world now, one object per slot; a statement's valid_until "
+            "(ISO 8601), if any, is when its meaning expires",
+        )
         super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        world: dict[str, Any] = super().to_internal_value(data)
+        problems = {key: check_valid_until(ref) for key, ref in world.items()}
+        refused = {key: [problem] for key, problem in problems.items() if problem}
+        if refused:
+            raise ValidationError(refused)
+        return world
 
 
 class ScopeOrderField(serializers.ListField):
@@ -239,6 +252,11 @@ class SlotIn(StrictSerializer):
         allow_null=True,
         help_text="a hint for classifiers; never a risk class",
     )
+    future = serializers.BooleanField(
+        required=False,
+        help_text="a date slot that takes only dates from today on (a date before today is "
+        "asked, never bound); a runtime may turn it on, only a classifier off",
+    )
 
     def validate_choices(self, value: list[Any] | None) -> list[Any] | None:
         if value is not None and len(set(map(canonical_json, value))) != len(value):
@@ -252,6 +270,8 @@ class SlotIn(StrictSerializer):
             fields["suggested_risk"] = fields["suggested_risk"] or ""
         if "value_type" in fields and fields["value_type"] is None:
             fields["value_type"] = Slot.ValueType.STRING
+        if fields.get("future") and fields.get("value_type") != Slot.ValueType.DATE:
+            raise ValidationError({"future": "only a date slot (value_type date) takes it"})
         return SlotSpec.stated(key, **fields)
 
 
@@ -318,7 +338,18 @@ class BeliefIn(StrictSerializer):
     value = AnyJSONField(allow_null=True)
     source = serializers.ChoiceField(choices=[s.value for s in Source])
     turn = WholeNumberField(min_value=0, required=False)
-    world_ref = ObjectField(required=False, allow_null=True)
+    world_ref = ObjectField(
+        required=False,
+        allow_null=True,
+        help_text="what the value referred to; its valid_until (ISO 8601), if any, is when "
+        "that meaning expires",
+    )
+
+    def validate_world_ref(self, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        problem = check_valid_until(value)
+        if problem is not None:
+            raise ValidationError(problem)
+        return value
 
     def validate(self, attrs: dict[str, Any]) -> BeliefSpec:
         return BeliefSpec(
@@ -365,6 +396,9 @@ PROMPT_ACTIONS = [a.value for a in Action]
 APPROVAL_ACTIONS = ["approve", "reject", "away"]
 
 
+MAX_ACKNOWLEDGED = 1000
+
+
 class ApprovalIn(StrictSerializer):
     """M-of-N approval: an approver's approve, reject or mark-away, for the exact bindings
     they saw. There is no "on behalf of": a person approves only for themself."""
@@ -377,6 +411,20 @@ class ApprovalIn(StrictSerializer):
     )
     bindings_digest = TextField(
         max_length=64, help_text="the bindings_digest of the values you saw and approve"
+    )
+    worlds_digest = TextField(
+        max_length=64,
+        required=False,
+        allow_blank=True,
+        help_text="the worlds_digest of the world references you saw with them (required "
+        "where the instance has one: 409 stale_digest otherwise)",
+    )
+    acknowledged = serializers.ListField(
+        child=TextField(max_length=MAX_TEXT_LENGTH, allow_blank=True),
+        max_length=MAX_ACKNOWLEDGED,
+        required=False,
+        help_text="for approve: each changed detail of the values' worlds, as 'slot:key' "
+        "(the instance read's world_changes lists them); 400 not_acknowledged otherwise",
     )
     reason = ReasonField(help_text="required for reject; optional for away")
     approver = TextField(
@@ -413,7 +461,6 @@ _VERSION_ERRORS: dict[str, Any] = dict.fromkeys(
 
 
 # The most changed details one confirm acknowledges (a world statement has far fewer keys).
-MAX_ACKNOWLEDGED = 1000
 
 
 class RespondIn(StrictSerializer):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, path
 
-from console.views import classify
+from console.views import classify, guards
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("", classify.index, name="classify-index"),
@@ -32,6 +32,16 @@ urlpatterns: list[URLPattern | URLResolver] = [
         "<str:key>/decisions/<int:decision_id>/signature/",
         classify.decision_signature_save,
         name="classify-decision-signature",
+    ),
+    path(
+        "<str:key>/decisions/<int:decision_id>/person-confirms/",
+        guards.decision_person_confirms_save,
+        name="classify-decision-person-confirms",
+    ),
+    path(
+        "<str:key>/slots/<int:slot_id>/future/",
+        guards.slot_future_save,
+        name="classify-slot-future",
     ),
     path(
         "<str:key>/decisions/<int:decision_id>/approvals/",

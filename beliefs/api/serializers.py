@@ -299,6 +299,14 @@ class ApprovalOut(serializers.Serializer):
     status_reason = serializers.CharField(allow_null=True)
     bindings = ObjectField(allow_null=True, help_text="the values to approve")
     bindings_digest = serializers.CharField(allow_null=True)
+    worlds_digest = serializers.CharField(
+        allow_null=True, help_text="the digest of the bound irreversible values' world references"
+    )
+    worlds = serializers.ListField(
+        child=ObjectField(),
+        help_text="each bound irreversible value's world reference and what changed in it since "
+        "the value was first given ({slot, label, world_ref, changes, acknowledge})",
+    )
     quorum = ObjectField(allow_null=True)
     replayed = serializers.BooleanField(
         help_text="true when you had already approved these bindings: counted once"

@@ -488,6 +488,17 @@ def _approval_body(instance: TaskInstance, replayed: bool = False) -> dict[str, 
         "status_reason": instance.status_reason or None,
         "bindings": instance.bindings,
         "bindings_digest": instance.bindings_digest or None,
+        "worlds_digest": instance.worlds_digest or None,
+        "worlds": [
+            {
+                "slot": shown.slot,
+                "label": shown.label,
+                "world_ref": shown.world_ref,
+                "changes": [d.as_data() for d in shown.changes],
+                "acknowledge": shown.keys,
+            }
+            for shown in selectors.bound_world_changes(instance)
+        ],
         "quorum": selectors.quorum_payload(instance),
         "replayed": replayed,
     }
@@ -518,10 +529,14 @@ class ApprovalApi(APIView):
         may (403); someone not among the approvers gets 403 `not_an_approver`, an outsider 404."""
         data = validated(schemas.ApprovalIn, request.data)
         user = person(request)
-        digest = data["bindings_digest"]
+        digest, worlds = data["bindings_digest"], data.get("worlds_digest")
         if data["action"] == "approve":
             result = services.instance_approve(
-                instance_id=instance_id, user=user, bindings_digest=digest
+                instance_id=instance_id,
+                user=user,
+                bindings_digest=digest,
+                worlds_digest=worlds,
+                acknowledged=data.get("acknowledged") or [],
             )
             return Response(_approval_body(result.instance, result.replayed))
         if data["action"] == "reject":
@@ -529,6 +544,7 @@ class ApprovalApi(APIView):
                 instance_id=instance_id,
                 user=user,
                 bindings_digest=digest,
+                worlds_digest=worlds,
                 reason=data.get("reason"),
             )
             return Response(_approval_body(instance))
@@ -537,6 +553,7 @@ class ApprovalApi(APIView):
             user=user,
             approver=data.get("approver"),
             bindings_digest=digest,
+            worlds_digest=worlds,
             reason=data.get("reason") or "",
         )
         found = selectors.instance_for_approver(instance_id, user)

@@ -30,3 +30,11 @@ def text_digest(text: str) -> str:
 def bindings_digest(bindings: Mapping[str, Any]) -> str:
     """SHA-256 of the canonical JSON of the bindings (sorted keys, no spaces, UTF-8)."""
     return json_digest(bindings)
+
+
+def worlds_digest(worlds: Mapping[str, Any]) -> str:
+    """SHA-256 of the canonical JSON of `{slot: world_ref}` over the bound irreversible slots."""
+    return json_digest(worlds)
+
+
+CANONICALIZATION = "RFC8785"

@@ -1,9 +1,10 @@
 """Passkey signatures, the pure parts: the challenge a signature of an instance's bindings
 answers, and a COSE public key as a JWK.
 
-The challenge is SHA-256 of the canonical JSON `{"instance", "bindings_digest", "nonce"}`, so
-an assertion over it holds for exactly that instance, those bindings and that attempt: another
-digest or another nonce gives another challenge, and the authenticator's signature covers the
+The challenge is SHA-256 of the canonical JSON `{"instance", "bindings_digest",
+"worlds_digest", "nonce"}`, so an assertion over it holds for exactly that instance, those
+bindings, the world they were bound with and that attempt: another digest or another nonce
+gives another challenge, and the authenticator's signature covers the
 challenge (through clientDataJSON).
 """
 
@@ -31,17 +32,23 @@ def b64url_decode(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def challenge_payload(instance_id: str, bindings_digest: str, nonce: str) -> str:
-    """The canonical JSON the challenge is the digest of."""
-    return canonical_json(
-        {"instance": str(instance_id), "bindings_digest": bindings_digest, "nonce": nonce}
-    )
+def challenge_payload(
+    instance_id: str, bindings_digest: str, nonce: str, worlds_digest: str | None = None
+) -> str:
+    """The canonical JSON the challenge is the digest of: with `worlds_digest` too where the
+    attempt binds the world (every attempt made since receipts carry it)."""
+    payload = {"instance": str(instance_id), "bindings_digest": bindings_digest, "nonce": nonce}
+    if worlds_digest:
+        payload["worlds_digest"] = worlds_digest
+    return canonical_json(payload)
 
 
-def signature_challenge(instance_id: str, bindings_digest: str, nonce: str) -> bytes:
+def signature_challenge(
+    instance_id: str, bindings_digest: str, nonce: str, worlds_digest: str | None = None
+) -> bytes:
     """The 32 bytes WebAuthn signs over (as `challenge`, base64url in clientDataJSON)."""
     return hashlib.sha256(
-        challenge_payload(instance_id, bindings_digest, nonce).encode("utf-8")
+        challenge_payload(instance_id, bindings_digest, nonce, worlds_digest).encode("utf-8")
     ).digest()
 
 

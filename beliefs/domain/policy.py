@@ -57,6 +57,11 @@ class Rule(StrEnum):
     CARRIED_UNANCHORED = "R5"  # irreversible, carried, nothing anchors its world: ask
     CARRIED_ANCHORED = "R6"  # irreversible, carried with its world: confirm against it
     ASSUMPTION = "R7"  # reversible or policy: bound, listed as an assumption to veto
+    # Checked right after R0, whatever the risk: what the value meant has run out.
+    MEANING_EXPIRED = "R8"  # its world reference's `valid_until` has passed: ask afresh
+    DATE_IN_PAST = "R9"  # a date before today in a slot that takes future dates: ask
+    # Checked where R2 would bind: the decision wants the person's own act in the console.
+    PERSON_MUST_CONFIRM = "R10"  # the runtime reports the person's answer: confirm it here
 
     @property
     def code(self) -> str:
@@ -185,6 +190,14 @@ class BeliefFacts:
     source: Source
     carried: bool
     has_world_ref: bool
+    # The person gave it in the console (an answer, a confirm, an edit), not a runtime's
+    # report of what they said.
+    in_console: bool = False
+    # What it meant has run out: its world reference's `valid_until` has passed
+    # (`meaning_expired`).
+    expired: bool = False
+    # A date before today in a slot that takes only future dates (`date_in_past`).
+    past_date: bool = False
 
 
 @dataclass(frozen=True)
@@ -203,27 +216,56 @@ class Routing:
         return self.route is Route.CONFIRM
 
 
-def route(risk: RiskClass, *, monotonic: bool, belief: BeliefFacts | None) -> Routing:
-    """Rules R0–R7 in order; the first that matches decides.
+def route(
+    risk: RiskClass,
+    *,
+    monotonic: bool,
+    belief: BeliefFacts | None,
+    person_required: bool = False,
+) -> Routing:
+    """Rules in order (R0, R8, R9, R1, R2, R3, R10, R4–R7); the first that matches decides.
 
     `risk` is the slot's effective risk (see `effective_risk`); an unclassified value here is
     treated as irreversible too, so that a caller who forgot to propagate cannot lower the guard.
+    `person_required`: the slot feeds a decision that wants the person's own act in the
+    console, so a runtime's report of their answer does not bind by itself.
     """
     if risk is RiskClass.UNCLASSIFIED:
         risk = RiskClass.IRREVERSIBLE
     if belief is None:
         return Routing(Route.ASK, Rule.NO_BELIEF, "no belief for this slot: ask")
+    if belief.expired:
+        return Routing(
+            Route.ASK,
+            Rule.MEANING_EXPIRED,
+            "what the value referred to has expired (its world reference's valid_until has "
+            "passed): ask afresh",
+        )
+    if belief.past_date:
+        return Routing(
+            Route.ASK,
+            Rule.DATE_IN_PAST,
+            "a date before today, and this slot takes only dates from today on: ask",
+        )
     if risk is RiskClass.COSMETIC:
         return Routing(Route.SILENT, Rule.COSMETIC, "cosmetic: bound without asking")
-    if not belief.carried and belief.source is Source.USER:
+    current_user = not belief.carried and belief.source is Source.USER
+    if current_user and (belief.in_console or not person_required):
         return Routing(Route.SILENT, Rule.ANSWERED_THIS_RUN, "answered by the user in this run")
+    if risk is RiskClass.IRREVERSIBLE and monotonic:
+        return Routing(
+            Route.ASK,
+            Rule.MONOTONIC_TYPED_AFRESH,
+            "monotonic scope: the value must be typed afresh, never pre-filled",
+        )
+    if current_user:
+        return Routing(
+            Route.CONFIRM,
+            Rule.PERSON_MUST_CONFIRM,
+            "the runtime reports this as the person's answer, and this action needs the "
+            "person's own confirmation in the console",
+        )
     if risk is RiskClass.IRREVERSIBLE:
-        if monotonic:
-            return Routing(
-                Route.ASK,
-                Rule.MONOTONIC_TYPED_AFRESH,
-                "monotonic scope: the value must be typed afresh, never pre-filled",
-            )
         if not belief.carried:
             return Routing(
                 Route.CONFIRM,
@@ -262,6 +304,15 @@ class MatrixCell:
     carried: bool
     has_world_ref: bool
     routing: Routing
+    # The rows of the later rules: a decision that wants the person's own act in the console
+    # (and whether the value was given there), an expired meaning, a date in the past. An
+    # expired meaning and a past date route alike whatever the belief: `any_belief` rows stand
+    # for every source, current or carried, with or without a world reference.
+    person_required: bool = False
+    in_console: bool = False
+    expired: bool = False
+    past_date: bool = False
+    any_belief: bool = False
 
 
 def routing_matrix() -> list[MatrixCell]:
@@ -269,6 +320,9 @@ def routing_matrix() -> list[MatrixCell]:
 
     A monotonic slot's effective risk is always irreversible, so monotonic rows exist only for
     that risk. Without a belief, carried and world reference do not apply and are listed once.
+    A current answer of the user's is listed once more for each way a decision that wants the
+    person's own act can see it (reported by the runtime, or given in the console); an expired
+    meaning and a date in the past once per risk, for any belief.
     """
     cells: list[MatrixCell] = []
     for risk in MATRIX_RISKS:
@@ -297,4 +351,49 @@ def routing_matrix() -> list[MatrixCell]:
                             routing=route(risk, monotonic=monotonic, belief=facts),
                         )
                     )
+                    if source is Source.USER and not carried:
+                        for in_console in (False, True):
+                            facts = BeliefFacts(
+                                source=source,
+                                carried=False,
+                                has_world_ref=world,
+                                in_console=in_console,
+                            )
+                            routing = route(
+                                risk, monotonic=monotonic, belief=facts, person_required=True
+                            )
+                            cells.append(
+                                MatrixCell(
+                                    risk=risk,
+                                    monotonic=monotonic,
+                                    source=source,
+                                    carried=False,
+                                    has_world_ref=world,
+                                    routing=routing,
+                                    person_required=True,
+                                    in_console=in_console,
+                                )
+                            )
+            for expired, past_date in ((True, False), (False, True)):
+                # Any belief: the rule comes before everything a belief's other facts decide.
+                facts = BeliefFacts(
+                    source=Source.TOOL,
+                    carried=True,
+                    has_world_ref=True,
+                    expired=expired,
+                    past_date=past_date,
+                )
+                cells.append(
+                    MatrixCell(
+                        risk=risk,
+                        monotonic=monotonic,
+                        source=None,
+                        carried=False,
+                        has_world_ref=False,
+                        routing=route(risk, monotonic=monotonic, belief=facts),
+                        expired=expired,
+                        past_date=past_date,
+                        any_belief=True,
+                    )
+                )
     return cells

@@ -22,6 +22,7 @@ class ProblemCode(StrEnum):
     NOT_TRUE_OR_FALSE = "not_true_or_false"
     NOT_TEXT = "not_text"
     NOT_A_DATE = "not_a_date"
+    DATE_IN_PAST = "date_in_past"  # a date before today where only dates from today on go
     NOT_A_CHOICE = "not_a_choice"  # choices: the values allowed, as text
     NOT_JSON = "not_json"  # detail: what the JSON parser said
     ACTION_NOT_TAKEN = "action_not_taken"  # route, allowed: the actions that route takes
@@ -66,6 +67,8 @@ class Problem:
                 return "must be text"
             case ProblemCode.NOT_A_DATE:
                 return "must be a date written YYYY-MM-DD"
+            case ProblemCode.DATE_IN_PAST:
+                return "must be today or a later date"
             case ProblemCode.NOT_A_CHOICE:
                 return f"must be one of {', '.join(p['choices'])}"
             case ProblemCode.NOT_JSON:

@@ -47,6 +47,9 @@ ACTIONS_BY_ROUTE: dict[str, tuple[Action, ...]] = {
     Route.CONFIRM.value: (Action.CONFIRM, Action.EDIT, Action.REJECT),
     Route.ASK.value: (Action.ANSWER, Action.REJECT),
     Route.SURFACED.value: (Action.VETO,),
+    # Only an irreversible value bound on the runtime's report of the person's answer has a
+    # prompt while SILENT: the person may veto what was done on their behalf.
+    Route.SILENT.value: (Action.VETO,),
 }
 # Actions that write a new user-sourced belief.
 VALUE_ACTIONS = frozenset({Action.CONFIRM, Action.EDIT, Action.ANSWER})
@@ -70,6 +73,8 @@ class AuditKind(StrEnum):
     CLASSIFICATION_CHANGE_REFUSED = "classification.change_refused"
     CLASSIFICATION_CHANGE_REQUESTED = "classification.change_requested"
     CLASSIFICATION_DECISION_REQUIRES_SIGNATURE = "classification.decision_requires_signature"
+    CLASSIFICATION_DECISION_PERSON_CONFIRMS = "classification.decision_person_confirms"
+    CLASSIFICATION_SLOT_FUTURE = "classification.slot_future"
     CLASSIFICATION_DECISION_APPROVALS = "classification.decision_approvals"
     CLASSIFICATION_DECISION_RISK = "classification.decision_risk"
     CLASSIFICATION_DECISION_SLOTS = "classification.decision_slots"

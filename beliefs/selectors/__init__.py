@@ -46,6 +46,7 @@ from beliefs.selectors.pages import (
 from beliefs.selectors.passkeys import person_passkeys_for_runtime
 from beliefs.selectors.quorum import (
     approvals_asked_of,
+    bound_world_changes,
     instance_for_approver,
     quorum_of,
     quorum_payload,
@@ -59,6 +60,7 @@ __all__ = [
     "expiry_due",
     "instance_page",
     "approvals_asked_of",
+    "bound_world_changes",
     "instance_for_approver",
     "person_passkeys_for_runtime",
     "quorum_of",

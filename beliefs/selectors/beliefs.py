@@ -6,15 +6,17 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from functools import cache, lru_cache
 from typing import Any
 from uuid import UUID
 
 from django.db.models import Model, QuerySet
+from django.utils import timezone
 
 from beliefs.domain import policy
+from beliefs.domain.meaning import date_in_past, meaning_expired
 from beliefs.domain.policy import RiskClass, Source
 from beliefs.domain.worlddiff import world_diff
 from beliefs.models import (
@@ -23,6 +25,7 @@ from beliefs.models import (
     Decision,
     Prompt,
     PromptState,
+    RecordedVia,
     Runtime,
     Slot,
     TaskClass,
@@ -304,30 +307,58 @@ def slot_effective_risk(slot: Slot) -> policy.EffectiveRisk:
     )
 
 
-def _facts_of(belief: Belief | None, carried: bool) -> tuple[str, bool, bool] | None:
-    """`belief_facts` as plain values: (source, carried, has a world reference)."""
+FactsKey = tuple[str, bool, bool, bool, bool, bool]
+
+
+def _facts_of(
+    belief: Belief | None, carried: bool, slot: Slot | None = None, now: datetime | None = None
+) -> FactsKey | None:
+    """`belief_facts` as plain values: (source, carried, has a world reference, given in the
+    console, meaning expired, a past date in a future-only slot)."""
     if belief is None:
         return None
+    in_console = belief.recorded_via == RecordedVia.CONSOLE
+    expired = past = False
+    if now is not None:
+        expired = meaning_expired(
+            belief.world_ref, now, in_console=in_console, acquired_at=belief.acquired_at
+        )
+        if slot is not None and slot.future and slot.value_type == Slot.ValueType.DATE:
+            past = date_in_past(belief.value, now.astimezone(UTC).date())
     # An empty reference anchors nothing (R5), however it got stored.
-    return belief.source, carried, bool(belief.world_ref)
+    return belief.source, carried, bool(belief.world_ref), in_console, expired, past
 
 
-def belief_facts(belief: Belief | None, carried: bool) -> policy.BeliefFacts | None:
-    """What routing reads of the chosen belief (None: no belief was chosen)."""
-    facts = _facts_of(belief, carried)
+def belief_facts(
+    belief: Belief | None, carried: bool, slot: Slot | None = None, now: datetime | None = None
+) -> policy.BeliefFacts | None:
+    """What routing reads of the chosen belief (None: no belief was chosen). Without `now`,
+    nothing has expired and no date is in the past."""
+    facts = _facts_of(belief, carried, slot, now)
     if facts is None:
         return None
-    source, carried, has_world_ref = facts
-    return policy.BeliefFacts(source=Source(source), carried=carried, has_world_ref=has_world_ref)
+    source, carried, has_world_ref, in_console, expired, past = facts
+    return policy.BeliefFacts(
+        source=Source(source),
+        carried=carried,
+        has_world_ref=has_world_ref,
+        in_console=in_console,
+        expired=expired,
+        past_date=past,
+    )
 
 
 # A slot as planning reads it (its value type, choices, scope order, suggestion and times are
 # for forms and pages, and left deferred).
-_SLOT_NAMES = ("id", "task_class_id", "key", "label", "monotonic", "risk_class", "position")
+_SLOT_NAMES = (
+    "id", "task_class_id", "key", "label", "monotonic", "risk_class", "position", "value_type",
+    "future",
+)  # fmt: skip
 _SLOT_ROW_COLUMNS: tuple[tuple[type[Model], str], ...] = (
     *((Slot, name) for name in _SLOT_NAMES),
     (Decision, "key"),
     (Decision, "risk_class"),
+    (Decision, "person_confirms"),
     *_CHOSEN_COLUMNS,
 )
 
@@ -359,7 +390,12 @@ def _slot_rows_sql(vendor: str) -> str:
         f" AND {col(Slot, 'retired_at', 's')} IS NULL"
         f" AND {named_in(col(Slot, 'key', 's'), vendor)}"
     )
-    columns = [*slot_columns, col(Decision, "key"), col(Decision, "risk_class")]
+    columns = [
+        *slot_columns,
+        col(Decision, "key"),
+        col(Decision, "risk_class"),
+        col(Decision, "person_confirms"),
+    ]
     columns += _belief_columns("b")
     return (
         f'WITH "me" AS (SELECT CAST(%s AS BIGINT) AS "runtime"),'
@@ -383,6 +419,8 @@ class SlotRow:
     fed: list[tuple[str, RiskClass]]  # (key, class) of each decision the slot feeds
     belief: Belief | None
     carried: bool
+    # A decision the slot feeds wants the person's own act in the console.
+    person_required: bool = False
 
 
 def slot_rows(instance: TaskInstance) -> list[SlotRow]:
@@ -409,14 +447,16 @@ def slot_rows(instance: TaskInstance) -> list[SlotRow]:
     for values in found:
         if not out or out[-1].slot.pk != values[0]:
             belief = None
-            if values[slot_width + 2] is not None:  # the belief's id
-                belief = _belief_of(values[slot_width + 2 :], lights)
+            if values[slot_width + 3] is not None:  # the belief's id
+                belief = _belief_of(values[slot_width + 3 :], lights)
             slot = rows.instance_of(Slot, values[:slot_width], _SLOT_NAMES)
             carried = belief is not None and belief.instance_id != instance.pk
             out.append(SlotRow(slot, [], belief, carried))
-        key, risk = values[slot_width], values[slot_width + 1]
+        key, risk, person = values[slot_width : slot_width + 3]
         if key is not None:
             out[-1].fed.append((key, RiskClass(risk)))
+            if person and not out[-1].person_required:
+                out[-1] = replace(out[-1], person_required=True)
     return out
 
 
@@ -458,11 +498,13 @@ def open_prompts_of(instance: TaskInstance) -> list[Prompt]:
     return [rows.instance_of(Prompt, [*row, instance.pk], names) for row in found]
 
 
-def slot_states(instance: TaskInstance) -> list[SlotState]:
-    """Every slot of the instance's action, in order: its risk, chosen belief and route.
+def slot_states(instance: TaskInstance, now: datetime | None = None) -> list[SlotState]:
+    """Every slot of the instance's action, in order: its risk, chosen belief and route (as of
+    `now`, by default the present: meanings expire and dates pass).
 
     One query (`slot_rows`), whatever the number of slots.
     """
+    now = now if now is not None else timezone.now()
     states = []
     # Risk and route are pure functions of a few plain values that most slots share: each
     # combination is worked out once per call (their results are immutable).
@@ -476,12 +518,16 @@ def slot_states(instance: TaskInstance) -> list[SlotState]:
             effective = risks[risk_key] = policy.effective_risk(
                 RiskClass(slot.risk_class), row.fed, monotonic=slot.monotonic
             )
-        route_key = (effective.risk, slot.monotonic, _facts_of(belief, carried))
+        facts_key = _facts_of(belief, carried, slot, now)
+        route_key = (effective.risk, slot.monotonic, row.person_required, facts_key)
         routing = routes.get(route_key)
         if routing is None:
-            facts = belief_facts(belief, carried)
+            facts = belief_facts(belief, carried, slot, now)
             routing = routes[route_key] = policy.route(
-                effective.risk, monotonic=slot.monotonic, belief=facts
+                effective.risk,
+                monotonic=slot.monotonic,
+                belief=facts,
+                person_required=row.person_required,
             )
         world_now = instance.world.get(slot.key) if isinstance(instance.world, dict) else None
         diff = [

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from django.db.models import QuerySet
+from django.utils import timezone
 
 from beliefs.domain.classes import (
     Change,
@@ -90,6 +91,7 @@ def impact_snapshot(
     if not instances:
         return Snapshot(classes, 0, 0, ())
     chosen = choose_beliefs_for(instances, slots)
+    now = timezone.now()
     runs = []
     for instance in instances:
         for slot in slots:
@@ -97,7 +99,8 @@ def impact_snapshot(
                 continue  # not part of this action: planning does not route it
             belief, carried = chosen[instance.pk].get(slot.pk, (None, False))
             # The very facts `slot_states` gives routing for the same belief.
-            runs.append(SlotRun(instance.pk, slot.key, belief_facts(belief, carried)))
+            facts = belief_facts(belief, carried, slot, now)
+            runs.append(SlotRun(instance.pk, slot.key, facts))
     # The ones an upgrade re-plans now (`instances_replan_for_task_class`).
     planned = sum(1 for i in instances if i.status in InstanceStatus.planned_open())
     return Snapshot(classes, len(instances), planned, tuple(runs))
@@ -145,9 +148,14 @@ def request_change(change_request: RiskChangeRequest) -> Change:
 
 def request_is_current(change_request: RiskChangeRequest, classes: Classes) -> bool:
     """Is the target still as it was when the change was requested?"""
-    if change_request.field == RiskChangeRequest.Field.REQUIRES_SIGNATURE:  # (issue 23)
-        assert change_request.decision is not None
-        return bool(change_request.decision.requires_signature == change_request.before)
+    if change_request.field in (
+        RiskChangeRequest.Field.REQUIRES_SIGNATURE,
+        RiskChangeRequest.Field.PERSON_CONFIRMS,
+        RiskChangeRequest.Field.FUTURE,
+    ):  # an on/off guard of the decision's (or the slot's) own
+        target = change_request.decision or change_request.slot
+        assert target is not None
+        return bool(getattr(target, change_request.field) == change_request.before)
     if change_request.field in (
         RiskChangeRequest.Field.APPROVALS_REQUIRED,
         RiskChangeRequest.Field.APPROVERS,

@@ -14,6 +14,7 @@ from django.db import connection
 from django.db.models import Count, Model, Q, QuerySet
 from django.utils import timezone
 
+from beliefs.domain.vouch import bound_claims, vouched_by_runtime
 from beliefs.errors import NotFound, PermissionDenied
 from beliefs.models import (
     Belief,
@@ -302,12 +303,14 @@ def instance_body(
     updated_at: datetime,
     signature: dict[str, Any] | None = None,
     quorum: dict[str, Any] | None = None,
+    worlds_digest: str = "",
 ) -> dict[str, Any]:
     """An instance as the API shows it, from plain values: the one builder of that body, fed by
     models (`instance_payload`) or by the instance read's rows. `task_class` is its class's
     key, `principal` its person's username, `receipt` its receipt's token (shown only while
     `receipt_state` is "valid"), `prompts` each prompt's `prompt_body`, in order."""
     blocking = sum(1 for p in prompts if is_blocking_open(p["state"], p["blocking"]))
+    settled = bindings is not None and isinstance(plan, list)
     return {
         "id": str(id),
         "task_class": task_class,
@@ -320,6 +323,11 @@ def instance_body(
         "world": world,
         "bindings": bindings,
         "bindings_digest": bindings_digest or None,
+        "worlds_digest": worlds_digest or None,
+        # Once the values are settled: who vouched for each (console, runtime or policy), and
+        # the irreversible ones no person confirmed in the console, as the receipt says.
+        "bound": bound_claims(plan) if settled else None,
+        "vouched_by_runtime": vouched_by_runtime(plan) if settled else None,
         "receipt": receipt if receipt_state == "valid" else None,
         "receipt_state": receipt_state,
         # (issue 23) once the instance waits for a passkey signature: whether it is signed,
@@ -353,6 +361,7 @@ def instance_payload(instance: TaskInstance, prompts: list[Prompt] | None = None
         world=instance.world,
         bindings=instance.bindings,
         bindings_digest=instance.bindings_digest,
+        worlds_digest=instance.worlds_digest,
         receipt=receipt.token if receipt is not None else None,
         receipt_state=receipt.state(timezone.now()) if receipt is not None else None,
         plan=instance.plan_items,
@@ -414,6 +423,7 @@ _INSTANCE_COLUMNS: tuple[tuple[type[Model], str], ...] = (
             "world",
             "bindings",
             "bindings_digest",
+            "worlds_digest",
             "plan_items",
             "planned_at",
             "created_at",
@@ -547,8 +557,9 @@ def instance_read(
     if not found:
         return None
     (
-        pk, run_number, slots, status, status_reason, world, bindings, digest, plan_items,
-        planned_at, created_at, updated_at, signature_due_at, task_class_key, username, token,
+        pk, run_number, slots, status, status_reason, world, bindings, digest, worlds_digest,
+        plan_items, planned_at, created_at, updated_at, signature_due_at, task_class_key,
+        username, token,
         receipt_expires, revoked_at, redeemed_at,
     ) = found[0]  # fmt: skip
     prompt_rows = rows.fetch(
@@ -584,6 +595,7 @@ def instance_read(
         world=world,
         bindings=bindings,
         bindings_digest=digest,
+        worlds_digest=worlds_digest,
         receipt=token,
         receipt_state=state,
         plan=plan_items,

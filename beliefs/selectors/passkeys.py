@@ -109,10 +109,19 @@ def standing_signature(instance_id: Any) -> SignatureAttempt | None:
     )
 
 
-def signature_holds(instance: TaskInstance, bindings_digest: str) -> bool:
-    """A standing signature of exactly these bindings."""
+def signature_holds(
+    instance: TaskInstance, bindings_digest: str, worlds_digest: str | None = None
+) -> bool:
+    """A standing signature of exactly these bindings, bound with these worlds (by default the
+    instance's)."""
+    if worlds_digest is None:
+        worlds_digest = instance.worlds_digest
     signature = standing_signature(instance.pk)
-    return signature is not None and signature.bindings_digest == bindings_digest
+    return (
+        signature is not None
+        and signature.bindings_digest == bindings_digest
+        and signature.worlds_digest == worlds_digest
+    )
 
 
 def active_passkeys(user: Any) -> list[Passkey]:
@@ -139,6 +148,7 @@ def signature_evidence(attempt: SignatureAttempt) -> dict[str, Any]:
     return {
         "instance": str(attempt.instance_id),
         "bindings_digest": attempt.bindings_digest,
+        **({"worlds_digest": attempt.worlds_digest} if attempt.worlds_digest else {}),
         "nonce": attempt.nonce,
         "challenge": b64url(bytes.fromhex(attempt.challenge)),
         "credential_id": assertion.get("credential_id"),

@@ -18,12 +18,15 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db.models import Exists, OuterRef, Prefetch, QuerySet, Subquery
 
+from beliefs.domain.attention import ChangedDetail, changed_details
+from beliefs.domain.vouch import is_irreversible
 from beliefs.models import (
     Approval,
     ApprovalRound,
     ApproverAway,
     Decision,
     InstanceStatus,
+    PromptResponse,
     TaskInstance,
 )
 from beliefs.selectors.passkeys import FedDecision, decisions_fed
@@ -51,6 +54,7 @@ class Quorum:
     away: tuple[ApproverAway, ...] = ()
     round: ApprovalRound | None = None
     names: dict[int, str] = field(default_factory=dict)  # every member's username
+    worlds: str = ""  # the `worlds_digest` the approvals are for, with `digest`
 
     @property
     def required(self) -> bool:
@@ -93,6 +97,7 @@ class Quorum:
         missing, for which digest. Never a value."""
         return {
             "bindings_digest": self.digest or None,
+            "worlds_digest": self.worlds or None,
             "missing": self.missing,
             "requirements": [
                 {
@@ -113,7 +118,8 @@ class Quorum:
                 }
                 for a in self.away
             ],
-            # An edit changed the bindings: these approvals were for other values.
+            # An edit changed the bindings or their world: these approvals were for other
+            # values, or the same values meaning something else.
             "reset": [approval_claim(a) for a in self.voided],
             "expires_at": self.round.expires_at.isoformat() if self.round else None,
         }
@@ -125,6 +131,7 @@ def approval_claim(approval: Approval) -> dict[str, Any]:
         "by": approval.approver.get_username(),
         "at": approval.created_at.isoformat(),
         "bindings_digest": approval.bindings_digest,
+        "worlds_digest": approval.worlds_digest or None,
         "via": approval.via,
     }
 
@@ -158,23 +165,41 @@ def requirements_of(
 
 
 def quorum_of(
-    instance: TaskInstance, digest: str, requirements: tuple[Requirement, ...] | None = None
+    instance: TaskInstance,
+    digest: str,
+    requirements: tuple[Requirement, ...] | None = None,
+    worlds: str | None = None,
 ) -> Quorum:
-    """Where the instance's approvals stand for `digest`."""
+    """Where the instance's approvals stand for `digest` bound with `worlds` (a
+    `worlds_digest`; by default the instance's)."""
+    if worlds is None:
+        worlds = instance.worlds_digest
     if requirements is None:
         requirements = requirements_of(instance)
     if not requirements:
-        return Quorum((), digest)
+        return Quorum((), digest, worlds=worlds)
     all_approvals = list(
         Approval.objects.filter(instance=instance).select_related("approver").order_by("id")
     )
-    current = tuple(a for a in all_approvals if a.bindings_digest == digest)
-    voided = tuple(a for a in all_approvals if a.bindings_digest != digest)
+
+    def current(a: Approval) -> bool:
+        return a.bindings_digest == digest and a.worlds_digest == worlds
+
     away = tuple(
         ApproverAway.objects.filter(instance=instance).select_related("approver", "marked_by")
     )
-    round_ = ApprovalRound.objects.filter(instance=instance, bindings_digest=digest).first()
-    return Quorum(requirements, digest, current, voided, away, round_)
+    round_ = ApprovalRound.objects.filter(
+        instance=instance, bindings_digest=digest, worlds_digest=worlds
+    ).first()
+    return Quorum(
+        requirements,
+        digest,
+        tuple(a for a in all_approvals if current(a)),
+        tuple(a for a in all_approvals if not current(a)),
+        away,
+        round_,
+        worlds=worlds,
+    )
 
 
 def quorum_payload(instance: TaskInstance) -> dict[str, Any] | None:
@@ -223,11 +248,15 @@ def waiting_for_approver(user: User, now: datetime) -> QuerySet[TaskInstance]:
     current = ApprovalRound.objects.filter(
         instance=OuterRef("pk"),
         bindings_digest=OuterRef("bindings_digest"),
+        worlds_digest=OuterRef("worlds_digest"),
         reached_at__isnull=True,
         expires_at__gt=now,
     )
     approved = Approval.objects.filter(
-        instance=OuterRef("pk"), bindings_digest=OuterRef("bindings_digest"), approver=user
+        instance=OuterRef("pk"),
+        bindings_digest=OuterRef("bindings_digest"),
+        worlds_digest=OuterRef("worlds_digest"),
+        approver=user,
     )
     in_group = Decision.objects.filter(task_class=OuterRef("task_class"), approvers__in=groups)
     return (
@@ -258,6 +287,47 @@ def approvals_asked_of(user: User, now: datetime, limit: int) -> list[TaskInstan
     for decision in decisions:
         fed.setdefault(decision.task_class_id, set()).update(s.key for s in decision.slots.all())
     return [i for i in candidates if fed.get(i.task_class_id, set()) & set(i.action_slots)][:limit]
+
+
+@dataclass(frozen=True)
+class WorldShown:
+    """One bound irreversible value's world, as approvers and signers see it: the reference
+    it was bound with and what changed in it since the value was first acquired (the world
+    diff its person confirmed against; none for a value acquired in this run)."""
+
+    slot: str
+    label: str
+    world_ref: Any
+    changes: tuple[ChangedDetail, ...]
+
+    @property
+    def keys(self) -> list[str]:
+        """What an approver names to acknowledge each change: "slot:key"."""
+        return [f"{self.slot}:{d.key}" for d in self.changes]
+
+
+def bound_world_changes(instance: TaskInstance) -> list[WorldShown]:
+    """Each bound irreversible slot of the instance's plan, in plan order, with its world
+    reference and the changes its person acknowledged when confirming it (two queries at
+    most, whatever the number of slots)."""
+    items = [i for i in instance.plan_items or [] if is_irreversible(i) and i.get("belief")]
+    if not items:
+        return []
+    beliefs = {i["belief"]["id"]: i for i in items}
+    diffs: dict[int, Any] = {}
+    for belief_id, diff in PromptResponse.objects.filter(
+        prompt__instance=instance, belief_id__in=list(beliefs)
+    ).values_list("belief_id", "prompt__world_diff"):
+        diffs[belief_id] = diff
+    return [
+        WorldShown(
+            slot=str(item["slot"]),
+            label=str(item.get("label") or item["slot"]),
+            world_ref=item["belief"].get("world_ref"),
+            changes=changed_details(diffs.get(belief_id)),
+        )
+        for belief_id, item in beliefs.items()
+    ]
 
 
 def instance_for_approver(instance_id: Any, user: User) -> TaskInstance | None:

@@ -174,7 +174,8 @@ def slot_rows(instance: TaskInstance) -> list[SlotRow]:
         choice = _choice(instance, slot.pk, pool)
         belief, carried = choice if choice is not None else (None, False)
         fed = [(d.key, RiskClass(d.risk_class)) for d in slot.decisions.all()]
-        out.append(SlotRow(slot, fed, belief, carried))
+        person = any(d.person_confirms for d in slot.decisions.all())
+        out.append(SlotRow(slot, fed, belief, carried, person))
     return out
 
 

@@ -217,7 +217,11 @@ KINDS = {
     Field.APPROVALS_REQUIRED: AuditKind.CLASSIFICATION_DECISION_APPROVALS,
     Field.APPROVERS: AuditKind.CLASSIFICATION_DECISION_APPROVALS,
     Field.REQUIRES_SIGNATURE: AuditKind.CLASSIFICATION_DECISION_REQUIRES_SIGNATURE,
+    Field.PERSON_CONFIRMS: AuditKind.CLASSIFICATION_DECISION_PERSON_CONFIRMS,
+    Field.FUTURE: AuditKind.CLASSIFICATION_SLOT_FUTURE,
 }
+# The on/off guards: turning one on takes effect at once, turning it off waits.
+FLAGS = frozenset({Field.REQUIRES_SIGNATURE, Field.PERSON_CONFIRMS, Field.FUTURE})
 DECISION_SETTING_FIELDS = frozenset(KINDS)
 MAX_APPROVALS = 20
 # Why a change of each waits for a second classifier, and what an approved one leaves alone.
@@ -225,12 +229,17 @@ _WHY = {
     Field.APPROVALS_REQUIRED: "fewer approvals lower a guard",
     Field.APPROVERS: "another or no approvers group may lower a guard",
     Field.REQUIRES_SIGNATURE: "it stops requiring a passkey signature",
+    Field.PERSON_CONFIRMS: "it lets a runtime's report of the person's answer bind by itself",
+    Field.FUTURE: "it lets a date before today bind",
 }
 _LEFT_ALONE = {
     Field.APPROVALS_REQUIRED: "Instances already ready stay as they are.",
     Field.APPROVERS: "Instances already ready stay as they are.",
     Field.REQUIRES_SIGNATURE: "Instances already waiting for a signature still need it.",
+    Field.PERSON_CONFIRMS: "What a person was already asked to confirm stays asked.",
+    Field.FUTURE: "What a person was already asked stays asked.",
 }
+Target = Slot | Decision
 
 
 def _count(value: Any) -> int:
@@ -250,7 +259,10 @@ def _group(value: Any) -> Group | None:
     return group
 
 
-def _current(decision: Decision, field: str) -> Any:
+def _current(decision: Target, field: str) -> Any:
+    if field in FLAGS:
+        return bool(getattr(decision, field))
+    assert isinstance(decision, Decision)
     if field == Field.REQUIRES_SIGNATURE:
         return decision.requires_signature
     if field == Field.APPROVALS_REQUIRED:
@@ -258,10 +270,12 @@ def _current(decision: Decision, field: str) -> Any:
     return decision.approvers.name if decision.approvers is not None else None
 
 
-def _write(decision: Decision, field: str, value: Any) -> None:
-    if field == Field.REQUIRES_SIGNATURE:
-        decision.requires_signature = bool(value)
-        decision.save(update_fields=["requires_signature"])
+def _write(decision: Target, field: str, value: Any) -> None:
+    if field in FLAGS:
+        setattr(decision, field, bool(value))
+        decision.save(update_fields=[field])
+    elif not isinstance(decision, Decision):
+        raise AssertionError(f"{field} is a decision's setting")
     elif field == Field.APPROVALS_REQUIRED:
         decision.approvals_required = value
         decision.save(update_fields=["approvals_required"])
@@ -270,10 +284,16 @@ def _write(decision: Decision, field: str, value: Any) -> None:
         decision.save(update_fields=["approvers"])
 
 
-def _describe(decision: Decision, field: str, value: Any) -> str:
+def _describe(decision: Target, field: str, value: Any) -> str:
     if field == Field.REQUIRES_SIGNATURE:
         verb = "now requires" if value else "no longer requires"
         return f"decision {decision.key} {verb} a passkey signature"
+    if field == Field.PERSON_CONFIRMS:
+        verb = "now needs" if value else "no longer needs"
+        return f"decision {decision.key} {verb} the person's own confirmation in the console"
+    if field == Field.FUTURE:
+        verb = "now takes only" if value else "no longer takes only"
+        return f"slot {decision.key} {verb} dates from today on"
     if field == Field.APPROVALS_REQUIRED:
         return f"decision {decision.key} now needs {value} approval{'' if value == 1 else 's'}"
     if value is None:
@@ -283,7 +303,7 @@ def _describe(decision: Decision, field: str, value: Any) -> str:
 
 def _apply(
     task_class: TaskClass,
-    decision: Decision,
+    decision: Target,
     field: str,
     after: Any,
     reason: str,
@@ -303,7 +323,9 @@ def _apply(
         task_class=task_class,
         subject=decision.key,
         data={
-            **change_data("decision", field, before, after, reason),
+            **change_data(
+                "slot" if isinstance(decision, Slot) else "decision", field, before, after, reason
+            ),
             "replanned": replanned,
             **(extra or {}),
         },
@@ -314,7 +336,7 @@ def _apply(
 
 
 def _request(
-    task_class: TaskClass, decision: Decision, field: str, after: Any, reason: str, actor: Actor
+    task_class: TaskClass, decision: Target, field: str, after: Any, reason: str, actor: Actor
 ) -> ChangeResult:
     return request_open(
         task_class=task_class,
@@ -375,16 +397,17 @@ def decision_set_approvals(
 
 def _stored(field: str, value: Any) -> Any:
     """A request's `before`/`after` as the setting takes it (no group is stored as "")."""
-    if field == Field.REQUIRES_SIGNATURE:
+    if field in FLAGS:
         return bool(value)
     return value if value != "" else None
 
 
 def request_is_current(change_request: RiskChangeRequest) -> bool:
-    """Is the decision still as it was when the change was requested?"""
-    assert change_request.decision is not None
+    """Is the decision (or slot) still as it was when the change was requested?"""
+    target = change_request.decision or change_request.slot
+    assert target is not None
     before = _stored(change_request.field, change_request.before)
-    return bool(_current(change_request.decision, change_request.field) == before)
+    return bool(_current(target, change_request.field) == before)
 
 
 def decision_request_decide(
@@ -398,8 +421,11 @@ def decision_request_decide(
 ) -> ChangeResult:
     """A second classifier's approval (or a refusal, or the requester's withdrawal) of a
     lowered decision setting; the caller holds the task class and the pending request."""
-    assert change_request.decision_id is not None  # such a request names a decision
-    decision = Decision.objects.select_related("approvers").get(pk=change_request.decision_id)
+    decision: Target
+    if change_request.slot_id is not None:  # a slot's own guard (future dates)
+        decision = Slot.objects.get(pk=change_request.slot_id)
+    else:
+        decision = Decision.objects.select_related("approvers").get(pk=change_request.decision_id)
     requester = change_request.requested_by.get_username()
     own = change_request.requested_by_id == user.pk
     if approve:
@@ -426,7 +452,8 @@ def decision_request_decide(
         verb = "Withdrew" if own else "Refused"
         return ChangeResult(
             "unchanged",
-            f"{verb} the request; decision {decision.key} stays as it was.",
+            f"{verb} the request; {'slot' if isinstance(decision, Slot) else 'decision'} "
+            f"{decision.key} stays as it was.",
             request=change_request,
         )
     after = _stored(change_request.field, change_request.after)
@@ -468,3 +495,36 @@ def decision_set_requires_signature(
     if requires_signature:
         return _apply(task_class, locked, field, True, checked, actor, tightens=True)
     return _request(task_class, locked, field, False, checked, actor)
+
+
+def _set_flag(target: Target, field: str, value: Any, reason: Any, actor: Actor) -> ChangeResult:
+    """Turn one of a target's on/off guards on (at once: open instances re-plan) or off (a
+    guard lowered: it waits for a second classifier, as a risk downgrade does)."""
+    require_classifier(actor)
+    checked = checked_reason(reason)
+    if not isinstance(value, bool):
+        raise field_error(field, "must be true or false")
+    task_class = lock_task_class(target.task_class)
+    locked: Target = type(target).objects.get(pk=target.pk)
+    if bool(getattr(locked, field)) == value:
+        return ChangeResult("unchanged", f"Nothing to change: {_describe(locked, field, value)}.")
+    if value:
+        return _apply(task_class, locked, field, True, checked, actor, tightens=True)
+    return _request(task_class, locked, field, False, checked, actor)
+
+
+@transaction.atomic
+def decision_set_person_confirms(
+    *, decision: Decision, person_confirms: Any, reason: Any, actor: Actor
+) -> ChangeResult:
+    """Whether a `user` value that a runtime recorded for a slot of this decision must be
+    confirmed by the person in the console (R10) instead of binding on the runtime's word."""
+    return _set_flag(decision, Field.PERSON_CONFIRMS, person_confirms, reason, actor)
+
+
+@transaction.atomic
+def slot_set_future(*, slot: Slot, future: Any, reason: Any, actor: Actor) -> ChangeResult:
+    """Whether a date slot takes only dates from today on (R9): a date slot only."""
+    if future is True and slot.value_type != Slot.ValueType.DATE:
+        raise field_error("future", "only a date slot can take only dates from today on")
+    return _set_flag(slot, Field.FUTURE, future, reason, actor)

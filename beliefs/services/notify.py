@@ -20,6 +20,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django_tasks import task
 
+from beliefs.domain.vouch import bound_claims, vouched_by_runtime
 from beliefs.domain.webhooks import EventType
 from beliefs.mail import deadline as mail_deadline
 from beliefs.models import (
@@ -122,6 +123,7 @@ def instance_status_changed(instance: TaskInstance, before: str) -> None:
             type,
             awaiting="signature",
             bindings_digest=instance.bindings_digest,
+            worlds_digest=instance.worlds_digest,
             signature_due_at=instance.signature_due_at.isoformat()
             if instance.signature_due_at
             else None,
@@ -130,7 +132,13 @@ def instance_status_changed(instance: TaskInstance, before: str) -> None:
     elif status == InstanceStatus.AWAITING_APPROVAL:
         # --- M-of-N approval (issue 24): the group is asked ---
         quorum = quorum_of(instance, instance.bindings_digest)
-        _emit(instance, type, bindings_digest=instance.bindings_digest, quorum=quorum.payload())
+        _emit(
+            instance,
+            type,
+            bindings_digest=instance.bindings_digest,
+            worlds_digest=instance.worlds_digest,
+            quorum=quorum.payload(),
+        )
         _email_approvers(instance, quorum, EmailNotification.Kind.AWAITING_APPROVAL)
     elif status == InstanceStatus.READY:
         receipt = instance.receipt
@@ -139,6 +147,9 @@ def instance_status_changed(instance: TaskInstance, before: str) -> None:
             type,
             bindings=instance.bindings,
             bindings_digest=instance.bindings_digest,
+            worlds_digest=instance.worlds_digest,
+            bound=bound_claims(instance.plan_items or []),
+            vouched_by_runtime=vouched_by_runtime(instance.plan_items or []),
             receipt=receipt.token if receipt is not None else None,
         )
     else:
@@ -160,6 +171,7 @@ def approval_recorded(instance: TaskInstance, quorum: Quorum) -> None:
         instance,
         EventType.INSTANCE_APPROVAL_RECORDED,
         bindings_digest=instance.bindings_digest,
+        worlds_digest=instance.worlds_digest,
         quorum=quorum.payload(),
     )
 

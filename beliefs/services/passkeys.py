@@ -267,11 +267,14 @@ def signature_attempt_start(
         )
     now = timezone.now()
     nonce = secrets.token_urlsafe(32)
-    challenge = signature_challenge(str(instance.pk), instance.bindings_digest, nonce)
+    challenge = signature_challenge(
+        str(instance.pk), instance.bindings_digest, nonce, instance.worlds_digest
+    )
     attempt = SignatureAttempt.objects.create(
         instance=instance,
         user=user,
         bindings_digest=instance.bindings_digest,
+        worlds_digest=instance.worlds_digest,
         nonce=nonce,
         challenge=challenge.hex(),
         rp_id=rp.id,
@@ -318,7 +321,10 @@ def instance_sign(
     now = timezone.now()
     if attempt.expires_at <= now:
         raise Conflict("This signing attempt expired: start a new one.", code="attempt_expired")
-    if attempt.bindings_digest != instance.bindings_digest:
+    if (
+        attempt.bindings_digest != instance.bindings_digest
+        or attempt.worlds_digest != instance.worlds_digest
+    ):
         raise Conflict(
             "The action changed since this attempt began: review it again and sign anew.",
             code="signature_outdated",
@@ -351,6 +357,7 @@ def instance_sign(
             "attempt": str(attempt.pk),
             "passkey": passkey.pk,
             "bindings_digest": attempt.bindings_digest,
+            "worlds_digest": attempt.worlds_digest,
             "nonce": attempt.nonce,
         },
     )

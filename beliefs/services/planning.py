@@ -16,10 +16,12 @@ from beliefs.domain import policy
 from beliefs.domain.canonical import bindings_digest, canonical_json, json_digest, text_digest
 from beliefs.domain.policy import RiskClass, Route
 from beliefs.domain.vocabulary import AuditKind
+from beliefs.domain.vouch import items_worlds_digest, vouched_by_runtime
 from beliefs.models import (
     InstanceStatus,
     Prompt,
     PromptState,
+    RecordedVia,
     RuntimeAPIKey,
     TaskClass,
     TaskInstance,
@@ -63,7 +65,7 @@ def _desired_prompt(state: SlotState) -> dict[str, Any]:
     prefill = None
     context_value = None
     if belief is not None:
-        if routing.route in (Route.CONFIRM, Route.SURFACED):
+        if routing.route in (Route.CONFIRM, Route.SURFACED, Route.SILENT):
             prefill = belief.value
         elif routing.route is Route.ASK:
             context_value = belief.value  # read-only context, never pre-filled
@@ -95,6 +97,19 @@ def content_digest(desired: Mapping[str, Any]) -> str:
     exactly when each field's canonical JSON is the same (a list's JSON text is read back
     unambiguously), so comparing digests is comparing the fields."""
     return json_digest([desired[field] for field in DESIRED_FIELDS])
+
+
+def reported_for_person(state: SlotState) -> bool:
+    """An irreversible value bound without asking on the runtime's report of the person's
+    answer (R2 of a value the runtime recorded): the person is shown it afterwards, with a
+    veto, through a prompt that does not block."""
+    belief = state.belief
+    return (
+        state.routing.rule is policy.Rule.ANSWERED_THIS_RUN
+        and state.effective.risk is RiskClass.IRREVERSIBLE
+        and belief is not None
+        and belief.recorded_via == RecordedVia.RUNTIME
+    )
 
 
 def _held(state: SlotState, prompt: Prompt) -> SlotState:
@@ -132,7 +147,7 @@ def _reconcile(
     """Route every slot and match the result against the open prompts, writing nothing."""
     open_by_slot = {p.slot_id: p for p in open_prompts}
     done = _Reconciled([], [], [], [])
-    for state in slot_states(instance):
+    for state in slot_states(instance, now):
         prompt = open_by_slot.get(state.slot.pk)
         if (
             prompt is not None
@@ -146,7 +161,7 @@ def _reconcile(
             # the blocking prompt stands.
             state = _held(state, prompt)
         change = ""
-        if state.routing.route is Route.SILENT:
+        if state.routing.route is Route.SILENT and not reported_for_person(state):
             if prompt is not None:
                 prompt.state = PromptState.SUPERSEDED
                 done.superseded.append(prompt)
@@ -182,13 +197,24 @@ def _reconcile(
     return done
 
 
+@dataclasses.dataclass(frozen=True)
+class Settled:
+    """What a plan's items settle into: the status, and once nothing blocks the bindings with
+    their digest and the digest of the worlds the irreversible ones were bound with."""
+
+    status: InstanceStatus
+    bindings: dict[str, Any] | None = None
+    digest: str = ""
+    worlds: str = ""
+
+
 def _settle(
     items: list[dict[str, Any]],
     instance: TaskInstance,
     actor: Actor | None = None,
     requirements: Callable[[], tuple[Requirement, ...]] | None = None,
     decisions: Callable[[], dict[str, bool]] | None = None,
-) -> tuple[InstanceStatus, dict[str, Any] | None, str]:
+) -> Settled:
     """The status, bindings and bindings digest a plan's items give, through the ready gates
     in order: an open blocking prompt (awaiting_user); missing approvals for these exact
     bindings (awaiting_approval); the person's missing passkey signature (awaiting_signature);
@@ -197,23 +223,22 @@ def _settle(
     approval requirements, and `decisions` its action's decisions (`action_decisions`), each
     read once for the whole plan (the receipt names them too)."""
     if any(item["prompt"] and item["prompt"]["blocking"] for item in items):
-        return InstanceStatus.AWAITING_USER, None, ""
+        return Settled(InstanceStatus.AWAITING_USER)
     bindings = {item["slot"]: item["value"] for item in items}
     digest = bindings_digest(bindings)
-    # --- M-of-N approval (issue 24): the group's approvals of exactly these bindings ---
+    worlds = items_worlds_digest(items)
+    # The group's approvals of exactly these bindings, bound with these worlds.
     if actor is not None:
         read = requirements() if requirements is not None else None
-        missing = quorum_gate(instance, digest, actor, timezone.now(), read)
+        missing = quorum_gate(instance, digest, actor, timezone.now(), read, worlds)
     else:
-        missing = awaits_approval(instance, digest)
+        missing = awaits_approval(instance, digest, worlds)
     if missing:
-        return InstanceStatus.AWAITING_APPROVAL, bindings, digest
-    # --- end M-of-N approval ---
-    # --- passkey signature gate (issue 23): the bindings wait for the person's signature ---
-    if awaits_signature(instance, digest, _signed(decisions) if decisions else None):
-        return InstanceStatus.AWAITING_SIGNATURE, bindings, digest
-    # --- end passkey signature gate ---
-    return InstanceStatus.READY, bindings, digest
+        return Settled(InstanceStatus.AWAITING_APPROVAL, bindings, digest, worlds)
+    # The bindings and their worlds wait for the person's passkey signature.
+    if awaits_signature(instance, digest, _signed(decisions) if decisions else None, worlds):
+        return Settled(InstanceStatus.AWAITING_SIGNATURE, bindings, digest, worlds)
+    return Settled(InstanceStatus.READY, bindings, digest, worlds)
 
 
 def _signed(decisions: Callable[[], dict[str, bool]]) -> Callable[[], list[str]]:
@@ -242,7 +267,7 @@ def current_plan(
         return None
     items = [plan_item(state, prompt) for state, prompt, _ in done.planned]
     text = canonical_json(items)
-    status = _settle(items, instance)[0]
+    status = _settle(items, instance).status
     return (items, text) if _is_current(instance, text_digest(text), status) else None
 
 
@@ -306,7 +331,8 @@ def plan_locked(
     fed = functools.cache(lambda: decisions_fed(instance))
     requirements = functools.cache(lambda: requirements_of(instance, fed()))
     decisions = functools.cache(lambda: action_decisions(instance, fed()))
-    status, bindings, digest = _settle(items, instance, actor, requirements, decisions)
+    settled = _settle(items, instance, actor, requirements, decisions)
+    status = settled.status
     blocking = sum(1 for item in items if item["prompt"] and item["prompt"]["blocking"])
     # A re-plan that changes nothing writes nothing: `planned_at` is when the plan was made or
     # last changed, and a runtime that plans again while it waits sees the same body (and
@@ -319,7 +345,8 @@ def plan_locked(
     if not unchanged:
         instance.plan_digest = plan_digest
         instance.planned_at = now
-        instance.status, instance.bindings, instance.bindings_digest = status, bindings, digest
+        instance.status, instance.bindings = status, settled.bindings
+        instance.bindings_digest, instance.worlds_digest = settled.digest, settled.worlds
         instance.blocking_asked += done.blocking_delta
         signature_wait_begin(instance, now)  # (issue 23) from the first wait, its deadline
         fields = [
@@ -330,6 +357,7 @@ def plan_locked(
             "status",
             "bindings",
             "bindings_digest",
+            "worlds_digest",
             "blocking_asked",
             "updated_at",
         ]
@@ -359,6 +387,12 @@ def plan_locked(
                 "blocking": blocking,
                 "changes": changes,
                 "bindings_digest": instance.bindings_digest,
+                "worlds_digest": instance.worlds_digest,
+                **(
+                    {"vouched_by_runtime": vouched_by_runtime(items)}
+                    if instance.status == InstanceStatus.READY
+                    else {}
+                ),
                 **({"receipt": str(receipt.jti)} if receipt is not None else {}),
             },
         )

@@ -52,9 +52,11 @@ def quorum_gate(
     actor: Actor,
     now: datetime,
     requirements: tuple[Requirement, ...] | None = None,
+    worlds: str = "",
 ) -> bool:
     """Planning's gate, under the instance's lock, once no blocking prompt is open: True when
-    approvals are still missing for these exact bindings (the instance awaits approval).
+    approvals are still missing for these exact bindings bound with these worlds (`worlds`,
+    their `worlds_digest`): the instance awaits approval.
 
     Starts the digest's round, records the principal's answers as their approval when the
     principal is an approver and it is they who just answered, and marks the round reached
@@ -66,22 +68,28 @@ def quorum_gate(
     round_, created = ApprovalRound.objects.get_or_create(
         instance=instance,
         bindings_digest=digest,
+        worlds_digest=worlds,
         defaults={"started_at": now, "expires_at": now + approval_ttl()},
     )
     principal = instance.principal_id
     answered = actor.user is not None and actor.user.pk == principal
     if answered and any(principal in r.members for r in requirements):
         record_approval(instance, round_, principal, Approval.Via.ANSWERS, now)
-    quorum = quorum_of(instance, digest, requirements)
+    quorum = quorum_of(instance, digest, requirements, worlds)
     if created and quorum.voided:
+        same_values = all(a.bindings_digest == digest for a in quorum.voided)
         audit(
             AuditKind.APPROVAL_RESET,
             actor=actor,
             instance=instance,
             data={
                 "bindings_digest": digest,
+                "worlds_digest": worlds,
                 "voided": [a.approver.get_username() for a in quorum.voided],
-                "reason": "the bindings changed: earlier approvals were for other values",
+                "reason": "the world the values refer to changed: earlier approvals were for "
+                "another world"
+                if same_values
+                else "the bindings changed: earlier approvals were for other values",
             },
         )
     if quorum.met:
@@ -92,10 +100,10 @@ def quorum_gate(
     return True
 
 
-def awaits_approval(instance: TaskInstance, digest: str) -> bool:
+def awaits_approval(instance: TaskInstance, digest: str, worlds: str = "") -> bool:
     """`quorum_gate` for a read that writes nothing (planning's unlocked path)."""
     requirements = requirements_of(instance)
-    return bool(requirements) and not quorum_of(instance, digest, requirements).met
+    return bool(requirements) and not quorum_of(instance, digest, requirements, worlds).met
 
 
 def record_approval(
@@ -109,6 +117,7 @@ def record_approval(
                 instance=instance,
                 round=round_,
                 bindings_digest=round_.bindings_digest,
+                worlds_digest=round_.worlds_digest,
                 approver_id=user_id,
                 via=via,
                 created_at=now,

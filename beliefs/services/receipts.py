@@ -18,7 +18,9 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from beliefs.domain.canonical import CANONICALIZATION
 from beliefs.domain.vocabulary import MAX_LABEL_LENGTH, AuditKind
+from beliefs.domain.vouch import bound_claims, vouched_by_runtime
 from beliefs.errors import Conflict, InvalidInput, NotFound
 from beliefs.models import (
     Prompt,
@@ -119,7 +121,11 @@ def receipt_issue(
     # --- passkey evidence (issue 23): the person's device signed exactly these bindings ---
     # (Only an instance that waited for a signature has one: `signature_due_at` says so.)
     signature = standing_signature(instance.pk) if instance.signature_due_at else None
-    if signature is not None and signature.bindings_digest == instance.bindings_digest:
+    if (
+        signature is not None
+        and signature.bindings_digest == instance.bindings_digest
+        and signature.worlds_digest == instance.worlds_digest
+    ):
         claims["passkey"] = signature_evidence(signature)
     # --- end passkey evidence ---
     receipt.token = sign(
@@ -136,6 +142,12 @@ def receipt_issue(
             "task_class": instance.task_class.key,
             "decisions": decisions if decisions is not None else list(action_decisions(instance)),
             "bindings_digest": instance.bindings_digest,
+            "worlds_digest": instance.worlds_digest,
+            "canonicalization": CANONICALIZATION,
+            # Who vouched for each bound value; the irreversible ones no person confirmed in
+            # the console are named, so that a verifier refuses them unless told otherwise.
+            "bound": bound_claims(instance.plan_items or []),
+            "vouched_by_runtime": vouched_by_runtime(instance.plan_items or []),
             "approvals": _approvals(instance, answered),
             **_quorum(instance, requirements),
         }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -23,6 +23,7 @@ from beliefs.domain.attention import (
     value_tail,
 )
 from beliefs.domain.canonical import canonical_json
+from beliefs.domain.meaning import date_in_past
 from beliefs.domain.policy import Route, Source
 from beliefs.domain.problems import Problem, ProblemCode
 from beliefs.domain.vocabulary import (
@@ -103,6 +104,9 @@ def _check_value(slot: Slot, value: Any, field: str = "value") -> Any:
                 datetime.strptime(value, "%Y-%m-%d")  # noqa: DTZ007 - a calendar date, no time
             except ValueError:
                 raise field_error(field, Problem(ProblemCode.NOT_A_DATE)) from None
+            if slot.future and date_in_past(value, timezone.now().astimezone(UTC).date()):
+                # It would be asked again at once (a date that must lie ahead).
+                raise field_error(field, Problem(ProblemCode.DATE_IN_PAST))
     value = _canonical_choice(slot.scope_order or slot.choices or [], value)
     if slot.scope_order and value not in slot.scope_order:
         raise field_error(field, _not_a_choice(slot.scope_order))

@@ -22,12 +22,14 @@ def awaits_signature(
     instance: TaskInstance,
     bindings_digest: str,
     requiring: Callable[[], list[str]] | None = None,
+    worlds_digest: str = "",
 ) -> bool:
     """Every blocking prompt is answered: must it still wait for a signature of exactly
-    `bindings_digest`? (The ready gate's last step, after the approvals.) `requiring`: the
-    keys of the action's decisions that require a signature, read when first needed."""
+    `bindings_digest` bound with `worlds_digest`? (The ready gate's last step, after the
+    approvals.) `requiring`: the keys of the action's decisions that require a signature, read
+    when first needed."""
     return signature_required(instance, requiring) and not signature_holds(
-        instance, bindings_digest
+        instance, bindings_digest, worlds_digest
     )
 
 

@@ -36,6 +36,8 @@ class SlotSpec:
     choices: list[Any] | None = None
     scope_order: list[str] | None = None
     suggested_risk: str = ""
+    # A date slot that takes only dates from today on; a runtime may turn it on, never off.
+    future: bool = False
     sent: frozenset[str] = frozenset()
 
     @classmethod
@@ -104,6 +106,7 @@ def task_class_register(
                 choices=spec.choices,
                 scope_order=spec.scope_order,
                 suggested_risk=spec.suggested_risk,
+                future=spec.future,
             )
             next_position += 1
             existing[slot.key] = slot
@@ -116,10 +119,12 @@ def task_class_register(
                 f"slots[{index}].scope_order",
                 "this slot already has a scope order; only a classifier can change it",
             )
-        for field in spec.sent:
+        stated = set(spec.sent)
+        if "future" in stated and not spec.future:
+            stated.discard("future")  # the agent never lowers its own guard: a classifier may
+        for field in stated:
             value = getattr(spec, field)
             setattr(slot, field, (value or spec.key) if field == "label" else value)
-        stated = set(spec.sent)
         if not slot.declared:  # a slot grown from an action's arguments, now declared
             slot.declared = True
             stated.add("declared")

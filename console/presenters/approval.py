@@ -91,6 +91,7 @@ def approval_context(instance: TaskInstance, user: User) -> dict[str, Any]:
         "instance": instance,
         "sentences": sentences,
         "values": _values(instance, prompts),
+        "worlds": selectors.bound_world_changes(instance),
         "quorum": quorum,
         "members": members,
         "waiting": waiting,

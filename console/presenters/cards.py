@@ -43,9 +43,10 @@ def cards_for(
 
     shown = [p for p in prompts if p.state != PromptState.SUPERSEDED]
     assumptions: list[Card] = []
+    reported: list[Card] = []
     followup_ids: set[int] = set()
     for prompt in shown:
-        if prompt.route != Route.SURFACED:
+        if prompt.route not in LINE_ROUTES:
             continue
         line = card(prompt)
         if prompt.state == PromptState.VETOED:
@@ -53,19 +54,24 @@ def cards_for(
             after = [
                 p
                 for p in shown
-                if p.slot_id == prompt.slot_id and p.pk > prompt.pk and p.route != Route.SURFACED
+                if p.slot_id == prompt.slot_id and p.pk > prompt.pk and p.route not in LINE_ROUTES
             ]
             if after:
                 line.followup = card(after[-1], after_veto=True)
                 followup_ids.add(after[-1].pk)
-        assumptions.append(line)
-    cards = [card(p) for p in shown if p.route != Route.SURFACED and p.pk not in followup_ids]
-    return {"assumptions": assumptions, "cards": cards}
+        (reported if prompt.route == Route.SILENT else assumptions).append(line)
+    cards = [card(p) for p in shown if p.route not in LINE_ROUTES and p.pk not in followup_ids]
+    return {"reported": reported, "assumptions": assumptions, "cards": cards}
+
+
+# The prompts shown as a line with a veto, not as a question: an assumption (SURFACED), and
+# an irreversible value bound on the runtime's report of the person's answer (SILENT).
+LINE_ROUTES = frozenset({Route.SURFACED, Route.SILENT})
 
 
 def all_cards(groups: dict[str, Any]) -> list[Card]:
     flat: list[Card] = []
-    for line in groups["assumptions"]:
+    for line in [*groups.get("reported", []), *groups["assumptions"]]:
         flat.append(line)
         if line.followup is not None:
             flat.append(line.followup)

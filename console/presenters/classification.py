@@ -155,8 +155,13 @@ def class_context(
                 if snapshot is not None
                 and current
                 and not _is_quorum(change_request)
-                # (issue 23) a signature requirement changes no routing: no impact to preview
-                and change_request.field != RiskChangeRequest.Field.REQUIRES_SIGNATURE
+                # An on/off guard's change is not a change of risk: no impact to preview.
+                and change_request.field
+                not in (
+                    RiskChangeRequest.Field.REQUIRES_SIGNATURE,
+                    RiskChangeRequest.Field.PERSON_CONFIRMS,
+                    RiskChangeRequest.Field.FUTURE,
+                )
                 else None,
                 current=current,
                 own=change_request.requested_by_id == request.user.pk,

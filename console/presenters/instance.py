@@ -105,7 +105,14 @@ class Card:
 
     @property
     def is_assumption(self) -> bool:
-        return self.prompt.route == Route.SURFACED
+        """A line with a veto: an assumption, or a value bound on the runtime's report."""
+        return self.prompt.route in (Route.SURFACED, Route.SILENT)
+
+    @property
+    def is_reported(self) -> bool:
+        """An irreversible value bound on the runtime's report of the person's answer: the
+        person was not asked, and may veto it."""
+        return self.prompt.route == Route.SILENT
 
     @property
     def is_confirm(self) -> bool:
@@ -250,6 +257,27 @@ class Card:
                 return (
                     f"This value is from an earlier attempt: {self.provenance}. Check that it "
                     "still holds: things may have changed since."
+                )
+            case Rule.MEANING_EXPIRED:
+                until = (
+                    self.prompt.world_ref.get("valid_until")
+                    if isinstance(self.prompt.world_ref, dict)
+                    else None
+                )
+                when = f" on {until}" if isinstance(until, str) else ""
+                return (
+                    f"What the earlier value referred to expired{when}, so it is not reused: "
+                    "you are asked afresh."
+                )
+            case Rule.DATE_IN_PAST:
+                return (
+                    "The date on record has passed, and this takes only today's date or a later "
+                    "one: you are asked for a new date."
+                )
+            case Rule.PERSON_MUST_CONFIRM:
+                return (
+                    f"The agent reports this as your answer ({self.provenance}); this action "
+                    "needs your own confirmation here before it goes ahead."
                 )
             case Rule.COSMETIC | Rule.ANSWERED_THIS_RUN | Rule.ASSUMPTION:
                 return "The agent will use this value unless you veto it."

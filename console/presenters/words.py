@@ -101,6 +101,8 @@ def problem_words(problem: Problem) -> str:
             return "It must be text."
         case ProblemCode.NOT_A_DATE:
             return "Enter a date written YYYY-MM-DD, for example 2026-11-02."
+        case ProblemCode.DATE_IN_PAST:
+            return "Enter today's date or a later one: this date has passed."
         case ProblemCode.NOT_A_CHOICE:
             return f"Choose one of: {', '.join(p['choices'])}."
         case ProblemCode.NOT_A_VERSION:

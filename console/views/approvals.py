@@ -46,12 +46,17 @@ def approval_act(request: AuthedHttpRequest, instance_id: UUID) -> HttpResponse:
     instance = _instance_or_404(request, instance_id)
     action = request.POST.get("action", "")
     digest = request.POST.get("bindings_digest", "")
+    worlds = request.POST.get("worlds_digest", "")
     reason = request.POST.get("reason", "")
     status = 200
     try:
         if action == "approve":
             result = services.instance_approve(
-                instance_id=instance.pk, user=request.user, bindings_digest=digest
+                instance_id=instance.pk,
+                user=request.user,
+                bindings_digest=digest,
+                worlds_digest=worlds,
+                acknowledged=request.POST.getlist("acknowledged"),
             )
             if result.replayed:
                 messages.info(request, REPLAYED)
@@ -59,7 +64,11 @@ def approval_act(request: AuthedHttpRequest, instance_id: UUID) -> HttpResponse:
                 messages.success(request, DONE["approve"])
         elif action == "reject":
             services.instance_reject_approval(
-                instance_id=instance.pk, user=request.user, bindings_digest=digest, reason=reason
+                instance_id=instance.pk,
+                user=request.user,
+                bindings_digest=digest,
+                worlds_digest=worlds,
+                reason=reason,
             )
             messages.success(request, DONE["reject"])
         elif action == "away":
@@ -68,6 +77,7 @@ def approval_act(request: AuthedHttpRequest, instance_id: UUID) -> HttpResponse:
                 user=request.user,
                 approver=request.POST.get("approver", ""),
                 bindings_digest=digest,
+                worlds_digest=worlds,
                 reason=reason,
             )
             messages.success(request, DONE["away"])

@@ -365,6 +365,14 @@ def _matches(cell: policy.MatrixCell, chosen: dict[str, str]) -> bool:
         "source": source,
         "carried": carried,
     }
+    if cell.any_belief:  # a row for every belief: any source, current or carried
+        return all(
+            (name == "source" and value != NO_BELIEF)
+            or name == "carried"
+            or (name not in ("source", "carried") and facts[name] == value)
+            for name, value in chosen.items()
+            if value
+        )
     return all(facts[name] == value for name, value in chosen.items() if value)
 
 

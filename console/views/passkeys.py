@@ -197,6 +197,7 @@ def instance_review(request: AuthedHttpRequest, instance_id: UUID) -> HttpRespon
         "awaiting": instance.status == InstanceStatus.AWAITING_SIGNATURE,
         "sentences": restatement(instance, decisions),
         "rows": binding_rows(instance, prompts),
+        "worlds": selectors.bound_world_changes(instance),
         "requiring": decisions_requiring_signature(instance),
         "has_passkey": bool(active_passkeys(request.user)),
         "signature": standing_signature(instance.pk),

@@ -89,8 +89,16 @@ def answered(api: Driver, amount: int = 250_000) -> dict[str, Any]:
     return api.instance(instance_id)
 
 
+def _digests(instance: dict[str, Any]) -> dict[str, Any]:
+    """What an approver says they saw: the values' digest and their worlds'."""
+    return {
+        "bindings_digest": instance["bindings_digest"],
+        "worlds_digest": instance["worlds_digest"],
+    }
+
+
 def approve(client: JsonClient, instance: dict[str, Any], **extra: Any) -> Any:
-    body = {"action": "approve", "bindings_digest": instance["bindings_digest"], **extra}
+    body = {"action": "approve", **_digests(instance), **extra}
     return client.post_json(f"{API}/instances/{instance['id']}/approval/", body)
 
 
@@ -219,7 +227,7 @@ def test_the_first_rejection_cancels_with_its_reason(
     instance = answered(api)
     assert approve(as_person(bob), instance).status_code == 200
     url = f"{API}/instances/{instance['id']}/approval/"
-    body = {"action": "reject", "bindings_digest": instance["bindings_digest"]}
+    body = {"action": "reject", **_digests(instance)}
     assert as_person(dave).post_json(url, body).status_code == 400  # a reason is required
     rejected = as_person(dave).post_json(url, {**body, "reason": "not budgeted"})
     assert rejected.status_code == 200, rejected.json()
@@ -240,7 +248,7 @@ def test_away_is_marked_by_another_member_and_is_not_an_approval(
     register(api, treasury, 2)
     instance = answered(api)
     url = f"{API}/instances/{instance['id']}/approval/"
-    body = {"action": "away", "bindings_digest": instance["bindings_digest"], "approver": "erin"}
+    body = {"action": "away", **_digests(instance), "approver": "erin"}
     assert api.runtime.post_json(url, body).status_code == 403
     assert as_person(erin).post_json(url, {**body}).status_code == 400  # not oneself
     marked = as_person(bob).post_json(url, body)
@@ -288,7 +296,7 @@ def test_approvers_still_asked_are_reminded_before_expiry_and_the_instance_expir
     instance = answered(api)
     url = f"{API}/instances/{instance['id']}/approval/"
     assert approve(as_person(bob), instance).status_code == 200
-    away = {"action": "away", "bindings_digest": instance["bindings_digest"], "approver": "erin"}
+    away = {"action": "away", **_digests(instance), "approver": "erin"}
     assert as_person(bob).post_json(url, away).status_code == 200
     round_ = ApprovalRound.objects.get(instance_id=instance["id"])
     assert round_.expires_at - round_.started_at == settings.CONSOLE_APPROVAL_TTL

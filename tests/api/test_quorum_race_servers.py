@@ -105,7 +105,7 @@ def test_fifty_racing_approvals_give_exactly_one_ready_and_no_5xx(
     ).json()
     assert waiting["status"] == "awaiting_approval"
     assert waiting["quorum"]["missing"] == REQUIRED
-    digest = waiting["bindings_digest"]
+    digest, worlds = waiting["bindings_digest"], waiting["worlds_digest"]
 
     headers = [_session_headers(p) for p in people]
     start = threading.Barrier(APPROVERS)
@@ -114,7 +114,7 @@ def test_fifty_racing_approvals_give_exactly_one_ready_and_no_5xx(
         start.wait(timeout=60)
         response = requests.post(
             f"{servers[i % 2]}/api/v1/instances/{instance_id}/approval/",
-            json={"action": "approve", "bindings_digest": digest},
+            json={"action": "approve", "bindings_digest": digest, "worlds_digest": worlds},
             headers=headers[i],
             timeout=120,
         )

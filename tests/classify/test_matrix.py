@@ -53,12 +53,24 @@ def test_it_renders_every_cell_of_the_routing_policy(client: Client, carol: User
     for row, cell in zip(rows, cells, strict=True):
         assert row["m-risk"] == cell.risk.value
         assert row["m-monotonic"] == ("yes" if cell.monotonic else "no")
-        if cell.source is None:
+        if cell.any_belief:
+            assert (row["m-source"], row["m-carried"]) == ("any", "either")
+            assert row["m-condition"] == (
+                "meaning expired"
+                if cell.expired
+                else "a date before today in a slot that takes only dates from today on"
+            )
+        elif cell.source is None:
             assert (row["m-source"], row["m-carried"], row["m-world"]) == ("no belief", "—", "—")
         else:
             assert row["m-source"] == cell.source.value
             assert row["m-carried"] == ("carried" if cell.carried else "current")
             assert row["m-world"] == ("present" if cell.has_world_ref else "none")
+            if cell.person_required:
+                given = "given there" if cell.in_console else "reported by the runtime"
+                assert row["m-condition"] == f"the person confirms in the console; {given}"
+            else:
+                assert row["m-condition"] == "—"
         assert row["m-route"] == cell.routing.route.value
         assert row["m-rule"] == cell.routing.rule.value
         assert row["m-reason"] == cell.routing.reason
@@ -70,7 +82,7 @@ def test_it_covers_every_rule_and_route(client: Client, carol: User) -> None:
     parser = MatrixRows()
     parser.feed(client.get("/classify/matrix/").content.decode())
     rows = parser.parsed()
-    assert {r["m-rule"] for r in rows} == {f"R{i}" for i in range(8)}
+    assert {r["m-rule"] for r in rows} == {f"R{i}" for i in range(11)}
     assert {r["m-route"] for r in rows} == {"SILENT", "SURFACED", "CONFIRM", "ASK"}
 
 
@@ -86,9 +98,10 @@ def _rows(client: Client, query: dict[str, str]) -> list[dict[str, str]]:
     [
         ({"risk": "irreversible"}, "m-risk", {"irreversible"}),
         ({"route": "CONFIRM"}, "m-route", {"CONFIRM"}),
-        ({"source": "tool"}, "m-source", {"tool"}),
+        # The rows for any belief (an expired meaning, a past date) apply to every source.
+        ({"source": "tool"}, "m-source", {"tool", "any"}),
         ({"source": "none"}, "m-source", {"no belief"}),
-        ({"carried": "carried"}, "m-carried", {"carried"}),
+        ({"carried": "carried"}, "m-carried", {"carried", "either"}),
     ],
 )
 def test_its_filters_show_only_the_matching_combinations(
@@ -107,9 +120,11 @@ def test_filters_combine_and_say_when_nothing_matches(client: Client, carol: Use
     client.force_login(carol)
     rows = _rows(client, {"risk": "irreversible", "source": "tool", "carried": "carried"})
     assert {(r["m-risk"], r["m-source"], r["m-carried"]) for r in rows} == {
-        ("irreversible", "tool", "carried")
+        ("irreversible", "tool", "carried"),
+        ("irreversible", "any", "either"),
     }
-    html = client.get("/classify/matrix/", {"risk": "cosmetic", "route": "ASK", "source": "user"})
+    query = {"risk": "cosmetic", "route": "CONFIRM", "source": "user"}
+    html = client.get("/classify/matrix/", query)
     assert "No combination matches." in html.content.decode()
 
 

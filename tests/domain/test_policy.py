@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import subprocess
@@ -48,13 +49,24 @@ class Case:
     source: Source | None
     carried: bool
     world: str
+    # A decision the slot feeds wants the person's own act in the console; the value was
+    # given in the console; its meaning expired; a date before today in a future-only slot.
+    person_required: bool = False
+    in_console: bool = False
+    expired: bool = False
+    past_date: bool = False
 
     @property
     def facts(self) -> BeliefFacts | None:
         if self.source is None:
             return None
         return BeliefFacts(
-            source=self.source, carried=self.carried, has_world_ref=self.world != "absent"
+            source=self.source,
+            carried=self.carried,
+            has_world_ref=self.world != "absent",
+            in_console=self.in_console,
+            expired=self.expired,
+            past_date=self.past_date,
         )
 
     @property
@@ -66,17 +78,44 @@ def _world_now(world: str) -> dict | None:
     return {"absent": None, "same": WORLD_REF, "changed": WORLD_NOW_CHANGED}[world]
 
 
+FLAGS = (False, True)
 ALL_CASES = [
     Case(*combo)
     for combo in itertools.product(
-        RiskClass, DECISION_SHAPES, (False, True), SOURCES, (False, True), WORLDS
+        RiskClass,
+        DECISION_SHAPES,
+        FLAGS,
+        SOURCES,
+        FLAGS,
+        WORLDS,
+        FLAGS,  # person_required
+        FLAGS,  # in_console
+        FLAGS,  # expired
+        FLAGS,  # past_date
     )
+    # Without a belief there is nothing to have been given anywhere, or to expire.
+    if combo[3] is not None or not any(combo[6:])
 ]
 
 
-def _routed(case: Case) -> tuple[RiskClass, Routing]:
+def _route_case(case: Case) -> tuple[RiskClass, Routing]:
     eff = effective_risk(case.own, case.decisions, monotonic=case.monotonic)
-    return eff.risk, route(eff.risk, monotonic=case.monotonic, belief=case.facts)
+    return eff.risk, route(
+        eff.risk,
+        monotonic=case.monotonic,
+        belief=case.facts,
+        person_required=case.person_required,
+    )
+
+
+@functools.cache
+def _every_route() -> dict[Case, tuple[RiskClass, Routing]]:
+    """Every case routed once, on first use: the invariants each read all of them."""
+    return {case: _route_case(case) for case in ALL_CASES}
+
+
+def _routed(case: Case) -> tuple[RiskClass, Routing]:
+    return _every_route()[case]
 
 
 def _violations(check) -> list[str]:  # noqa: ANN001 - a test helper
@@ -90,8 +129,9 @@ def _violations(check) -> list[str]:  # noqa: ANN001 - a test helper
 
 
 def test_it_enumerates_the_whole_input_space() -> None:
-    # 5 own classes x 26 decision shapes x 2 monotonic x 5 sources x 2 scopes x 3 worlds.
-    assert len(ALL_CASES) == 5 * 26 * 2 * 5 * 2 * 3
+    # 5 own classes x 26 decision shapes x 2 monotonic x (4 sources x 2 scopes x 3 worlds x
+    # 2 person required x 2 in console x 2 expired x 2 past date, + no belief x 2 x 3 once).
+    assert len(ALL_CASES) == 5 * 26 * 2 * (4 * 2 * 3 * 16 + 2 * 3)
 
 
 def test_it_never_yields_unclassified_as_an_effective_risk() -> None:
@@ -152,15 +192,71 @@ def test_it_holds_s4_silent_only_for_cosmetic_or_a_current_user_answer() -> None
     assert _violations(check) == []
 
 
+def test_it_holds_s8_an_expired_meaning_or_past_date_is_asked_whatever_else_holds() -> None:
+    def check(case: Case, risk: RiskClass, routing: Routing) -> str | None:
+        if case.source is not None and (case.expired or case.past_date):
+            want = Rule.MEANING_EXPIRED if case.expired else Rule.DATE_IN_PAST
+            if (routing.route, routing.rule, routing.prefilled) != (Route.ASK, want, False):
+                return "S8"
+        return None
+
+    assert _violations(check) == []
+
+
+def test_it_holds_s9_a_runtimes_report_never_binds_where_the_person_must_confirm() -> None:
+    """Where a decision wants the person's own act, a `user` value the runtime recorded is
+    confirmed (or asked, for a monotonic scope) unless the person gave it in the console; a
+    cosmetic value stays silent, as it binds by policy."""
+
+    def check(case: Case, risk: RiskClass, routing: Routing) -> str | None:
+        if (
+            case.person_required
+            and case.current_user
+            and not case.in_console
+            and not (case.expired or case.past_date)
+            and risk is not RiskClass.COSMETIC
+        ):
+            want = Rule.MONOTONIC_TYPED_AFRESH if case.monotonic else Rule.PERSON_MUST_CONFIRM
+            if routing.rule is not want or not routing.blocking:
+                return "S9"
+        return None
+
+    assert _violations(check) == []
+
+
+def test_it_keeps_the_seeds_rule_where_the_person_need_not_confirm() -> None:
+    """Off, or given in the console: a current answer of the user's binds silently (R2)."""
+
+    def check(case: Case, risk: RiskClass, routing: Routing) -> str | None:
+        if (
+            case.current_user
+            and (case.in_console or not case.person_required)
+            and not (case.expired or case.past_date)
+            and risk is not RiskClass.COSMETIC
+            and routing.rule is not Rule.ANSWERED_THIS_RUN
+        ):
+            return "R2"
+        return None
+
+    assert _violations(check) == []
+
+
 # The table's own words: R4 and R6 show a pre-filled form; R0, R3, R5 a blank one; R1, R2 bind
 # silently; R7 lists an assumption. Checked against the rule each case actually took.
-PREFILLED_RULES = {Rule.IRREVERSIBLE_NOT_FROM_USER, Rule.CARRIED_ANCHORED}
+PREFILLED_RULES = {
+    Rule.IRREVERSIBLE_NOT_FROM_USER,
+    Rule.CARRIED_ANCHORED,
+    Rule.PERSON_MUST_CONFIRM,
+}
 BLOCKING_RULES = {
     Rule.NO_BELIEF,
     Rule.MONOTONIC_TYPED_AFRESH,
     Rule.IRREVERSIBLE_NOT_FROM_USER,
     Rule.CARRIED_UNANCHORED,
     Rule.CARRIED_ANCHORED,
+    Rule.MEANING_EXPIRED,
+    Rule.DATE_IN_PAST,
+    Rule.PERSON_MUST_CONFIRM,
 }
 
 
@@ -184,16 +280,36 @@ def test_it_treats_an_unclassified_risk_given_to_route_as_irreversible() -> None
 
 def test_it_lists_every_reachable_cell_in_the_routing_matrix() -> None:
     cells = routing_matrix()
-    # 4 risks x 17 belief shapes (no belief + 4 sources x 2 scopes x 2 world refs) + monotonic
-    # rows only for irreversible.
-    assert len(cells) == 4 * 17 + 17
+    # 4 risks x 17 belief shapes (no belief + 4 sources x 2 scopes x 2 world refs), each
+    # current user shape twice more (the person must confirm: reported, or given in the
+    # console), an expired meaning and a past date once each; monotonic rows only for
+    # irreversible.
+    assert len(cells) == 5 * (17 + 2 * 2 + 2)
     for cell in cells:
+        if cell.any_belief:
+            # Any belief at all routes so: every source, scope and world reference.
+            for source, carried, world in itertools.product(Source, FLAGS, FLAGS):
+                facts = BeliefFacts(
+                    source, carried, world, expired=cell.expired, past_date=cell.past_date
+                )
+                assert cell.routing == route(cell.risk, monotonic=cell.monotonic, belief=facts)
+            continue
         facts = (
             None
             if cell.source is None
-            else BeliefFacts(cell.source, carried=cell.carried, has_world_ref=cell.has_world_ref)
+            else BeliefFacts(
+                cell.source,
+                carried=cell.carried,
+                has_world_ref=cell.has_world_ref,
+                in_console=cell.in_console,
+            )
         )
-        assert cell.routing == route(cell.risk, monotonic=cell.monotonic, belief=facts)
+        assert cell.routing == route(
+            cell.risk,
+            monotonic=cell.monotonic,
+            belief=facts,
+            person_required=cell.person_required,
+        )
     assert {cell.routing.rule for cell in cells} == set(Rule)
 
 

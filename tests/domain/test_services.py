@@ -921,9 +921,11 @@ def test_it_counts_a_prompt_that_becomes_blocking_and_keeps_counting_a_released_
         actor=rt,
     )
     assert open_prompt(instance, "memo").blocking
-    assert not Prompt.objects.filter(
+    # What stays open is no question: the value the runtime reported, bound, listed for a veto.
+    (reported,) = Prompt.objects.filter(
         instance=instance, slot__key="recipient_account", state=PromptState.OPEN
-    ).exists()
+    )
+    assert (reported.route, reported.blocking, reported.prefill) == ("SILENT", False, "DE02")
     assert _blocking_counts(instance) == (3, 3)
 
 

@@ -129,11 +129,15 @@ def test_signing_makes_it_ready_and_the_evidence_travels(
     assert evidence["credential_id"] == Passkey.objects.get().credential_id
     for part in ("authenticator_data", "client_data_json", "signature"):
         assert evidence[part]
-    # The challenge the device signed is SHA-256 of exactly {instance, bindings_digest, nonce}.
+    # The challenge the device signed is SHA-256 of exactly
+    # {instance, bindings_digest, worlds_digest, nonce}.
     client_data = json.loads(b64url_decode(evidence["client_data_json"]))
     import hashlib
 
-    payload = challenge_payload(instance_id, read["bindings_digest"], attempt.nonce)
+    assert read["worlds_digest"] and evidence["worlds_digest"] == read["worlds_digest"]
+    payload = challenge_payload(
+        instance_id, read["bindings_digest"], attempt.nonce, read["worlds_digest"]
+    )
     expected = hashlib.sha256(payload.encode()).digest()
     assert b64url_decode(client_data["challenge"]) == expected
     # The receipt carries the same assertion.
@@ -164,7 +168,8 @@ evidence, people = json.loads(sys.stdin.read())
 key = next(p for p in people["passkeys"] if p["credential_id"] == evidence["credential_id"])
 payload = json.dumps(
     {"instance": evidence["instance"], "bindings_digest": evidence["bindings_digest"],
-     "nonce": evidence["nonce"]}, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+     "worlds_digest": evidence["worlds_digest"], "nonce": evidence["nonce"]},
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 challenge = hashlib.sha256(payload.encode()).digest()
 try:
     verify_authentication_response(

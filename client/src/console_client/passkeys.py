@@ -42,9 +42,14 @@ def _b64url_decode(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def signature_challenge(instance: str, bindings_digest: str, nonce: str) -> bytes:
-    """SHA-256 of the canonical JSON {"instance", "bindings_digest", "nonce"}."""
+def signature_challenge(
+    instance: str, bindings_digest: str, nonce: str, worlds_digest: str | None = None
+) -> bytes:
+    """SHA-256 of the canonical JSON {"instance", "bindings_digest", "worlds_digest",
+    "nonce"} (without `worlds_digest` for a signature made before the console bound worlds)."""
     payload = {"instance": str(instance), "bindings_digest": bindings_digest, "nonce": nonce}
+    if worlds_digest:
+        payload["worlds_digest"] = worlds_digest
     return hashlib.sha256(canonical_json(payload).encode("utf-8")).digest()
 
 
@@ -83,6 +88,7 @@ def verify_signature(
     *,
     bindings: Mapping[str, Any] | None = None,
     bindings_digest: str | None = None,
+    worlds_digest: str | None = None,
     instance: str | None = None,
     rp_id: str | None = None,
     origin: str | None = None,
@@ -99,6 +105,9 @@ def verify_signature(
     digest = digest or str(assertion.get("bindings_digest") or "")
     if assertion.get("bindings_digest") not in (None, digest):
         raise SignatureInvalid("the signature is of other bindings than these")
+    worlds = worlds_digest or str(assertion.get("worlds_digest") or "")
+    if assertion.get("worlds_digest") not in (None, worlds):
+        raise SignatureInvalid("the signature is of these values bound with another world")
     instance_id = instance or str(assertion.get("instance") or "")
     if assertion.get("instance") not in (None, instance_id):
         raise SignatureInvalid("the signature is of another instance")
@@ -110,7 +119,7 @@ def verify_signature(
         client_data = json.loads(client_data_bytes)
     except (KeyError, ValueError, TypeError) as exc:
         raise SignatureInvalid(f"the assertion is malformed: {exc}") from None
-    expected = signature_challenge(instance_id, digest, nonce)
+    expected = signature_challenge(instance_id, digest, nonce, worlds)
     try:
         challenge = _b64url_decode(str(client_data.get("challenge", "")))
     except ValueError:
