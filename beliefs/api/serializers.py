@@ -33,6 +33,9 @@ class SlotOut(serializers.Serializer):
     choices = serializers.ListField(child=AnyJSONField(allow_null=True), allow_null=True)
     scope_order = serializers.ListField(child=serializers.CharField(), allow_null=True)
     monotonic = serializers.BooleanField()
+    future = serializers.BooleanField(
+        help_text="a date slot that takes only dates from today on: a date before today is asked"
+    )
     risk_class = serializers.ChoiceField(choices=RISKS)
     suggested_risk = serializers.ChoiceField(choices=RISKS, allow_null=True)
     effective_risk = serializers.ChoiceField(choices=RISKS)
@@ -52,6 +55,10 @@ class DecisionOut(serializers.Serializer):
     requires_signature = serializers.BooleanField(
         help_text="an action of this decision is ready only once its person signed the "
         "bindings with a passkey"
+    )
+    person_confirms = serializers.BooleanField(
+        help_text="a `user` value a runtime recorded for a slot of this decision is confirmed "
+        "by the person in the console (rule R10), never bound on the runtime's word"
     )
 
 
@@ -160,10 +167,12 @@ RECEIPT_STATES = ["valid", "redeemed", "revoked", "expired"]
 
 class SignatureEvidenceOut(serializers.Serializer):
     """A WebAuthn assertion over SHA-256 of the canonical JSON {"instance", "bindings_digest",
-    "nonce"}, in base64url as WebAuthn's JSON gives it."""
+    "worlds_digest", "nonce"} (without worlds_digest for a signature made before the console
+    bound worlds), in base64url as WebAuthn's JSON gives it."""
 
     instance = serializers.UUIDField()
     bindings_digest = serializers.CharField()
+    worlds_digest = serializers.CharField(required=False)
     nonce = serializers.CharField()
     challenge = serializers.CharField(help_text="base64url SHA-256 of the canonical JSON")
     credential_id = serializers.CharField()
@@ -214,6 +223,24 @@ class InstanceOut(serializers.Serializer):
     bindings = ObjectField(allow_null=True, help_text="final once the status is ready")
     bindings_digest = serializers.CharField(
         allow_null=True, help_text="SHA-256 of the canonical JSON of bindings"
+    )
+    worlds_digest = serializers.CharField(
+        allow_null=True,
+        help_text="SHA-256 of the canonical JSON of {slot: world_ref} over the bound "
+        "irreversible slots: the world the values were bound with",
+    )
+    bound = serializers.DictField(
+        child=ObjectField(),
+        allow_null=True,
+        help_text="once the values are settled, per bound slot: route, rule, source and via "
+        "(console: the person gave or confirmed it in the console; runtime: bound on the "
+        "runtime's report; policy: cosmetic)",
+    )
+    vouched_by_runtime = serializers.ListField(
+        child=serializers.CharField(),
+        allow_null=True,
+        help_text="the irreversible slots bound on the runtime's report alone: no person "
+        "confirmed them in the console (verifiers refuse such receipts unless told otherwise)",
     )
     receipt = serializers.CharField(
         allow_null=True,

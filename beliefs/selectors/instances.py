@@ -115,6 +115,7 @@ def task_class_payload(task_class: TaskClass) -> dict[str, Any]:
                 "choices": slot.choices,
                 "scope_order": slot.scope_order,
                 "monotonic": slot.monotonic,
+                "future": slot.future,
                 "risk_class": slot.risk_class,
                 "suggested_risk": slot.suggested_risk or None,
                 "effective_risk": effective.risk.value,
@@ -131,6 +132,7 @@ def task_class_payload(task_class: TaskClass) -> dict[str, Any]:
             "risk_class": d.risk_class,
             "slots": [s.key for s in d.slots.all()],
             "requires_signature": d.requires_signature,
+            "person_confirms": d.person_confirms,
         }
         for d in task_class.decisions.all()
     ]

@@ -505,7 +505,11 @@ def _set_flag(target: Target, field: str, value: Any, reason: Any, actor: Actor)
     if not isinstance(value, bool):
         raise field_error(field, "must be true or false")
     task_class = lock_task_class(target.task_class)
-    locked: Target = type(target).objects.get(pk=target.pk)
+    locked: Target = (
+        Slot.objects.get(pk=target.pk)
+        if isinstance(target, Slot)
+        else Decision.objects.get(pk=target.pk)
+    )
     if bool(getattr(locked, field)) == value:
         return ChangeResult("unchanged", f"Nothing to change: {_describe(locked, field, value)}.")
     if value:
