@@ -18,6 +18,12 @@ processes that load the code anew, each new one listening before its old one is 
 the port is served throughout (a deploy's reload). Where the platform has no `SO_REUSEPORT`,
 it runs `uvicorn --workers` instead.
 
+uvicorn's own handling of X-Forwarded-For and X-Forwarded-Proto is off: by default it believes
+those headers from any client on 127.0.0.1, and would hand the application an address the
+client chose (a way around the sign-in lockout from the same host). The application reads
+them itself, as far as CONSOLE_TRUSTED_PROXIES (console/client_ip.py) and
+SECURE_PROXY_SSL_HEADER say, the same under every server.
+
     python -m console.serve [--host 0.0.0.0] [--port $PORT] [--workers $WEB_CONCURRENCY]
 """
 
@@ -83,7 +89,13 @@ def serve_one(host: str, port: int, log_level: str, ready: Connection) -> None:
 
     sock = listening_socket(host, port, shared=True)
     config = uvicorn.Config(
-        APP, host=host, port=port, server_header=False, log_level=log_level, workers=1
+        APP,
+        host=host,
+        port=port,
+        server_header=False,
+        log_level=log_level,
+        workers=1,
+        proxy_headers=False,
     )
     Server(config).run(sockets=[sock])
 
@@ -238,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
 
         uvicorn.run(
             APP, host=args.host, port=args.port, workers=args.workers, server_header=False,
-            log_level=args.log_level,
+            log_level=args.log_level, proxy_headers=False,
         )  # fmt: skip
         return 0
     # The port must be free: a socket that did not ask to share it (as ours do) fails to bind
