@@ -24,6 +24,9 @@ client chose (a way around the sign-in lockout from the same host). The applicat
 them itself, as far as CONSOLE_TRUSTED_PROXIES (console/client_ip.py) and
 SECURE_PROXY_SSL_HEADER say, the same under every server.
 
+With DEBUG off it first runs the settings' startup checks (the receipts' signing keys, the
+passkeys' relying party) and does not listen at all if one fails.
+
     python -m console.serve [--host 0.0.0.0] [--port $PORT] [--workers $WEB_CONCURRENCY]
 """
 
@@ -230,6 +233,33 @@ class Supervisor:
             return False
 
 
+def startup_problems() -> list[str]:
+    """With DEBUG off, what in the settings would let the server start and then fail people
+    (the system checks tagged "startup": the receipts' signing keys, the passkeys' relying
+    party), each with what to set; the settings module's own refusal if it refuses to load.
+    Empty with DEBUG on, where development defaults stand in."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
+    import django
+    from django.conf import settings
+    from django.core import checks
+    from django.core.exceptions import ImproperlyConfigured
+
+    try:
+        django.setup()
+    except ImproperlyConfigured as exc:
+        return [str(exc)]
+    if settings.DEBUG:
+        return []
+    from console.checks import STARTUP
+
+    found = checks.run_checks(tags=[STARTUP], include_deployment_checks=True)
+    return [
+        f"{message.id}: {message.msg}" + (f"\n    {message.hint}" if message.hint else "")
+        for message in found
+        if message.is_serious()
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m console.serve", description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
@@ -244,6 +274,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.workers < 1:
         parser.error("--workers must be at least 1")
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s:  %(message)s")
+
+    # Before anything listens: a server that answered /healthz and then 500 to every receipt
+    # would pass a deploy's health check.
+    problems = startup_problems()
+    if problems:
+        print("Not serving: the production settings are incomplete.", file=sys.stderr)
+        for problem in problems:
+            print(f"  {problem}", file=sys.stderr)
+        print("(`python manage.py check --deploy` lists every check.)", file=sys.stderr)
+        return 1
 
     if not hasattr(socket, "SO_REUSEPORT"):  # pragma: no cover - Linux, macOS and BSD have it
         import uvicorn
