@@ -45,7 +45,7 @@ from beliefs.models import (
     WebhookEvent,
 )
 from beliefs.services import Actor, audit, runtime_key_revoke, task_class_transfer
-from beliefs.services.runtimes import check_runtime_name
+from beliefs.services.runtimes import check_audience_names, check_runtime_name
 from beliefs.services.webhooks import (
     PREVIOUS_SECRET_GRACE,
     delivery_redeliver,
@@ -163,9 +163,20 @@ class EndpointInline(ReadOnlyInline):
 
 
 class RuntimeForm(forms.ModelForm):
+    audiences = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="One a line: the names, besides its own, that this runtime may give as the "
+        "audience of its receipts (the tool servers it calls). Any other is refused.",
+    )
+
     class Meta:
         model = Runtime
-        fields = ("name",)
+        fields = ("name", "audiences")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.initial["audiences"] = "\n".join(self.instance.audiences or [])
 
     def clean_name(self) -> str:
         try:
@@ -173,13 +184,19 @@ class RuntimeForm(forms.ModelForm):
         except ServiceError as exc:
             raise _invalid(exc, "name") from None
 
+    def clean_audiences(self) -> list[str]:
+        try:
+            return check_audience_names(self.cleaned_data["audiences"] or "")
+        except ServiceError as exc:
+            raise _invalid(exc, "audiences") from None
+
 
 @admin.register(Runtime)
 class RuntimeAdmin(Revealing):
     form = RuntimeForm
     list_display = ("name", "created_at")
     search_fields = ("name",)
-    fields = ("name", "name_as_read")
+    fields = ("name", "name_as_read", "audiences")
     readonly_fields = ("name_as_read",)
     inlines = [KeyInline, EndpointInline]
 
@@ -190,7 +207,9 @@ class RuntimeAdmin(Revealing):
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         actor = Actor.person(request.user)
-        before = Runtime.objects.get(pk=obj.pk).name if change else None
+        stored = Runtime.objects.get(pk=obj.pk) if change else None
+        before = stored.name if stored is not None else None
+        audiences_before = list(stored.audiences) if stored is not None else []
         super().save_model(request, obj, form, change)
         if not change:
             audit(AuditKind.RUNTIME_CREATED, actor=actor, subject=obj.name, data=VIA)
@@ -200,6 +219,13 @@ class RuntimeAdmin(Revealing):
                 actor=actor,
                 subject=obj.name,
                 data={"before": before, "after": obj.name, **VIA},
+            )
+        if list(obj.audiences) != audiences_before:
+            audit(
+                AuditKind.RUNTIME_AUDIENCES_CHANGED,
+                actor=actor,
+                subject=obj.name,
+                data={"before": audiences_before, "after": list(obj.audiences), **VIA},
             )
 
 

@@ -26,4 +26,5 @@ class BeliefsConfig(AppConfig):
         from beliefs.signing import check_signing_keys
 
         connection_created.connect(_sqlite_real_parameter_limit)
-        checks.register(check_signing_keys, checks.Tags.security, deploy=True)
+        # "startup": console.serve runs it too, before it listens (console/checks.py).
+        checks.register(check_signing_keys, checks.Tags.security, "startup", deploy=True)

@@ -41,6 +41,9 @@ PRODUCTION_ENV = {
     "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost,testserver",
     "DJANGO_SECURE_SSL_REDIRECT": "false",
     "DATABASE_CONN_MAX_AGE": "60",
+    # The passkeys' relying party (console.serve refuses to start without one).
+    "CONSOLE_WEBAUTHN_RP_ID": "localhost",
+    "CONSOLE_WEBAUTHN_ORIGINS": "http://localhost",
 }
 
 

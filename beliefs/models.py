@@ -42,6 +42,10 @@ class Runtime(models.Model):
     can be rotated without losing sight of the runtime's instances."""
 
     name = models.CharField(max_length=50, unique=True)
+    # The names its receipts may be for (`audience` at open) besides its own: the tool servers
+    # it calls. Kept by staff (the admin), not by the runtime: a key alone must not mint a
+    # receipt for a tool server that trusts another runtime's.
+    audiences = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

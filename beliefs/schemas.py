@@ -377,7 +377,9 @@ class InstanceIn(LimitedSerializer):
         max_length=MAX_LABEL_LENGTH,
         required=False,
         allow_blank=True,
-        help_text="whom the receipt is for (its aud; default: your runtime's name)",
+        help_text="whom the receipt is for (its aud; default: your runtime's name): your "
+        "runtime's name or an audience registered for it in the console's admin, else 400 "
+        "unknown_audience",
     )
     world = WorldField(required=False, allow_null=True)
     beliefs = BeliefIn(many=True, required=False)

@@ -1,5 +1,6 @@
-"""System checks of the console's own settings: the public base URL, for `manage.py check
---deploy`, and the connection pool's size against the request threads, for every `check`.
+"""System checks of the console's own settings: the public base URL and the passkeys' relying
+party, for `manage.py check --deploy`, and the connection pool's size against the request
+threads, for every `check`.
 
 CONSOLE_BASE_URL is where the links in emails send people. Its default suits `make run`
 (http://127.0.0.1:8000); in production a link to a loopback, private or plain-http address
@@ -18,6 +19,10 @@ from urllib.parse import urlsplit
 from django.apps import AppConfig
 from django.conf import settings
 from django.core import checks
+
+# The checks `make serve` (console.serve) also runs before it listens, with DEBUG off: settings
+# without which the server would start and then fail people at their first receipt or passkey.
+STARTUP = "startup"
 
 # Names that only resolve inside a machine or a private network (RFC 6761, 6762, 8375).
 LOCAL_SUFFIXES = (".localhost", ".local", ".localdomain", ".internal", ".lan", ".home.arpa")
@@ -69,6 +74,65 @@ def check_base_url(
             id="console.E001",
         )
     ]
+
+
+WEBAUTHN_HINT = (
+    "Set CONSOLE_WEBAUTHN_RP_ID to the console's domain name (e.g. console.example.org) and "
+    "CONSOLE_WEBAUTHN_ORIGINS to the origins its pages are served from, comma-separated (e.g. "
+    "https://console.example.org)."
+)
+
+
+def webauthn_problems(rp_id: str, origins: Sequence[str]) -> list[str]:
+    """What keeps passkeys from working, or from being bound to the console's own domain, with
+    this relying party (`rp_id`) and these accepted origins."""
+    if not rp_id:
+        return [
+            "CONSOLE_WEBAUTHN_RP_ID is not set: passkeys would be bound to whatever host each "
+            "request names."
+        ]
+    try:
+        ipaddress.ip_address(rp_id.strip("[]"))
+    except ValueError:
+        pass
+    else:
+        return [
+            f"CONSOLE_WEBAUTHN_RP_ID is an IP address ({rp_id!r}): browsers refuse passkeys "
+            "for one; it must be a domain name."
+        ]
+    problems = []
+    if not origins:
+        problems.append(
+            "CONSOLE_WEBAUTHN_ORIGINS is not set: a passkey would be accepted from whatever "
+            "origin the request claims."
+        )
+    for origin in origins:
+        try:
+            parts = urlsplit(origin)
+            host = (parts.hostname or "").rstrip(".")
+            _ = parts.port
+        except ValueError:
+            host = ""
+        local = host == "localhost" or host.endswith(".localhost")
+        if not host or (parts.scheme != "https" and not (parts.scheme == "http" and local)):
+            problems.append(
+                f"CONSOLE_WEBAUTHN_ORIGINS: {origin!r} is not an https origin (scheme://host"
+                "[:port]): browsers offer passkeys only there."
+            )
+        elif host != rp_id and not host.endswith(f".{rp_id}"):
+            problems.append(
+                f"CONSOLE_WEBAUTHN_ORIGINS: {origin!r} is not on {rp_id!r} "
+                "(CONSOLE_WEBAUTHN_RP_ID) or a subdomain of it: browsers refuse the pair."
+            )
+    return problems
+
+
+@checks.register(checks.Tags.security, STARTUP, deploy=True)
+def check_webauthn_relying_party(
+    app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    problems = webauthn_problems(settings.CONSOLE_WEBAUTHN_RP_ID, settings.CONSOLE_WEBAUTHN_ORIGINS)
+    return [checks.Error(problem, hint=WEBAUTHN_HINT, id="console.E002") for problem in problems]
 
 
 def pool_problem(pool: Any, threads: int) -> str | None:  # noqa: ANN401 - the pool's OPTIONS

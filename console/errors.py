@@ -84,5 +84,35 @@ def server_error(request: HttpRequest) -> HttpResponse:
     return _answer(request, 500)
 
 
+# A form refused because of the page's address, not its age: reloading does not help, the
+# settings do. Said to whoever meets it (an operator trying their new deployment, most often).
+CSRF_ORIGIN_DETAIL = (
+    "This form was refused because the page's address ({origin}) is not one the console "
+    "trusts, so nothing was changed. Reloading will not help. If you run the console: behind "
+    "a proxy that terminates HTTPS, have the proxy send X-Forwarded-Proto: https (the "
+    "console then knows the page was secure); if the console is reached under another "
+    "address, add that origin (e.g. https://console.example.org) to "
+    "DJANGO_CSRF_TRUSTED_ORIGINS."
+)
+CSRF_INSECURE_DETAIL = (
+    "This form was refused because the page came over plain HTTP while the console believes "
+    "it is served over HTTPS, so nothing was changed. If you run the console: open it by its "
+    "https address, and have the proxy in front send X-Forwarded-Proto: https only for HTTPS "
+    "requests."
+)
+
+
+def csrf_detail(reason: str) -> str:
+    """What a CSRF refusal says, by Django's reason for it: an origin or referer that is not
+    trusted names the two settings that cause it; anything else is a stale page."""
+    for failed in ("Origin checking failed - ", "Referer checking failed - "):
+        suffix = " does not match any trusted origins."
+        if reason.startswith(failed) and reason.endswith(suffix):
+            return CSRF_ORIGIN_DETAIL.format(origin=reason[len(failed) : -len(suffix)])
+    if reason.startswith("Referer checking failed - Referer is insecure"):
+        return CSRF_INSECURE_DETAIL
+    return CSRF_DETAIL
+
+
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
-    return _answer(request, 403, CSRF_DETAIL)
+    return _answer(request, 403, csrf_detail(reason))

@@ -18,6 +18,15 @@ processes that load the code anew, each new one listening before its old one is 
 the port is served throughout (a deploy's reload). Where the platform has no `SO_REUSEPORT`,
 it runs `uvicorn --workers` instead.
 
+uvicorn's own handling of X-Forwarded-For and X-Forwarded-Proto is off: by default it believes
+those headers from any client on 127.0.0.1, and would hand the application an address the
+client chose (a way around the sign-in lockout from the same host). The application reads
+them itself, as far as CONSOLE_TRUSTED_PROXIES (console/client_ip.py) and
+SECURE_PROXY_SSL_HEADER say, the same under every server.
+
+With DEBUG off it first runs the settings' startup checks (the receipts' signing keys, the
+passkeys' relying party) and does not listen at all if one fails.
+
     python -m console.serve [--host 0.0.0.0] [--port $PORT] [--workers $WEB_CONCURRENCY]
 """
 
@@ -83,7 +92,13 @@ def serve_one(host: str, port: int, log_level: str, ready: Connection) -> None:
 
     sock = listening_socket(host, port, shared=True)
     config = uvicorn.Config(
-        APP, host=host, port=port, server_header=False, log_level=log_level, workers=1
+        APP,
+        host=host,
+        port=port,
+        server_header=False,
+        log_level=log_level,
+        workers=1,
+        proxy_headers=False,
     )
     Server(config).run(sockets=[sock])
 
@@ -218,6 +233,33 @@ class Supervisor:
             return False
 
 
+def startup_problems() -> list[str]:
+    """With DEBUG off, what in the settings would let the server start and then fail people
+    (the system checks tagged "startup": the receipts' signing keys, the passkeys' relying
+    party), each with what to set; the settings module's own refusal if it refuses to load.
+    Empty with DEBUG on, where development defaults stand in."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
+    import django
+    from django.conf import settings
+    from django.core import checks
+    from django.core.exceptions import ImproperlyConfigured
+
+    try:
+        django.setup()
+    except ImproperlyConfigured as exc:
+        return [str(exc)]
+    if settings.DEBUG:
+        return []
+    from console.checks import STARTUP
+
+    found = checks.run_checks(tags=[STARTUP], include_deployment_checks=True)
+    return [
+        f"{message.id}: {message.msg}" + (f"\n    {message.hint}" if message.hint else "")
+        for message in found
+        if message.is_serious()
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m console.serve", description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
@@ -233,12 +275,22 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--workers must be at least 1")
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s:  %(message)s")
 
+    # Before anything listens: a server that answered /healthz and then 500 to every receipt
+    # would pass a deploy's health check.
+    problems = startup_problems()
+    if problems:
+        print("Not serving: the production settings are incomplete.", file=sys.stderr)
+        for problem in problems:
+            print(f"  {problem}", file=sys.stderr)
+        print("(`python manage.py check --deploy` lists every check.)", file=sys.stderr)
+        return 1
+
     if not hasattr(socket, "SO_REUSEPORT"):  # pragma: no cover - Linux, macOS and BSD have it
         import uvicorn
 
         uvicorn.run(
             APP, host=args.host, port=args.port, workers=args.workers, server_header=False,
-            log_level=args.log_level,
+            log_level=args.log_level, proxy_headers=False,
         )  # fmt: skip
         return 0
     # The port must be free: a socket that did not ask to share it (as ours do) fails to bind

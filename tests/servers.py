@@ -64,7 +64,8 @@ def database_url() -> str:
 
 def production_env(**extra: str) -> dict[str, str]:
     """Production settings (DEBUG off) on the test database, served on loopback over HTTP, with
-    the test session's receipts key (production settings need one to sign); `extra` on top."""
+    the test session's receipts key (production settings need one to sign) and a relying party
+    for passkeys; `extra` on top."""
     return {
         **os.environ,
         "DEBUG": "false",
@@ -72,6 +73,9 @@ def production_env(**extra: str) -> dict[str, str]:
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
         "DJANGO_SECURE_SSL_REDIRECT": "false",
         "CONSOLE_RECEIPT_SIGNING_KEYS": ",".join(settings.CONSOLE_RECEIPT_SIGNING_KEYS),
+        # The passkeys' relying party, which production requires (console.serve checks it).
+        "CONSOLE_WEBAUTHN_RP_ID": "localhost",
+        "CONSOLE_WEBAUTHN_ORIGINS": "http://localhost",
         "DATABASE_URL": database_url(),
         **extra,
     }

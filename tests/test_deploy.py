@@ -15,7 +15,7 @@ from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
-from console.checks import base_url_problem, check_base_url
+from console.checks import base_url_problem, check_base_url, webauthn_problems
 
 ROOT = Path(__file__).resolve().parents[1]
 PRODUCTION = {
@@ -23,6 +23,8 @@ PRODUCTION = {
     "DJANGO_SECRET_KEY": "a-long-random-production-secret-" + "x" * 40,
     "DJANGO_ALLOWED_HOSTS": "console.example.org",
     "CONSOLE_BASE_URL": "https://console.example.org",
+    "CONSOLE_WEBAUTHN_RP_ID": "console.example.org",
+    "CONSOLE_WEBAUTHN_ORIGINS": "https://console.example.org",
 }
 
 
@@ -64,6 +66,45 @@ def test_check_deploy_fails_without_a_receipts_signing_key(tmp_path: Path) -> No
         "check", "--deploy", env=PRODUCTION | {"CONSOLE_RECEIPT_SIGNING_KEYS": str(unreadable)}
     )
     assert broken.returncode != 0 and "beliefs.E102" in broken.stderr
+
+
+def test_check_deploy_fails_without_the_passkeys_relying_party(signing_key: dict[str, str]) -> None:
+    for unset in ("CONSOLE_WEBAUTHN_RP_ID", "CONSOLE_WEBAUTHN_ORIGINS"):
+        env = {k: v for k, v in (PRODUCTION | signing_key).items() if k != unset}
+        result = manage("check", "--deploy", env=env)
+        assert result.returncode != 0, result.stdout + result.stderr
+        assert "console.E002" in result.stderr and f"{unset} is not set" in result.stderr
+        # It says what to set, and how.
+        assert "Set CONSOLE_WEBAUTHN_RP_ID to the console's domain name" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("rp_id", "origins", "problem"),
+    [
+        ("", [], "CONSOLE_WEBAUTHN_RP_ID is not set"),
+        ("", ["https://console.example.org"], "CONSOLE_WEBAUTHN_RP_ID is not set"),
+        ("console.example.org", [], "CONSOLE_WEBAUTHN_ORIGINS is not set"),
+        ("127.0.0.1", ["https://127.0.0.1"], "is an IP address"),
+        ("[::1]", ["https://[::1]"], "is an IP address"),
+        ("console.example.org", ["http://console.example.org"], "not an https origin"),
+        ("console.example.org", ["console.example.org"], "not an https origin"),
+        ("console.example.org", ["https://"], "not an https origin"),
+        ("console.example.org", ["https://console.example.org:99999"], "not an https origin"),
+        ("console.example.org", ["https://elsewhere.example.com"], "or a subdomain of it"),
+        ("console.example.org", ["https://evilconsole.example.org"], "or a subdomain of it"),
+        ("example.org", ["https://console.example.org:8443"], None),
+        ("console.example.org", ["https://console.example.org"], None),
+        ("localhost", ["http://localhost:8000", "https://localhost"], None),
+    ],
+)
+def test_passkeys_need_a_domain_and_the_https_origins_on_it(
+    rp_id: str, origins: list[str], problem: str | None
+) -> None:
+    found = webauthn_problems(rp_id, origins)
+    if problem is None:
+        assert found == []
+    else:
+        assert len(found) == 1 and problem in found[0], found
 
 
 def test_check_deploy_fails_without_a_public_https_base_url() -> None:

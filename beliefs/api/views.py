@@ -138,7 +138,11 @@ class TaskClassApi(APIView):
         s.TaskClassOut, summary="A task class with its slots' effective risks (runtimes and people)"
     )
     def get(self, request: Request, key: str) -> Response:
-        return Response(selectors.task_class_payload(selectors.task_class_with_slots(key)))
+        """A runtime reads the classes it owns, those shared with it and those nobody owns yet;
+        any other answers 404, as for no such class. A signed-in person reads any."""
+        reader = runtime_key(request).runtime if is_runtime(request) else None
+        found = selectors.task_class_with_slots(key, reader=reader)
+        return Response(selectors.task_class_payload(found))
 
     @write_schema(
         schemas.TaskClassIn, s.TaskClassOut, summary="Register or update a task class (runtimes)"
@@ -249,7 +253,9 @@ class InstanceCreateApi(APIView):
     )
     def post(self, request: Request) -> Response:
         """A new run of the task class for `principal`, with the world as the runtime sees it and
-        any beliefs it already holds. 404 names an unknown task class or principal. 409
+        any beliefs it already holds. 404 names an unknown task class or principal. 400
+        `unknown_audience` when `audience` is neither your runtime's name nor one registered
+        for it (in the console's admin); nothing is stored then. 409
         `too_many_open_instances` when the person already has CONSOLE_MAX_OPEN_INSTANCES (50)
         open instances from this runtime. With an `Idempotency-Key`, a repeat with the same body
         returns the first instance (200, `Idempotent-Replayed: true`); the same key with another

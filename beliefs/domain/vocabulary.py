@@ -102,6 +102,7 @@ class AuditKind(StrEnum):
     RECEIPT_REDEEMED = "receipt.redeemed"
     RUNTIME_CREATED = "runtime.created"
     RUNTIME_RENAMED = "runtime.renamed"
+    RUNTIME_AUDIENCES_CHANGED = "runtime.audiences_changed"
     RUNTIME_KEY_CHANGED = "runtime_key.changed"
     RUNTIME_KEY_CREATED = "runtime_key.created"
     RUNTIME_KEY_REVOKED = "runtime_key.revoked"

@@ -11,7 +11,7 @@ from uuid import UUID
 
 from django.contrib.auth.models import User
 from django.db import connection
-from django.db.models import Count, Model, Q, QuerySet
+from django.db.models import Count, Exists, Model, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from beliefs.domain.vouch import bound_claims, vouched_by_runtime
@@ -91,12 +91,17 @@ def inbox_instances(user: User, now: datetime | None = None) -> QuerySet[TaskIns
     ).order_by("-created_at")
 
 
-def task_class_with_slots(key: str) -> TaskClass:
-    task_class = (
-        TaskClass.objects.prefetch_related("slots__decisions", "decisions__slots")
-        .filter(key=key)
-        .first()
+def task_class_with_slots(key: str, *, reader: Runtime | None = None) -> TaskClass:
+    """The task class with its slots and decisions. With `reader` (a runtime), 404 as for no
+    such class unless that runtime owns it, has it shared, or nobody owns it yet (it may open
+    and adopt it): one runtime's definitions are not another's to read."""
+    found = TaskClass.objects.prefetch_related("slots__decisions", "decisions__slots").filter(
+        key=key
     )
+    if reader is not None:
+        shared = TaskClassShare.objects.filter(task_class=OuterRef("pk"), runtime=reader)
+        found = found.filter(Q(owner__isnull=True) | Q(owner=reader) | Exists(shared))
+    task_class = found.first()
     if task_class is None:
         raise NotFound(f"No task class {key!r}.", code="unknown_task_class")
     return task_class

@@ -10,7 +10,8 @@ for it). One that may loosen (fewer approvals, another or no group, no signature
 guard: it follows the four-eyes rule of risk downgrades, a pending `RiskChangeRequest` that
 another classifier approves or refuses (`risk_change_request_approve` hands such requests
 here). Nothing is lowered retroactively for an instance already ready (or already waiting for
-its signature).
+its signature); fewer approvals, once approved, re-plan the instances waiting for approvers,
+so that one already holding enough is ready at once.
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ from django.utils import timezone
 from beliefs.domain.classes import EffectiveChange
 from beliefs.domain.vocabulary import MAX_TEXT_LENGTH, AuditKind
 from beliefs.errors import Conflict, PermissionDenied, field_error
-from beliefs.models import Decision, RiskChangeRequest, Slot, TaskClass
+from beliefs.models import Decision, InstanceStatus, RiskChangeRequest, Slot, TaskClass
 from beliefs.roles import is_classifier
-from beliefs.services.audit import Actor, audit
+from beliefs.services.audit import SYSTEM, Actor, audit
 from beliefs.services.planning import instances_replan_for_task_class
 
 REQUESTED_KIND = AuditKind.CLASSIFICATION_CHANGE_REQUESTED
@@ -233,7 +234,8 @@ _WHY = {
     Field.FUTURE: "it lets a date before today bind",
 }
 _LEFT_ALONE = {
-    Field.APPROVALS_REQUIRED: "Instances already ready stay as they are.",
+    Field.APPROVALS_REQUIRED: "Instances already ready stay as they are; those waiting for "
+    "approvers that now have enough are ready now.",
     Field.APPROVERS: "Instances already ready stay as they are.",
     Field.REQUIRES_SIGNATURE: "Instances already waiting for a signature still need it.",
     Field.PERSON_CONFIRMS: "What a person was already asked to confirm stays asked.",
@@ -314,9 +316,18 @@ def _apply(
 ) -> ChangeResult:
     before = _current(decision, field)
     _write(decision, field, after)
-    replanned = (
-        instances_replan_for_task_class(task_class=task_class, actor=actor) if tightens else 0
-    )
+    if tightens:
+        replanned = instances_replan_for_task_class(task_class=task_class, actor=actor)
+    elif field == Field.APPROVALS_REQUIRED:
+        # Fewer approvals asked: an instance waiting for its approvers may now have enough.
+        # It settles here, as the approval that completes it would have settled it (ready,
+        # receipt, events), not at the runtime's next plan. Planned as the system: the
+        # classifier's act is no approval of any instance.
+        replanned = instances_replan_for_task_class(
+            task_class=task_class, actor=SYSTEM, statuses=[InstanceStatus.AWAITING_APPROVAL]
+        )
+    else:
+        replanned = 0
     audit(
         KINDS[Field(field)],
         actor=actor,
@@ -457,7 +468,7 @@ def decision_request_decide(
             request=change_request,
         )
     after = _stored(change_request.field, change_request.after)
-    _apply(
+    applied = _apply(
         task_class,
         decision,
         change_request.field,
@@ -473,6 +484,7 @@ def decision_request_decide(
         f"{_describe(decision, change_request.field, after)}. "
         + _LEFT_ALONE[Field(change_request.field)],
         request=change_request,
+        replanned=applied.replanned,
     )
 
 

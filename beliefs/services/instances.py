@@ -28,6 +28,7 @@ from beliefs.services.audit import Actor, audit, audit_all, audit_replaced
 from beliefs.services.lifecycle import close_instance, lock_instance, require_open
 from beliefs.services.planning import plan_locked
 from beliefs.services.retry import retry_on_race
+from beliefs.services.runtimes import require_own_audience
 from beliefs.services.task_classes import action_slots, default_action, require_may_open
 
 SUPERSEDED_REASON = "a newer belief was recorded"
@@ -63,7 +64,7 @@ def instance_open(
 ) -> TaskInstance:
     """Open a run of the task class for `principal`. `slots`: the slots this action uses
     (default: every declared slot of the class); `audience`: whom its receipt is for (default:
-    the runtime)."""
+    the runtime; else a name registered for the runtime, see `require_own_audience`)."""
     task_class = TaskClass.objects.filter(key=task_class_key).first()
     if task_class is None:
         raise NotFound(
@@ -73,6 +74,7 @@ def instance_open(
             fields={"task_class": ["unknown task class"]},
         )
     require_may_open(task_class, actor)
+    require_own_audience(audience, actor.runtime)
     user = get_user_model().objects.filter(username=principal, is_active=True).first()
     if user is None:
         raise NotFound(

@@ -48,7 +48,7 @@ from beliefs.models import (
     SignatureAttempt,
     TaskInstance,
 )
-from beliefs.selectors.passkeys import active_passkeys, passkey_by_credential
+from beliefs.selectors.passkeys import active_passkeys
 from beliefs.services.audit import Actor, audit
 from beliefs.services.lifecycle import lock_instance
 from beliefs.services.planning import plan_locked
@@ -188,10 +188,65 @@ def passkey_sign_in_options(*, rp: RelyingParty) -> tuple[str, bytes]:
     return options_to_json(options), options.challenge
 
 
+def _locked_passkey(credential_id: str) -> Passkey | None:
+    """The passkey with this credential id (not removed), its row locked until the transaction
+    ends: its signature counter is read, checked and advanced by one assertion at a time, so
+    that two assertions with the same count (a cloned authenticator, a replay on another
+    instance) cannot both pass."""
+    return (
+        Passkey.objects.select_for_update(of=("self",))
+        .select_related("user")
+        .filter(credential_id=credential_id, removed_at__isnull=True)
+        .first()
+    )
+
+
+def _client_data(response: dict[str, Any]) -> dict[str, Any]:
+    """The assertion's clientDataJSON, parsed; empty if it is not JSON (py_webauthn then
+    refuses the assertion in its own words)."""
+    try:
+        parsed = json.loads(b64url_decode(str(response.get("clientDataJSON") or "")))
+    except (ValueError, TypeError):
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _require_own_page(passkey: Passkey, data: dict[str, Any], origins: list[str]) -> None:
+    """What py_webauthn leaves to the relying party: the assertion's user handle, where it
+    gives one, is the passkey's owner's (an authenticator answers with the account the
+    credential was made for, never another person's), and the ceremony ran in the console's
+    own page, not framed by another site (`crossOrigin`, `topOrigin`)."""
+    response = data.get("response")
+    response = response if isinstance(response, dict) else {}
+    handle = response.get("userHandle")
+    if handle not in (None, ""):
+        try:
+            given = b64url_decode(str(handle))
+        except (ValueError, TypeError):
+            given = None
+        if given != _user_handle(passkey.user):
+            raise SignatureRefused(
+                "This assertion names another person (its userHandle is not the passkey "
+                "owner's): refused.",
+                code="user_handle_mismatch",
+            )
+    client = _client_data(response)
+    cross = client.get("crossOrigin")
+    top = client.get("topOrigin")
+    if cross not in (None, False) or (top is not None and top not in origins):
+        raise SignatureRefused(
+            "The passkey was used inside another site's page (a cross-origin frame): only the "
+            "console's own page may ask for it.",
+            code="cross_origin",
+        )
+
+
 def _verify(
     passkey: Passkey, data: dict[str, Any], challenge: bytes, rp_id: str, origins: list[str]
 ) -> int:
-    """The new sign count of a verified assertion; SignatureRefused otherwise."""
+    """The new sign count of a verified assertion; SignatureRefused otherwise. `passkey` is
+    locked (`_locked_passkey`), so the count it holds is the latest."""
+    _require_own_page(passkey, data, origins)
     try:
         verified = verify_authentication_response(
             credential=data,
@@ -219,7 +274,7 @@ def _used(passkey: Passkey, sign_count: int) -> None:
 def passkey_sign_in(*, credential: Any, challenge: bytes, rp: RelyingParty) -> User:
     """The person whose passkey signed the sign-in challenge (user verified)."""
     data = _credential(credential)
-    passkey = passkey_by_credential(data["id"])
+    passkey = _locked_passkey(data["id"])
     if passkey is None or not passkey.user.is_active:
         raise SignatureRefused("This passkey is not registered here.", code="passkey_unknown")
     _used(passkey, _verify(passkey, data, challenge, rp.id, list(rp.origins)))
@@ -329,7 +384,7 @@ def instance_sign(
             "The action changed since this attempt began: review it again and sign anew.",
             code="signature_outdated",
         )
-    passkey = passkey_by_credential(data["id"])
+    passkey = _locked_passkey(data["id"])
     if passkey is None or passkey.user_id != user.pk:
         raise SignatureRefused(
             "This passkey is not one of yours registered here.", code="passkey_unknown"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -475,8 +475,14 @@ def _plan_under_lock(actor: Actor, pk: Any, runtime_id: int | None) -> PlanResul
 
 
 @transaction.atomic
-def instances_replan_for_task_class(*, task_class: TaskClass, actor: Actor) -> int:
-    """Re-plan every planned, open instance of a task class (after a classification upgrade).
+def instances_replan_for_task_class(
+    *,
+    task_class: TaskClass,
+    actor: Actor,
+    statuses: Collection[InstanceStatus] | None = None,
+) -> int:
+    """Re-plan every planned, open instance of a task class (after a classification upgrade),
+    or only those in `statuses` (those waiting for approvers, after fewer approvals are asked).
 
     Ready instances keep their final bindings: a classification never binds retroactively.
     """
@@ -484,7 +490,7 @@ def instances_replan_for_task_class(*, task_class: TaskClass, actor: Actor) -> i
     # Only the instances' own rows, in one order (by id), so two re-plans cannot deadlock.
     for instance in (
         TaskInstance.objects.select_for_update(of=("self",), no_key=True)
-        .filter(task_class=task_class, status__in=InstanceStatus.planned_open())
+        .filter(task_class=task_class, status__in=statuses or InstanceStatus.planned_open())
         .select_related("task_class", "principal")
         .order_by("pk")
     ):

@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from beliefs.domain.vocabulary import AuditKind
-from beliefs.errors import field_error
+from beliefs.domain.vocabulary import MAX_LABEL_LENGTH, AuditKind
+from beliefs.errors import InvalidInput, field_error
 from beliefs.models import Runtime, RuntimeAPIKey, TaskClass
 from beliefs.services.audit import Actor, audit, audit_replaced
 
@@ -21,6 +21,39 @@ def check_runtime_name(name: object) -> str:
     if len(name) > MAX_RUNTIME_NAME or not name.isprintable():
         raise field_error("name", f"must be at most {MAX_RUNTIME_NAME} printable characters")
     return name
+
+
+def check_audience_names(text: str) -> list[str]:
+    """The audiences a runtime may name for its receipts, from the admin's box (one a line):
+    each printable, at most as long as an instance's `audience`; blank lines and repeats
+    dropped."""
+    names = list(dict.fromkeys(line.strip() for line in text.splitlines() if line.strip()))
+    for name in names:
+        if len(name) > MAX_LABEL_LENGTH or not name.isprintable():
+            raise field_error(
+                "audiences", f"each must be at most {MAX_LABEL_LENGTH} printable characters"
+            )
+    return names
+
+
+def require_own_audience(audience: str, runtime: Runtime | None) -> None:
+    """A receipt is for its runtime (no `audience`, or the runtime's name) or for a name staff
+    registered for that runtime; 400 `unknown_audience` for any other, so that one runtime's
+    key cannot mint receipts that a tool server trusting another runtime accepts."""
+    if not audience:
+        return
+    own = [runtime.name, *runtime.audiences] if runtime is not None else []
+    if audience in own:
+        return
+    message = (
+        "must be your runtime's name or an audience registered for it in the console's admin"
+        + (f" ({', '.join(repr(name) for name in own)})" if own else "")
+    )
+    raise InvalidInput(
+        f"audience: {audience!r} {message}",
+        code="unknown_audience",
+        fields={"audience": [message]},
+    )
 
 
 @transaction.atomic

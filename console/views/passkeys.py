@@ -10,6 +10,7 @@ secure context and a domain: https, or http://localhost (not an IP address).
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from collections.abc import Callable
 from functools import wraps
@@ -28,7 +29,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from beliefs import selectors, services
 from beliefs.domain.passkeys import b64url, b64url_decode
-from beliefs.errors import ServiceError
+from beliefs.errors import InvalidInput, ServiceError
 from beliefs.models import InstanceStatus, TaskInstance
 from beliefs.selectors.passkeys import (
     active_passkeys,
@@ -45,9 +46,34 @@ SIGN_IN_CHALLENGE = "passkey_sign_in_challenge"
 MAX_BODY = 64 * 1024
 
 
+def _host_name_instead(request: HttpRequest, address: str, host: str) -> str:
+    """What to open instead of a page on an IP address (`host`, as the request named it):
+    localhost for a loopback one, with the same scheme and port; else the console's host
+    name."""
+    if not ipaddress.ip_address(address).is_loopback:
+        return "the console's host name (its address with a name, not numbers)"
+    after = host.rsplit("]", 1)[-1]
+    port = after.rsplit(":", 1)[1] if ":" in after else ""
+    return f"{request.scheme}://localhost{f':{port}' if port else ''}/"
+
+
 def relying_party(request: HttpRequest) -> passkeys.RelyingParty:
+    """The relying party of this request's ceremony. A page served on an IP address cannot use
+    passkeys at all (browsers refuse with "This is an invalid domain"): refused here, in
+    words that say which address to open instead."""
     host = request.get_host()  # validated against ALLOWED_HOSTS
     name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    try:
+        ipaddress.ip_address(name.strip("[]"))
+    except ValueError:
+        pass
+    else:
+        instead = _host_name_instead(request, name.strip("[]"), host)
+        raise InvalidInput(
+            f"Passkeys do not work on an IP address ({name}): browsers allow them only on a "
+            f"host name. Open {instead} instead, sign in there, and try again.",
+            code="passkey_needs_host_name",
+        )
     rp_id = settings.CONSOLE_WEBAUTHN_RP_ID or name.strip("[]")
     origins = tuple(settings.CONSOLE_WEBAUTHN_ORIGINS) or (f"{request.scheme}://{host}",)
     return passkeys.RelyingParty(rp_id, settings.CONSOLE_WEBAUTHN_RP_NAME, origins)
@@ -117,6 +143,7 @@ def account_passkeys_context(request: AuthedHttpRequest) -> dict[str, Any]:
 
 
 @require_POST
+@_refusing
 def passkey_registration_options(request: AuthedHttpRequest) -> JsonResponse:
     text, challenge = passkeys.passkey_registration_options(
         user=request.user, rp=relying_party(request)
@@ -154,6 +181,7 @@ def passkey_remove(request: AuthedHttpRequest, passkey_id: int) -> HttpResponse:
 
 @login_not_required
 @require_POST
+@_refusing
 def passkey_sign_in_options(request: HttpRequest) -> JsonResponse:
     text, challenge = passkeys.passkey_sign_in_options(rp=relying_party(request))
     request.session[SIGN_IN_CHALLENGE] = b64url(challenge)

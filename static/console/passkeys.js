@@ -45,21 +45,43 @@
     }
   }
 
+  // Browsers refuse passkeys on an IP address ("This is an invalid domain"): say which address
+  // to open instead. The server says the same when asked for options.
+  function onIpAddress() {
+    const host = window.location.hostname;
+    return /^[0-9.]+$/.test(host) || host.indexOf(":") !== -1 || host.charAt(0) === "[";
+  }
+
+  function hostNameMessage() {
+    const host = window.location.hostname.replace(/^\[|\]$/g, "");
+    const loopback = /^127\./.test(host) || host === "::1";
+    const instead = loopback
+      ? window.location.protocol + "//localhost" + (window.location.port ? ":" + window.location.port : "") + "/"
+      : "the console's host name (its address with a name, not numbers)";
+    return "Passkeys do not work on an IP address (" + host + "): browsers allow them only on a host name. Open " + instead + " instead, sign in there, and try again.";
+  }
+
   function why(error) {
     if (error && error.name === "NotAllowedError") {
       return "The passkey was not used (cancelled, or it timed out). Try again.";
+    }
+    if (error && error.name === "SecurityError") {
+      return onIpAddress()
+        ? hostNameMessage()
+        : "The browser refused a passkey for this address: open the console by the address it is set up for (CONSOLE_WEBAUTHN_RP_ID), then try again.";
     }
     return (error && error.message) || String(error);
   }
 
   function unsupportedMessage() {
+    if (onIpAddress()) return hostNameMessage();
     return "This browser cannot use passkeys here: open the console over https (or http://localhost) in a browser with passkey support.";
   }
 
   function onRegister(form) {
     form.addEventListener("submit", async function (event) {
       event.preventDefault();
-      if (!supported()) return showError(form, unsupportedMessage());
+      if (!supported() || onIpAddress()) return showError(form, unsupportedMessage());
       const button = form.querySelector("button[type=submit]");
       button.disabled = true;
       try {
@@ -86,7 +108,9 @@
   // let the device assert, post the assertion with what `body` adds, then go where told.
   function onAssert(button, body) {
     button.addEventListener("click", async function () {
-      if (!supported()) return showError(button.parentElement, unsupportedMessage());
+      if (!supported() || onIpAddress()) {
+        return showError(button.parentElement, unsupportedMessage());
+      }
       button.disabled = true;
       try {
         const started = await post(button.dataset.optionsUrl);

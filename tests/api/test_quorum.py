@@ -21,6 +21,7 @@ from beliefs.models import (
     Decision,
     EmailNotification,
     OutgoingEmail,
+    RiskChangeRequest,
     TaskInstance,
     WebhookEvent,
 )
@@ -467,3 +468,61 @@ def test_the_pages_say_where_the_approvals_stand_and_outsiders_get_404(
     )
     assert stale.status_code == 409
     assert "the values changed since you saw them" in stale.content.decode()
+
+
+@pytest.mark.parametrize("lowered_to", [1, 2])
+@pytest.mark.parametrize("held", [0, 1, 2])
+def test_an_approved_lowering_of_m_settles_the_instances_it_completes_at_once(
+    api: Driver,
+    treasury: Group,
+    bob: User,
+    dave: User,
+    erin: User,
+    carol: User,
+    cathy: User,
+    as_person: Callable[[User], JsonClient],
+    held: int,
+    lowered_to: int,
+) -> None:
+    from beliefs.services import Actor
+    from beliefs.services import classification as c
+    from beliefs.services.decision_settings import decision_set_approvals
+
+    register(api, treasury, 3)
+    instance = answered(api)
+    for approver in [bob, dave][:held]:
+        assert approve(as_person(approver), instance).status_code == 200
+    assert api.instance(instance["id"])["quorum"]["missing"] == 3 - held
+    decision = Decision.objects.get(key="send_transfer")
+    decision_set_approvals(
+        decision=decision,
+        approvals_required=lowered_to,
+        approvers="treasury",
+        reason="two of us are enough",
+        actor=Actor(user=carol),
+    )
+    assert api.instance(instance["id"])["status"] == "awaiting_approval"  # a request, pending
+    (request,) = RiskChangeRequest.objects.filter(state="pending")
+    result = c.risk_change_request_approve(
+        change_request=request, reason="agreed", actor=Actor(user=cathy)
+    )
+    assert result.outcome == "applied" and result.replanned == 1
+
+    read = api.instance(instance["id"])
+    completes = held >= lowered_to
+    if completes:
+        # Settled by the approval of the lowering itself, as the last approval would have:
+        # ready, with its receipt (naming who approved) and the instance.ready event.
+        assert read["status"] == "ready"
+        claims = jwt.decode(read["receipt"], options={"verify_signature": False})
+        assert [a["by"] for a in claims["quorum"]["approvers"]] == ["bob", "dave"][:held]
+        (ready,) = WebhookEvent.objects.filter(type="instance.ready")
+        assert ready.payload["data"]["instance_id"] == instance["id"]
+        assert ready.payload["data"]["receipt"] == read["receipt"]
+    else:
+        assert read["status"] == "awaiting_approval"
+        assert read["quorum"]["missing"] == lowered_to - held
+        assert read["receipt"] is None
+        assert not WebhookEvent.objects.filter(type="instance.ready").exists()
+    [applied] = AuditEvent.objects.filter(kind="classification.decision_approvals")
+    assert applied.data["replanned"] == 1

@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from beliefs.models import Runtime
 from tests.api.conftest import API, Driver
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -30,6 +31,8 @@ def test_the_readme_tool_server_code_runs_as_written(
     live_server: Any, api: Driver, runtime_key: Any
 ) -> None:
     api.register("payments.refund", slots=[{"key": "iban"}], risks={"iban": "irreversible"})
+    # The tool server's name, registered for the runtime by staff (any other is refused).
+    Runtime.objects.filter(pk=runtime_key[0].runtime_id).update(audiences=["billing-agent"])
     opened = api.runtime.post_json(
         f"{API}/instances/",
         {

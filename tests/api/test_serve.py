@@ -254,3 +254,66 @@ def test_a_port_already_taken_is_refused_in_words() -> None:
     assert done.returncode == 1
     assert f"Cannot serve on 127.0.0.1:{port}: Address already in use" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def _serve_refused(env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], int]:
+    """`console.serve` on a free port under `env`: its outcome, and the port, which it must
+    not have listened on (nothing of it is left there, nor did it say it serves)."""
+    port = free_port()
+    done = subprocess.run(
+        [sys.executable, "-m", "console.serve", "--port", str(port), "--workers", "1"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    return done, port
+
+
+@pytest.mark.parametrize(
+    ("unset", "says"),
+    [
+        ({"CONSOLE_RECEIPT_SIGNING_KEYS": ""}, ["beliefs.E101", "python manage.py receipt_key"]),
+        ({"CONSOLE_RECEIPT_SIGNING_KEYS": "/nonexistent/receipt.pem"}, ["beliefs.E102"]),
+        ({"CONSOLE_WEBAUTHN_RP_ID": ""}, ["console.E002", "CONSOLE_WEBAUTHN_RP_ID is not set"]),
+        ({"CONSOLE_WEBAUTHN_ORIGINS": ""}, ["console.E002", "CONSOLE_WEBAUTHN_ORIGINS is not"]),
+        ({"CONSOLE_WEBAUTHN_RP_ID": "127.0.0.1"}, ["console.E002", "is an IP address"]),
+    ],
+)
+@pytest.mark.django_db(transaction=True)
+def test_it_does_not_listen_with_debug_off_and_a_setting_missing(
+    unset: dict[str, str], says: list[str]
+) -> None:
+    done, port = _serve_refused(production_env(**unset))
+    assert done.returncode == 1, done.stderr
+    assert "Not serving: the production settings are incomplete." in done.stderr
+    assert all(words in done.stderr for words in says), done.stderr
+    assert "Serving on" not in done.stderr and "Traceback" not in done.stderr
+    with socket.socket() as sock:  # the port was never taken
+        sock.bind(("127.0.0.1", port))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_with_debug_on_it_needs_no_production_keys() -> None:
+    # Development: a generated receipts key and the request's own host stand in. It gets as
+    # far as binding its port (here taken, so it stops there, having passed the checks).
+    env = production_env(DEBUG="true", CONSOLE_RECEIPT_SIGNING_KEYS="", CONSOLE_WEBAUTHN_RP_ID="")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "console.serve", "--port", str(port)],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    assert done.returncode == 1
+    assert "Not serving" not in done.stderr
+    assert f"Cannot serve on 127.0.0.1:{port}: Address already in use" in done.stderr
+
+
+def test_a_settings_module_that_refuses_to_load_is_said_in_words() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "CONSOLE_"))}
+    done = subprocess.run(
+        [sys.executable, "-m", "console.serve", "--port", str(free_port())],
+        cwd=ROOT, env={**env, "DEBUG": "false"}, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "DJANGO_SECRET_KEY must be set" in done.stderr
+    assert "Traceback" not in done.stderr

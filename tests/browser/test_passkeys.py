@@ -230,3 +230,20 @@ def test_a_person_without_a_passkey_is_told_how_to_add_one_and_it_stays_unsigned
     assert started.status == 409 and started.json()["error"] == "no_passkey"
     instance.refresh_from_db()
     assert instance.status == InstanceStatus.AWAITING_SIGNATURE
+
+
+def test_on_an_ip_address_it_says_to_open_the_host_name(
+    page: Page, alice: User, live_server: Any
+) -> None:
+    # The console opened as http://127.0.0.1:PORT: the browser would refuse any passkey there
+    # with only "This is an invalid domain".
+    port = str(live_server.url).rsplit(":", 1)[1]
+    base = f"http://127.0.0.1:{port}"
+    virtual_authenticator(page)
+    page.goto(f"{base}/accounts/login/")
+    page.get_by_role("button", name="Use a passkey").click()
+    error = page.locator("[data-passkey-error]")
+    expect(error).to_be_visible()
+    expect(error).to_contain_text("Passkeys do not work on an IP address (127.0.0.1)")
+    expect(error).to_contain_text(f"Open http://localhost:{port}/ instead")
+    expect(error).not_to_contain_text("invalid domain")

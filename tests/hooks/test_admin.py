@@ -279,6 +279,41 @@ def test_runtimes_added_and_renamed_in_the_admin_are_audited_and_checked(staff: 
     assert (renamed.data["before"], renamed.data["after"]) == ("billing", "payments")
 
 
+def test_a_runtimes_audiences_are_kept_in_the_admin_checked_and_audited(
+    staff: Client,
+) -> None:
+    runtime = Runtime.objects.create(name="billing")
+    url = f"/admin/beliefs/runtime/{runtime.pk}/change/"
+    form = staff.get(url).content.decode()
+    assert 'name="audiences"' in form and "audience of its receipts" in form
+    saved = staff.post(
+        url,
+        {
+            "name": "billing",
+            "audiences": " payments-service \r\n\r\nledger\r\npayments-service\r\n",
+            **_inline_management(),
+        },
+    )
+    assert saved.status_code == 302, saved.content[:2000]
+    runtime.refresh_from_db()
+    assert runtime.audiences == ["payments-service", "ledger"]
+    [changed] = AuditEvent.objects.filter(kind="runtime.audiences_changed")
+    assert changed.subject == "billing" and changed.actor == "root"
+    assert changed.data == {"before": [], "after": ["payments-service", "ledger"], "via": "admin"}
+    assert "payments-service\nledger" in staff.get(url).content.decode()
+    refused = staff.post(
+        url, {"name": "billing", "audiences": "ledger\u202e", **_inline_management()}
+    )
+    assert refused.status_code == 200
+    assert "printable characters" in errors_of(refused.content.decode())
+    runtime.refresh_from_db()
+    assert runtime.audiences == ["payments-service", "ledger"]
+    # Saved unchanged: no second event.
+    again = {"name": "billing", "audiences": "payments-service\nledger", **_inline_management()}
+    assert staff.post(url, again).status_code == 302
+    assert AuditEvent.objects.filter(kind="runtime.audiences_changed").count() == 1
+
+
 def test_keys_created_and_changed_in_the_admin_are_audited(staff: Client) -> None:
     key, _ = runtime_key_of("test-runtime")
     url = f"/admin/beliefs/runtimeapikey/{key.pk}/change/"

@@ -38,6 +38,10 @@ class SoftAuthenticator:
     credential_id: bytes = field(default_factory=lambda: os.urandom(16))
     counter: int = 0
     user_handle: bytes = b""
+    # What a browser adds to clientDataJSON in special cases (a cross-origin frame's
+    # `crossOrigin: true` and `topOrigin`), or what a forger writes there.
+    client_data_extra: dict[str, Any] = field(default_factory=dict)
+    sends_user_handle: bool = True  # a non-discoverable credential's assertion gives none
 
     def _cose(self) -> bytes:
         numbers = self.key.public_key().public_numbers()
@@ -56,7 +60,13 @@ class SoftAuthenticator:
 
     def _client_data(self, kind: str, challenge: str) -> bytes:
         return json.dumps(
-            {"type": kind, "challenge": challenge, "origin": self.origin, "crossOrigin": False}
+            {
+                "type": kind,
+                "challenge": challenge,
+                "origin": self.origin,
+                "crossOrigin": False,
+                **self.client_data_extra,
+            }
         ).encode()
 
     def create(self, options: dict[str, Any]) -> dict[str, Any]:
@@ -95,6 +105,7 @@ class SoftAuthenticator:
         client_data = self._client_data("webauthn.get", options["challenge"])
         signed = auth_data + hashlib.sha256(client_data).digest()
         signature = self.key.sign(signed, ec.ECDSA(hashes.SHA256()))
+        handle = {"userHandle": b64url(self.user_handle)} if self.sends_user_handle else {}
         return {
             "id": b64url(self.credential_id),
             "rawId": b64url(self.credential_id),
@@ -103,7 +114,7 @@ class SoftAuthenticator:
                 "clientDataJSON": b64url(client_data),
                 "authenticatorData": b64url(auth_data),
                 "signature": b64url(signature),
-                "userHandle": b64url(self.user_handle),
+                **handle,
             },
             "clientExtensionResults": {},
             "authenticatorAttachment": "platform",

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
 from beliefs.domain.vocabulary import AuditKind
-from beliefs.models import AuditEvent, Passkey
+from beliefs.models import AuditEvent, Passkey, SignatureAttempt
+from tests.api.conftest import Driver
 from tests.passkeys.authenticator import SoftAuthenticator
-from tests.passkeys.conftest import post_json, register_passkey
+from tests.passkeys.conftest import (
+    confirm_recipient,
+    open_transfer,
+    post_json,
+    register_passkey,
+)
 
 
 def test_a_person_registers_named_passkeys_and_sees_them(
@@ -88,3 +97,67 @@ def test_a_removed_or_unknown_passkey_does_not_sign_in(
 def test_the_sign_in_page_offers_a_passkey(client: Client) -> None:
     page = client.get("/accounts/login/").content.decode()
     assert "Use a passkey" in page
+
+
+@pytest.mark.parametrize(
+    ("host", "secure", "shown", "instead"),
+    [
+        ("127.0.0.1:8000", False, "127.0.0.1", "Open http://localhost:8000/ instead"),
+        ("127.0.0.1", False, "127.0.0.1", "Open http://localhost/ instead"),
+        ("127.0.0.1:8443", True, "127.0.0.1", "Open https://localhost:8443/ instead"),
+        ("[::1]:8000", False, "[::1]", "Open http://localhost:8000/ instead"),
+        ("10.0.0.5:8000", False, "10.0.0.5", "Open the console's host name"),
+        ("localhost:8000", False, None, None),
+        ("testserver", False, None, None),
+    ],
+)
+@pytest.mark.parametrize("ceremony", ["register", "sign in", "sign"])
+def test_a_passkey_on_an_ip_address_says_to_open_the_host_name(
+    api: Driver,
+    signed_class: str,
+    alice: User,
+    signed_in: Callable[[User], Client],
+    settings,  # noqa: ANN001
+    ceremony: str,
+    host: str,
+    secure: bool,
+    shown: str | None,
+    instead: str | None,
+) -> None:
+    settings.ALLOWED_HOSTS = ["*"]
+    device = SoftAuthenticator()
+    pages = signed_in(alice)
+    register_passkey(pages, device)
+    instance_id = open_transfer(api)
+    confirm_recipient(api, instance_id)
+    url = {
+        "register": "/account/passkeys/options/",
+        "sign in": "/accounts/login/passkey/options/",
+        "sign": f"/instances/{instance_id}/sign/options/",
+    }[ceremony]
+    client = Client() if ceremony == "sign in" else pages
+    answer = client.post(
+        url, data="{}", content_type="application/json", HTTP_HOST=host, secure=secure
+    )
+    if instead is None:
+        assert answer.status_code == 200, answer.json()
+        assert "options" in answer.json()
+        return
+    assert answer.status_code == 400
+    body = answer.json()
+    assert body["error"] == "passkey_needs_host_name"
+    assert f"Passkeys do not work on an IP address ({shown})" in body["detail"]
+    assert instead is not None and instead in body["detail"]
+    # Nothing began: no attempt to sign, no challenge kept.
+    assert not SignatureAttempt.objects.exists()
+    assert "passkey_sign_in_challenge" not in client.session
+    assert "passkey_registration_challenge" not in client.session
+
+
+def test_the_passkey_script_says_to_use_the_host_name_on_an_ip_address() -> None:
+    # The browser's own refusal ("This is an invalid domain", a SecurityError) is replaced by
+    # the same words the server gives, before any ceremony starts.
+    script = (Path(__file__).resolve().parents[2] / "static/console/passkeys.js").read_text()
+    assert 'error.name === "SecurityError"' in script
+    assert "Passkeys do not work on an IP address" in script
+    assert "if (!supported() || onIpAddress())" in script

@@ -128,7 +128,8 @@ class _Api(
         """Open an instance; with `idempotency_key`, a repeat returns the first instance.
 
         `slots` are the slots this action uses (default: every slot of the class); `audience`
-        is the `aud` of its receipt (default: this runtime's name)."""
+        is the `aud` of its receipt (default: this runtime's name; any other must be registered
+        for this runtime in the console's admin, else `BadRequest` `unknown_audience`)."""
         call = _core.open_instance(
             task_class, principal, world, beliefs, idempotency_key, slots, audience
         )
