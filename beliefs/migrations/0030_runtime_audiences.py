@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('beliefs', '0028_audit_friction_by_person'),
+        ('beliefs', '0029_receipt_vouches_and_worlds'),
     ]
 
     operations = [
