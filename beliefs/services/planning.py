@@ -161,7 +161,14 @@ def _reconcile(
             # the blocking prompt stands.
             state = _held(state, prompt)
         change = ""
-        if state.routing.route is Route.SILENT and not reported_for_person(state):
+        reported = state.routing.route is Route.SILENT and reported_for_person(state)
+        if reported and prompt is not None and prompt.route != Route.SILENT:
+            # A question released by the runtime's report stays counted as asked: it is
+            # superseded, and the value is listed for a veto by a prompt of its own.
+            prompt.state = PromptState.SUPERSEDED
+            done.superseded.append(prompt)
+            prompt = None
+        if state.routing.route is Route.SILENT and not reported:
             if prompt is not None:
                 prompt.state = PromptState.SUPERSEDED
                 done.superseded.append(prompt)
