@@ -179,15 +179,23 @@ def _scan(node: Any) -> int:
 
 
 def _replaced(node: Any) -> Any:
-    """`node` with each whole-number float an int (after `_scan` found it could be so)."""
-    kind = type(node)
-    if kind is float:
-        return int(node) if node.is_integer() else node
-    if kind is dict:
-        return {key: _replaced(value) for key, value in node.items()}
-    if kind is list or kind is tuple:
-        return [_replaced(value) for value in node]
-    return node
+    """`node` (a dict, list or tuple `_scan` found could be so) with each whole-number float an
+    int; only the containers on the way to one are copied, shallowly."""
+    pairs: Any = node.items() if type(node) is dict else enumerate(node)
+    copy: Any = None
+    for key, value in pairs:
+        kind = type(value)
+        if kind is float:
+            new = int(value) if value.is_integer() else value
+        elif kind is dict or kind is list or kind is tuple:
+            new = _replaced(value)
+        else:
+            continue
+        if new is not value:
+            if copy is None:
+                copy = dict(node) if type(node) is dict else list(node)
+            copy[key] = new
+    return node if copy is None else copy
 
 
 def _astral(text: str) -> bool:
