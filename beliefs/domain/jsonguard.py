@@ -26,6 +26,24 @@ SURROGATE_MESSAGE = "contains an unpaired surrogate, which is not valid Unicode 
 OUT_OF_RANGE_MESSAGE = "number out of range"
 
 
+# Integers up to here are doubles exactly; beyond, one may be past a double's range.
+_SAFE_INT = 2**53
+
+
+def _out_of_range(value: float) -> bool:
+    """Infinite (1e400 reads so), or an integer past a double's range: digests (RFC 8785
+    writes every number as a double) cannot write either."""
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if -_SAFE_INT <= value <= _SAFE_INT:
+        return False
+    try:
+        float(value)
+    except OverflowError:
+        return True
+    return False
+
+
 @dataclass(frozen=True)
 class Problem:
     field: str
@@ -74,7 +92,7 @@ def find_problem(
             problem = text_problem(value)
             if problem:
                 return Problem(path or "body", problem, "invalid_text")
-        elif isinstance(value, float) and not math.isfinite(value):
+        elif isinstance(value, float | int) and _out_of_range(value):
             return Problem(path or "body", OUT_OF_RANGE_MESSAGE, "number_out_of_range")
         elif isinstance(value, dict):
             for key, child in value.items():

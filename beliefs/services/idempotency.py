@@ -15,7 +15,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from beliefs.domain.canonical import canonical_json
+from beliefs.domain.canonical import canonical_json, legacy_canonical_json
 from beliefs.domain.vocabulary import MAX_IDEMPOTENCY_KEY_LENGTH
 from beliefs.errors import Conflict, InvalidInput
 from beliefs.models import TaskInstance
@@ -32,6 +32,16 @@ class Opened:
 
 def body_hash(data: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical_json(data).encode("utf-8")).hexdigest()
+
+
+def _same_body(stored: str, digest: str, body: Mapping[str, Any]) -> bool:
+    """Is `body` (hashing to `digest`) the one whose hash was stored? A key stored before
+    hashes moved to RFC 8785 holds the hash of Python's JSON form: a retry across the upgrade
+    is still the same body."""
+    if stored == digest:
+        return True
+    legacy = hashlib.sha256(legacy_canonical_json(body).encode("utf-8")).hexdigest()
+    return stored == legacy
 
 
 def check_key(key: str | None) -> str | None:
@@ -54,8 +64,8 @@ def _earlier(actor: Actor, key: str) -> TaskInstance | None:
     )
 
 
-def _replay(instance: TaskInstance, digest: str, key: str) -> Opened:
-    if instance.idempotency_hash != digest:
+def _replay(instance: TaskInstance, digest: str, key: str, body: Mapping[str, Any]) -> Opened:
+    if not _same_body(instance.idempotency_hash, digest, body):
         raise Conflict(
             f"{HEADER} {key!r} was already used to open instance {instance.pk} with a different "
             "body; send a new key for a new open.",
@@ -77,7 +87,7 @@ def instance_open_idempotent(
     digest = body_hash(body)
     earlier = _earlier(actor, key)
     if earlier is not None:
-        return _replay(earlier, digest, key)
+        return _replay(earlier, digest, key, body)
     try:
         with transaction.atomic():
             instance = open_()
@@ -89,5 +99,5 @@ def instance_open_idempotent(
         earlier = _earlier(actor, key)
         if earlier is None:
             raise
-        return _replay(earlier, digest, key)
+        return _replay(earlier, digest, key, body)
     return Opened(instance, replayed=False)

@@ -5,8 +5,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 import time
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
 import pytest
 from console_client import (
@@ -16,26 +19,72 @@ from console_client import (
     canonical_json,
     verify_bindings,
     verify_webhook,
+    worlds_digest,
 )
+from console_client.digest import canonical_form, legacy_canonical_json
 from standardwebhooks.webhooks import Webhook
 
 SECRET = "whsec_" + base64.b64encode(b"a-secret-of-the-endpoint-32bytes").decode()
 OTHER_SECRET = "whsec_" + base64.b64encode(b"another-endpoints-secret-32bytes").decode()
 
 
-def test_the_digest_is_sha256_of_sorted_compact_utf8_json() -> None:
-    bindings = {"b": [1, 2], "a": "Zürich", "c": {"y": None, "x": True}}
-    canonical = '{"a":"Zürich","b":[1,2],"c":{"x":true,"y":null}}'
+# The repository's test vectors, shared with the console's suite and any other client's.
+VECTORS_FILE = Path(__file__).resolve().parents[2] / "tests" / "vectors" / "canonical.json"
+VECTORS: list[dict[str, Any]] = json.loads(VECTORS_FILE.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("vector", VECTORS, ids=[v["name"] for v in VECTORS])
+def test_the_client_computes_every_vector_as_the_console_does(vector: dict[str, Any]) -> None:
+    assert canonical_json(vector["input"]) == vector["canonical"]
+    digest = hashlib.sha256(vector["canonical"].encode("utf-8")).hexdigest()
+    assert digest == vector["sha256"]
+    if isinstance(vector["input"], dict):
+        assert bindings_digest(vector["input"]) == vector["sha256"]
+        assert worlds_digest(vector["input"]) == vector["sha256"]
+
+
+def test_there_are_vectors_of_every_kind() -> None:
+    names = " ".join(v["name"] for v in VECTORS)
+    for kind in ("integer", "float", "string", "keys", "nested", "RFC 8785", "worlds_digest"):
+        assert kind in names
+
+
+def test_the_digest_is_sha256_of_the_rfc_8785_form() -> None:
+    bindings = {"b": [1, 2.0, 1e-7], "a": "Zürich", "c": {"y": None, "x": True}}
+    canonical = '{"a":"Zürich","b":[1,2,1e-7],"c":{"x":true,"y":null}}'
     assert canonical_json(bindings) == canonical
     assert bindings_digest(bindings) == hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    legacy = '{"a":"Zürich","b":[1,2.0,1e-07],"c":{"x":true,"y":null}}'
+    assert legacy_canonical_json(bindings) == legacy
+    assert bindings_digest(bindings, None) == hashlib.sha256(legacy.encode("utf-8")).hexdigest()
+
+
+@pytest.mark.parametrize("data", [math.nan, {"a": math.inf}, [10**400]], ids=repr)
+def test_numbers_json_cannot_carry_are_refused(data: Any) -> None:
+    with pytest.raises(ValueError):
+        canonical_json(data)
+
+
+def test_keys_must_be_strings_and_forms_must_be_known() -> None:
+    with pytest.raises(TypeError):
+        canonical_json({1: "a"})
+    with pytest.raises(ValueError, match="RFC8785"):
+        canonical_form("JCS-v2")
+    with pytest.raises(ValueError):
+        bindings_digest({"a": 1}, "JCS-v2")
 
 
 def test_verify_bindings_returns_matching_bindings_and_refuses_others() -> None:
-    bindings = {"iban": "NL91", "amount": 10}
+    bindings = {"iban": "NL91", "amount": 10.5, "fee": 1.0}
     digest = bindings_digest(bindings)
     assert verify_bindings(bindings, digest) == bindings
-    with pytest.raises(DigestMismatch):
-        verify_bindings({**bindings, "amount": 11}, digest)
+    # An instance made ready before RFC 8785 keeps its digest in the legacy form.
+    assert verify_bindings(bindings, bindings_digest(bindings, None)) == bindings
+    for other in ({**bindings, "amount": 11}, {**bindings, "fee": "1"}):
+        with pytest.raises(DigestMismatch):
+            verify_bindings(other, digest)
+        with pytest.raises(DigestMismatch):
+            verify_bindings(other, bindings_digest(bindings, None))
     with pytest.raises(DigestMismatch):
         verify_bindings(bindings, None)
 

@@ -26,19 +26,29 @@ from console_client import (
     ReceiptInvalid,
     ReceiptIssuerMismatch,
     ReceiptKeyUnknown,
+    ReceiptNotApprovedByPerson,
     ReceiptRedeemed,
     ReceiptRevoked,
     ReceiptSignatureInvalid,
     Redemption,
     bindings_digest,
     verify_receipt,
+    worlds_digest,
 )
+from console_client.digest import legacy_canonical_json
 from console_client.errors import Conflict
+from console_client.receipts import Bound
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 AT = "2026-12-01T10:00:00+00:00"
 BINDINGS = {"recipient_account": "NL91 ABNA 0417 1643 00", "amount": 120, "memo": "rent"}
+WORLDS = {"recipient_account": {"account": "acc_42", "verified_at": AT}, "amount": None}
+BOUND = {
+    "recipient_account": {"route": "CONFIRM", "rule": "R3", "source": "tool", "via": "console"},
+    "amount": {"route": "CONFIRM", "rule": "R3", "source": "tool", "via": "console"},
+    "memo": {"route": "SILENT", "rule": "R2", "source": "tool", "via": "policy"},
+}
 
 
 def _b64(data: bytes) -> str:
@@ -69,6 +79,10 @@ class Signer:
             "task_class": "payments.transfer",
             "decisions": ["send_transfer"],
             "bindings_digest": bindings_digest(BINDINGS),
+            "worlds_digest": worlds_digest(WORLDS),
+            "bound": BOUND,
+            "vouched_by_runtime": [],
+            "canonicalization": "RFC8785",
             "approvals": [{"slot": "recipient_account", "action": "edit", "by": "alice", "at": AT}],
         }
         claims.update(changes)
@@ -112,6 +126,10 @@ def test_a_receipt_verifies_into_its_typed_claims(first: Signer) -> None:
         ),
     )
     assert receipt.expires_at > receipt.issued_at
+    assert receipt.worlds_digest == worlds_digest(WORLDS)
+    assert receipt.bound["memo"] == Bound(route="SILENT", rule="R2", source="tool", via="policy")
+    assert receipt.vouched_by_runtime == ()
+    assert receipt.canonicalization == "RFC8785"
     with pytest.raises(AttributeError):
         receipt.jti = "other"  # type: ignore[misc]
 
@@ -218,9 +236,106 @@ def test_every_refusal_is_a_receipt_error() -> None:
     for error in (
         ReceiptInvalid, ReceiptKeyUnknown, ReceiptSignatureInvalid, ReceiptExpired,
         ReceiptAudienceMismatch, ReceiptIssuerMismatch, ReceiptDigestMismatch,
-        ReceiptRedeemed, ReceiptRevoked,
+        ReceiptRedeemed, ReceiptRevoked, ReceiptNotApprovedByPerson,
     ):  # fmt: skip
         assert issubclass(error, ReceiptError)
+
+
+# --- what a receipt vouches for: the person's own act, the world, the canonical form --------
+
+
+@pytest.mark.parametrize("person_required", [True, False])
+@pytest.mark.parametrize("vouched", [[], ["amount"], ["recipient_account", "amount"]])
+def test_values_a_runtime_vouched_for_are_refused_unless_the_caller_accepts_them(
+    first: Signer, vouched: list[str], person_required: bool
+) -> None:
+    token = first.sign(vouched_by_runtime=vouched)
+    verify = lambda: verify_receipt(  # noqa: E731
+        token, _jwks(first), bindings=BINDINGS, person_required=person_required
+    )
+    if vouched and person_required:
+        with pytest.raises(ReceiptNotApprovedByPerson) as caught:
+            verify()
+        assert caught.value.slots == tuple(vouched)
+        message = str(caught.value)
+        assert all(slot in message for slot in vouched)
+        assert "person_required=False" in message
+    else:
+        assert verify().vouched_by_runtime == tuple(vouched)
+
+
+def test_a_receipt_issued_before_the_vouched_claim_is_a_persons(first: Signer) -> None:
+    old = first.sign(vouched_by_runtime=None, bound=None, worlds_digest=None)
+    receipt = verify_receipt(old, _jwks(first), bindings=BINDINGS)
+    assert (receipt.vouched_by_runtime, receipt.bound, receipt.worlds_digest) == ((), {}, None)
+
+
+def test_the_runtime_vouched_check_comes_before_the_arguments(first: Signer) -> None:
+    """Values no person approved are refused as such, whatever arguments are offered."""
+    token = first.sign(vouched_by_runtime=["amount"])
+    with pytest.raises(ReceiptNotApprovedByPerson):
+        verify_receipt(token, _jwks(first), bindings={**BINDINGS, "amount": 999})
+    with pytest.raises(ReceiptDigestMismatch):
+        verify_receipt(
+            token, _jwks(first), bindings={**BINDINGS, "amount": 999}, person_required=False
+        )
+
+
+def test_the_world_references_must_hash_to_worlds_digest(first: Signer) -> None:
+    token = first.sign()
+    assert verify_receipt(token, _jwks(first), worlds=WORLDS).worlds_digest == worlds_digest(WORLDS)
+    moved = {**WORLDS, "recipient_account": {"account": "acc_43", "verified_at": AT}}
+    for other in (moved, {"recipient_account": WORLDS["recipient_account"]}):
+        with pytest.raises(ReceiptDigestMismatch, match="world references"):
+            verify_receipt(token, _jwks(first), bindings=BINDINGS, worlds=other)
+    with pytest.raises(ReceiptDigestMismatch, match="no worlds_digest"):
+        verify_receipt(first.sign(worlds_digest=None), _jwks(first), worlds=WORLDS)
+
+
+FLOATY = {"recipient_account": "NL91", "amount": 120.0, "rate": 1e-7}
+LEGACY_DIGEST = bindings_digest(FLOATY, None)
+
+
+@pytest.mark.parametrize("claim", ["RFC8785", None])
+@pytest.mark.parametrize("form", ["RFC8785", "legacy"])
+def test_digests_are_checked_in_the_form_the_receipt_names(
+    first: Signer, claim: str | None, form: str
+) -> None:
+    """A receipt issued before RFC 8785 has no claim and a digest of Python's JSON; it still
+    verifies. A digest in the other form than the claim says is refused."""
+    digest = bindings_digest(FLOATY) if form == "RFC8785" else LEGACY_DIGEST
+    token = first.sign(bindings_digest=digest, canonicalization=claim)
+    if (claim == "RFC8785") == (form == "RFC8785"):
+        receipt = verify_receipt(token, _jwks(first), bindings=FLOATY)
+        assert receipt.canonicalization == claim
+    else:
+        with pytest.raises(ReceiptDigestMismatch):
+            verify_receipt(token, _jwks(first), bindings=FLOATY)
+
+
+def test_the_two_forms_differ_where_javascript_reads_numbers_otherwise() -> None:
+    assert (
+        legacy_canonical_json(FLOATY) == '{"amount":120.0,"rate":1e-07,"recipient_account":"NL91"}'
+    )
+    assert bindings_digest(FLOATY) != LEGACY_DIGEST
+    assert bindings_digest(FLOATY) == bindings_digest({**FLOATY, "amount": 120})
+
+
+@pytest.mark.parametrize(
+    ("claim", "value"),
+    [
+        ("canonicalization", "JCS-v2"),
+        ("canonicalization", 8785),
+        ("vouched_by_runtime", "amount"),
+        ("vouched_by_runtime", [1]),
+        ("bound", ["amount"]),
+        ("bound", {"amount": "console"}),
+        ("worlds_digest", 5),
+    ],
+)
+def test_malformed_new_claims_are_invalid(first: Signer, claim: str, value: Any) -> None:
+    with pytest.raises(ReceiptInvalid, match=claim):
+        verify_receipt(first.sign(**{claim: value}), _jwks(first), person_required=False)
 
 
 # --- the console's side: JWKS fetched and cached, redeem ------------------------------------
@@ -254,6 +369,18 @@ def test_the_console_fetches_its_jwks_once_and_again_after_a_rotation(
     console._keys.fetched_at -= 60  # a refetch for an unknown key waits a few seconds
     assert console.verify_receipt(second.sign()).key_id == "key-2"
     assert len(fetched) == 2
+
+
+def test_the_console_passes_every_check_on(fake: FakeConsole, first: Signer) -> None:
+    _serve_jwks(fake, _jwks(first))
+    console = _console(fake)
+    token = first.sign(vouched_by_runtime=["amount"])
+    with pytest.raises(ReceiptNotApprovedByPerson):
+        console.verify_receipt(token, bindings=BINDINGS)
+    receipt = console.verify_receipt(token, bindings=BINDINGS, worlds=WORLDS, person_required=False)
+    assert receipt.vouched_by_runtime == ("amount",)
+    with pytest.raises(ReceiptDigestMismatch):
+        console.verify_receipt(first.sign(), worlds={})
 
 
 def test_a_key_still_unknown_after_a_refetch_fails(

@@ -164,10 +164,11 @@ def test_it_refuses_a_body_that_is_not_an_object(runtime: JsonClient, payload: A
     _error(response, 400, code="invalid_body")
 
 
-def test_it_refuses_a_non_finite_number(api: Driver, instance_id: str) -> None:
+@pytest.mark.parametrize("number", ["1e400", "-1" + "0" * 400, "2" + "0" * 308])
+def test_it_refuses_a_number_beyond_a_double(api: Driver, instance_id: str, number: str) -> None:
     response = api.runtime.post(
         f"{API}/instances/{instance_id}/beliefs/",
-        data='{"slot": "memo", "value": 1e400, "source": "tool"}',
+        data='{"slot": "memo", "value": ' + number + ', "source": "tool"}',
         content_type="application/json",
     )
     _error(response, 400, "value")

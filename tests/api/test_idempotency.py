@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from django.db import IntegrityError, connection, connections, transaction
 
+from beliefs.domain import canonical
 from beliefs.models import AuditEvent, Belief, RuntimeAPIKey, TaskInstance
 from beliefs.services import Actor, idempotency
 from tests.api.conftest import API, Driver
@@ -86,6 +87,25 @@ def test_the_same_key_with_another_body_is_refused(api: Driver, transfer: str) -
     assert body["error"] == "idempotency_key_reused"
     assert "different body" in body["detail"] and first in body["detail"]
     assert body["fields"] == {"Idempotency-Key": ["already used with a different body"]}
+    assert TaskInstance.objects.count() == 1
+
+
+@pytest.mark.parametrize("stored_in", ["RFC8785", "legacy"])
+@pytest.mark.parametrize("same", [True, False])
+def test_a_key_stored_before_rfc_8785_still_tells_a_retry_from_another_body(
+    api: Driver, transfer: str, stored_in: str, same: bool
+) -> None:
+    """A key stored before hashes moved to RFC 8785 holds the hash of Python's JSON form (it
+    differs where the body has a float): a retry is still a replay, another body still 409."""
+    body = _body(world={"recipient_account": {"holder": "Bob", "score": 120.0}})
+    first = _open(api.runtime, "k", body).json()["id"]
+    if stored_in == "legacy":
+        legacy = canonical.text_digest(canonical.legacy_canonical_json(body))
+        assert legacy != idempotency.body_hash(body)
+        TaskInstance.objects.filter(pk=first).update(idempotency_hash=legacy)
+    retry = body if same else _body(world={"recipient_account": {"holder": "Bob", "score": 121}})
+    again = _open(api.runtime, "k", retry)
+    assert again.status_code == (200 if same else 409), again.json()
     assert TaskInstance.objects.count() == 1
 
 

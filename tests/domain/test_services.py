@@ -15,7 +15,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from beliefs import selectors, services
-from beliefs.domain.canonical import bindings_digest
+from beliefs.domain.canonical import bindings_digest, canonical_json
 from beliefs.errors import Conflict, IdempotencyKeyMismatch, InvalidInput, StaleVersion
 from beliefs.models import (
     AuditEvent,
@@ -294,7 +294,8 @@ def test_it_digests_the_canonical_json_of_the_bindings(
 ) -> None:
     run1 = _finished_run_1(rt, alice)
     assert run1.bindings == {"recipient_account": "DE89 3704", "reference": "rent", "memo": "March"}
-    canonical = json.dumps(run1.bindings, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    canonical = canonical_json(run1.bindings)  # RFC 8785
+    assert canonical == '{"memo":"March","recipient_account":"DE89 3704","reference":"rent"}'
     assert run1.bindings_digest == hashlib.sha256(canonical.encode()).hexdigest()
 
 

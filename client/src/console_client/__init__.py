@@ -4,12 +4,19 @@ from console_client import Console
 with Console("http://127.0.0.1:8000", api_key) as console:
     resolution = console.resolve("payments.refund", "alice", {"iban": "NL91..."})
     bindings = resolution.verified_bindings()
-    receipt = console.verify_receipt(resolution.receipt, bindings=bindings)  # signature, digest
+    receipt = console.verify_receipt(resolution.receipt, bindings=bindings)  # signature, digest,
+                                                   # and that a person approved it in the console
     console.redeem(receipt.token)                                           # once only
 """
 
 from console_client.client import AsyncConsole, Console
-from console_client.digest import bindings_digest, canonical_json, verify_bindings
+from console_client.digest import (
+    CANONICALIZATION,
+    bindings_digest,
+    canonical_json,
+    verify_bindings,
+    worlds_digest,
+)
 from console_client.errors import (
     ApiError,
     BadRequest,
@@ -28,6 +35,7 @@ from console_client.errors import (
     ReceiptInvalid,
     ReceiptIssuerMismatch,
     ReceiptKeyUnknown,
+    ReceiptNotApprovedByPerson,
     ReceiptRedeemed,
     ReceiptRevoked,
     ReceiptSignatureInvalid,
@@ -40,14 +48,16 @@ from console_client.errors import (
 )
 from console_client.models import Resolution
 from console_client.passkeys import SignatureInvalid, signature_challenge, verify_signature
-from console_client.receipts import Approval, Receipt, Redemption, verify_receipt
+from console_client.receipts import Approval, Bound, Receipt, Redemption, verify_receipt
 from console_client.webhooks import WebhookEvent, verify_webhook
 
 __all__ = [
+    "CANONICALIZATION",
     "ApiError",
     "Approval",
     "AsyncConsole",
     "BadRequest",
+    "Bound",
     "Conflict",
     "Console",
     "ConsoleError",
@@ -65,6 +75,7 @@ __all__ = [
     "ReceiptInvalid",
     "ReceiptIssuerMismatch",
     "ReceiptKeyUnknown",
+    "ReceiptNotApprovedByPerson",
     "ReceiptRedeemed",
     "ReceiptRevoked",
     "ReceiptSignatureInvalid",
@@ -85,4 +96,5 @@ __all__ = [
     "verify_receipt",
     "verify_signature",
     "verify_webhook",
+    "worlds_digest",
 ]

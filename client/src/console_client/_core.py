@@ -395,19 +395,29 @@ class KeyCache:
         self.fetched_at = time.monotonic()
 
 
-def verified(
-    token: str,
-    keys: KeyCache,
-    base_url: str,
-    bindings: Mapping[str, Any] | None,
-    audience: str | None,
-    issuer: str | None,
-) -> Program[Receipt]:
+@dataclass(frozen=True)
+class ReceiptChecks:
+    """What `verify_receipt` checks beyond the signature (its keyword arguments)."""
+
+    bindings: Mapping[str, Any] | None = None
+    worlds: Mapping[str, Any] | None = None
+    audience: str | None = None
+    issuer: str | None = None
+    person_required: bool = True
+
+
+def verified(token: str, keys: KeyCache, base_url: str, checks: ReceiptChecks) -> Program[Receipt]:
     """Verify a receipt with the console's keys, fetching them first when needed."""
     if keys.stale_for(key_id(token)):
         keys.store((yield jwks(base_url)))
     return verify_receipt(
-        token, keys.jwks or {}, bindings=bindings, audience=audience, issuer=issuer
+        token,
+        keys.jwks or {},
+        bindings=checks.bindings,
+        worlds=checks.worlds,
+        audience=checks.audience,
+        issuer=checks.issuer,
+        person_required=checks.person_required,
     )
 
 

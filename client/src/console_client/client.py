@@ -185,12 +185,17 @@ class _Api(
         token: str,
         *,
         bindings: Mapping[str, Any] | None = None,
+        worlds: Mapping[str, Any] | None = None,
         audience: str | None = None,
         issuer: str | None = None,
+        person_required: bool = True,
     ) -> ReceiptResult:
         """`verify_receipt` with this console's keys (fetched once and cached; fetched again
-        when a receipt names a key not seen yet, as after a rotation). Raises a `ReceiptError`."""
-        program = _core.verified(token, self._keys, self.base_url, bindings, audience, issuer)
+        when a receipt names a key not seen yet, as after a rotation). Raises a `ReceiptError`
+        (`ReceiptNotApprovedByPerson` for values a runtime vouched for, unless
+        `person_required=False`)."""
+        checks = _core.ReceiptChecks(bindings, worlds, audience, issuer, person_required)
+        program = _core.verified(token, self._keys, self.base_url, checks)
         result: ReceiptResult = self._run(program)
         return result
 

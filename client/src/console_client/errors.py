@@ -135,6 +135,16 @@ class ReceiptDigestMismatch(ReceiptError, DigestMismatch):
     """The arguments about to be executed are not the ones the person approved."""
 
 
+class ReceiptNotApprovedByPerson(ReceiptError):
+    """Irreversible values the receipt covers were bound on a runtime's report alone (its
+    `vouched_by_runtime` slots, in `slots`): no person confirmed them in the console. Accept
+    such a receipt only knowingly, with `verify_receipt(..., person_required=False)`."""
+
+    def __init__(self, message: str, slots: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.slots = slots
+
+
 class ReceiptRedeemed(Conflict, ReceiptError):
     """409 receipt_redeemed: this confirmation was already used; do not execute it again."""
 
