@@ -169,12 +169,7 @@
   // instead" is the primary button and Enter presses it; an unchanged value keeps Confirm.
   // (Compared with the value on record, not with what the input first showed: a refused edit
   // comes back with the person's value in it.)
-  function valueChanged(form) {
-    var confirm = form.querySelector("button[name=action][value=confirm][data-on-record]");
-    if (confirm === null) {
-      return false;
-    }
-    var onRecord = confirm.getAttribute("data-on-record").trim();
+  function differsFrom(form, onRecord) {
     var fields = form.querySelectorAll("[name=value]");
     return Array.prototype.some.call(fields, function (field) {
       if (field.type === "radio") {
@@ -182,6 +177,40 @@
       }
       return field.value.trim() !== onRecord;
     });
+  }
+
+  function valueChanged(form) {
+    var confirm = form.querySelector("button[name=action][value=confirm][data-on-record]");
+    if (confirm === null) {
+      return false;
+    }
+    return differsFrom(form, confirm.getAttribute("data-on-record").trim());
+  }
+
+  // A change of an irreversible value is typed twice: its second field (data-repeat holds the
+  // value on record) shows once the value differs from it. Without this script it is always
+  // there; the server refuses a change without an equal second entry either way.
+  function repeatOf(form) {
+    return form.querySelector("[data-repeat]");
+  }
+
+  function repeatNeeded(form) {
+    var repeat = repeatOf(form);
+    return repeat !== null && differsFrom(form, repeat.getAttribute("data-repeat").trim());
+  }
+
+  function showRepeat(form) {
+    var repeat = repeatOf(form);
+    if (repeat !== null) {
+      var again = repeat.querySelector("[name=value_confirmation]");
+      // Kept in view while it holds something (a refused answer, a value changed back).
+      repeat.hidden = !repeatNeeded(form) && (again === null || again.value === "");
+    }
+  }
+
+  // The button that sends a typed value: "Use this value instead" or "Answer".
+  function sendButton(form) {
+    return form.querySelector("button[name=action][value=edit], button[name=action][value=answer]");
   }
 
   function followIntent(form) {
@@ -204,6 +233,7 @@
       updateActs(form);
     } else if (event.target.name === "value") {
       followIntent(form);
+      showRepeat(form);
     }
   }
   document.addEventListener("input", onCardInput);
@@ -211,7 +241,26 @@
 
   document.addEventListener("keydown", function (event) {
     var field = event.target;
-    if (event.key !== "Enter" || event.isComposing || !field.form || field.tagName !== "INPUT" || field.name !== "value") {
+    if (event.key !== "Enter" || event.isComposing || !field.form || field.tagName !== "INPUT") {
+      return;
+    }
+    // Enter never sends a change of an irreversible value by itself: in the value it moves
+    // to the second field, in the second field to the button that sends both.
+    if (field.name === "value_confirmation" && field.closest("[data-repeat]") !== null) {
+      event.preventDefault();
+      var send = sendButton(field.form);
+      if (send !== null) {
+        send.focus();
+      }
+      return;
+    }
+    if (field.name !== "value") {
+      return;
+    }
+    if (repeatNeeded(field.form)) {
+      event.preventDefault();
+      showRepeat(field.form);
+      repeatOf(field.form).querySelector("[name=value_confirmation]").focus();
       return;
     }
     var edit = field.form.querySelector("button[name=action][value=edit]");
@@ -233,6 +282,7 @@
     }
     forms.forEach(function (form) {
       followIntent(form);
+      showRepeat(form);
       updateActs(form);
     });
     if (root !== document.body) {
@@ -389,6 +439,7 @@
       rememberSources(card.liveFresh);
       card.replaceWith(card.liveFresh);
       armDelayedButtons(card.liveFresh);
+      card.liveFresh.querySelectorAll("form.answer").forEach(showRepeat);
       window.htmx.process(card.liveFresh);
       card.liveFresh.setAttribute("tabindex", "-1");
       card.liveFresh.focus();
@@ -508,6 +559,7 @@
     });
     rememberSources(fresh);
     current.replaceWith(fresh);
+    fresh.querySelectorAll("form.answer").forEach(showRepeat);
     if (window.htmx) {
       window.htmx.process(fresh);
     }

@@ -100,6 +100,7 @@ def test_it_completes_a_run_2_instance_in_the_browser(
     # Edit a CONFIRM card.
     amount = card(page, "Amount")
     amount.get_by_label("The value to use").fill("1300")
+    amount.get_by_label("Type the new value again").fill("1300")  # a change is typed twice
     use_mine = amount.get_by_role("button", name="Use this value instead")
     expect(use_mine).to_be_enabled()  # the same wait as Confirm
     use_mine.click()
@@ -123,10 +124,10 @@ def test_it_completes_a_run_2_instance_in_the_browser(
     scope.get_by_label("Your answer").fill("unlimited")
     scope.get_by_role("button", name="Answer").click()
     expect(scope.locator(".message-step")).to_contain_text("type it a second time")
-    scope.get_by_label("Type it again").fill("recurring")
+    scope.get_by_label("Type the new value again").fill("recurring")
     scope.get_by_role("button", name="Answer").click()
     expect(scope.get_by_role("alert")).to_contain_text("The two values do not match")
-    scope.get_by_label("Type it again").fill("unlimited")
+    scope.get_by_label("Type the new value again").fill("unlimited")
     scope.get_by_role("button", name="Answer").click()
     expect(scope).to_contain_text("Answered: unlimited")
 
@@ -214,6 +215,7 @@ def test_it_shows_hostile_values_as_text_and_runs_none_of_them(
 
     # Answers swapped in by htmx stay inert too.
     link.get_by_label("The value to use").fill("<img src=x onerror=alert('typed')>")
+    link.get_by_label("Type the new value again").fill("<img src=x onerror=alert('typed')>")
     use_mine = link.get_by_role("button", name="Use this value instead")
     expect(use_mine).to_be_enabled()
     use_mine.click()
@@ -333,6 +335,9 @@ def test_it_completes_every_demo_run_2_instance(
                 expect(box).to_contain_text("Answered")
             else:
                 box.get_by_label("Your answer").fill(_typed_answer(prompt))
+                again = box.get_by_label("Type the new value again")
+                if again.count() and again.is_visible():  # it changes an earlier value
+                    again.fill(_typed_answer(prompt))
                 box.get_by_role("button", name="Answer").click()
                 expect(box).to_contain_text("Answered")
         expect(page.locator("#instance-banner")).to_contain_text("This action may proceed")

@@ -105,7 +105,12 @@ def test_it_shows_an_ask_card_blank_with_the_earlier_grant_as_context_only(
     assert 'value=""' in field and 'autocomplete="off"' in field
     assert "Earlier permission level, for reference only" in card and ">single</span>" in card
     assert "Type the level in full" in card
-    assert "Type it again" not in card  # only after an escalation was typed once
+    # The second field is there (the script shows it once the answer differs from the earlier
+    # grant), blank, and says what it holds the value against; no escalation is asked yet.
+    again = re.search(r'<div class="field repeat"[^>]*>', card).group(0)
+    assert 'data-repeat="single"' in again
+    assert re.search(r'<input id="prompt-\d+-again" name="value_confirmation"[^>]* value=""', card)
+    assert "Type it again" not in card
     assert 'value="answer"' in card and 'value="confirm"' not in card
 
 
