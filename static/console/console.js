@@ -107,8 +107,11 @@
     showFailure(event, "The server could not be reached, so nothing was recorded. Check your connection and try again.");
   });
 
-  // Anti-fatigue: an irreversible card's buttons arrive disabled and enable after the delay
-  // the server put in data-enable-after-ms (a fresh card after a swap starts over).
+  // Anti-fatigue: an irreversible card's buttons arrive marked aria-disabled and become
+  // available after the delay the server put in data-enable-after-ms (a fresh card after a
+  // swap starts over). Not `disabled`: a disabled button leaves the tab order, so a fast Tab
+  // would pass it by; this one keeps its place, is announced as not yet available (its
+  // aria-describedby note), and a press before the delay is over is ignored.
   function armDelayedButtons(root) {
     var buttons = Array.prototype.slice.call(root.querySelectorAll("[data-enable-after-ms]"));
     if (root.matches && root.matches("[data-enable-after-ms]")) {
@@ -121,10 +124,33 @@
           return; // a card that changed elsewhere while being typed in stays disabled
         }
         button.setAttribute("data-delay-over", "");
+        button.removeAttribute("aria-disabled");
+        button.removeAttribute("aria-describedby");
         button.disabled = !actsDone(button);
+        var card = button.closest("[data-live-key]");
+        var waiting = card && card.querySelector("[data-enable-after-ms]:not([data-delay-over])");
+        var note = card && card.querySelector("[data-wait-note]");
+        if (note && !waiting) {
+          note.remove();
+        }
       }, isNaN(delay) ? 0 : delay);
     });
   }
+
+  function stillWaiting(button) {
+    return button !== null && button.getAttribute && button.getAttribute("aria-disabled") === "true";
+  }
+
+  // A press of a button that is still waiting does nothing: a click, Enter or Space on it, or
+  // Enter in a field of its form (the browser's implicit submission clicks the form's first
+  // button).
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest && event.target.closest("button");
+    if (stillWaiting(button)) {
+      event.preventDefault();
+      event.stopImmediatePropagation();
+    }
+  }, true);
 
   // What an answer swapped in asks to be focused (the card with its message, the question a
   // veto opened, or the outcome when the action is finished) takes the keyboard focus and is
@@ -160,8 +186,7 @@
       if (button.closest("[data-live-stale]") !== null) {
         return;
       }
-      var waiting = button.hasAttribute("data-enable-after-ms") && !button.hasAttribute("data-delay-over");
-      button.disabled = waiting || !actsDone(button);
+      button.disabled = !actsDone(button); // (the delay is aria-disabled's, above)
     });
   }
 
@@ -376,9 +401,10 @@
     shown[marker.getAttribute("data-live-target")] = version;
   });
 
-  // Nothing is sent from a card marked changed, however it is submitted.
+  // Nothing is sent from a card marked changed, however it is submitted, nor by a button that
+  // is still waiting out its delay.
   document.addEventListener("submit", function (event) {
-    if (event.target.closest && event.target.closest("[data-live-stale]") !== null) {
+    if ((event.target.closest && event.target.closest("[data-live-stale]") !== null) || stillWaiting(event.submitter || null)) {
       event.preventDefault();
       event.stopImmediatePropagation();
     }

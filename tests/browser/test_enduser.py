@@ -237,6 +237,41 @@ def test_it_is_readable_at_phone_width(
         screenshot(name)
 
 
+def test_a_waiting_confirm_keeps_its_place_in_the_tab_order_and_ignores_a_press(
+    page: Page, sign_in: SignIn, alice: User, settings: Any
+) -> None:
+    """The reading delay does not take Confirm out of the tab order (a fast Tab would pass it
+    by): it is focusable, announced as not yet available, and a press before the delay is over
+    does nothing; once it is over, the same press confirms."""
+    settings.CONSOLE_CONFIRM_DELAY_MS = 4000
+    instance = scenarios.vendor(alice)
+    sent: list[str] = []
+    page.on("request", lambda r: sent.append(r.url) if r.method == "POST" else None)
+    sign_in("alice", PASSWORD)
+    page.goto(f"/instances/{instance.pk}/")
+    sent.clear()
+    amount = card(page, "Amount")
+    confirm = amount.get_by_role("button", name="Confirm")
+    amount.get_by_label("The value to use").focus()
+    page.keyboard.press("Tab")
+    expect(confirm).to_be_focused()
+    expect(confirm).to_have_attribute("aria-disabled", "true")
+    expect(confirm).to_have_accessible_description(re.compile("Not available yet"))
+    page.keyboard.press("Enter")
+    page.keyboard.press("Space")
+    # Both presses came while it still waited.
+    assert confirm.get_attribute("aria-disabled") == "true"
+
+    expect(confirm).to_be_enabled(timeout=10_000)
+    expect(confirm).not_to_have_attribute("aria-disabled", "true")
+    expect(confirm).to_have_accessible_description("")
+    expect(confirm).to_be_focused()  # it kept the focus all along
+    assert sent == []  # (any request of those presses would have gone by now)
+    assert Prompt.objects.get(pk=scenarios.open_prompt(instance, "amount").pk).state == "open"
+    page.keyboard.press("Enter")
+    expect(card(page, "Amount")).to_contain_text("Confirmed: 1250")
+
+
 def test_it_is_operable_with_the_keyboard(
     page: Page, sign_in: SignIn, alice: User, fast_confirm: int
 ) -> None:

@@ -89,7 +89,10 @@ def test_it_disables_an_irreversible_confirm_until_the_delay_has_passed(
     settings.CONSOLE_CONFIRM_DELAY_MS = 1500
     card = card_html(page(alice_client, vendor), scenarios.open_prompt(vendor, "amount"))
     confirm = re.search(r'<button type="submit" name="action" value="confirm"[^>]*>', card).group(0)
-    assert " disabled" in confirm
+    # Waiting, but in the tab order: aria-disabled with a note that says why, not `disabled`.
+    assert " disabled" not in confirm and 'aria-disabled="true"' in confirm
+    assert f'aria-describedby="prompt-{scenarios.open_prompt(vendor, "amount").pk}-wait"' in confirm
+    assert "Not available yet: read the value first" in card
     assert 'data-enable-after-ms="1500"' in confirm
     # Without JavaScript a plain Confirm is offered instead (the server accepts it either way).
     assert '<noscript><button type="submit" name="action" value="confirm"' in card
