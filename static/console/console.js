@@ -191,7 +191,9 @@
   }
 
   // Enter follows intent: once the value differs from the one on record, "Use this value
-  // instead" is the primary button and Enter presses it; an unchanged value keeps Confirm.
+  // instead" is the primary button and Enter presses it (where a change needs no second
+  // entry; where it does, Enter moves to that entry instead, below); an unchanged value keeps
+  // Confirm.
   // (Compared with the value on record, not with what the input first showed: a refused edit
   // comes back with the person's value in it.)
   function differsFrom(form, onRecord) {
