@@ -477,7 +477,9 @@ class RespondIn(StrictSerializer):
     value_confirmation = AnyJSONField(
         allow_null=True,
         required=False,
-        help_text="the value typed a second time, for a scope escalation",
+        help_text="the value typed a second time: for a scope escalation, and for an edit or "
+        "answer that changes the value on record of an irreversible prompt (`prefill`, or an "
+        "ASK's `context_value`)",
     )
     reason = ReasonField(allow_null=True, help_text="for reject and veto")
     acknowledged = serializers.ListField(

@@ -454,7 +454,11 @@ class RespondApi(APIView):
         names each changed key in `acknowledged`, and while your recent confirmations look
         habitual (fast, every value kept) it carries the value's last 4 characters in
         `typed_tail`; without them it is refused (400 `not_acknowledged` or `tail_not_typed`). An
-        edit to the value on record is recorded as a confirm."""
+        edit to the value on record is recorded as a confirm. A value that changes the value on
+        record of an irreversible prompt (an edit of a CONFIRM, or an answer to an ASK that
+        differs from the earlier value in its `context_value`) is sent twice: `value_confirmation`
+        must equal `value`, else it is refused (400 `edit_not_repeated`) and nothing is
+        recorded. A first answer to an ASK with no `context_value` is sent once."""
         data = validated(schemas.RespondIn, request.data)
         key = request.headers.get("Idempotency-Key") or None
         if key is not None and len(key) > MAX_IDEMPOTENCY_KEY_LENGTH:

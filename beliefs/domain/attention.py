@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
 
+from beliefs.domain.canonical import canonical_json
 from beliefs.domain.policy import RiskClass, Route
 from beliefs.domain.reveal import is_hidden
 
@@ -223,3 +224,40 @@ def missing_acts(
         unacknowledged=tuple(d for d in acts.acknowledge if d.key not in given),
         tail=acts.type_tail and not tail_matches(prefill, typed_tail),
     )
+
+
+# --- a change typed twice -------------------------------------------------------------------
+
+
+def value_to_change(
+    *, route: str, effective_risk: str, prefill: Any, context_value: Any
+) -> tuple[Any] | None:
+    """The value on record that a typed answer to this prompt would change, as `(value,)`, where
+    changing it must be entered twice; None where a typed answer is entered once.
+
+    Only an irreversible prompt asks for it. Its value on record is a CONFIRM's pre-filled
+    value, or the earlier value an ASK shows as context (R3, R5); a blank ASK has none (its
+    first answer is no change of anything the person was shown), so it is typed once."""
+    if effective_risk != RiskClass.IRREVERSIBLE:
+        return None
+    if route == Route.CONFIRM:
+        return (prefill,)
+    if route == Route.ASK and context_value is not None:
+        return (context_value,)
+    return None
+
+
+def same_value(one: Any, other: Any) -> bool:
+    """Two values are the same when their canonical JSON is (so 1 is not true, nor "1")."""
+    return canonical_json(one) == canonical_json(other)
+
+
+def change_needs_repeat(
+    *, route: str, effective_risk: str, prefill: Any, context_value: Any, value: Any
+) -> bool:
+    """Whether `value`, typed for this prompt, changes a value on record that a change must be
+    entered twice for (`value_to_change`)."""
+    on_record = value_to_change(
+        route=route, effective_risk=effective_risk, prefill=prefill, context_value=context_value
+    )
+    return on_record is not None and not same_value(value, on_record[0])

@@ -38,6 +38,9 @@ class ProblemCode(StrEnum):
     # Confirm under raised friction without the value's last characters typed right;
     # length: how many characters are asked for.
     TAIL_NOT_TYPED = "tail_not_typed"
+    # A change of an irreversible value on record without the same value sent a second time;
+    # given: whether a second value was sent (then it differed).
+    EDIT_NOT_REPEATED = "edit_not_repeated"
 
 
 VERSION_MESSAGE = "must be the prompt version you saw (a whole number)"
@@ -94,5 +97,11 @@ class Problem:
                 )
             case ProblemCode.TAIL_NOT_TYPED:
                 return f"must be the last {p['length']} characters of the value on record"
+            case ProblemCode.EDIT_NOT_REPEATED:
+                return (
+                    "must equal value: a change of a value that cannot be undone is sent twice"
+                    if p.get("given")
+                    else "is required: a change of a value that cannot be undone is sent twice"
+                )
             case _ as unreachable:
                 assert_never(unreachable)

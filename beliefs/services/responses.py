@@ -18,8 +18,10 @@ from beliefs.domain.attention import (
     Acts,
     Habit,
     Sample,
+    change_needs_repeat,
     habit_of,
     missing_acts,
+    same_value,
     value_tail,
 )
 from beliefs.domain.canonical import canonical_json
@@ -440,7 +442,42 @@ def _value_for(prompt: Prompt, answer: Answer) -> Any:
                     {"value": repr(new_value), "grant": None if grant is None else repr(grant)},
                 ),
             )
+    _require_change_repeated(prompt, answer, new_value)
     return new_value
+
+
+def _require_change_repeated(prompt: Prompt, answer: Answer, new_value: Any) -> None:
+    """A typed value that changes an irreversible value on record (an edit of a CONFIRM, an
+    answer to an ASK that differs from the earlier value it shows) is entered twice: one slip
+    of the keyboard must not change what cannot be undone. The second entry is read as the
+    first one is, so it equals the first exactly when the person typed the same value."""
+    if not change_needs_repeat(
+        route=prompt.route,
+        effective_risk=prompt.effective_risk,
+        prefill=prompt.prefill,
+        context_value=prompt.context_value,
+        value=new_value,
+    ):
+        return
+    again = answer.value_confirmation
+    given = again is not None and not (isinstance(again, str) and not again.strip())
+    if given:
+        try:
+            if same_value(_check_value(prompt.slot, again, "value_confirmation"), new_value):
+                return
+        except InvalidInput:
+            pass  # not even a value of the slot's type: it is not the same value
+    problem = Problem(ProblemCode.EDIT_NOT_REPEATED, {"given": given})
+    raise InvalidInput(
+        "Not recorded: value_confirmation does not equal value. A change of a value that cannot "
+        "be undone is sent twice, the second time in value_confirmation."
+        if given
+        else "Not recorded: this changes a value that cannot be undone, so the new value is "
+        "sent twice: send it again in value_confirmation.",
+        code="edit_not_repeated",
+        fields={"value_confirmation": [problem.message]},
+        problems={"value_confirmation": [problem]},
+    )
 
 
 def _record(d: Recorded, new_value: Any = None, belief: Belief | None = None) -> PromptResponse:

@@ -23,6 +23,7 @@ from beliefs.domain.attention import (
     Habit,
     acts_for,
     value_tail,
+    value_to_change,
 )
 from beliefs.domain.policy import RiskClass, RiskReason, RiskReasonKind, Route, Rule
 from beliefs.domain.vocabulary import MAX_TEXT_LENGTH
@@ -408,8 +409,41 @@ class Card:
 
     @property
     def ask_again(self) -> bool:
-        """The escalation of a permission level must be typed a second time."""
+        """The refused answer needs its value typed a second time (an escalation of a
+        permission level, or a change of an irreversible value)."""
         return "value_confirmation" in self.errors
+
+    @cached_property
+    def repeats_change(self) -> bool:
+        """A typed value that changes this card's value on record is entered twice (the rule
+        the service enforces, `domain.attention.value_to_change`)."""
+        return self.can_answer and self._value_to_change is not None
+
+    @property
+    def _value_to_change(self) -> tuple[Any] | None:
+        return value_to_change(
+            route=self.prompt.route,
+            effective_risk=self.prompt.effective_risk,
+            prefill=self.prompt.prefill,
+            context_value=self.prompt.context_value,
+        )
+
+    @property
+    def shows_repeat(self) -> bool:
+        """Whether the card has the second field: wherever a change needs it (the script shows
+        it once the value differs from the one on record; without the script it is always
+        there), and on a refused answer that asks for it."""
+        return self.repeats_change or self.ask_again
+
+    @property
+    def repeat_on_record(self) -> str:
+        """The value on record as its input shows it: the script shows the second field once
+        what is typed differs from it (a value with hidden characters is not copied into the
+        input, so anything typed differs)."""
+        on_record = self._value_to_change
+        if on_record is None or self.prefill_hidden:
+            return ""
+        return form_value(on_record[0], self.slot.value_type)
 
     @property
     def is_step(self) -> bool:

@@ -120,6 +120,11 @@ def problem_words(problem: Problem) -> str:
                 f"Type the last {p['length']} characters of the value on record, as you read "
                 "them above, then press “Confirm”."
             )
+        case ProblemCode.EDIT_NOT_REPEATED:
+            return (
+                "This changes a value that cannot be undone, so it is entered twice: type the "
+                "new value again below, then press the button once more."
+            )
         case ProblemCode.NOT_JSON | ProblemCode.ACTION_NOT_TAKEN | ProblemCode.VALUE_CHANGED:
             return as_sentence(problem.message)  # the API's words, as a sentence
         case _ as unreachable:

@@ -107,8 +107,11 @@
     showFailure(event, "The server could not be reached, so nothing was recorded. Check your connection and try again.");
   });
 
-  // Anti-fatigue: an irreversible card's buttons arrive disabled and enable after the delay
-  // the server put in data-enable-after-ms (a fresh card after a swap starts over).
+  // Anti-fatigue: an irreversible card's buttons arrive marked aria-disabled and become
+  // available after the delay the server put in data-enable-after-ms (a fresh card after a
+  // swap starts over). Not `disabled`: a disabled button leaves the tab order, so a fast Tab
+  // would pass it by; this one keeps its place, is announced as not yet available (its
+  // aria-describedby note), and a press before the delay is over is ignored.
   function armDelayedButtons(root) {
     var buttons = Array.prototype.slice.call(root.querySelectorAll("[data-enable-after-ms]"));
     if (root.matches && root.matches("[data-enable-after-ms]")) {
@@ -121,10 +124,33 @@
           return; // a card that changed elsewhere while being typed in stays disabled
         }
         button.setAttribute("data-delay-over", "");
+        button.removeAttribute("aria-disabled");
+        button.removeAttribute("aria-describedby");
         button.disabled = !actsDone(button);
+        var card = button.closest("[data-live-key]");
+        var waiting = card && card.querySelector("[data-enable-after-ms]:not([data-delay-over])");
+        var note = card && card.querySelector("[data-wait-note]");
+        if (note && !waiting) {
+          note.remove();
+        }
       }, isNaN(delay) ? 0 : delay);
     });
   }
+
+  function stillWaiting(button) {
+    return button !== null && button.getAttribute && button.getAttribute("aria-disabled") === "true";
+  }
+
+  // A press of a button that is still waiting does nothing: a click, Enter or Space on it, or
+  // Enter in a field of its form (the browser's implicit submission clicks the form's first
+  // button).
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest && event.target.closest("button");
+    if (stillWaiting(button)) {
+      event.preventDefault();
+      event.stopImmediatePropagation();
+    }
+  }, true);
 
   // What an answer swapped in asks to be focused (the card with its message, the question a
   // veto opened, or the outcome when the action is finished) takes the keyboard focus and is
@@ -160,21 +186,17 @@
       if (button.closest("[data-live-stale]") !== null) {
         return;
       }
-      var waiting = button.hasAttribute("data-enable-after-ms") && !button.hasAttribute("data-delay-over");
-      button.disabled = waiting || !actsDone(button);
+      button.disabled = !actsDone(button); // (the delay is aria-disabled's, above)
     });
   }
 
   // Enter follows intent: once the value differs from the one on record, "Use this value
-  // instead" is the primary button and Enter presses it; an unchanged value keeps Confirm.
+  // instead" is the primary button and Enter presses it (where a change needs no second
+  // entry; where it does, Enter moves to that entry instead, below); an unchanged value keeps
+  // Confirm.
   // (Compared with the value on record, not with what the input first showed: a refused edit
   // comes back with the person's value in it.)
-  function valueChanged(form) {
-    var confirm = form.querySelector("button[name=action][value=confirm][data-on-record]");
-    if (confirm === null) {
-      return false;
-    }
-    var onRecord = confirm.getAttribute("data-on-record").trim();
+  function differsFrom(form, onRecord) {
     var fields = form.querySelectorAll("[name=value]");
     return Array.prototype.some.call(fields, function (field) {
       if (field.type === "radio") {
@@ -182,6 +204,40 @@
       }
       return field.value.trim() !== onRecord;
     });
+  }
+
+  function valueChanged(form) {
+    var confirm = form.querySelector("button[name=action][value=confirm][data-on-record]");
+    if (confirm === null) {
+      return false;
+    }
+    return differsFrom(form, confirm.getAttribute("data-on-record").trim());
+  }
+
+  // A change of an irreversible value is typed twice: its second field (data-repeat holds the
+  // value on record) shows once the value differs from it. Without this script it is always
+  // there; the server refuses a change without an equal second entry either way.
+  function repeatOf(form) {
+    return form.querySelector("[data-repeat]");
+  }
+
+  function repeatNeeded(form) {
+    var repeat = repeatOf(form);
+    return repeat !== null && differsFrom(form, repeat.getAttribute("data-repeat").trim());
+  }
+
+  function showRepeat(form) {
+    var repeat = repeatOf(form);
+    if (repeat !== null) {
+      var again = repeat.querySelector("[name=value_confirmation]");
+      // Kept in view while it holds something (a refused answer, a value changed back).
+      repeat.hidden = !repeatNeeded(form) && (again === null || again.value === "");
+    }
+  }
+
+  // The button that sends a typed value: "Use this value instead" or "Answer".
+  function sendButton(form) {
+    return form.querySelector("button[name=action][value=edit], button[name=action][value=answer]");
   }
 
   function followIntent(form) {
@@ -204,6 +260,7 @@
       updateActs(form);
     } else if (event.target.name === "value") {
       followIntent(form);
+      showRepeat(form);
     }
   }
   document.addEventListener("input", onCardInput);
@@ -211,7 +268,26 @@
 
   document.addEventListener("keydown", function (event) {
     var field = event.target;
-    if (event.key !== "Enter" || event.isComposing || !field.form || field.tagName !== "INPUT" || field.name !== "value") {
+    if (event.key !== "Enter" || event.isComposing || !field.form || field.tagName !== "INPUT") {
+      return;
+    }
+    // Enter never sends a change of an irreversible value by itself: in the value it moves
+    // to the second field, in the second field to the button that sends both.
+    if (field.name === "value_confirmation" && field.closest("[data-repeat]") !== null) {
+      event.preventDefault();
+      var send = sendButton(field.form);
+      if (send !== null) {
+        send.focus();
+      }
+      return;
+    }
+    if (field.name !== "value") {
+      return;
+    }
+    if (repeatNeeded(field.form)) {
+      event.preventDefault();
+      showRepeat(field.form);
+      repeatOf(field.form).querySelector("[name=value_confirmation]").focus();
       return;
     }
     var edit = field.form.querySelector("button[name=action][value=edit]");
@@ -233,6 +309,7 @@
     }
     forms.forEach(function (form) {
       followIntent(form);
+      showRepeat(form);
       updateActs(form);
     });
     if (root !== document.body) {
@@ -326,9 +403,10 @@
     shown[marker.getAttribute("data-live-target")] = version;
   });
 
-  // Nothing is sent from a card marked changed, however it is submitted.
+  // Nothing is sent from a card marked changed, however it is submitted, nor by a button that
+  // is still waiting out its delay.
   document.addEventListener("submit", function (event) {
-    if (event.target.closest && event.target.closest("[data-live-stale]") !== null) {
+    if ((event.target.closest && event.target.closest("[data-live-stale]") !== null) || stillWaiting(event.submitter || null)) {
       event.preventDefault();
       event.stopImmediatePropagation();
     }
@@ -389,6 +467,7 @@
       rememberSources(card.liveFresh);
       card.replaceWith(card.liveFresh);
       armDelayedButtons(card.liveFresh);
+      card.liveFresh.querySelectorAll("form.answer").forEach(showRepeat);
       window.htmx.process(card.liveFresh);
       card.liveFresh.setAttribute("tabindex", "-1");
       card.liveFresh.focus();
@@ -508,6 +587,7 @@
     });
     rememberSources(fresh);
     current.replaceWith(fresh);
+    fresh.querySelectorAll("form.answer").forEach(showRepeat);
     if (window.htmx) {
       window.htmx.process(fresh);
     }

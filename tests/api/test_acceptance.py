@@ -65,7 +65,12 @@ def test_it_catches_a_stale_recipient_account_A1(api: Driver) -> None:
     assert prompt["prefill"] == "DE89 3704 0044"
     assert api.instance(run2)["status"] == "awaiting_user"
 
-    edited = api.respond(prompt, "edit", value="GB33 BUKB 2020")
+    # A change of an irreversible value is sent twice.
+    once = api.respond(prompt, "edit", value="GB33 BUKB 2020")
+    assert (once.status_code, once.json()["error"]) == (400, "edit_not_repeated")
+    edited = api.respond(
+        prompt, "edit", value="GB33 BUKB 2020", value_confirmation="GB33 BUKB 2020"
+    )
     assert edited.status_code == 200
     assert edited.json()["instance"]["status"] == "awaiting_user"  # the amount is still open
     amount = api.prompt(run2, "amount")

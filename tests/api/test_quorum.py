@@ -85,7 +85,9 @@ def answered(api: Driver, amount: int = 250_000) -> dict[str, Any]:
     )
     api.plan(instance_id)
     assert api.respond(api.prompt(instance_id, "iban"), "confirm").status_code == 200
-    edited = api.respond(api.prompt(instance_id, "amount"), "edit", value=amount)
+    edited = api.respond(
+        api.prompt(instance_id, "amount"), "edit", value=amount, value_confirmation=amount
+    )
     assert edited.status_code == 200, edited.json()
     return api.instance(instance_id)
 

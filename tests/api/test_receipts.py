@@ -47,7 +47,9 @@ def ready(api: Driver) -> dict[str, Any]:
     )
     api.plan(instance_id)
     api.respond(api.prompt(instance_id, "iban"), "confirm")
-    edited = api.respond(api.prompt(instance_id, "amount"), "edit", value=100)
+    edited = api.respond(
+        api.prompt(instance_id, "amount"), "edit", value=100, value_confirmation=100
+    )
     assert edited.status_code == 200, edited.json()
     instance = api.instance(instance_id)
     assert instance["status"] == "ready"

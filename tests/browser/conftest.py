@@ -33,20 +33,25 @@ document.addEventListener('securitypolicyviolation', (e) => {
 });
 """
 
-# When each button, named by its text, was first enabled after being disabled: ms since the
-# navigation began, on the page's own clock (`enabled_after`).
+# When each button, named by its text, was first enabled after being disabled (or, waiting
+# out the reading delay, aria-disabled): ms since the navigation began, on the page's own clock
+# (`enabled_after`).
 ENABLED_AT = """
 window.__enabledAt = {};
 new MutationObserver(function (records) {
   records.forEach(function (record) {
     var button = record.target;
     var name = button.textContent.replace(/\\s+/g, " ").trim();
-    if (record.oldValue !== null && !button.disabled && !(name in window.__enabledAt)) {
+    var enabled = !button.disabled && button.getAttribute("aria-disabled") !== "true";
+    if (record.oldValue !== null && enabled && !(name in window.__enabledAt)) {
       window.__enabledAt[name] = performance.now();
     }
   });
 }).observe(document, {
-  subtree: true, attributes: true, attributeFilter: ["disabled"], attributeOldValue: true
+  subtree: true,
+  attributes: true,
+  attributeFilter: ["disabled", "aria-disabled"],
+  attributeOldValue: true
 });
 """
 

@@ -223,9 +223,12 @@ def test_habitual_confirmations_raise_friction_and_insights_show_it(
     screenshot(f"attention-insights-{_name(width, debug)}")
 
 
-def test_enter_saves_an_edit_and_a_no_op_edit_is_a_confirm(
+def test_enter_never_sends_a_changed_value_and_a_no_op_edit_is_a_confirm(
     page: Page, sign_in: SignIn, alice: User, width: int, debug: bool, fast: int
 ) -> None:
+    """A change of an irreversible value is typed twice, and Enter never sends it by itself:
+    in the value it moves to the second field (which appears only once the value differs),
+    there to the button that sends both; the button sends it."""
     instance = _refund(alice, WORLD_THEN)
     sign_in("alice", PASSWORD)
     page.goto(f"/instances/{instance.pk}/")
@@ -234,26 +237,27 @@ def test_enter_saves_an_edit_and_a_no_op_edit_is_a_confirm(
     use_mine = amount.get_by_role("button", name="Use this value instead")
     expect(use_mine).to_be_enabled()
     value = amount.get_by_label("The value to use")
+    again = amount.get_by_label("Type the new value again")
     expect(amount.get_by_role("button", name="Confirm")).to_have_class(PRIMARY)
-    value.fill("lots")
-    value.press("Enter")  # an edit, refused for what it is, not as a changed confirm
-    amount = card(page, "Amount")
-    expect(amount.get_by_role("alert")).to_contain_text("Enter a number")
-    value = amount.get_by_label("The value to use")
-    expect(value).to_have_value("lots")
-    use_mine = amount.get_by_role("button", name="Use this value instead")
-    expect(use_mine).to_have_class(PRIMARY)  # still the person's value, though shown afresh
-    expect(use_mine).to_be_enabled()
-    amount.evaluate("e => { e.dataset.shown = 'before'; }")
-    value.press("Enter")
-    expect(amount).not_to_have_attribute("data-shown", "before")  # answered afresh
-    expect(amount.get_by_role("alert")).not_to_contain_text("You changed the value")
-    expect(amount.get_by_role("alert")).to_contain_text("Enter a number")
-    expect(use_mine).to_be_enabled()  # Enter, like the button, waits out the delay
+    expect(again).to_be_hidden()  # the value on record, unchanged: one field
     value.fill("95")
+    expect(again).to_be_visible()
     expect(use_mine).to_have_class(PRIMARY)  # the changed value is what the card now offers
     value.press("Enter")
+    expect(again).to_be_focused()
+    again.fill("95")
+    again.press("Enter")
+    expect(use_mine).to_be_focused()
+    # Nothing was sent: the card is still open, its value as typed, nothing recorded.
+    expect(value).to_have_value("95")
+    assert Prompt.objects.get(instance=instance, slot__key="amount").state == "open"
+    value.fill("80")  # back to the value on record: what the second field holds stays in view
+    expect(again).to_be_visible()
+    value.fill("95")
+    use_mine.focus()
+    page.keyboard.press("Enter")  # the button sends it
     expect(card(page, "Amount")).to_contain_text("Edited and confirmed: 95")
+    assert Prompt.objects.get(instance=instance, slot__key="amount").response_value == 95
 
     invoice = card(page, "Invoice")
     same = invoice.get_by_role("button", name="Use this value instead")

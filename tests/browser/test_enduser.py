@@ -100,6 +100,7 @@ def test_it_completes_a_run_2_instance_in_the_browser(
     # Edit a CONFIRM card.
     amount = card(page, "Amount")
     amount.get_by_label("The value to use").fill("1300")
+    amount.get_by_label("Type the new value again").fill("1300")  # a change is typed twice
     use_mine = amount.get_by_role("button", name="Use this value instead")
     expect(use_mine).to_be_enabled()  # the same wait as Confirm
     use_mine.click()
@@ -123,10 +124,10 @@ def test_it_completes_a_run_2_instance_in_the_browser(
     scope.get_by_label("Your answer").fill("unlimited")
     scope.get_by_role("button", name="Answer").click()
     expect(scope.locator(".message-step")).to_contain_text("type it a second time")
-    scope.get_by_label("Type it again").fill("recurring")
+    scope.get_by_label("Type the new value again").fill("recurring")
     scope.get_by_role("button", name="Answer").click()
     expect(scope.get_by_role("alert")).to_contain_text("The two values do not match")
-    scope.get_by_label("Type it again").fill("unlimited")
+    scope.get_by_label("Type the new value again").fill("unlimited")
     scope.get_by_role("button", name="Answer").click()
     expect(scope).to_contain_text("Answered: unlimited")
 
@@ -214,6 +215,7 @@ def test_it_shows_hostile_values_as_text_and_runs_none_of_them(
 
     # Answers swapped in by htmx stay inert too.
     link.get_by_label("The value to use").fill("<img src=x onerror=alert('typed')>")
+    link.get_by_label("Type the new value again").fill("<img src=x onerror=alert('typed')>")
     use_mine = link.get_by_role("button", name="Use this value instead")
     expect(use_mine).to_be_enabled()
     use_mine.click()
@@ -233,6 +235,41 @@ def test_it_is_readable_at_phone_width(
         width = page.evaluate("document.documentElement.scrollWidth")
         assert width <= 375, f"{path} scrolls sideways: {width}px"
         screenshot(name)
+
+
+def test_a_waiting_confirm_keeps_its_place_in_the_tab_order_and_ignores_a_press(
+    page: Page, sign_in: SignIn, alice: User, settings: Any
+) -> None:
+    """The reading delay does not take Confirm out of the tab order (a fast Tab would pass it
+    by): it is focusable, announced as not yet available, and a press before the delay is over
+    does nothing; once it is over, the same press confirms."""
+    settings.CONSOLE_CONFIRM_DELAY_MS = 4000
+    instance = scenarios.vendor(alice)
+    sent: list[str] = []
+    page.on("request", lambda r: sent.append(r.url) if r.method == "POST" else None)
+    sign_in("alice", PASSWORD)
+    page.goto(f"/instances/{instance.pk}/")
+    sent.clear()
+    amount = card(page, "Amount")
+    confirm = amount.get_by_role("button", name="Confirm")
+    amount.get_by_label("The value to use").focus()
+    page.keyboard.press("Tab")
+    expect(confirm).to_be_focused()
+    expect(confirm).to_have_attribute("aria-disabled", "true")
+    expect(confirm).to_have_accessible_description(re.compile("Not available yet"))
+    page.keyboard.press("Enter")
+    page.keyboard.press("Space")
+    # Both presses came while it still waited.
+    assert confirm.get_attribute("aria-disabled") == "true"
+
+    expect(confirm).to_be_enabled(timeout=10_000)
+    expect(confirm).not_to_have_attribute("aria-disabled", "true")
+    expect(confirm).to_have_accessible_description("")
+    expect(confirm).to_be_focused()  # it kept the focus all along
+    assert sent == []  # (any request of those presses would have gone by now)
+    assert Prompt.objects.get(pk=scenarios.open_prompt(instance, "amount").pk).state == "open"
+    page.keyboard.press("Enter")
+    expect(card(page, "Amount")).to_contain_text("Confirmed: 1250")
 
 
 def test_it_is_operable_with_the_keyboard(
@@ -333,6 +370,9 @@ def test_it_completes_every_demo_run_2_instance(
                 expect(box).to_contain_text("Answered")
             else:
                 box.get_by_label("Your answer").fill(_typed_answer(prompt))
+                again = box.get_by_label("Type the new value again")
+                if again.count() and again.is_visible():  # it changes an earlier value
+                    again.fill(_typed_answer(prompt))
                 box.get_by_role("button", name="Answer").click()
                 expect(box).to_contain_text("Answered")
         expect(page.locator("#instance-banner")).to_contain_text("This action may proceed")

@@ -172,8 +172,11 @@ def test_a_live_update_leaves_a_card_it_did_not_change_as_it_is(
             card.dataset.probe = "the element the person sees";
             window.disabledAgain = 0;
             new MutationObserver(changes => changes.forEach(change => {
-                if (change.target.disabled) { window.disabledAgain++; }
-            })).observe(card, {subtree: true, attributes: true, attributeFilter: ["disabled"]});
+                const waiting = change.target.getAttribute("aria-disabled") === "true";
+                if (change.target.disabled || waiting) { window.disabledAgain++; }
+            })).observe(card, {
+                subtree: true, attributes: true, attributeFilter: ["disabled", "aria-disabled"]
+            });
         }"""
     )
 

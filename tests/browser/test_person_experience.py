@@ -107,7 +107,7 @@ def test_refusals_swap_into_their_card_and_the_buttons_work_again(
     expect(step).to_contain_text("type it a second time")
     expect(scope.get_by_role("alert")).to_have_count(0)
     assert_still_the_page(page, url, debug)
-    scope.get_by_label("Type it again").fill("unlimited")
+    scope.get_by_label("Type the new value again").fill("unlimited")
     scope.get_by_role("button", name="Answer").click()
     expect(scope).to_contain_text("Answered: unlimited")
     assert_still_the_page(page, url, debug)

@@ -60,6 +60,7 @@ def _waiting_for_approval(alice: User, group: Group, required: int) -> TaskInsta
             action="edit" if edit else "confirm",
             version=prompt.version,
             value=250000 if edit else None,
+            value_confirmation=250000 if edit else None,
         )
     instance.refresh_from_db()
     assert instance.status == "awaiting_approval"

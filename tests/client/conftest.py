@@ -175,6 +175,10 @@ class Person:
         return [p for p in response.json()["results"] if p["blocking"]]
 
     def respond(self, prompt: dict[str, Any], action: str, **data: Any) -> dict[str, Any]:
+        """Respond as the console's person does: a typed value is entered twice (a change of an
+        irreversible value needs its second entry)."""
+        if "value" in data:
+            data.setdefault("value_confirmation", data["value"])
         response = self.http.post(
             f"/api/v1/prompts/{prompt['id']}/respond/",
             json={"action": action, "version": prompt["version"], **data},

@@ -49,7 +49,8 @@ def histories(
 
 ACTIONS = {
     "confirm": {"action": "confirm"},
-    "edit": {"action": "edit", "value": "NL00 NEW"},
+    # (A change of an irreversible value is entered twice: that is another rule's test.)
+    "edit": {"action": "edit", "value": "NL00 NEW", "value_confirmation": "NL00 NEW"},
     "edit to the value on record": {"action": "edit", "value": f"  {ON_RECORD} "},
 }
 ACKS = {"none": [], "some": ["iban"], "all": ["iban", "holder"]}

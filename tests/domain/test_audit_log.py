@@ -111,7 +111,11 @@ def test_it_audits_every_service(runtime_key: tuple[RuntimeAPIKey, str], alice: 
         prompt_id=open_prompt(instance, "recipient_account").pk, action="confirm", **respond
     )
     services.prompt_respond(
-        prompt_id=open_prompt(instance, "undeclared").pk, action="edit", value=2, **respond
+        prompt_id=open_prompt(instance, "undeclared").pk,
+        action="edit",
+        value=2,
+        value_confirmation=2,
+        **respond,
     )
     services.prompt_respond(
         prompt_id=open_prompt(instance, "memo").pk, action="answer", value="m", **respond

@@ -75,7 +75,12 @@ def prompt_id(runtime_key: tuple[RuntimeAPIKey, str], alice: User) -> int:
 def test_it_lets_exactly_one_of_two_different_answers_win(prompt_id: int, alice: User) -> None:
     def edit(value: str) -> Callable[[], Any]:
         return lambda: services.prompt_respond(
-            prompt_id=prompt_id, user=alice, action="edit", version=1, value=value
+            prompt_id=prompt_id,
+            user=alice,
+            action="edit",
+            version=1,
+            value=value,
+            value_confirmation=value,
         )
 
     results = _race([edit("DE02"), edit("DE03")])

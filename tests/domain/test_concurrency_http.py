@@ -133,6 +133,7 @@ def _chain(base: str, runtime: dict[str, str], person: dict[str, str], seed: int
             elif prompt["route"] == "ASK":
                 value = seed if prompt["slot"] == "amount" else f"typed-{seed}"
                 body = {"action": "answer", "version": prompt["version"], "value": value}
+                body["value_confirmation"] = value  # typed twice, as any change may need
             else:
                 body = {"action": rng.choice(["confirm", "confirm", "reject"])}
                 body["version"] = prompt["version"]

@@ -589,17 +589,39 @@ def test_it_asks_a_monotonic_scope_afresh_with_the_earlier_grant_as_context(
     assert Belief.objects.get(instance=run2, slot__key="scope").value == "admin"
 
 
-def test_it_needs_no_second_typing_for_a_grant_no_higher_than_before(
-    rt: Actor, alice: User
-) -> None:
+def test_it_needs_no_second_typing_for_the_same_grant_as_before(rt: Actor, alice: User) -> None:
     access(rt)
     _run_with_scope(rt, alice, "write")
     run2 = _plan(_open(rt, alice, key="access.grant"), rt)
     prompt = open_prompt(run2, "scope")
-    for value in ("read",):
+    services.prompt_respond(
+        prompt_id=prompt.pk, user=alice, action="answer", version=1, value="write"
+    )
+    assert Belief.objects.get(instance=run2, slot__key="scope").value == "write"
+
+
+def test_it_needs_a_lower_grant_typed_twice_as_any_change_of_an_irreversible_value(
+    rt: Actor, alice: User
+) -> None:
+    """Not an escalation, but a change of the earlier value the question shows, and a
+    monotonic slot is irreversible: entered twice, like an edited IBAN."""
+    access(rt)
+    _run_with_scope(rt, alice, "write")
+    run2 = _plan(_open(rt, alice, key="access.grant"), rt)
+    prompt = open_prompt(run2, "scope")
+    with pytest.raises(InvalidInput) as excinfo:
         services.prompt_respond(
-            prompt_id=prompt.pk, user=alice, action="answer", version=1, value=value
+            prompt_id=prompt.pk, user=alice, action="answer", version=1, value="read"
         )
+    assert excinfo.value.code == "edit_not_repeated"
+    services.prompt_respond(
+        prompt_id=prompt.pk,
+        user=alice,
+        action="answer",
+        version=1,
+        value="read",
+        value_confirmation="read",
+    )
     assert Belief.objects.get(instance=run2, slot__key="scope").value == "read"
 
 

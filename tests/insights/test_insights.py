@@ -53,6 +53,7 @@ def _run(actor: services.Actor, user: User, *, world: dict, keep: bool = True) -
                 action="edit" if prompt.route == "CONFIRM" else "answer",
                 version=prompt.version,
                 value=f"value-{prompt.slot.key}-{instance.run_number}",
+                value_confirmation=f"value-{prompt.slot.key}-{instance.run_number}",
             )
     return instance
 

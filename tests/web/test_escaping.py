@@ -124,7 +124,12 @@ def test_it_escapes_a_hostile_answer_once_recorded(
     answer = "<img src=x onerror=alert(3)>\u2066"
     response = alice_client.post(
         f"/instances/{hostile.pk}/prompts/{prompt.pk}/respond/",
-        {"action": "edit", "version": prompt.version, "value": answer},
+        {
+            "action": "edit",
+            "version": prompt.version,
+            "value": answer,
+            "value_confirmation": answer,
+        },
         **HTMX,
     )
     html = response.content.decode()

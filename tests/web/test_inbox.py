@@ -249,7 +249,7 @@ def test_a_row_clamps_a_long_value(alice: User, alice_client: Client) -> None:
     open_prompt = scenarios.open_prompt(changed, "iban")
     services.prompt_respond(
         prompt_id=open_prompt.pk, user=alice, action="edit", version=open_prompt.version,
-        value=long_iban,
+        value=long_iban, value_confirmation=long_iban,
     )  # fmt: skip
     row = _row(alice_client.get("/").content.decode(), changed)
     assert long_iban not in row and long_iban[:39] + "…" in row
@@ -277,8 +277,9 @@ def test_the_live_digest_changes_when_a_rows_value_changes(
     before = re.search(r'data-live-digest="([0-9a-f]+)"', alice_client.get("/").content.decode())
     prompt = scenarios.open_prompt(changed, "amount")
     services.prompt_respond(
-        prompt_id=prompt.pk, user=alice, action="edit", version=prompt.version, value=1100
-    )
+        prompt_id=prompt.pk, user=alice, action="edit", version=prompt.version, value=1100,
+        value_confirmation=1100,
+    )  # fmt: skip
     html = alice_client.get("/").content.decode()
     after = re.search(r'data-live-digest="([0-9a-f]+)"', html)
     assert before and after and before.group(1) != after.group(1)

@@ -89,7 +89,10 @@ def test_it_disables_an_irreversible_confirm_until_the_delay_has_passed(
     settings.CONSOLE_CONFIRM_DELAY_MS = 1500
     card = card_html(page(alice_client, vendor), scenarios.open_prompt(vendor, "amount"))
     confirm = re.search(r'<button type="submit" name="action" value="confirm"[^>]*>', card).group(0)
-    assert " disabled" in confirm
+    # Waiting, but in the tab order: aria-disabled with a note that says why, not `disabled`.
+    assert " disabled" not in confirm and 'aria-disabled="true"' in confirm
+    assert f'aria-describedby="prompt-{scenarios.open_prompt(vendor, "amount").pk}-wait"' in confirm
+    assert "Not available yet: read the value first" in card
     assert 'data-enable-after-ms="1500"' in confirm
     # Without JavaScript a plain Confirm is offered instead (the server accepts it either way).
     assert '<noscript><button type="submit" name="action" value="confirm"' in card
@@ -105,7 +108,12 @@ def test_it_shows_an_ask_card_blank_with_the_earlier_grant_as_context_only(
     assert 'value=""' in field and 'autocomplete="off"' in field
     assert "Earlier permission level, for reference only" in card and ">single</span>" in card
     assert "Type the level in full" in card
-    assert "Type it again" not in card  # only after an escalation was typed once
+    # The second field is there (the script shows it once the answer differs from the earlier
+    # grant), blank, and says what it holds the value against; no escalation is asked yet.
+    again = re.search(r'<div class="field repeat"[^>]*>', card).group(0)
+    assert 'data-repeat="single"' in again
+    assert re.search(r'<input id="prompt-\d+-again" name="value_confirmation"[^>]* value=""', card)
+    assert "Type it again" not in card
     assert 'value="answer"' in card and 'value="confirm"' not in card
 
 

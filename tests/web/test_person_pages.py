@@ -108,7 +108,8 @@ def test_choices_are_offered_as_radio_buttons(alice: User, alice_client: Client)
     assert html.count('type="radio" name="value" value="standard"') == 1
     assert 'type="radio" name="value" value="express"' in html
     assert 'type="radio" name="value" value="true"' in html and "> Yes</label>" in html
-    assert "<legend>Your answer</legend>" in html
+    # Each legend names its slot (for a screen reader; two cards never read alike).
+    assert '<legend>Your answer<span class="visually-hidden"> for Delivery speed</span>' in html
 
 
 def test_a_typed_choice_differing_only_in_case_or_spaces_is_taken_as_the_choice(
