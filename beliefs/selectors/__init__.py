@@ -45,7 +45,9 @@ from beliefs.selectors.pages import (
 )
 from beliefs.selectors.passkeys import person_passkeys_for_runtime
 from beliefs.selectors.quorum import (
+    Standing,
     approvals_asked_of,
+    awaiting_approvers,
     instance_for_approver,
     quorum_of,
     quorum_payload,
@@ -59,6 +61,8 @@ __all__ = [
     "expiry_due",
     "instance_page",
     "approvals_asked_of",
+    "awaiting_approvers",
+    "Standing",
     "instance_for_approver",
     "person_passkeys_for_runtime",
     "quorum_of",
