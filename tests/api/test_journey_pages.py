@@ -53,7 +53,7 @@ def test_the_inbox_lists_an_action_waiting_for_approvers_with_where_they_stand(
     assert "1 approval missing" in group
     assert "approved so far by bob" in group
     assert re.search(
-        r"the approvers have until in \d+ hours? \( ?\d+ \w{3} \d{4}, \d\d:\d\d UTC ?\)", group
+        r"the approvers’ time runs out in \d+ hours? \( ?\d+ \w{3} \d{4}, \d\d:\d\d UTC ?\)", group
     )
     # Who asks, and what is at stake.
     assert "Asked by" in group and "250000" in group
@@ -151,7 +151,8 @@ def test_the_approvers_page_writes_values_as_the_principals_page_does(
         ]
     )
     assert "Consent to share data Yes" in block and "true" not in block
-    assert "Fingerprint of these values" in page and "An approval is for exactly them" in page
+    assert "Fingerprint of these values" in page
+    assert "An approval is for exactly these values" in page
     own = _text(signed_in(alice).get(f"/instances/{instance_id}/").content.decode())
     assert "Consent to share data Yes" in own  # the same words on both pages
 
@@ -181,7 +182,7 @@ def test_after_a_rejection_it_says_who_did_what_and_promises_nothing(
         )
         assert "not yet" not in approvers
         assert "bob" + (" (you)" if viewer == bob else "") + ": did not decide" in approvers
-        assert "Fingerprint" not in page and "for exactly them" not in page
+        assert "Fingerprint" not in page and "for exactly these values" not in page
         assert "Approve these values" not in page
 
 
