@@ -148,3 +148,73 @@ def test_an_approver_sees_what_they_approve_and_who_did_what(
     expect(approvers).not_to_contain_text("not yet")
     expect(page.locator("main")).not_to_contain_text("for exactly these values")
     capture(page, screenshot, f"journeys-rejected-{width}", axe_at_both=True)
+
+
+NO_WORD_BROKEN = """sel => {
+  const out = [];
+  document.querySelectorAll(sel).forEach(e => {
+    const range = document.createRange();
+    range.selectNodeContents(e);
+    const tops = new Set(Array.from(range.getClientRects()).map(r => Math.round(r.top)));
+    if (tops.size > 1 && !/\\s/.test(e.textContent.trim())) out.push(e.textContent.trim());
+  });
+  return out;
+}"""
+
+
+def test_every_role_at_390_px_keeps_its_actions_in_view_and_its_tables_usable(
+    page: Page, sign_in: SignIn, sign_out: Callable[[], None], screenshot: Shot
+) -> None:
+    from beliefs.demo_proposals import seed_demo_proposals
+    from beliefs.models import ProposalValidation
+
+    seed_demo()
+    seed_demo_proposals()
+    page.set_viewport_size({"width": 390, "height": 844})
+    sign_in("carol", "carol-demo-pass")
+    page.goto("/classify/")
+    classify_link = page.locator(".queue-table a", has_text="Classify").first
+    box = classify_link.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, box
+    capture(page, screenshot, "journeys-classify", axe_at_both=True)
+    page.goto("/classify/matrix/")
+    assert page.evaluate(NO_WORD_BROKEN, ".badge") == []  # "irreversible" stays whole
+    page.set_viewport_size({"width": 1280, "height": 900})
+    assert page.evaluate(NO_WORD_BROKEN, ".badge") == []
+    page.goto("/classify/payments.transfer/")
+    page.get_by_text("What each risk class means").click()
+    expect(page.locator(".risk-legend").first).to_contain_text("Set by a rule of the organisation")
+    save = page.get_by_role("button", name="Save approvals of send_transfer")
+    expect(save).to_have_class("primary")
+    capture(page, screenshot, "journeys-classify-task-class", axe_at_both=True)
+    sign_out()
+
+    sign_in("rita", "rita-demo-pass")
+    detail = (
+        ProposalValidation.objects.filter(findings__isnull=False).order_by("pk").first()
+        or ProposalValidation.objects.order_by("pk").first()
+    )
+    assert detail is not None
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"/proposals/{detail.pk}/")
+    # Every table that scrolls sideways is a named region that takes the focus, with a cue.
+    regions = page.locator(".table-scroll")
+    scrolling = 0
+    for index in range(regions.count()):
+        region = regions.nth(index)
+        scrolls = region.evaluate("e => e.scrollWidth > e.clientWidth + 1")
+        hint = region.locator("xpath=preceding-sibling::p[1][@class='scroll-hint']")
+        if scrolls:
+            scrolling += 1
+            assert region.get_attribute("role") == "region"
+            assert region.get_attribute("tabindex") == "0"
+            assert region.get_attribute("aria-label")
+            expect(hint).to_be_visible()
+        elif hint.count():
+            expect(hint).to_be_hidden()  # a table that fits says nothing
+    assert scrolling  # the graph's tables do scroll at 390 px
+    messages = page.locator(".findings-table .finding-message")
+    if messages.count():
+        width = messages.first.bounding_box()
+        assert width is not None and width["width"] > 200, width  # readable, not a letter wide
+    capture(page, screenshot, "journeys-proposal-detail", axe_at_both=True)
