@@ -15,6 +15,7 @@ from django.utils.safestring import mark_safe
 
 from beliefs.models import Belief
 from console.presenters import clock
+from console.presenters.restatement import subject_text
 from console.presenters.words import reporter, source_words, value_text
 from console.templatetags.reveal import display_text, mixed_script_note, plain_text, reveal_parts
 
@@ -177,3 +178,10 @@ def expires(value: datetime | None, now: datetime | None = None) -> str:
     if not isinstance(value, datetime):
         return ""
     return format_html("{} ({})", clock.from_now(value, now), when(value))
+
+
+@register.filter
+def subject(instance: Any) -> str:
+    """What a run acts on ("order 1043", `restatement.subject_text`), as plain text for `shown`;
+    "" when its task class names no subject."""
+    return subject_text(instance) if hasattr(instance, "task_class") else ""
