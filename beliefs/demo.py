@@ -1,5 +1,9 @@
 """Demo data: the seed's five task classes, each with a finished run 1 and an open run 2.
 
+Out of the box it shows every journey: alice answers; her bank transfer then waits for two of
+the treasury approvers (bob and dave), and her supplier contract for her own passkey
+signature; carol and cathy classify; rita reviews.
+
 Together the run-2 plans show every route and every rule:
 R0 access.justification, R1 transfer.memo, R2 shipping.item_sku, R3 access.scope,
 R4 transfer.amount and access.resource, R5 shipping.shipping_address, R6 transfer.recipient_account
@@ -12,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, User
 from django.db import transaction
 
 from beliefs import services
@@ -20,10 +24,12 @@ from beliefs.demo_proposals import seed_demo_proposals
 from beliefs.models import RuntimeAPIKey, TaskClass, TaskInstance
 from beliefs.roles import CLASSIFIERS_GROUP, REVIEWERS_GROUP, ensure_role_groups, grant_role
 from beliefs.schemas import BeliefIn, TaskClassIn, WorldIn, parse
-from beliefs.services import SYSTEM, Actor, classification
+from beliefs.services import SYSTEM, Actor, classification, decision_settings
 from beliefs.services.runtimes import runtime_key_create
 
 DEMO_KEY_NAME = "demo-runtime"
+# The group whose members approve the demo's bank transfers (M-of-N approval).
+APPROVERS_GROUP = "treasury"
 
 # Demo passwords are public by design: the demo is for trying the product on your own machine.
 DEMO_USERS: list[tuple[str, str, str, tuple[str, ...]]] = [
@@ -31,6 +37,8 @@ DEMO_USERS: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("carol", "carol-demo-pass", "classifier", (CLASSIFIERS_GROUP,)),
     ("cathy", "cathy-demo-pass", "second classifier (four-eyes approvals)", (CLASSIFIERS_GROUP,)),
     ("rita", "rita-demo-pass", "reviewer", (REVIEWERS_GROUP,)),
+    ("bob", "bob-demo-pass", "approver: treasury (2 approve each bank transfer)", ("treasury",)),
+    ("dave", "dave-demo-pass", "approver: treasury (2 approve each bank transfer)", ("treasury",)),
     ("admin", "admin-demo-pass", "staff: /admin/ and /runtimes/", ()),
 ]
 STAFF_USERS = {"admin"}
@@ -55,6 +63,10 @@ class Scenario:
     beliefs_2: list[dict[str, Any]] = field(default_factory=list)
     # Slots the task class gains between run 1 and run 2 (no belief yet in run 2: R0).
     slots_added_2: list[dict[str, Any]] = field(default_factory=list)
+    # A decision's own guards, set by the classifier after run 1 (so run 1 went ahead as
+    # before) and so asked of run 2: {"decision": {"approvals": (2, "group"),
+    # "requires_signature": True}}.
+    guards: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def slot_risks(self) -> dict[str, str]:
@@ -110,6 +122,8 @@ SCENARIOS = [
         },
         world_2={"recipient_account": {"account_holder": "B. Exampel Holdings", "bank": "ING"}},
         beliefs_2=[{"slot": "amount", "value": 275, "source": "tool", "turn": 1}],
+        # M-of-N approval: two of the treasury approvers approve each transfer.
+        guards={"send_transfer": {"approvals": (2, APPROVERS_GROUP)}},
     ),
     Scenario(
         key="commerce.ship_order",
@@ -169,6 +183,8 @@ SCENARIOS = [
             "counterparty_entity_id": {"registry": "GLEIF", "lei": "894500WOTA5040KHGX73"},
             "counterparty_jurisdiction": {"registry": "GLEIF", "country": "NL"},
         },
+        # A contract is signed with the person's passkey.
+        guards={"sign_contract": {"requires_signature": True}},
     ),
     Scenario(
         key="privacy.data_consent",
@@ -249,6 +265,27 @@ def _classify(scenario: Scenario, task_class: TaskClass, carol: Actor, cathy: Ac
             )
 
 
+def _guard(scenario: Scenario, task_class: TaskClass, carol: Actor) -> None:
+    """Switch on the scenario's decision guards through the classifier services, as carol
+    would (each tightens, so it takes effect at once; set already, it writes nothing)."""
+    reason = "demo: show approvals and signatures"
+    for decision in task_class.decisions.all():
+        guard = scenario.guards.get(decision.key, {})
+        if "approvals" in guard:
+            required, group = guard["approvals"]
+            decision_settings.decision_set_approvals(
+                decision=decision,
+                approvals_required=required,
+                approvers=group,
+                reason=reason,
+                actor=carol,
+            )
+        if guard.get("requires_signature"):
+            decision_settings.decision_set_requires_signature(
+                decision=decision, requires_signature=True, reason=reason, actor=carol
+            )
+
+
 def _answer_everything(instance: TaskInstance, user: User, scenario: Scenario) -> None:
     for prompt in instance.prompts.blocking_open().select_related("slot"):
         value = scenario.answers_1[prompt.slot.key]
@@ -263,8 +300,12 @@ def _answer_everything(instance: TaskInstance, user: User, scenario: Scenario) -
 
 
 def _seed_scenario(scenario: Scenario, alice: User, runtime: Actor) -> None:
+    users = get_user_model().objects
     if TaskInstance.objects.filter(task_class__key=scenario.key, principal=alice).exists():
-        return  # already seeded: the demo is idempotent
+        # Already seeded: the demo is idempotent (a demo loaded before the guards gains them).
+        task_class = TaskClass.objects.get(key=scenario.key)
+        _guard(scenario, task_class, Actor(user=users.get(username="carol")))
+        return
     # The seed registers and opens what a runtime would send, through the API's own checks.
     registration = parse(
         TaskClassIn,
@@ -276,7 +317,6 @@ def _seed_scenario(scenario: Scenario, alice: User, runtime: Actor) -> None:
         key=scenario.key,
     )
     task_class = services.task_class_register(key=scenario.key, **registration, actor=runtime)
-    users = get_user_model().objects
     carol = Actor(user=users.get(username="carol"))
     cathy = Actor(user=users.get(username="cathy"))
     _classify(scenario, task_class, carol, cathy)
@@ -294,6 +334,7 @@ def _seed_scenario(scenario: Scenario, alice: User, runtime: Actor) -> None:
         added = parse(TaskClassIn, {"slots": _registered(scenario.slots_added_2)}, key=scenario.key)
         services.task_class_register(key=scenario.key, **added, actor=runtime)
         _classify(scenario, task_class, carol, cathy)
+    _guard(scenario, task_class, carol)
     run_2 = services.instance_open(
         task_class_key=scenario.key,
         principal="alice",
@@ -324,7 +365,10 @@ def seed_demo() -> dict[str, Any]:
             user.is_staff = user.is_superuser = True
         user.save()
         for group in groups:
-            grant_role(user, group)
+            if group == APPROVERS_GROUP:
+                user.groups.add(Group.objects.get_or_create(name=APPROVERS_GROUP)[0])
+            else:
+                grant_role(user, group)
     alice = user_model.objects.get(username="alice")
     key = demo_runtime_key()
     api_key = RuntimeAPIKey.objects.get_from_key(key)

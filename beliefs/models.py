@@ -88,6 +88,10 @@ class TaskClass(models.Model):
     # A tool passthrough (each call's arguments differ): a belief or an open may name a slot the
     # class does not have, which registers it unclassified, in play only where it is named.
     open_slots = models.BooleanField(default=False, db_default=False)
+    # The world key (a slot's, or an entry of the world) that names the thing a run acts on, as
+    # a refund's `order`: runs with different subjects are different tasks to a person, not
+    # retries of one. Shown only; carrying and routing do not read it. "": none.
+    subject_key = models.CharField(max_length=MAX_KEY_LENGTH, blank=True, default="", db_default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

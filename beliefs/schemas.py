@@ -308,6 +308,13 @@ class TaskClassIn(LimitedSerializer):
     )
     slots = SlotIn(many=True, required=False)
     decisions = DecisionIn(many=True, required=False)
+    subject_key = KeyField(
+        required=False,
+        help_text="the world key that names the thing a run acts on (a slot's key, or an entry "
+        "of the world), as a refund's `order`: people see runs with different subjects as "
+        'separate tasks ("Refund a customer — order 1043"), not as attempts of one. Carrying '
+        "and routing are unchanged",
+    )
 
     def validate_key(self, value: str) -> str:
         if value != self.context.get("key"):

@@ -224,10 +224,12 @@ def inbox_version(context: dict[str, Any], user_id: int) -> Version:
     latest write to any of this person's instances. Its recheck: when its first row's time to
     live runs out (the row then leaves the list)."""
     rows = [[*row.shown(), row.instance.updated_at] for row in context["waiting"]]
-    recent = [[str(i.pk), i.status] for i in context["recent"]]
+    recent = [[str(r.pk), r.instance.status] for r in context["recent"]]
     facts = [context[name] for name in ("page", "has_next", "past_the_end", "waiting_count")]
     # M-of-N approval: the approvals asked of this person are part of the page.
-    facts.append([[str(i.pk), i.updated_at] for i in context.get("approvals", [])])
+    facts.append([[str(r.pk), r.instance.updated_at] for r in context.get("approvals", [])])
+    # The person's actions waiting for approvers: who approved, how many are missing.
+    facts.append([[*r.shown(), r.instance.updated_at] for r in context.get("with_approvers", [])])
     expiries = [i.next_expiry for i in context["waiting"] if i.next_expiry is not None]
     latest = TaskInstance.objects.filter(principal_id=user_id).aggregate(
         instances=Max("updated_at"), prompts=Max("prompts__updated_at")

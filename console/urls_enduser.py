@@ -11,6 +11,7 @@ instance_patterns: list[URLPattern | URLResolver] = [
     path("prompts/<int:prompt_id>/respond/", enduser.prompt_respond, name="prompt-respond"),
     # (issue 23) review and sign with a passkey
     path("sign/", passkeys.instance_review, name="instance-sign"),
+    path("sign/reask/", passkeys.instance_reask, name="instance-reask"),
     path("sign/options/", passkeys.instance_sign_options, name="instance-sign-options"),
     path("sign/assertion/", passkeys.instance_sign, name="instance-sign-assertion"),
 ]

@@ -66,6 +66,11 @@ class TaskClassOut(serializers.Serializer):
     key = serializers.CharField()
     name = serializers.CharField()
     open_slots = serializers.BooleanField()
+    subject_key = serializers.CharField(
+        allow_null=True,
+        help_text="the world key that names the thing a run acts on (people see runs with "
+        "different subjects as separate tasks); null: none",
+    )
     slots = SlotOut(many=True)
     decisions = DecisionOut(many=True)
 

@@ -160,6 +160,7 @@ class TaskClassApi(APIView):
             slots=data.get("slots", []),
             decisions=data.get("decisions", []),
             open_slots=data.get("open_slots"),
+            subject_key=data.get("subject_key"),
             actor=actor(request),
         )
         return Response(selectors.task_class_payload(selectors.task_class_with_slots(key)))

@@ -96,6 +96,8 @@ class AuditKind(StrEnum):
     PROMPT_CONFIRM = "prompt.confirm"
     PROMPT_EDIT = "prompt.edit"
     PROMPT_REJECT = "prompt.reject"
+    # The person asked a value again with its world's current value (before signing).
+    PROMPT_REASKED = "prompt.reasked"
     PROMPT_VETO = "prompt.veto"
     PROPOSAL_ANNOTATED = "proposal.annotated"
     PROPOSAL_VALIDATED = "proposal.validated"

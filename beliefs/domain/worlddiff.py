@@ -93,3 +93,17 @@ def world_diff(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[D
 
 def has_changes(entries: list[DiffEntry]) -> bool:
     return any(entry.change is not Change.UNCHANGED for entry in entries)
+
+
+def current_value(value: Any, entries: list[dict[str, Any]]) -> Any:
+    """The world's current value for a value that a changed detail of its world stated: the
+    `new` of the first changed entry whose `old` was the value itself (a registry's LEI that
+    the person kept after the registry moved on); None when no changed detail stated it (a
+    consent whose scope grew has no "current value" of its own)."""
+    for entry in entries:
+        if entry.get("change") != Change.CHANGED:
+            continue
+        old, new = entry.get("old"), entry.get("new")
+        if new is not None and _same(old, value) and not _same(new, value):
+            return new
+    return None

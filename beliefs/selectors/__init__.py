@@ -45,7 +45,9 @@ from beliefs.selectors.pages import (
 )
 from beliefs.selectors.passkeys import person_passkeys_for_runtime
 from beliefs.selectors.quorum import (
+    Standing,
     approvals_asked_of,
+    awaiting_approvers,
     bound_world_changes,
     instance_for_approver,
     quorum_of,
@@ -61,6 +63,8 @@ __all__ = [
     "instance_page",
     "approvals_asked_of",
     "bound_world_changes",
+    "awaiting_approvers",
+    "Standing",
     "instance_for_approver",
     "person_passkeys_for_runtime",
     "quorum_of",

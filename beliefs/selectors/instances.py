@@ -145,6 +145,7 @@ def task_class_payload(task_class: TaskClass) -> dict[str, Any]:
         "key": task_class.key,
         "name": task_class.name,
         "open_slots": task_class.open_slots,
+        "subject_key": task_class.subject_key or None,
         "slots": slots,
         "decisions": decisions,
     }

@@ -19,11 +19,13 @@ from django.contrib.auth.models import User
 from django.db.models import Exists, OuterRef, Prefetch, QuerySet, Subquery
 
 from beliefs.domain.attention import ChangedDetail, changed_details
+from beliefs.domain.vocabulary import AuditKind
 from beliefs.domain.vouch import is_irreversible
 from beliefs.models import (
     Approval,
     ApprovalRound,
     ApproverAway,
+    AuditEvent,
     Decision,
     InstanceStatus,
     PromptResponse,
@@ -265,7 +267,7 @@ def waiting_for_approver(user: User, now: datetime) -> QuerySet[TaskInstance]:
         .annotate(
             approval_expires=Subquery(current.values("expires_at")[:1]),
         )
-        .select_related("task_class", "principal")
+        .select_related("task_class", "principal", "runtime")
         .order_by("-updated_at")
     )
 
@@ -275,7 +277,9 @@ def approvals_asked_of(user: User, now: datetime, limit: int) -> list[TaskInstan
     `user` approves (its slots among the action's): what the inbox lists. One query, and two
     more (the decisions at stake, the approved decisions with their slots) only when any
     instance is a candidate."""
-    at_stake = Prefetch("task_class__decisions", queryset=Decision.objects.order_by("id"))
+    at_stake = Prefetch(
+        "task_class__decisions", queryset=Decision.objects.order_by("id").prefetch_related("slots")
+    )
     candidates = list(waiting_for_approver(user, now).prefetch_related(at_stake)[: limit * 2])
     if not candidates:
         return []
@@ -377,3 +381,110 @@ def time_to_quorum(limit: int = 2000) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Where one of a principal's actions stands with its approvers, for the inbox: who has
+    approved its current values, how many approvals are still missing, and until when the
+    approvers have."""
+
+    instance: TaskInstance
+    approved_by: tuple[str, ...]
+    missing: int
+    expires_at: datetime | None
+
+
+def awaiting_approvers(user: User, limit: int) -> list[Standing]:
+    """The principal's actions waiting for their approvers, newest first, each with where its
+    approvals stand. Queries do not grow with the rows: one for the instances (with their
+    runtime and round's expiry), and, only when there are any, their decisions, the decisions'
+    slots, the approvals and the members of the groups asked."""
+    current = ApprovalRound.objects.filter(
+        instance=OuterRef("pk"), bindings_digest=OuterRef("bindings_digest")
+    )
+    decisions = Prefetch(
+        "task_class__decisions", queryset=Decision.objects.order_by("id").prefetch_related("slots")
+    )
+    instances = list(
+        TaskInstance.objects.filter(principal=user, status=InstanceStatus.AWAITING_APPROVAL)
+        .select_related("task_class", "principal", "runtime")
+        .annotate(approval_expires=Subquery(current.values("expires_at")[:1]))
+        .prefetch_related(decisions)
+        .order_by("-updated_at")[:limit]
+    )
+    if not instances:
+        return []
+    approvals: dict[Any, list[Approval]] = {}
+    for approval in (
+        Approval.objects.filter(instance__in=instances).select_related("approver").order_by("id")
+    ):
+        approvals.setdefault(approval.instance_id, []).append(approval)
+    needs = {
+        i.pk: [
+            d
+            for d in i.task_class.decisions.all()
+            if d.approvers_id is not None
+            and {s.key for s in d.slots.all()} & set(i.action_slots or [])
+        ]
+        for i in instances
+    }
+    groups = {d.approvers_id for found in needs.values() for d in found}
+    members: dict[int, set[int]] = {g: set() for g in groups if g is not None}
+    if groups:
+        for user_id, group_id in User.objects.filter(groups__in=groups, is_active=True).values_list(
+            "id", "groups"
+        ):
+            if group_id in members:
+                members[group_id].add(user_id)
+    standings = []
+    for instance in instances:
+        digest = instance.bindings_digest
+        given = [a for a in approvals.get(instance.pk, []) if a.bindings_digest == digest]
+        missing = sum(
+            max(
+                0,
+                max(1, d.approvals_required)
+                - sum(1 for a in given if a.approver_id in members.get(d.approvers_id or 0, ())),
+            )
+            for d in needs[instance.pk]
+        )
+        standings.append(
+            Standing(
+                instance,
+                tuple(a.approver.get_username() for a in given),
+                missing,
+                getattr(instance, "approval_expires", None),
+            )
+        )
+    return standings
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """The approver's rejection that cancelled an instance: who, why, when."""
+
+    by_id: int | None
+    by: str
+    reason: str
+    at: datetime
+
+
+def rejection_of(instance: TaskInstance) -> Rejection | None:
+    """The rejection that cancelled the instance, from the audit log (one query); None when
+    no approver rejected it."""
+    event = (
+        AuditEvent.objects.filter(instance_id=instance.pk, kind=AuditKind.APPROVAL_REJECTED)
+        .order_by("-id")
+        .values("actor_user_id", "actor_user__username", "actor", "data", "created_at")
+        .first()
+    )
+    if event is None:
+        return None
+    data = event["data"] if isinstance(event["data"], dict) else {}
+    return Rejection(
+        event["actor_user_id"],
+        str(event["actor_user__username"] or event["actor"]),
+        str(data.get("reason", "")),
+        event["created_at"],
+    )

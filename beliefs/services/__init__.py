@@ -32,6 +32,7 @@ from beliefs.services.planning import (
     instance_plan_for_runtime,
     instances_replan_for_task_class,
 )
+from beliefs.services.reask import prompt_reask_with_world
 from beliefs.services.receipts import receipt_redeem
 from beliefs.services.responses import RespondResult, prompt_respond, prompts_mark_shown
 from beliefs.services.runtimes import runtime_key_create, runtime_key_revoke, task_class_transfer
@@ -69,6 +70,7 @@ __all__ = [
     "instances_expire",
     "instances_replan_for_task_class",
     "prompt_respond",
+    "prompt_reask_with_world",
     "receipt_redeem",
     "slot_retire",
     "prompts_mark_shown",

@@ -62,17 +62,24 @@ def task_class_register(
     slots: Sequence[SlotSpec] = (),
     decisions: Sequence[DecisionSpec] = (),
     open_slots: bool | None = None,
+    subject_key: str | None = None,
     actor: Actor,
 ) -> TaskClass:
     """Register or update a task class from a runtime's description (validated by the API).
 
     A runtime can add slots and decisions and link slots to decisions, never lower a guard: risk
     classes are refused, and existing decision links are kept even when a later registration
-    leaves them out (dropping one could let an irreversible decision leak).
+    leaves them out (dropping one could let an irreversible decision leak). `subject_key`
+    (None: left as it is) names the world key of the thing a run acts on, for people only.
     """
     task_class, created = TaskClass.objects.get_or_create(
         key=key,
-        defaults={"name": name or key, "owner": actor.runtime, "open_slots": bool(open_slots)},
+        defaults={
+            "name": name or key,
+            "owner": actor.runtime,
+            "open_slots": bool(open_slots),
+            "subject_key": subject_key or "",
+        },
     )
     # Concurrent registrations of one class queue here, so the second sees the first's slots.
     # No key update: instances being opened meanwhile only need the row to stay.
@@ -87,6 +94,12 @@ def task_class_register(
     if open_slots_changed:
         task_class.open_slots = bool(open_slots)
         task_class.save(update_fields=["open_slots", "updated_at"])
+    subject_changed = (
+        not created and subject_key is not None and subject_key != task_class.subject_key
+    )
+    if subject_changed:
+        task_class.subject_key = subject_key or ""
+        task_class.save(update_fields=["subject_key", "updated_at"])
 
     # Each kind of write is one statement whatever the number of slots and decisions.
     existing = {s.key: s for s in task_class.slots.all()}
@@ -177,6 +190,11 @@ def task_class_register(
             "added_slots": added_slots,
             "added_decisions": added_decisions,
             **({"open_slots": task_class.open_slots} if created or open_slots_changed else {}),
+            **(
+                {"subject_key": task_class.subject_key}
+                if subject_changed or (created and task_class.subject_key)
+                else {}
+            ),
             **({"adopted_by": actor.runtime.name} if adopted and actor.runtime else {}),
         },
     )

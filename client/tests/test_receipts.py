@@ -486,6 +486,17 @@ def test_register_task_class_with_open_slots(console: Console, fake: FakeConsole
     assert fake.bodies()[0]["open_slots"] is True
 
 
+def test_register_task_class_names_its_subject_only_when_given(
+    console: Console, fake: FakeConsole
+) -> None:
+    fake.on("PUT", "task-classes/payments.refund/", {"key": "payments.refund"})
+    console.register_task_class("payments.refund", slots=[{"key": "order"}], subject_key="order")
+    console.register_task_class("payments.refund", slots=[{"key": "order"}])
+    first, second = fake.bodies()
+    assert first["subject_key"] == "order"
+    assert "subject_key" not in second  # left out: the class keeps its subject
+
+
 @pytest.mark.parametrize(
     ("state", "error"),
     [

@@ -18,6 +18,12 @@ from beliefs.services.classification import parse_scope_order
 UNCLASSIFIED = RiskClass.UNCLASSIFIED.value
 
 REASON_REQUIRED = "Give a reason for this change: it is kept in the audit log."
+# Deciding another classifier's request: the refusal says what is missing for what.
+DECISION_REASON_REQUIRED = {
+    "refuse": "Give a reason for refusing this request: the classifier who asked reads it, "
+    "and it is kept in the audit log.",
+    "approve": "Give a reason for approving this request: it is kept in the audit log.",
+}
 
 
 def _risk_choices(current: str) -> list[tuple[str, str]]:
@@ -145,3 +151,6 @@ class RequestDecisionForm(forms.Form):
     def __init__(self, *args: Any, change_request: RiskChangeRequest, **kwargs: Any) -> None:
         kwargs.setdefault("auto_id", f"request-{change_request.pk}-%s")
         super().__init__(*args, **kwargs)
+        action = self.data.get("action") if self.is_bound else None
+        if action in DECISION_REASON_REQUIRED:
+            self.fields["reason"].error_messages["required"] = DECISION_REASON_REQUIRED[action]

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from beliefs.models import PromptState, TaskInstance
+from beliefs.selectors.quorum import Standing
 from console.presenters.restatement import Part, value_parts
 from console.presenters.words import UNKNOWN_RUNTIME
 
@@ -30,6 +31,8 @@ class InboxRow:
     blocking_count: int
     assumption_count: int
     next_expiry: datetime | None
+    # Waiting for its approvers: who approved, how many are missing, until when.
+    standing: Standing | None = None
 
     @property
     def pk(self) -> Any:  # noqa: ANN401 - the instance's UUID
@@ -48,6 +51,9 @@ class InboxRow:
             self.next_expiry,
             self.instance.status,  # awaiting its answers or its signature (issue 23)
             self.instance.signature_due_at,
+            [self.standing.approved_by, self.standing.missing, self.standing.expires_at]
+            if self.standing
+            else None,
         ]
 
 
@@ -77,7 +83,10 @@ def display_label(label: Any) -> str:  # noqa: ANN401 - a label as stored (text)
     return label if isinstance(label, str) else str(label)
 
 
-def inbox_row(instance: Any) -> InboxRow:  # noqa: ANN401 - an annotated `inbox_instances` row
+def inbox_row(instance: Any, standing: Standing | None = None) -> InboxRow:  # noqa: ANN401
+    """A row of the inbox: an `inbox_instances` row (annotated with its counts and expiry), or
+    any other instance of the person's with its task class's decisions prefetched (waiting
+    for approvers, with its `standing`; recently finished)."""
     parts = value_parts(instance, decisive_keys(instance), ROW_VALUE_CHARS).values()
     values = [replace(p, label=_clamp(display_label(p.label))) for p in parts]
     runtime = instance.runtime
@@ -87,7 +96,8 @@ def inbox_row(instance: Any) -> InboxRow:  # noqa: ANN401 - an annotated `inbox_
         values=values[:ROW_VALUES],
         more_values=max(len(values) - ROW_VALUES, 0),
         changed=changed_details(instance),
-        blocking_count=instance.blocking_count,
-        assumption_count=instance.assumption_count,
-        next_expiry=instance.next_expiry,
+        blocking_count=getattr(instance, "blocking_count", 0),
+        assumption_count=getattr(instance, "assumption_count", 0),
+        next_expiry=getattr(instance, "next_expiry", None),
+        standing=standing,
     )

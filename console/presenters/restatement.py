@@ -71,3 +71,26 @@ def restatement(instance: TaskInstance, decisions: list[DecisionView]) -> list[S
         action = "Also" if sentences else instance.task_class.name
         sentences.append(Sentence(action, [parts[k] for k in rest]))
     return sentences
+
+
+SUBJECT_CHARS = 40
+
+
+def subject_text(instance: TaskInstance) -> str:
+    """What this run acts on, as people tell its runs apart ("order 1043"): its task class's
+    subject key in words, and that slot's value as it would bind, else the world's entry of
+    that key when it is a plain value; "" when the class names no subject or it is unknown."""
+    key = instance.task_class.subject_key
+    if not key:
+        return ""
+    item = next((i for i in instance.plan_items or [] if i.get("slot") == key), None)
+    value = item.get("value") if item is not None else None
+    if value is None:
+        stated = (instance.world or {}).get(key)
+        value = stated if isinstance(stated, str | int | float) else None
+    if value is None or isinstance(value, bool):
+        return ""
+    text = value_text(value, compact=True)
+    if len(text) > SUBJECT_CHARS:
+        text = text[: SUBJECT_CHARS - 1] + "…"
+    return f"{key.replace('_', ' ')} {text}"

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from beliefs.domain.worlddiff import current_value
 from beliefs.models import Prompt, PromptState, TaskInstance
 from console.templatetags.reveal import hidden_characters
 
@@ -21,6 +22,9 @@ class BindingRow:
     world_changes: list[dict[str, Any]] = field(default_factory=list)
     source: str = ""
     flagged: bool = False
+    # The world's current value where a changed detail stated this value itself (the
+    # registry's new LEI): what "use the current value" asks with. None: there is none.
+    world_value: Any = None
 
     @property
     def changed(self) -> bool:
@@ -47,6 +51,8 @@ def binding_rows(instance: TaskInstance, prompts: list[Prompt]) -> list[BindingR
             if by.action == "edit":
                 row.edited, row.before = True, by.prefill
             row.world_changes = [e for e in by.world_diff or [] if e.get("change") != "unchanged"]
+            if by.state == PromptState.ANSWERED:
+                row.world_value = current_value(value, row.world_changes)
         row.flagged = bool(hidden_characters([row.label, value]))
         rows.append(row)
     return rows

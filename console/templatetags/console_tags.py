@@ -6,7 +6,7 @@ returns plain text, which autoescape handles.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django import template
@@ -14,6 +14,8 @@ from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import mark_safe
 
 from beliefs.models import Belief
+from console.presenters import clock
+from console.presenters.restatement import subject_text
 from console.presenters.words import reporter, source_words, value_text
 from console.templatetags.reveal import display_text, mixed_script_note, plain_text, reveal_parts
 
@@ -159,3 +161,27 @@ def seconds_words(value: timedelta | None) -> str:
         return f"{minutes} min {seconds} s" if seconds else f"{minutes} min"
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+
+
+@register.filter
+def when(value: datetime | None) -> str:
+    """A moment as every page writes it (`clock.moment_text`), in a <time> element; "" for
+    none."""
+    if not isinstance(value, datetime):
+        return ""
+    return format_html('<time datetime="{}">{}</time>', value.isoformat(), clock.moment_text(value))
+
+
+@register.filter
+def expires(value: datetime | None, now: datetime | None = None) -> str:
+    """An expiry: "in 3 hours (4 Dec 2026, 18:23 UTC)", the moment as `when` writes it."""
+    if not isinstance(value, datetime):
+        return ""
+    return format_html("{} ({})", clock.from_now(value, now), when(value))
+
+
+@register.filter
+def subject(instance: Any) -> str:
+    """What a run acts on ("order 1043", `restatement.subject_text`), as plain text for `shown`;
+    "" when its task class names no subject."""
+    return subject_text(instance) if hasattr(instance, "task_class") else ""

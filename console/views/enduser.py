@@ -11,7 +11,7 @@ from typing import Any
 from uuid import UUID
 
 from django.contrib import messages
-from django.db.models import Prefetch
+from django.db.models import Prefetch, prefetch_related_objects
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -129,25 +129,39 @@ def _inbox_context(request: AuthedHttpRequest) -> dict[str, Any]:
         queryset=Decision.objects.order_by("id").prefetch_related("slots"),
     )
     # Past its TTL an instance no longer waits for anyone; opening it shows it expired.
-    waiting = selectors.inbox_instances(request.user, now).prefetch_related(decisions)
-    recent = (
+    waiting = selectors.inbox_instances(request.user, now)
+    recent = list(
         TaskInstance.objects.filter(principal=request.user, status__in=InstanceStatus.closed())
-        .select_related("task_class")
+        .select_related("task_class", "runtime")
         .order_by("-updated_at")[:RECENT_LIMIT]
     )
     rows = list(waiting[start : start + INBOX_PAGE_SIZE + 1])
     has_next = len(rows) > INBOX_PAGE_SIZE
+    # The decisions (what is at stake) of every row of the page, in one pair of queries.
+    prefetch_related_objects([*rows[:INBOX_PAGE_SIZE], *recent], decisions)
+    first = page == 1
+    asked = selectors.approvals_asked_of(request.user, now, INBOX_PAGE_SIZE) if first else []
+    page_rows = [inbox_row(i) for i in rows[:INBOX_PAGE_SIZE]]
     context = {
-        "waiting": [inbox_row(i) for i in rows[:INBOX_PAGE_SIZE]],
-        "recent": list(recent),
+        # Grouped by what each waits for: the person's answers, then their signature.
+        "waiting": page_rows,
+        "answers": [r for r in page_rows if r.instance.status != InstanceStatus.AWAITING_SIGNATURE],
+        "signatures": [
+            r for r in page_rows if r.instance.status == InstanceStatus.AWAITING_SIGNATURE
+        ],
+        # The person's own actions whose answers are in and that wait for others to approve
+        # (first page only, like the approvals asked of them).
+        "with_approvers": [
+            inbox_row(s.instance, s)
+            for s in (selectors.awaiting_approvers(request.user, INBOX_PAGE_SIZE) if first else [])
+        ],
+        "recent": [inbox_row(i) for i in recent],
         "now": now,
         "page": page,
         "has_next": has_next,
         "past_the_end": page > 1 and not rows,
         # M-of-N approval (issue 24): what waits for this person's approval (first page only).
-        "approvals": selectors.approvals_asked_of(request.user, now, INBOX_PAGE_SIZE)
-        if page == 1
-        else [],
+        "approvals": [inbox_row(i) for i in asked] if first else [],
         # Counted only where this page does not already say it (one page holds them all).
         "waiting_count": waiting.count() if page > 1 or has_next else len(rows),
     }

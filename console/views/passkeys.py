@@ -29,7 +29,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from beliefs import selectors, services
 from beliefs.domain.passkeys import b64url, b64url_decode
-from beliefs.errors import InvalidInput, ServiceError
+from beliefs.errors import Conflict, InvalidInput, ServiceError
 from beliefs.models import InstanceStatus, TaskInstance
 from beliefs.selectors.passkeys import (
     active_passkeys,
@@ -226,11 +226,31 @@ def instance_review(request: AuthedHttpRequest, instance_id: UUID) -> HttpRespon
         "sentences": restatement(instance, decisions),
         "rows": binding_rows(instance, prompts),
         "worlds": selectors.bound_world_changes(instance),
-        "requiring": decisions_requiring_signature(instance),
+        # The decisions by their labels, as the person reads them (never their keys).
+        "requiring": [
+            d.label for d in decisions if d.key in set(decisions_requiring_signature(instance))
+        ],
         "has_passkey": bool(active_passkeys(request.user)),
         "signature": standing_signature(instance.pk),
     }
     return render(request, "console/sign.html", context)
+
+
+@require_POST
+def instance_reask(request: AuthedHttpRequest, instance_id: UUID) -> HttpResponse:
+    """ "Use the current value": the question asked again with the world's value filled in."""
+    instance = _instance_or_404(request, instance_id)
+    try:
+        services.prompt_reask_with_world(
+            instance_id=instance.pk, slot_key=request.POST.get("slot", ""), user=request.user
+        )
+    except (Conflict, InvalidInput) as exc:
+        messages.error(request, exc.detail)
+        return redirect("instance-sign", instance.pk)
+    messages.success(
+        request, "Asked again with the current value filled in: check it and confirm it."
+    )
+    return redirect("instance", instance.pk)
 
 
 @require_POST

@@ -140,7 +140,9 @@ def test_it_registers_a_passkey_signs_and_the_signature_verifies_elsewhere(
     expect(bindings).to_contain_text("DE89370400440532013000")
     expect(bindings.locator("tr.is-changed")).to_have_count(2)  # the edit, the memo's world
     expect(page.locator("[data-slot=amount]")).to_contain_text("Changed by you")
-    expect(page.locator("[data-slot=memo]")).to_contain_text("Changed since it was acquired")
+    # The world's change is a warning of its own, apart from the value signed.
+    expect(page.locator("[data-slot=memo]")).to_contain_text("The world it refers to changed")
+    expect(page.locator("#world-memo")).to_contain_text("then; it says")
     expect(page.locator("#bindings-digest")).to_have_text(instance.bindings_digest)
     screenshot(f"passkeys-review-and-sign-{width}")
     assert fits(page, width), "the review page scrolls sideways"

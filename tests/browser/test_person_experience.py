@@ -427,6 +427,18 @@ def test_every_end_user_page_of_the_demo_speaks_plainly(
         # ... and the page settled: the live read after an answer brings the whole view, and
         # a card it rebuilds waits again for its reading delay (a click before then is lost).
         expect(page.locator("#instance-live")).not_to_have_attribute("data-live-digest", "")
+    # The demo's transfer needs two of the treasury approvers: it waits for them, and is
+    # ready once bob and dave have approved.
+    expect(page.locator("#instance-banner")).to_contain_text("waiting for the approvers")
+    end_user_page(page, screenshot, "instance-awaiting-approval")
+    transfer.refresh_from_db()
+    for approver in ("bob", "dave"):
+        services.instance_approve(
+            instance_id=transfer.pk,
+            user=User.objects.get(username=approver),
+            bindings_digest=transfer.bindings_digest,
+        )
+    page.goto(f"/instances/{transfer.pk}/")
     expect(page.locator("#instance-banner")).to_contain_text("This action may proceed")
     end_user_page(page, screenshot, "instance-ready")
 

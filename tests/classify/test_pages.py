@@ -606,3 +606,27 @@ def test_the_counts_under_the_title_follow_a_save(
     summary = html[html.index('id="classify-summary"') :].split("</p>")[0]
     assert 'hx-swap-oob="true"' in summary and "unclassified" not in summary
     assert html.index('id="classify-summary"') < html.index('id="classification"')
+
+
+@pytest.mark.parametrize(
+    ("action", "words"),
+    [
+        ("refuse", "Give a reason for refusing this request"),
+        ("approve", "Give a reason for approving this request"),
+    ],
+)
+def test_a_decision_on_a_request_without_a_reason_says_what_is_missing_for_what(
+    signed_in: Callable[[User], Client], carol: User, cathy: User, action: str, words: str
+) -> None:
+    shop()
+    change_request = request_downgrade(signed_in(carol))
+    response = signed_in(cathy).post(
+        f"/classify/commerce.ship_order/requests/{change_request.pk}/",
+        {"action": action, "reason": "  "},
+        **HTMX,
+    )
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert words in html and "Give a reason for this change" not in html
+    change_request.refresh_from_db()
+    assert change_request.state == "pending"

@@ -1,5 +1,6 @@
-"""Load the demo (idempotent): users alice, carol, cathy and rita, the seed's five task classes
-with a finished run 1 and an open run 2 each, and a fresh runtime key.
+"""Load the demo (idempotent): users alice, carol, cathy, rita and the approvers bob and dave,
+the seed's five task classes with a finished run 1 and an open run 2 each (the transfer needs
+two approvals, the contract a passkey signature), and a fresh runtime key.
 """
 
 from __future__ import annotations
@@ -23,7 +24,13 @@ class Command(BaseCommand):
     help = __doc__
 
     def add_arguments(self, parser: Any) -> None:
-        parser.add_argument("--url", default="http://127.0.0.1:8000/", help="where it is served")
+        parser.add_argument(
+            # localhost, not 127.0.0.1: passkeys need a host name, and a second host would
+            # need a second sign-in.
+            "--url",
+            default="http://localhost:8000/",
+            help="where it is served",
+        )
         parser.add_argument(
             "--when-served",
             action="store_true",
@@ -42,6 +49,12 @@ class Command(BaseCommand):
         out.write(f"  Open {url} and sign in with one of:")
         for username, password, role, _ in result["users"]:
             out.write(f"    {username:<6} / {password:<16} {role}")
+        out.write(
+            "  Try every journey: as alice, answer the bank transfer (it then waits for two "
+            "approvers: sign in as bob, then dave, to approve it) and the supplier contract "
+            "(it then waits for alice's passkey signature: add a passkey on her account page); "
+            "as carol, classify; as rita, review."
+        )
         out.write(f"  Runtime API key (shown once): {result['runtime_key']}")
         out.write(
             f"    curl -H 'Authorization: Api-Key {result['runtime_key']}' "

@@ -132,6 +132,7 @@ def register_task_class(
     slots: Sequence[Mapping[str, Any]],
     decisions: Sequence[Mapping[str, Any]],
     open_slots: bool | None = None,
+    subject_key: str | None = None,
 ) -> Call:
     data: dict[str, Any] = {
         "slots": [dict(s) for s in slots],
@@ -141,6 +142,8 @@ def register_task_class(
         data["name"] = name
     if open_slots is not None:
         data["open_slots"] = open_slots
+    if subject_key is not None:
+        data["subject_key"] = subject_key
     return Call("PUT", f"task-classes/{_key(key)}/", data)
 
 

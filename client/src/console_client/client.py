@@ -106,13 +106,16 @@ class _Api(
         slots: Sequence[Mapping[str, Any]] = (),
         decisions: Sequence[Mapping[str, Any]] = (),
         open_slots: bool | None = None,
+        subject_key: str | None = None,
     ) -> JsonResult:
         """Register or update a task class; returns it with each slot's effective risk.
 
         `open_slots=True` is for tool passthroughs (a permission prompt for any tool): a key
         the class does not have is registered as an unclassified slot, in play only for the
-        instances that name it in `slots`."""
-        return self._send(_core.register_task_class(key, name, slots, decisions, open_slots))
+        instances that name it in `slots`. `subject_key` names the world key of the thing a
+        run acts on (a refund's `order`), so that people see separate tasks, not retries."""
+        call = _core.register_task_class(key, name, slots, decisions, open_slots, subject_key)
+        return self._send(call)
 
     def open_instance(
         self,
