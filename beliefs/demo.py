@@ -65,7 +65,7 @@ class Scenario:
     slots_added_2: list[dict[str, Any]] = field(default_factory=list)
     # A decision's own guards, set by the classifier after run 1 (so run 1 went ahead as
     # before) and so asked of run 2: {"decision": {"approvals": (2, "group"),
-    # "requires_signature": True}}.
+    # "requires_signature": True, "person_confirms": True}}.
     guards: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
@@ -225,6 +225,35 @@ SCENARIOS = [
             {"slot": "resource", "value": "billing-db-replica", "source": "tool", "turn": 1}
         ],
     ),
+    Scenario(
+        key="events.book_venue",
+        name="Book a venue",
+        slots=[
+            _spec("venue", "Venue", "irreversible"),
+            # Only dates from today on: a date that has passed is asked again (R9).
+            _spec("event_date", "Event date", "reversible", value_type="date", future=True),
+            _spec("headcount", "Headcount", "reversible", value_type="number"),
+        ],
+        decisions=[_spec("book", "Book the venue", "irreversible", slots=["venue", "headcount"])],
+        world_1={"venue": {"quote": "Q-2026-118", "hall": "Harbour Hall"}},
+        answers_1={"venue": "Harbour Hall", "event_date": "2027-03-12", "headcount": 80},
+        world_2={"venue": {"quote": "Q-2026-118", "hall": "Harbour Hall"}},
+        beliefs_2=[
+            # The venue's quote ran out (R8), the booking tool proposes a date that has
+            # passed (R9), and the runtime reports a headcount as alice's answer, which this
+            # decision has her confirm in the console (R10).
+            {
+                "slot": "venue",
+                "value": "Harbour Hall",
+                "source": "tool",
+                "turn": 1,
+                "world_ref": {"quote": "Q-2026-118", "valid_until": "2026-11-01"},
+            },
+            {"slot": "event_date", "value": "2026-11-20", "source": "tool", "turn": 1},
+            {"slot": "headcount", "value": 120, "source": "user", "turn": 1},
+        ],
+        guards={"book": {"person_confirms": True}},
+    ),
 ]
 
 
@@ -283,6 +312,10 @@ def _guard(scenario: Scenario, task_class: TaskClass, carol: Actor) -> None:
         if guard.get("requires_signature"):
             decision_settings.decision_set_requires_signature(
                 decision=decision, requires_signature=True, reason=reason, actor=carol
+            )
+        if guard.get("person_confirms"):
+            decision_settings.decision_set_person_confirms(
+                decision=decision, person_confirms=True, reason=reason, actor=carol
             )
 
 

@@ -14,6 +14,7 @@ from beliefs import schemas, services
 from beliefs.domain.attention import changed_details
 from beliefs.models import Belief, Decision, Prompt, PromptState, Slot, TaskClass, TaskInstance
 from beliefs.schemas import parse
+from beliefs.selectors.quorum import bound_world_changes
 from beliefs.services import SYSTEM, Actor
 
 
@@ -302,3 +303,9 @@ def open_prompt_or_none(instance: TaskInstance, slot_key: str) -> Prompt | None:
     return Prompt.objects.filter(
         instance=instance, slot__key=slot_key, state=PromptState.OPEN
     ).first()
+
+
+def ticks(instance: Any) -> list[str]:
+    """What an approver names to acknowledge every changed detail of the worlds an instance's
+    values were bound with ("slot:key"), as the approvers' page has them tick."""
+    return [key for shown in bound_world_changes(instance) for key in shown.keys]

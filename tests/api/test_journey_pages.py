@@ -167,10 +167,11 @@ def test_after_a_rejection_it_says_who_did_what_and_promises_nothing(
 ) -> None:
     instance_id = _consent_awaiting(api)
     dave_pages = signed_in(dave)
-    digest = TaskInstance.objects.get(pk=instance_id).bindings_digest
+    waiting = TaskInstance.objects.get(pk=instance_id)
+    digests = {"bindings_digest": waiting.bindings_digest, "worlds_digest": waiting.worlds_digest}
     refused = dave_pages.post(
         f"/approvals/{instance_id}/act/",
-        {"action": "reject", "bindings_digest": digest, "reason": "scope too wide"},
+        {"action": "reject", **digests, "reason": "scope too wide"},
     )
     assert refused.status_code == 302
     for viewer in (dave, bob, alice):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from datetime import date, timedelta
 from typing import Any
 
 from axe_playwright_python.sync_playwright import Axe
@@ -326,7 +327,7 @@ def _typed_answer(prompt: Prompt) -> str:
         return str((slot.scope_order or slot.choices)[0])
     return {
         "number": "1",
-        "date": "2026-12-01",
+        "date": (date.today() + timedelta(days=30)).isoformat(),  # some slots take no past date
         "boolean": "yes",
     }.get(slot.value_type, "typed in the demo")
 

@@ -17,7 +17,7 @@ from beliefs import services
 from beliefs.demo import seed_demo
 from beliefs.models import Prompt, PromptState, TaskInstance
 from tests.browser.test_person_experience import capture
-from tests.builders import confirm_or_answer
+from tests.builders import confirm_or_answer, ticks
 
 SignIn = Callable[[str, str], None]
 Shot = Callable[[str], Any]
@@ -45,6 +45,8 @@ def _demo_in_every_state() -> dict[str, TaskInstance]:
         instance_id=transfer.pk,
         user=User.objects.get(username="bob"),
         bindings_digest=transfer.bindings_digest,
+        worlds_digest=transfer.worlds_digest,
+        acknowledged=ticks(transfer),
     )
     shipping = mine["commerce.ship_order"]
     prompt = Prompt.objects.filter(instance=shipping, state=PromptState.OPEN, blocking=True)[0]

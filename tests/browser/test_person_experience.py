@@ -24,7 +24,7 @@ from beliefs.models import Prompt, ProposalValidation, TaskInstance
 from tests.browser import scenarios
 from tests.browser.conftest import SCREENSHOTS, enabled_after, shoot
 from tests.browser.test_enduser import acknowledge_changes, assert_accessible, assumption, card
-from tests.builders import confirm_or_answer, open_instance
+from tests.builders import confirm_or_answer, open_instance, ticks
 from tests.conftest import PASSWORD
 
 SignIn = Callable[[str, str], None]
@@ -437,6 +437,8 @@ def test_every_end_user_page_of_the_demo_speaks_plainly(
             instance_id=transfer.pk,
             user=User.objects.get(username=approver),
             bindings_digest=transfer.bindings_digest,
+            worlds_digest=transfer.worlds_digest,
+            acknowledged=ticks(transfer),
         )
     page.goto(f"/instances/{transfer.pk}/")
     expect(page.locator("#instance-banner")).to_contain_text("This action may proceed")

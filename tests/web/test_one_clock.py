@@ -17,7 +17,7 @@ from django.utils import timezone
 from beliefs import services
 from beliefs.models import ProposalValidation, TaskInstance
 from console.presenters.clock import from_now, moment_text
-from tests.builders import confirm_or_answer
+from tests.builders import confirm_or_answer, ticks
 
 pytestmark = pytest.mark.django_db
 
@@ -63,7 +63,11 @@ def _pages(demo: str, signed_in: Callable[[User], Client]) -> dict[str, tuple[st
         confirm_or_answer(instance, alice, "typed in the test")
         instance.refresh_from_db()
     services.instance_approve(
-        instance_id=transfer.pk, user=users["bob"], bindings_digest=transfer.bindings_digest
+        instance_id=transfer.pk,
+        user=users["bob"],
+        bindings_digest=transfer.bindings_digest,
+        worlds_digest=transfer.worlds_digest,
+        acknowledged=ticks(transfer),
     )
     proposal = ProposalValidation.objects.order_by("pk").first()
     assert proposal is not None
