@@ -230,6 +230,8 @@ def inbox_version(context: dict[str, Any], user_id: int) -> Version:
     facts.append([[str(r.pk), r.instance.updated_at] for r in context.get("approvals", [])])
     # The person's actions waiting for approvers: who approved, how many are missing.
     facts.append([[*r.shown(), r.instance.updated_at] for r in context.get("with_approvers", [])])
+    # Actions done on a runtime's report, until each value is vetoed.
+    facts.append([[str(r.pk), r.reported_count] for r in context.get("reported", [])])
     expiries = [i.next_expiry for i in context["waiting"] if i.next_expiry is not None]
     latest = TaskInstance.objects.filter(principal_id=user_id).aggregate(
         instances=Max("updated_at"), prompts=Max("prompts__updated_at")

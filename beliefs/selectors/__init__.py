@@ -52,6 +52,7 @@ from beliefs.selectors.quorum import (
     instance_for_approver,
     quorum_of,
     quorum_payload,
+    reported_to,
     time_to_quorum,
     waiting_for_approver,
 )
@@ -69,6 +70,7 @@ __all__ = [
     "person_passkeys_for_runtime",
     "quorum_of",
     "quorum_payload",
+    "reported_to",
     "time_to_quorum",
     "waiting_for_approver",
     "Owner",

@@ -16,9 +16,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db.models import Exists, OuterRef, Prefetch, QuerySet, Subquery
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet, Subquery
 
 from beliefs.domain.attention import ChangedDetail, changed_details
+from beliefs.domain.policy import Route
 from beliefs.domain.vocabulary import AuditKind
 from beliefs.domain.vouch import is_irreversible
 from beliefs.models import (
@@ -29,6 +30,7 @@ from beliefs.models import (
     Decision,
     InstanceStatus,
     PromptResponse,
+    PromptState,
     TaskInstance,
 )
 from beliefs.selectors.passkeys import FedDecision, decisions_fed
@@ -401,7 +403,9 @@ def awaiting_approvers(user: User, limit: int) -> list[Standing]:
     runtime and round's expiry), and, only when there are any, their decisions, the decisions'
     slots, the approvals and the members of the groups asked."""
     current = ApprovalRound.objects.filter(
-        instance=OuterRef("pk"), bindings_digest=OuterRef("bindings_digest")
+        instance=OuterRef("pk"),
+        bindings_digest=OuterRef("bindings_digest"),
+        worlds_digest=OuterRef("worlds_digest"),
     )
     decisions = Prefetch(
         "task_class__decisions", queryset=Decision.objects.order_by("id").prefetch_related("slots")
@@ -439,8 +443,12 @@ def awaiting_approvers(user: User, limit: int) -> list[Standing]:
                 members[group_id].add(user_id)
     standings = []
     for instance in instances:
-        digest = instance.bindings_digest
-        given = [a for a in approvals.get(instance.pk, []) if a.bindings_digest == digest]
+        digest, worlds = instance.bindings_digest, instance.worlds_digest
+        given = [
+            a
+            for a in approvals.get(instance.pk, [])
+            if a.bindings_digest == digest and a.worlds_digest == worlds
+        ]
         missing = sum(
             max(
                 0,
@@ -488,3 +496,23 @@ def rejection_of(instance: TaskInstance) -> Rejection | None:
         str(data.get("reason", "")),
         event["created_at"],
     )
+
+
+def reported_to(user: User, limit: int) -> list[tuple[TaskInstance, int]]:
+    """The principal's ready actions that bound an irreversible value on a runtime's report of
+    their answer and that they have not vetoed, newest first, each with how many such values
+    it bound (each listed with a veto on its page). One query, and two more (the decisions
+    and their slots) only when there are any."""
+    decisions = Prefetch(
+        "task_class__decisions", queryset=Decision.objects.order_by("id").prefetch_related("slots")
+    )
+    reported = Q(prompts__route=Route.SILENT, prompts__state=PromptState.OPEN)
+    found = list(
+        TaskInstance.objects.filter(principal=user, status=InstanceStatus.READY)
+        .annotate(reported=Count("prompts", filter=reported))
+        .filter(reported__gt=0)
+        .select_related("task_class", "principal", "runtime")
+        .prefetch_related(decisions)
+        .order_by("-updated_at")[:limit]
+    )
+    return [(instance, instance.reported) for instance in found]

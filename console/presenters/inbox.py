@@ -33,6 +33,8 @@ class InboxRow:
     next_expiry: datetime | None
     # Waiting for its approvers: who approved, how many are missing, until when.
     standing: Standing | None = None
+    # Done on a runtime's report: how many values it bound so, each with a veto.
+    reported_count: int = 0
 
     @property
     def pk(self) -> Any:  # noqa: ANN401 - the instance's UUID
@@ -83,7 +85,9 @@ def display_label(label: Any) -> str:  # noqa: ANN401 - a label as stored (text)
     return label if isinstance(label, str) else str(label)
 
 
-def inbox_row(instance: Any, standing: Standing | None = None) -> InboxRow:  # noqa: ANN401
+def inbox_row(  # noqa: ANN401 - an annotated `inbox_instances` row, or another instance
+    instance: Any, standing: Standing | None = None, reported: int = 0
+) -> InboxRow:
     """A row of the inbox: an `inbox_instances` row (annotated with its counts and expiry), or
     any other instance of the person's with its task class's decisions prefetched (waiting
     for approvers, with its `standing`; recently finished)."""
@@ -100,4 +104,5 @@ def inbox_row(instance: Any, standing: Standing | None = None) -> InboxRow:  # n
         assumption_count=getattr(instance, "assumption_count", 0),
         next_expiry=getattr(instance, "next_expiry", None),
         standing=standing,
+        reported_count=reported,
     )

@@ -155,6 +155,12 @@ def _inbox_context(request: AuthedHttpRequest) -> dict[str, Any]:
             inbox_row(s.instance, s)
             for s in (selectors.awaiting_approvers(request.user, INBOX_PAGE_SIZE) if first else [])
         ],
+        # Actions done on a runtime's report of the person's answer: each irreversible value
+        # bound so is listed with a veto on its page (first page only).
+        "reported": [
+            inbox_row(i, reported=n)
+            for i, n in (selectors.reported_to(request.user, INBOX_PAGE_SIZE) if first else [])
+        ],
         "recent": [inbox_row(i) for i in recent],
         "now": now,
         "page": page,

@@ -116,9 +116,10 @@ def test_pages_run_the_same_queries_at_5_and_200_slots(
         # runtime and counts, 4 their decisions, 5 the decisions' slots (the decisive values),
         # 6 recent instances, 7 the instances waiting for this person's approval (none: no
         # decisions prefetched), 8 the person's own actions waiting for approvers (none: their
-        # approvals, groups and decisions are not read), 9 the latest write (the live
-        # version), 10 and 11 permissions for the header.
-        (person, "/", 11),
+        # approvals, groups and decisions are not read), 9 the person's ready actions done on a
+        # runtime's report (none: no decisions prefetched), 10 the latest write (the live
+        # version), 11 and 12 permissions for the header.
+        (person, "/", 12),
         # 1 session, 2 user, 3 the instance, 4 expiry check; in one snapshot (console.live):
         # 5 the instance with its task class, principal, receipt and latest belief, 6 its
         # prompts with slots and beliefs (the live version is read off these two), 7 the

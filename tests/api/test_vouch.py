@@ -67,7 +67,8 @@ def test_a_runtime_key_alone_gets_a_receipt_that_says_the_runtime_vouched(api: D
 
     # The person sees what was done on their behalf, with a veto...
     inbox = api.person.get("/").content.decode()
-    assert instance_id in inbox
+    assert f'id="reported-link-{instance_id}"' in inbox
+    assert "Done on an agent’s report of your answer" in inbox
     page = api.person.get(f"/instances/{instance_id}/").content.decode()
     assert "report of your answer" in page and "XX00ATTACKER0000" in page
     (iban,) = [p for p in api.instance(instance_id)["prompts"] if p["slot"] == "iban"]
@@ -79,6 +80,8 @@ def test_a_runtime_key_alone_gets_a_receipt_that_says_the_runtime_vouched(api: D
     after = api.instance(instance_id)
     assert after["status"] == "awaiting_user" and after["receipt"] is None
     assert by_slot(api.plan(instance_id))["iban"]["route"] == "ASK"
+    # Vetoed (and no longer ready): it leaves the list of what was done on a report.
+    assert f'id="reported-link-{instance_id}"' not in api.person.get("/").content.decode()
 
 
 @pytest.mark.django_db

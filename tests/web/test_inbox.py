@@ -118,10 +118,12 @@ def test_it_runs_the_same_queries_for_2_and_50_prompts(
     # finished instances, 7 the latest write to the person's instances (the live version),
     # 8 the instances waiting for this person's approval (M-of-N; none), 9 the person's own
     # actions waiting for their approvers (none: their approvals, groups and decisions are
-    # read only when there are some), and for the whole page 10 and 11 the user's and the
-    # groups' permissions (the header's roles: the rows' fragment has no header, and reads
-    # none).
-    with django_assert_num_queries(11 if url == "/" else 9):
+    # read only when there are some), 10 the person's ready actions done on a runtime's
+    # report (the vendor's run 1: its values were the runtime's report of hers), with 11 their
+    # decisions and 12 the decisions' slots, and for the whole page 13 and 14 the user's and
+    # the groups' permissions (the header's roles: the rows' fragment has no header, and
+    # reads none).
+    with django_assert_num_queries(14 if url == "/" else 12):
         response = alice_client.get(url)
     assert response.status_code == 200
 
@@ -212,6 +214,7 @@ def test_a_later_page_runs_the_same_queries(
     # The first page's nine, less the decisions' slots (this class declares no decision, so
     # there are none to fetch), and a count of the waiting instances (the title's number: one
     # page does not hold them all); the rows' fragment reads no permissions (no header).
+    # (The reported actions are listed on the first page only.)
     with django_assert_num_queries(9 if url.startswith("/?") else 7):
         response = alice_client.get(url)
     assert response.status_code == 200
