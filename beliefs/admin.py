@@ -53,7 +53,7 @@ from beliefs.services.webhooks import (
     endpoint_delete,
     parse_event_types,
 )
-from console.templatetags.console_tags import shown_checked, shown_list
+from beliefs.shown import shown_checked, shown_list
 
 # Keys are runtime keys now; the library's own key model is no longer used.
 if admin.site.is_registered(APIKey):

@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 # Lowest first. A module belongs to the first layer whose prefix names it.
@@ -26,7 +28,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("beliefs.services",),
     # The inputs both faces read: the API and the pages share them, so they sit below both.
     ("beliefs.schemas",),
-    ("beliefs", "console"),  # the API, pages, commands, demo data
+    ("beliefs",),  # the API, the admin, commands, demo data
+    ("console",),  # the pages, on top: nothing in `beliefs` reaches up to them
 ]
 
 
@@ -80,6 +83,56 @@ def test_it_imports_only_from_the_same_layer_or_below() -> None:
     assert upward == []
     # The walk sees the project's imports (planning reads the belief choice from a selector).
     assert "beliefs.selectors.beliefs" in graph["beliefs.services.planning"]
+
+
+def _imported_names(path: Path) -> set[str]:
+    """Every module name `path` imports, the project's or not, at any depth of the file."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def _reaches_console(name: str) -> bool:
+    return name == "console" or name.startswith("console.")
+
+
+def test_no_beliefs_module_imports_console() -> None:
+    reaching = [
+        f"{module} imports {name}"
+        for module, path in _modules().items()
+        if module.startswith("beliefs")
+        for name in _imported_names(path)
+        if _reaches_console(name)
+    ]
+    assert reaching == []
+    # The layer order says so too: the pages sit above every `beliefs` module.
+    assert _layer("beliefs.admin") < _layer("console.views")
+    # What the admin shows of untrusted values comes from below the pages.
+    assert "beliefs.shown" in _graph()["beliefs.admin"]
+
+
+@pytest.mark.parametrize(
+    ("source", "reaches"),
+    [
+        ("from console.templatetags.console_tags import shown", True),
+        ("import console.views", True),
+        ("import console", True),
+        ("from console import settings", True),
+        ("def f():\n    from console.presenters import words\n", True),
+        ("import console_client", False),  # the Python client, another package
+        ("from beliefs.shown import shown", False),
+    ],
+)
+def test_the_check_catches_every_form_of_importing_console(
+    source: str, reaches: bool, tmp_path: Path
+) -> None:
+    module = tmp_path / "module.py"
+    module.write_text(source)
+    assert any(_reaches_console(n) for n in _imported_names(module)) == reaches
 
 
 def test_the_pages_never_import_the_api() -> None:

@@ -108,6 +108,14 @@ def display_text(value: Any, *, compact: bool = False) -> str:
     return reveal(plain_text(value, compact=compact))
 
 
+def value_text(value: Any, *, compact: bool = False) -> str:
+    """A value as a person reads it: a yes/no value as "Yes" or "No" (never JSON's true or
+    false), anything else as `plain_text`, hidden characters still in it."""
+    if isinstance(value, bool):
+        return "Yes" if value else "No"
+    return plain_text(value, compact=compact)
+
+
 # The scripts whose letters pass for one another.
 LOOKALIKE_SCRIPTS = frozenset({"LATIN", "CYRILLIC", "GREEK"})
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from beliefs.domain.policy import Route
+from beliefs.domain.reveal import value_text
 from beliefs.models import InstanceStatus, TaskInstance
 from beliefs.selectors.pages import DecisionView
-from console.presenters.words import value_text
 from console.templatetags.reveal import hidden_characters, mixed_script_note
 
 RESTATEMENT_VALUE_LIMIT = 60

@@ -5,11 +5,10 @@ parameters) as a sentence."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, assert_never
+from typing import assert_never
 
 from beliefs.domain.policy import RiskClass, Source
 from beliefs.domain.problems import Problem, ProblemCode
-from beliefs.domain.reveal import plain_text
 from beliefs.errors import InvalidInput
 from beliefs.models import Belief, PromptState, RecordedVia
 
@@ -66,14 +65,6 @@ def reporter(belief: Belief) -> str:
     """The runtime whose run acquired the value, by name ("the agent" for none)."""
     runtime = belief.instance.runtime
     return runtime.name if runtime is not None and runtime.name else UNKNOWN_RUNTIME
-
-
-def value_text(value: Any, *, compact: bool = False) -> str:
-    """A value as a person reads it: a yes/no value as "Yes" or "No" (never JSON's true or
-    false), anything else as `plain_text`, hidden characters still in it."""
-    if isinstance(value, bool):
-        return "Yes" if value else "No"
-    return plain_text(value, compact=compact)
 
 
 def risk_words(risk: str) -> str:
