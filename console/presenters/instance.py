@@ -25,7 +25,7 @@ from beliefs.domain.attention import (
     value_tail,
     value_to_change,
 )
-from beliefs.domain.policy import RiskClass, RiskReason, RiskReasonKind, Route, Rule
+from beliefs.domain.policy import RiskClass, RiskReason, RiskReasonKind, Route
 from beliefs.domain.vocabulary import MAX_TEXT_LENGTH
 from beliefs.models import (
     InstanceStatus,
@@ -35,6 +35,7 @@ from beliefs.models import (
 )
 from console.forms.respond import form_value, is_date_input_text
 from console.presenters.attention import Acknowledgement
+from console.presenters.why import why_asked
 from console.presenters.words import (
     DONE_WORDS,
     GIVEN_IN_CONSOLE,
@@ -237,53 +238,7 @@ class Card:
     @property
     def why(self) -> str:
         """Why the person is asked, in one sentence."""
-        if self.after_veto:
-            return "You vetoed the earlier value, so the agent needs the right one from you."
-        match Rule(self.prompt.rule):
-            case Rule.NO_BELIEF:
-                return "The agent has no value for this yet."
-            case Rule.MONOTONIC_TYPED_AFRESH:
-                return (
-                    "This sets a permission level, so you type it yourself: an earlier value is "
-                    "never filled in for you."
-                )
-            case Rule.IRREVERSIBLE_NOT_FROM_USER:
-                return f"This value is not from you: in this attempt {self.provenance}."
-            case Rule.CARRIED_UNANCHORED:
-                return (
-                    f"There is a value from an earlier attempt ({self.provenance}), but nothing "
-                    "records what it referred to then, so you are asked afresh."
-                )
-            case Rule.CARRIED_ANCHORED:
-                return (
-                    f"This value is from an earlier attempt: {self.provenance}. Check that it "
-                    "still holds: things may have changed since."
-                )
-            case Rule.MEANING_EXPIRED:
-                until = (
-                    self.prompt.world_ref.get("valid_until")
-                    if isinstance(self.prompt.world_ref, dict)
-                    else None
-                )
-                when = f" on {until}" if isinstance(until, str) else ""
-                return (
-                    f"What the earlier value referred to expired{when}, so it is not reused: "
-                    "you are asked afresh."
-                )
-            case Rule.DATE_IN_PAST:
-                return (
-                    "The date on record has passed, and this takes only today's date or a later "
-                    "one: you are asked for a new date."
-                )
-            case Rule.PERSON_MUST_CONFIRM:
-                return (
-                    f"The agent reports this as your answer ({self.provenance}); this action "
-                    "needs your own confirmation here before it goes ahead."
-                )
-            case Rule.COSMETIC | Rule.ANSWERED_THIS_RUN | Rule.ASSUMPTION:
-                return "The agent will use this value unless you veto it."
-            case _ as unreachable:
-                assert_never(unreachable)
+        return why_asked(self.prompt, self.provenance, after_veto=self.after_veto)
 
     @property
     def risk_why(self) -> str:
