@@ -436,6 +436,7 @@ def decision_request_decide(
     if change_request.slot_id is not None:  # a slot's own guard (future dates)
         decision = Slot.objects.get(pk=change_request.slot_id)
     else:
+        assert change_request.decision_id is not None  # a request names a slot or a decision
         decision = Decision.objects.select_related("approvers").get(pk=change_request.decision_id)
     requester = change_request.requested_by.get_username()
     own = change_request.requested_by_id == user.pk
