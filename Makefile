@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: run serve test install lock lint format bench clean
+.PHONY: run serve test check install lock lint format bench clean
 
 ## Installs exactly what requirements.lock pins (with their hashes), then the project and the
 ## client without resolving anything again, so two installs a month apart are the same.
@@ -75,6 +75,21 @@ test: $(STAMP)
 	echo "--- mypy"; cat artifacts/mypy.txt; \
 	[ $$tests -eq 0 ] && [ $$typed -eq 0 ]
 	cd client && $(abspath $(PY)) -m pytest -p no:django
+
+## The inner loop: lint, then the tests that are neither `browser`, `servers` nor `fuzz` (see
+## pyproject.toml's markers) in two processes, with mypy beside them as in `make test`.
+## `make test` before pushing still runs everything.
+FAST := not browser and not servers and not fuzz
+check: export PYTHONDONTWRITEBYTECODE=
+check: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	@mkdir -p artifacts; \
+	$(VENV)/bin/mypy > artifacts/mypy.txt 2>&1 & mypy=$$!; \
+	$(PY) -m pytest -n 2 --dist loadfile -m "$(FAST)" $(PYTEST_ARGS); tests=$$?; \
+	wait $$mypy; typed=$$?; \
+	echo "--- mypy"; cat artifacts/mypy.txt; \
+	[ $$tests -eq 0 ] && [ $$typed -eq 0 ]
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -5,16 +5,17 @@ from __future__ import annotations
 import importlib
 import json
 import socket
-import time
 from collections.abc import Callable, Iterator
 from io import StringIO
 from typing import Any
 
 import pytest
+from django.apps import apps as django_apps
 from django.contrib.auth.models import User
 from django.core.management import call_command
-from django.db import OperationalError, connections, transaction
-from django.test import Client, TransactionTestCase, override_settings
+from django.db import connections, transaction
+from django.db.models.signals import post_migrate
+from django.test import Client, override_settings
 from rest_framework.test import APIClient
 
 from beliefs.models import Runtime, RuntimeAPIKey
@@ -23,56 +24,76 @@ from beliefs.roles import CLASSIFIERS_GROUP, REVIEWERS_GROUP, grant_role
 PASSWORD = "correct-horse-battery"
 
 
-def _flush_past_the_audit_triggers(flush: Callable[..., None]) -> Callable[..., None]:
-    """A transactional test (live_server, real threads) ends with a flush of every table, which
-    the append-only audit log rightly refuses. Only here, around that flush, are its triggers
-    lifted, and they are put back before anything else runs."""
-    append_only = importlib.import_module("beliefs.migrations.0002_audit_append_only")
-
-    def once(self: TransactionTestCase) -> None:
-        aliases = [alias for alias in connections if alias in (self.databases or ())]
-        for alias in aliases:
-            with connections[alias].cursor() as cursor:
-                if connections[alias].vendor == "postgresql":
-                    cursor.execute("ALTER TABLE beliefs_auditevent DISABLE TRIGGER USER")
-                else:
-                    for statement in append_only.SQLITE_DOWN:
-                        cursor.execute(statement)
-        try:
-            flush(self)
-        finally:
-            for alias in aliases:
-                with connections[alias].cursor() as cursor:
-                    if connections[alias].vendor == "postgresql":
-                        cursor.execute("ALTER TABLE beliefs_auditevent ENABLE TRIGGER USER")
-                    else:
-                        for statement in append_only.SQLITE_UP:
-                            cursor.execute(statement)
-
-    def teardown(self: TransactionTestCase) -> None:
-        """`once`, until no other connection holds the tables: a page's long-poll may still be
-        reading in a live-server thread after its browser page closed (SQLite's shared-cache
-        test database then says "database table is locked"). Each such read is short: wait for
-        it, with a deadline, as a person would wait for the page."""
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                once(self)
-                return
-            except OperationalError as exc:
-                if "locked" not in str(exc) or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
-
-    return teardown
+AUDIT_APPEND_ONLY = importlib.import_module("beliefs.migrations.0002_audit_append_only")
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _audit_log_flushable_by_transactional_tests() -> Iterator[None]:
-    original = TransactionTestCase._fixture_teardown
-    TransactionTestCase._fixture_teardown = _flush_past_the_audit_triggers(original)
+def _lift_audit_triggers(alias: str) -> None:
+    with connections[alias].cursor() as cursor:
+        if connections[alias].vendor == "postgresql":
+            cursor.execute("ALTER TABLE beliefs_auditevent DISABLE TRIGGER USER")
+        else:
+            for statement in AUDIT_APPEND_ONLY.SQLITE_DOWN:
+                cursor.execute(statement)
+
+
+def _restore_audit_triggers(alias: str) -> None:
+    with connections[alias].cursor() as cursor:
+        if connections[alias].vendor == "postgresql":
+            cursor.execute("ALTER TABLE beliefs_auditevent ENABLE TRIGGER USER")
+        else:
+            for statement in AUDIT_APPEND_ONLY.SQLITE_UP:
+                cursor.execute(statement)
+
+
+def _is_transactional(request: pytest.FixtureRequest) -> bool:
+    """Whether pytest-django runs this test as a TransactionTestCase (which it decides the same
+    way): such a test ends with a flush of every table, not a rollback."""
+    marker = request.node.get_closest_marker("django_db")
+    marked = marker is not None and bool(
+        marker.kwargs.get("transaction") or marker.kwargs.get("reset_sequences")
+    )
+    requested = {"transactional_db", "live_server", "django_db_reset_sequences"}
+    return marked or bool(requested & set(request.fixturenames))
+
+
+@pytest.fixture(autouse=True)
+def _audit_log_flushable_by_transactional_tests(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A transactional test (live_server, real threads or processes) ends with a flush of every
+    table, which the append-only audit log rightly refuses. Only around that flush are its
+    triggers lifted: this fixture depends on `transactional_db`, so it ends just before the
+    flush and lifts them there; the flush then sends `post_migrate` (as Django documents), and a
+    receiver that listens for that one signal puts them back before anything else runs.
+    (`available_apps` and serialized rollback keep the flush from sending it: refused here.)"""
+    if not _is_transactional(request):
+        yield
+        return
+    marker = request.node.get_closest_marker("django_db")
+    if "django_db_serialized_rollback" in request.fixturenames or (
+        marker
+        and (
+            marker.kwargs.get("available_apps") is not None
+            or marker.kwargs.get("serialized_rollback")
+        )
+    ):
+        pytest.fail("the audit log's triggers are put back by the flush's post_migrate signal")
+    request.getfixturevalue("transactional_db")
     yield
-    TransactionTestCase._fixture_teardown = original
+    wanted = (marker.kwargs.get("databases") if marker else None) or ["default"]
+    aliases = list(connections) if wanted == "__all__" else [a for a in connections if a in wanted]
+    beliefs = django_apps.get_app_config("beliefs")
+    for alias in aliases:
+
+        def restore(using: str, alias: str = alias, **_: object) -> None:
+            if using == alias:
+                _restore_audit_triggers(alias)
+                post_migrate.disconnect(
+                    dispatch_uid=f"restore-audit-triggers-{alias}", sender=beliefs
+                )
+
+        post_migrate.connect(
+            restore, sender=beliefs, weak=False, dispatch_uid=f"restore-audit-triggers-{alias}"
+        )
+        _lift_audit_triggers(alias)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -285,6 +285,7 @@ def _files_open(pid: int) -> set[str]:
     return found
 
 
+@pytest.mark.servers
 @pytest.mark.django_db(transaction=True)
 def test_make_serve_keeps_its_sqlite_connections_between_requests() -> None:
     """On SQLite, opening a connection (and reading the schema into it) cost more than the

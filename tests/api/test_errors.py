@@ -559,6 +559,7 @@ FUZZ = settings(
 )
 
 
+@pytest.mark.fuzz
 @FUZZ
 @given(body=BODIES)
 def test_it_never_answers_500_to_random_instance_bodies(
@@ -571,6 +572,7 @@ def test_it_never_answers_500_to_random_instance_bodies(
             _error(response, response.status_code)
 
 
+@pytest.mark.fuzz
 @FUZZ
 @given(
     beliefs=st.lists(st.dictionaries(FIELDS, JSON, max_size=6), max_size=3),
@@ -598,6 +600,7 @@ RESPONSES = st.dictionaries(
 )
 
 
+@pytest.mark.fuzz
 @FUZZ
 @given(body=RESPONSES | BODIES, slot=st.sampled_from(["memo", "recipient_account"]))
 def test_it_never_answers_500_to_random_responses(

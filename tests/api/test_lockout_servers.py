@@ -25,6 +25,8 @@ from tests.servers import (
     wait_until_up,
 )
 
+pytestmark = pytest.mark.servers
+
 TRIES = 40
 
 

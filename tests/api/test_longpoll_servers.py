@@ -23,6 +23,7 @@ from tests.builders import classify, register_task_class
 from tests.servers import uvicorn_servers
 
 pytestmark = [
+    pytest.mark.servers,
     pytest.mark.postgres,
     pytest.mark.skipif(
         connection.vendor != "postgresql",

@@ -27,6 +27,7 @@ from tests.conftest import PASSWORD
 from tests.servers import uvicorn_servers
 
 pytestmark = [
+    pytest.mark.servers,
     pytest.mark.postgres,
     pytest.mark.skipif(
         connection.vendor != "postgresql",

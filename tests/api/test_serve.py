@@ -32,6 +32,8 @@ from tests.servers import (
     wait_until_up,
 )
 
+pytestmark = pytest.mark.servers
+
 LISTEN, ESTABLISHED = "0A", "01"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -15,6 +16,8 @@ from beliefs.domain.contract import (
     validate_proposal,
 )
 from tests.examples import examples
+
+pytestmark = pytest.mark.fuzz
 
 SETTINGS = settings(
     max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow]

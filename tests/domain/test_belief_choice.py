@@ -89,6 +89,7 @@ def ids(chosen: dict[int, tuple[Belief, bool]]) -> dict[int, tuple[int, bool]]:
     return {slot: (belief.pk, carried) for slot, (belief, carried) in chosen.items()}
 
 
+@pytest.mark.fuzz
 @settings(
     max_examples=examples(40),
     deadline=None,

@@ -36,6 +36,7 @@ from tests.builders import classify, register_task_class
 from tests.servers import gunicorn_server, production_env
 
 pytestmark = [
+    pytest.mark.servers,
     pytest.mark.postgres,
     pytest.mark.skipif(
         connection.vendor != "postgresql", reason="needs PostgreSQL and several server processes"

@@ -39,6 +39,7 @@ from tests.servers import (
 )
 
 pytestmark = [
+    pytest.mark.servers,
     pytest.mark.postgres,
     pytest.mark.skipif(
         connection.vendor != "postgresql",

@@ -7,6 +7,7 @@ import copy
 from enum import StrEnum
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -64,6 +65,7 @@ contents = st.fixed_dictionaries(dict.fromkeys(DESIRED_FIELDS, json_values))
 # 100 of each (CI, at HYPOTHESIS_SCALE=3, 300).
 
 
+@pytest.mark.fuzz
 @settings(max_examples=examples(100), deadline=None)
 @given(a=contents, b=contents)
 def test_it_agrees_with_the_fields_json_on_any_two_contents(
@@ -72,6 +74,7 @@ def test_it_agrees_with_the_fields_json_on_any_two_contents(
     assert (content_digest(a) == content_digest(b)) == _same_fields(a, b)
 
 
+@pytest.mark.fuzz
 @settings(max_examples=examples(100), deadline=None)
 @given(a=contents, data=st.data())
 def test_it_agrees_with_the_fields_json_on_near_copies(a: dict[str, Any], data: Any) -> None:
@@ -79,6 +82,7 @@ def test_it_agrees_with_the_fields_json_on_near_copies(a: dict[str, Any], data: 
     assert (content_digest(a) == content_digest(b)) == _same_fields(a, b)
 
 
+@pytest.mark.fuzz
 @settings(max_examples=examples(100), deadline=None)
 @given(a=contents, data=st.data())
 def test_a_value_moved_to_another_field_changes_it(a: dict[str, Any], data: Any) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -185,6 +186,7 @@ _worlds = st.dictionaries(
 )
 
 
+@pytest.mark.fuzz
 @settings(max_examples=examples(300), deadline=None)
 @given(old=_worlds, new=_worlds)
 def test_it_agrees_with_a_plain_reading_of_its_rule(

@@ -25,6 +25,8 @@ from console.wsgi import application
 from tests.builders import open_instance, register_task_class
 from tests.examples import examples
 
+pytestmark = pytest.mark.fuzz
+
 DOCUMENT = schemathesis.openapi.from_wsgi("/api/v1/schema/?format=json", application)
 # A free-form JSON value (a belief's value, a world) cannot say "no NUL in any string" in
 # OpenAPI 3.0; the document says it in words, and the edge guard's own tests send NULs.

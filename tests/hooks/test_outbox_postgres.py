@@ -28,6 +28,7 @@ from tests.hooks.servers import CutServer, DripServer, SmtpServer
 from tests.servers import database_url
 
 pytestmark = [
+    pytest.mark.servers,
     pytest.mark.postgres,
     pytest.mark.skipif(
         connection.vendor != "postgresql",

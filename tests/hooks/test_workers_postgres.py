@@ -28,6 +28,7 @@ from tests.hooks.conftest import open_transfer, receiver_endpoint
 from tests.hooks.test_outbox_postgres import wait_for, workers
 
 pytestmark = [
+    pytest.mark.servers,
     pytest.mark.postgres,
     pytest.mark.skipif(
         connection.vendor != "postgresql",
