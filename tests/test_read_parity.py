@@ -245,6 +245,7 @@ def test_the_page_and_answer_reads_answer_as_the_orm(seed: int, alice: User, mal
                 action="confirm" if confirm else "answer",
                 version=prompt.version,
                 value=None if confirm else "typed",
+                value_confirmation=None if confirm else "typed",
                 acknowledged=[d["key"] for d in prompt.world_diff],
             )
     ready.refresh_from_db()

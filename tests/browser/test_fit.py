@@ -178,7 +178,10 @@ def test_the_matrix_is_short_enough_to_use_on_a_phone(
     expect(page.get_by_role("status")).to_contain_text("combinations match")
     filtered = page.evaluate("document.documentElement.scrollHeight")
     print(f"matrix at 390 px: {whole} px, filtered {filtered} px")
-    assert whole < 9_000 and filtered < 2_000
+    # (The rules of an expired meaning, a past date and the person's own confirmation added 30
+    # rows to 85, and a line naming the condition to each of those: 12,759 px when measured.)
+    assert whole < 14_000 and filtered < 2_500
     sources = page.locator("td.m-source").all_text_contents()
-    assert sources and all(text.strip() == "tool" for text in sources)
+    # A row for any belief (an expired meaning, a past date) applies to a tool's value too.
+    assert sources and all(text.strip() in ("tool", "any") for text in sources)
     _fits(page)
