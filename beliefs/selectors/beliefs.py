@@ -334,7 +334,11 @@ def belief_facts(
 ) -> policy.BeliefFacts | None:
     """What routing reads of the chosen belief (None: no belief was chosen). Without `now`,
     nothing has expired and no date is in the past."""
-    facts = _facts_of(belief, carried, slot, now)
+    return _facts_from(_facts_of(belief, carried, slot, now))
+
+
+def _facts_from(facts: FactsKey | None) -> policy.BeliefFacts | None:
+    """`belief_facts` of the plain values `_facts_of` gave."""
     if facts is None:
         return None
     source, carried, has_world_ref, in_console, expired, past = facts
@@ -522,7 +526,7 @@ def slot_states(instance: TaskInstance, now: datetime | None = None) -> list[Slo
         route_key = (effective.risk, slot.monotonic, row.person_required, facts_key)
         routing = routes.get(route_key)
         if routing is None:
-            facts = belief_facts(belief, carried, slot, now)
+            facts = _facts_from(facts_key)  # read once: expiry is not worked out again
             routing = routes[route_key] = policy.route(
                 effective.risk,
                 monotonic=slot.monotonic,
