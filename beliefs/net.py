@@ -1,14 +1,15 @@
 """Talking to the outside: one HTTP POST to a checked address, under a total deadline.
 
-Apart from the code that decides what to send (services/webhooks.py), like sentry's
-net/http.py. No Django here. The guarantees:
+Apart from the code that decides what to send (services/webhooks), and built like sentry's
+net/http.py: urllib3's connections (http.client's parser underneath) whose only change is where
+they connect. No Django here. The guarantees:
 
 - the connection goes to an address that was checked (`Destination.addresses`), never to a
   fresh DNS answer; TLS checks the certificate against the host name, not the address;
 - one deadline for the whole attempt (connect, TLS, send, read): every wait on the socket gets
   what is left of it, so a peer dripping a byte at a time cannot stretch it;
-- the answer is judged by a real HTTP/1.1 parser (h11): a reply cut off anywhere (after the
-  status line, in the headers, in the body) is a failure, not a delivery;
+- a reply cut off anywhere (in the status line, in the headers, in the body) is a failure, not
+  a delivery;
 - redirects are not followed (a 3xx is a status like any other); at most KEEP_BYTES of the
   answer's body are kept, at most MAX_READ_BYTES read;
 - with a `Pool`, a connection left open by a complete answer is used again, but only for the
@@ -18,17 +19,19 @@ net/http.py. No Django here. The guarantees:
 
 from __future__ import annotations
 
+import io
 import ipaddress
-import select
 import socket
 import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
-import h11
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.util import SKIP_HEADER
 
 from beliefs.domain.webhooks import RESPONSE_KEEP_BYTES, Destination
 
@@ -133,61 +136,65 @@ def resolve_within(
     return bounded
 
 
-class _Socket:
-    """A non-blocking socket whose every wait is bounded by the deadline."""
+class _Reader(io.BufferedReader):
+    """The socket's reader for http.client, noting a line the peer's close cut short: http.client
+    takes headers ended by a close for complete ones, which they are not."""
 
-    def __init__(self, sock: socket.socket, deadline: Deadline) -> None:
-        self.sock = sock
-        self.deadline = deadline
-        sock.setblocking(False)
+    cut = False
 
-    def _wait(self, *, write: bool) -> None:
-        left = self.deadline.left()
-        readable, writable, _ = select.select(
-            [] if write else [self.sock], [self.sock] if write else [], [], left
-        )
-        if not readable and not writable:
-            raise DeadlineExceeded("the attempt took longer than its deadline")
+    def readline(self, size: int | None = -1) -> bytes:
+        line = super().readline(size)
+        if not line.endswith(b"\n") and (size is None or size < 0 or len(line) < size):
+            self.cut = True
+        return line
 
-    def _retrying(self, operation: Callable[[], object]) -> object:
-        while True:
-            try:
-                return operation()
-            except (BlockingIOError, ssl.SSLWantReadError):
-                self._wait(write=False)
-            except ssl.SSLWantWriteError:
-                self._wait(write=True)
 
-    def handshake(self) -> None:
-        assert isinstance(self.sock, ssl.SSLSocket)
-        self._retrying(self.sock.do_handshake)
+class _Bounded:
+    """What both sockets (plain and TLS) add: every send and receive waits at most what is left
+    of the attempt's deadline, and no more than MAX_READ_BYTES are received."""
 
-    def send_all(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
+    deadline: Deadline | None = None
+    received = 0
+    reader: _Reader | None = None
 
-            def send(part: memoryview = view) -> int:
-                return self.sock.send(part)
+    def _left(self) -> None:
+        if self.deadline is not None:
+            self.settimeout(self.deadline.left())  # type: ignore[attr-defined]
 
-            sent = self._retrying(send)
-            assert isinstance(sent, int)
-            view = view[sent:]
-
-    def recv(self) -> bytes:
-        data = self._retrying(lambda: self.sock.recv(_CHUNK))
-        assert isinstance(data, bytes)
-        return data
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def idle_and_open(self) -> bool:
-        """Whether the peer has sent nothing (no bytes, no close) since the last answer."""
+    def recv_into(self, buffer: Any, *args: Any) -> int:
+        self._left()
         try:
-            readable, _, _ = select.select([self.sock], [], [], 0)
-        except (OSError, ValueError):
-            return False
-        return not readable
+            count: int = super().recv_into(buffer, *args)  # type: ignore[misc]
+        except TimeoutError:
+            raise DeadlineExceeded("the attempt took longer than its deadline") from None
+        self.received += count
+        if self.received > MAX_READ_BYTES:
+            raise IncompleteResponse(f"the answer is longer than {MAX_READ_BYTES} bytes")
+        return count
+
+    def sendall(self, data: Any, *args: Any) -> None:
+        self._left()
+        try:
+            super().sendall(data, *args)  # type: ignore[misc]
+        except TimeoutError:
+            raise DeadlineExceeded("the attempt took longer than its deadline") from None
+
+    def makefile(self, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        if mode != "rb":
+            return super().makefile(mode, *args, **kwargs)  # type: ignore[misc]
+        # What socket.makefile("rb") does, with the reader that notes a cut line.
+        raw = socket.SocketIO(self, "rb")  # type: ignore[arg-type]
+        self._io_refs += 1  # type: ignore[attr-defined]
+        self.reader = _Reader(raw, io.DEFAULT_BUFFER_SIZE)
+        return self.reader
+
+
+class _Socket(_Bounded, socket.socket):
+    pass
+
+
+class _TLSSocket(_Bounded, ssl.SSLSocket):
+    pass
 
 
 def tls_context() -> ssl.SSLContext:
@@ -195,89 +202,51 @@ def tls_context() -> ssl.SSLContext:
     return ssl.create_default_context()
 
 
-def _connect(dest: Destination, address: str, deadline: Deadline) -> _Socket:
-    raw = socket.create_connection((address, dest.port), timeout=deadline.left())
-    if dest.scheme != "https":
-        return _Socket(raw, deadline)
-    tls = tls_context()
-    try:
-        # The certificate is checked against the host name, not the address.
-        wrapped = tls.wrap_socket(raw, server_hostname=dest.host, do_handshake_on_connect=False)
-    except BaseException:
-        raw.close()
-        raise
-    sock = _Socket(wrapped, deadline)
-    try:
-        sock.handshake()
-    except BaseException:
-        sock.close()
-        raise
-    return sock
+class _Pinned:
+    """What both connections (HTTP and HTTPS) change in urllib3's: the socket goes to `address`,
+    an address that passed the check, whatever the host name resolves to now; the host name is
+    still the one in the Host header and the one the certificate must be valid for."""
 
+    def __init__(self, dest: Destination, address: str, deadline: Deadline) -> None:
+        self.address = address
+        self.deadline = deadline
+        super().__init__(dest.host, dest.port, timeout=deadline.left())  # type: ignore[call-arg]
 
-def _host_header(dest: Destination) -> str:
-    host = f"[{dest.host}]" if ":" in dest.host else dest.host
-    default = 443 if dest.scheme == "https" else 80
-    return host if dest.port == default else f"{host}:{dest.port}"
-
-
-def _exchange(
-    sock: _Socket,
-    conn: h11.Connection,
-    dest: Destination,
-    headers: Mapping[str, str],
-    body: bytes,
-    *,
-    keep: bool,
-) -> Outcome:
-    request = h11.Request(
-        method="POST",
-        target=dest.target.encode("ascii"),
-        headers=[
-            ("Host", _host_header(dest)),
-            ("Content-Length", str(len(body))),
-            *(() if keep else (("Connection", "close"),)),
-            *(
-                (k, v)
-                for k, v in headers.items()
-                if k.lower() not in ("host", "content-length", "connection")
-            ),
-        ],
-    )
-    sock.send_all(
-        b"".join(conn.send(e) or b"" for e in (request, h11.Data(data=body), h11.EndOfMessage()))
-    )
-    status: int | None = None
-    kept = bytearray()
-    read = 0
-    while True:
+    def _new_conn(self) -> socket.socket:
+        raw = socket.create_connection((self.address, self.port), timeout=self.deadline.left())
         try:
-            event = conn.next_event()
-        except h11.RemoteProtocolError as exc:
-            raise IncompleteResponse(f"not a complete HTTP response ({exc})") from None
-        if event is h11.NEED_DATA:
-            data = sock.recv()
-            read += len(data)
-            if read > MAX_READ_BYTES:
-                raise IncompleteResponse(f"the answer is longer than {MAX_READ_BYTES} bytes")
-            conn.receive_data(data)  # b"": the peer closed; h11 judges whether that was early
-        elif isinstance(event, h11.Response):
-            status = event.status_code
-        elif isinstance(event, h11.Data):
-            kept += event.data[: max(KEEP_BYTES - len(kept), 0)]
-        elif isinstance(event, h11.EndOfMessage):
-            assert status is not None
-            return Outcome(status, bytes(kept).decode("utf-8", errors="replace"), "")
-        elif isinstance(event, h11.ConnectionClosed):
-            raise IncompleteResponse("the connection closed before a complete response")
-        # h11.InformationalResponse (1xx): wait for the final one.
+            raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock = _Socket(raw.family, raw.type, raw.proto, raw.detach())
+        except BaseException:
+            raw.close()
+            raise
+        sock.settimeout(self.deadline.left())  # the TLS handshake waits at most this
+        return sock
+
+    def connect(self) -> None:
+        super().connect()  # type: ignore[misc]
+        self.bound.deadline = self.deadline
+
+    @property
+    def bound(self) -> _Bounded:
+        sock = self.sock  # type: ignore[attr-defined]
+        assert isinstance(sock, _Bounded)
+        return sock
 
 
-@dataclass
-class _Kept:
-    sock: _Socket
-    conn: h11.Connection
-    since: float  # monotonic time it went idle
+class _PinnedHTTP(_Pinned, HTTPConnection):
+    pass
+
+
+class _PinnedHTTPS(_Pinned, HTTPSConnection):
+    def __init__(self, dest: Destination, address: str, deadline: Deadline) -> None:
+        super().__init__(dest, address, deadline)
+        context = tls_context()
+        context.sslsocket_class = _TLSSocket  # bounded like the plain socket
+        self.ssl_context = context
+
+
+_Connection = _PinnedHTTP | _PinnedHTTPS
 
 
 class Pool:
@@ -288,48 +257,91 @@ class Pool:
 
     def __init__(self, keep: int = 4) -> None:
         self.keep = keep  # idle connections kept per origin and address
-        self._idle: dict[tuple[str, str, int, str], list[_Kept]] = {}
+        self._idle: dict[tuple[str, str, int, str], list[tuple[_Connection, float]]] = {}
         self._lock = threading.Lock()
         self.opened = 0  # connections opened (for tests and the benchmark)
 
-    def take(self, dest: Destination, address: str) -> _Kept | None:
+    def take(self, dest: Destination, address: str) -> _Connection | None:
         key = (dest.scheme, dest.host, dest.port, address)
         while True:
             with self._lock:
                 idle = self._idle.get(key)
                 if not idle:
                     return None
-                kept = idle.pop()
-            if time.monotonic() - kept.since < IDLE_SECONDS and kept.sock.idle_and_open():
-                return kept
-            kept.sock.close()
+                conn, since = idle.pop()
+            # is_connected: the peer has sent nothing (no bytes, no close) since its answer.
+            if time.monotonic() - since < IDLE_SECONDS and conn.is_connected:
+                return conn
+            conn.close()
 
-    def give_back(self, dest: Destination, address: str, kept: _Kept) -> None:
+    def give_back(self, dest: Destination, address: str, conn: _Connection) -> None:
         key = (dest.scheme, dest.host, dest.port, address)
-        kept.since = time.monotonic()
         with self._lock:
             idle = self._idle.setdefault(key, [])
             if len(idle) < self.keep:
-                idle.append(kept)
+                idle.append((conn, time.monotonic()))
                 return
-        kept.sock.close()
+        conn.close()
 
     def close(self) -> None:
         with self._lock:
-            kept = [k for idle in self._idle.values() for k in idle]
+            kept = [conn for idle in self._idle.values() for conn, _ in idle]
             self._idle.clear()
-        for k in kept:
-            k.sock.close()
+        for conn in kept:
+            conn.close()
 
 
-def _reusable(conn: h11.Connection) -> bool:
-    if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
-        return False
-    try:
-        conn.start_next_cycle()
-    except h11.LocalProtocolError:
-        return False
-    return True
+def _host_header(dest: Destination) -> str:
+    host = f"[{dest.host}]" if ":" in dest.host else dest.host
+    default = 443 if dest.scheme == "https" else 80
+    return host if dest.port == default else f"{host}:{dest.port}"
+
+
+def _exchange(
+    conn: _Connection, dest: Destination, headers: Mapping[str, str], body: bytes, *, keep: bool
+) -> Outcome:
+    sock = conn.bound
+    sock.received = 0
+    conn.request(
+        "POST",
+        dest.target,
+        body=body,
+        headers={
+            "Host": _host_header(dest),
+            "Content-Length": str(len(body)),
+            # Nothing the receiver did not get before: no urllib3 defaults.
+            "User-Agent": SKIP_HEADER,
+            "Accept-Encoding": SKIP_HEADER,
+            **({} if keep else {"Connection": "close"}),
+            **{
+                k: v
+                for k, v in headers.items()
+                if k.lower() not in ("host", "content-length", "connection")
+            },
+        },
+        preload_content=False,
+        decode_content=False,
+    )
+    response = conn.getresponse()
+    if sock.reader is not None and sock.reader.cut:
+        raise IncompleteResponse("the connection closed before the headers ended")
+    kept = bytearray()
+    while chunk := response.read(_CHUNK, decode_content=False):
+        kept += chunk[: max(KEEP_BYTES - len(kept), 0)]
+    return Outcome(response.status, bytes(kept).decode("utf-8", errors="replace"), "")
+
+
+def _error(exc: BaseException, deadline: Deadline) -> str:
+    """An attempt's error in words; urllib3 wraps a socket's timeout in its own errors, and
+    whatever failed once the time was up failed for that reason."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, (DeadlineExceeded, TimeoutError)):
+            return "DeadlineExceeded: the attempt took longer than its deadline"
+        cause = cause.__cause__ or cause.__context__
+    if time.monotonic() >= deadline.at:
+        return "DeadlineExceeded: the attempt took longer than its deadline"
+    return f"{type(exc).__name__}: {exc}"[:500]
 
 
 def post(
@@ -345,33 +357,38 @@ def post(
     copy to another address, nor on another connection)."""
     error = "no address to connect to"
     for address in dest.addresses:
-        kept = pool.take(dest, address) if pool is not None else None
-        if kept is not None:
-            sock, conn = kept.sock, kept.conn
-            sock.deadline = deadline
+        conn = pool.take(dest, address) if pool is not None else None
+        if conn is not None:
+            conn.deadline = conn.bound.deadline = deadline
         else:
             try:
-                sock = _connect(dest, address, deadline)
-            except DeadlineExceeded as exc:
-                return Outcome(None, "", f"DeadlineExceeded: {exc}")
+                conn = (_PinnedHTTPS if dest.scheme == "https" else _PinnedHTTP)(
+                    dest, address, deadline
+                )
+                conn.connect()
             except OSError as exc:  # refused, unreachable, TLS: try the next address
-                error = f"{type(exc).__name__}: {exc}"[:500]
+                if conn is not None:
+                    conn.close()
+                error = _error(exc, deadline)
+                if error.startswith("DeadlineExceeded"):
+                    return Outcome(None, "", error)
                 continue
-            conn = h11.Connection(our_role=h11.CLIENT)
             if pool is not None:
                 pool.opened += 1
         reused = False
         try:
-            outcome = _exchange(sock, conn, dest, headers, body, keep=pool is not None)
-            if pool is not None and _reusable(conn):
-                pool.give_back(dest, address, _Kept(sock, conn, 0.0))
+            outcome = _exchange(conn, dest, headers, body, keep=pool is not None)
+            # http.client lets go of the socket when the answer says the connection closes.
+            if pool is not None and conn.sock is not None:
+                pool.give_back(dest, address, conn)
                 reused = True
             return outcome
-        except (OSError, ValueError, h11.LocalProtocolError) as exc:
-            # ValueError: a target or header that is not ASCII (a row stored before IRIs were
-            # encoded); OSError: reset, deadline, an incomplete answer.
-            return Outcome(None, "", f"{type(exc).__name__}: {exc}"[:500])
+        except Exception as exc:  # noqa: BLE001 - any failure is this attempt's outcome
+            # A reset, the deadline, an incomplete or unparsable answer (http.client's
+            # HTTPException), a target or header that is not ASCII (a row stored before IRIs
+            # were encoded).
+            return Outcome(None, "", _error(exc, deadline))
         finally:
             if not reused:
-                sock.close()
+                conn.close()
     return Outcome(None, "", error)
