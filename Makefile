@@ -105,7 +105,7 @@ format: $(STAMP)
 ## `make bench BENCH_ARGS=--quick` takes a tenth of the data.
 bench: $(STAMP)
 	command -v wrk >/dev/null || apt-get install -y -qq wrk >/dev/null || echo "wrk missing: no requests/s rows"
-	$(PY) -m beliefs.bench $(BENCH_ARGS)
+	$(PY) -m bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) db.sqlite3 staticfiles artifacts

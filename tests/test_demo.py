@@ -8,7 +8,6 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
 
-from beliefs.demo import DEMO_USERS, SCENARIOS
 from beliefs.domain.policy import Route, Rule
 from beliefs.models import (
     Belief,
@@ -19,6 +18,7 @@ from beliefs.models import (
     TaskInstance,
 )
 from beliefs.roles import is_classifier, is_reviewer
+from demo.data import DEMO_USERS, SCENARIOS
 
 pytestmark = pytest.mark.django_db
 

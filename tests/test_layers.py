@@ -28,8 +28,12 @@ LAYERS: list[tuple[str, ...]] = [
     ("beliefs.services",),
     # The inputs both faces read: the API and the pages share them, so they sit below both.
     ("beliefs.schemas",),
-    ("beliefs",),  # the API, the admin, commands, demo data
-    ("console",),  # the pages, on top: nothing in `beliefs` reaches up to them
+    ("beliefs",),  # the API, the admin, commands
+    ("console",),  # the pages: nothing in `beliefs` reaches up to them
+    # Tooling, not product: the demo data and the development webhook receiver, then the
+    # benchmark. Nothing in `beliefs` or `console` imports them.
+    ("demo",),
+    ("bench",),
 ]
 
 
@@ -42,7 +46,7 @@ def _layer(module: str) -> int:
 
 def _modules() -> dict[str, Path]:
     found = {}
-    for root in ("beliefs", "console"):
+    for root in ("beliefs", "console", "demo", "bench"):
         for path in (REPO / root).rglob("*.py"):
             if "migrations" in path.parts:
                 continue
@@ -98,6 +102,18 @@ def _imported_names(path: Path) -> set[str]:
 
 def _reaches_console(name: str) -> bool:
     return name == "console" or name.startswith("console.")
+
+
+def test_no_product_module_imports_the_tooling() -> None:
+    """The demo, the webhook receiver and the benchmark live beside the product, not in it."""
+    graph = _graph()
+    reaching = {
+        module: sorted(n for n in imported if n.split(".")[0] in ("demo", "bench"))
+        for module, imported in graph.items()
+        if module.split(".")[0] in ("beliefs", "console")
+    }
+    assert {m: names for m, names in reaching.items() if names} == {}
+    assert "demo.receiver" in graph["demo.management.commands.webhook_listen"]
 
 
 def test_no_beliefs_module_imports_console() -> None:

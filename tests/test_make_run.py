@@ -11,7 +11,7 @@ from django.core import mail
 from django.core.management import call_command
 from django.test import override_settings
 
-from beliefs.management.commands import demo
+from demo.management.commands import demo as demo_command
 
 
 @override_settings(EMAIL_BACKEND="beliefs.mail.LogEmailBackend")
@@ -47,7 +47,7 @@ def test_without_an_email_host_the_settings_log_emails() -> None:
 def test_the_demo_prints_its_logins_once_served(
     live_server: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(demo, "SENT_WITHIN", 0.2)  # no worker here: its emails stay pending
+    monkeypatch.setattr(demo_command, "SENT_WITHIN", 0.2)  # no worker here: its emails stay pending
     out = io.StringIO()
     call_command("demo", url=f"{live_server.url}/", when_served=True, stdout=out)  # type: ignore[attr-defined]
     text = out.getvalue()

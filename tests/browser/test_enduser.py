@@ -15,8 +15,8 @@ from axe_playwright_python.sync_playwright import Axe
 from django.contrib.auth.models import User
 from playwright.sync_api import Page, expect
 
-from beliefs.demo import SCENARIOS, seed_demo
 from beliefs.models import Prompt, TaskInstance
+from demo.data import SCENARIOS, seed_demo
 from tests.browser import scenarios
 from tests.browser.conftest import enabled_after
 from tests.builders import set_world

@@ -6,8 +6,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from beliefs.demo import seed_demo
 from beliefs.models import AuditEvent, RiskChangeRequest, Slot
+from demo.data import seed_demo
 
 pytestmark = pytest.mark.django_db
 

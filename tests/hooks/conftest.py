@@ -22,10 +22,10 @@ from beliefs.models import (
     WebhookDelivery,
     WebhookEndpoint,
 )
-from beliefs.receiver import Receiver
 from beliefs.services import SYSTEM, Actor
 from beliefs.services.webhooks import endpoint_create
 from beliefs.worker import Worker
+from demo.receiver import Receiver
 from tests.builders import (
     open_instance,
     transfer,

@@ -9,8 +9,8 @@ from django.test import override_settings
 
 from beliefs.domain.webhooks import UnsafeDestination, check_destination, retry_delay
 from beliefs.models import WebhookDelivery, WebhookEndpoint
-from beliefs.receiver import Receiver
 from beliefs.services import Actor
+from demo.receiver import Receiver
 from tests.conftest import JsonClient
 from tests.hooks.conftest import API, open_transfer, run_worker
 

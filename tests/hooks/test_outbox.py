@@ -21,7 +21,6 @@ from django_tasks_db.models import DBTaskResult
 
 from beliefs.models import WebhookDelivery, WebhookEndpoint, WebhookEvent
 from beliefs.net import Outcome
-from beliefs.receiver import Receiver
 from beliefs.services import SYSTEM, Actor
 from beliefs.services.webhooks import (
     _finish,
@@ -32,6 +31,7 @@ from beliefs.services.webhooks import (
     send_test_event,
 )
 from console.settings import lease_longer_than_deadline
+from demo.receiver import Receiver
 from tests.builders import transfer
 from tests.conftest import JsonClient, runtime_key_of
 from tests.hooks.conftest import API, open_transfer, run_worker, work_until

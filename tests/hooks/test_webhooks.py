@@ -20,9 +20,9 @@ from standardwebhooks.webhooks import Webhook
 from beliefs import services
 from beliefs.domain.canonical import bindings_digest
 from beliefs.models import Prompt, PromptState, WebhookDelivery, WebhookEndpoint, WebhookEvent
-from beliefs.receiver import Receiver
 from beliefs.services import Actor
 from beliefs.services.sweep import sweep
+from demo.receiver import Receiver
 from tests.conftest import JsonClient, runtime_key_of
 from tests.hooks.conftest import (
     API,

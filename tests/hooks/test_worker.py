@@ -20,7 +20,6 @@ from django_tasks_db.models import DBTaskResult
 from beliefs import worker as worker_module
 from beliefs.models import OutgoingEmail, WebhookDelivery, WebhookEndpoint
 from beliefs.net import Outcome
-from beliefs.receiver import Receiver
 from beliefs.services import SYSTEM, Actor, outbox
 from beliefs.services.webhooks import (
     _finish,
@@ -31,6 +30,7 @@ from beliefs.services.webhooks import (
     send_test_event,
 )
 from beliefs.worker import Worker
+from demo.receiver import Receiver
 from tests.hooks.conftest import open_transfer
 
 Pending, Sending = "pending", "sending"

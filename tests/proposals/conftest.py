@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from beliefs.demo_proposals import GRAPH, MEANING
 from beliefs.models import ProposalValidation
 from beliefs.services import SYSTEM
 from beliefs.services.proposals import proposal_validate_and_store
+from demo.proposals import GRAPH, MEANING
 
 VALIDATE_URL = "/api/v1/proposals/validate/"
 LIST_URL = "/api/v1/proposals/"

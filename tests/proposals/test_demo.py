@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from beliefs.demo_proposals import seed_demo_proposals
 from beliefs.domain.contract import FINDING_CODES
 from beliefs.models import ProposalFinding, ProposalValidation
+from demo.proposals import seed_demo_proposals
 
 pytestmark = pytest.mark.django_db
 

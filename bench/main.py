@@ -1,4 +1,4 @@
-"""The benchmark of record: `make bench` (`python -m beliefs.bench [--quick]`).
+"""The benchmark of record: `make bench` (`python -m bench [--quick]`).
 
 Prints one table. Each figure is a ratio of two timings taken in the same run, on SQLite and,
 when DATABASE_URL names one, on PostgreSQL, with the goal it is held to and whether it holds.
@@ -30,7 +30,7 @@ from statistics import median
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from beliefs.bench_common import free_port, local_endpoint
+from bench.common import free_port, local_endpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 ROW_PREFIX = "BENCH-ROW "
@@ -136,7 +136,7 @@ def _run_child(
         "CONSOLE_RECEIPT_SIGNING_KEYS": os.environ.get("CONSOLE_RECEIPT_SIGNING_KEYS")
         or _receipt_key(),
     }
-    args = [sys.executable, "-m", "beliefs.bench", "--child", label]
+    args = [sys.executable, "-m", "bench", "--child", label]
     args += [f"--only={group}" for group in only]
     if quick:
         args.append("--quick")
@@ -194,8 +194,8 @@ def print_table(results: dict[str, list[Row]]) -> None:
 
 
 def _contract_rows() -> list[Row]:
-    """The proposal validator's figures, as `beliefs.bench_contract` measures them."""
-    from beliefs import bench_contract
+    """The proposal validator's figures, as `bench.contract` measures them."""
+    from bench import contract as bench_contract
 
     rows = []
     for size in bench_contract.SIZES:
@@ -829,7 +829,7 @@ def worker_group(scale: Scale) -> None:
 
     from beliefs.domain import webhooks as rules
     from beliefs.models import WebhookDelivery, WebhookEvent
-    from beliefs.receiver import Receiver
+    from demo.receiver import Receiver
 
     events = 1_000 if scale is QUICK else 3_000
     group, goal = "webhooks (one worker)", "≥ 500 events/s on PostgreSQL"
@@ -911,7 +911,7 @@ def child(
     if "worker" in only:
         worker_group(scale)
     if "trickle" in only:
-        from beliefs import bench_trickle
+        from bench import trickle as bench_trickle
 
         rows = bench_trickle.measure(
             quick=scale == QUICK, against=Path(against) if against else None, progress=_progress
@@ -921,7 +921,7 @@ def child(
     if "pages" in only:
         bench.pages_group()
     if "waiting" in only:
-        from beliefs import bench_longpoll
+        from bench import longpoll as bench_longpoll
 
         _progress("agents waiting on the production server (make serve), the worker beside it")
         for fields in bench_longpoll.measure(bench, quick=scale == QUICK, agents=agents):

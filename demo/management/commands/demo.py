@@ -12,8 +12,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from beliefs.demo import seed_demo
 from beliefs.models import OutgoingEmail
+from demo.data import seed_demo
 
 # How long `--when-served` waits for the server, then for the worker's emails, at most.
 SERVED_WITHIN = 60.0

@@ -10,7 +10,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from beliefs.receiver import Received, Receiver, describe
+from demo.receiver import Received, Receiver, describe
 
 
 class Command(BaseCommand):

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from beliefs.bench_common import local_endpoint, percentile
+from bench.common import local_endpoint, percentile
 
 ROOT = Path(__file__).resolve().parents[1]
 GROUP = "webhooks at a trickle (one worker)"
@@ -153,9 +153,9 @@ def _wait(done: Any, timeout: float, what: str) -> None:
 def run_turn(root: Path, events: int) -> Turn:
     """One worker of the checkout at `root`, `events` committed at RATE; its figures."""
     from beliefs.models import WebhookDelivery
-    from beliefs.receiver import Receiver
     from beliefs.services import SYSTEM
     from beliefs.services.webhooks import send_test_event
+    from demo.receiver import Receiver
 
     endpoint, port = local_endpoint("bench-trickle")
     arrived: dict[str, float] = {}

@@ -20,12 +20,12 @@ from django.contrib.auth.models import Group, User
 from django.db import transaction
 
 from beliefs import services
-from beliefs.demo_proposals import seed_demo_proposals
 from beliefs.models import RuntimeAPIKey, TaskClass, TaskInstance
 from beliefs.roles import CLASSIFIERS_GROUP, REVIEWERS_GROUP, ensure_role_groups, grant_role
 from beliefs.schemas import BeliefIn, TaskClassIn, WorldIn, parse
 from beliefs.services import SYSTEM, Actor, classification, decision_settings
 from beliefs.services.runtimes import runtime_key_create
+from demo.proposals import seed_demo_proposals
 
 DEMO_KEY_NAME = "demo-runtime"
 # The group whose members approve the demo's bank transfers (M-of-N approval).

@@ -1,6 +1,6 @@
 """How long ``validate_proposal`` takes as the graph grows.
 
-Run: ``python -m beliefs.bench_contract``. For N nodes (40% unknowns, three in four of them
+Run: ``python -m bench.contract``. For N nodes (40% unknowns, three in four of them
 unresolved) and 2N edges, one update with 1,000 mutations (250 each of updatedNodes, addedNodes,
 addedEdges and resolvedUnknownNodeIds) is validated several times; the median is reported. The
 data is seeded, so every run judges the same proposals. Timings include the schema parse.

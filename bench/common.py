@@ -1,5 +1,6 @@
-"""What the benchmark's modules share (`bench`, `bench_trickle`, `bench_longpoll`): each imports
-this one, never another of them (`bench` imports the others, so that would be a cycle)."""
+"""What the benchmark's modules share (`bench.main`, `bench.trickle`, `bench.longpoll`): each
+imports this one, never another of them (`bench.main` imports the others: that would be a
+cycle)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ def free_port() -> int:
 
 def local_endpoint(runtime_name: str) -> tuple[WebhookEndpoint, int]:
     """A webhook endpoint with a new secret, of the runtime of this name (made if need be), at
-    a free port of 127.0.0.1; and that port, for a `beliefs.receiver.Receiver` to serve."""
+    a free port of 127.0.0.1; and that port, for a `demo.receiver.Receiver` to serve."""
     from beliefs.domain import webhooks as rules
     from beliefs.models import Runtime, WebhookEndpoint
 

@@ -44,9 +44,9 @@ from statistics import median
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-from beliefs.bench_common import free_port, percentile
+from bench.common import free_port, percentile
 
-# `beliefs.bench.Bench`, which calls this module (typed loosely: the import would be a cycle).
+# `bench.main.Bench`, which calls this module (typed loosely: the import would be a cycle).
 Bench = Any
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -263,12 +263,12 @@ class Person:
 
 
 def measure(bench: Bench, quick: bool, agents: int | None = None) -> list[dict[str, Any]]:
-    """The rows of GROUP (each the fields of a `beliefs.bench.Row`), measured on the child's
+    """The rows of GROUP (each the fields of a `bench.main.Row`), measured on the child's
     database, with `agents` waiting at once (AGENTS, or QUICK_AGENTS when `quick`)."""
     from django.test import override_settings
 
-    from beliefs.receiver import Receiver
     from beliefs.services.webhooks import endpoint_create
+    from demo.receiver import Receiver
 
     for noisy in ("httpx", "axes"):  # a line per request, a line per sign-in
         logging.getLogger(noisy).setLevel(logging.WARNING)
@@ -644,7 +644,7 @@ async def _click(
         agent.error = f"click: {status}"
 
 
-def Row(  # noqa: N802 - builds what beliefs.bench.Row takes
+def Row(  # noqa: N802 - builds what bench.main.Row takes
     group: str, figure: str, value: str, ratio: float | None, goal: str, holds: bool | None
 ) -> dict[str, Any]:
     return {
