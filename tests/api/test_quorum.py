@@ -27,8 +27,8 @@ from beliefs.models import (
 )
 from beliefs.services.notify import email_send
 from beliefs.services.sweep import sweep
-from tests.api.conftest import API, Driver
 from tests.conftest import PASSWORD, JsonClient
+from tests.support.api import API, Driver
 
 CLASS = "treasury.transfer"
 

@@ -14,7 +14,7 @@ import pytest
 from beliefs import signing
 from beliefs.domain.canonical import bindings_digest, legacy_bindings_digest
 from beliefs.models import Runtime
-from tests.api.conftest import API, Driver
+from tests.support.api import API, Driver
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
