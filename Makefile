@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: run serve test check install lock lint format bench clean
+.PHONY: run serve test check install lock lint format bench docs clean
 
 ## Installs exactly what requirements.lock pins (with their hashes), then the project and the
 ## client without resolving anything again, so two installs a month apart are the same.
@@ -107,5 +107,11 @@ bench: $(STAMP)
 	command -v wrk >/dev/null || apt-get install -y -qq wrk >/dev/null || echo "wrk missing: no requests/s rows"
 	$(PY) -m beliefs.bench $(BENCH_ARGS)
 
+## Build the pages under docs/ into site/ (git-ignored) with MkDocs. --strict turns every
+## warning into a failure, so a link to a missing page or anchor fails the build; CI runs it.
+## Not --quiet: MkDocs counts only the warnings it prints, so quiet would let them all pass.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
 clean:
-	rm -rf $(VENV) db.sqlite3 staticfiles artifacts
+	rm -rf $(VENV) db.sqlite3 staticfiles artifacts site
