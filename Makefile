@@ -101,6 +101,7 @@ format: $(STAMP)
 
 ## Print the benchmark table (never a timed test): SQLite, and PostgreSQL when DATABASE_URL
 ## names one (in a database of its own, BENCH_DATABASE_URL or <name>_bench, dropped first).
+## A full run also writes it into docs/benchmarks.md, between the markers there.
 ## Needs wrk for the requests-per-second rows (installed here with apt-get when missing).
 ## `make bench BENCH_ARGS=--quick` takes a tenth of the data.
 bench: $(STAMP)
