@@ -72,7 +72,7 @@ SETTLE_SECONDS = 30.0
 # rounds while they wait begin ARM_SLACK later, once the last has been taken in.
 ARM_SECONDS = 25.0
 ARM_SLACK = 2.0
-# Goals (issue 21): PostgreSQL p50 <= 100 ms and p90 <= 250 ms; SQLite p90 <= 1 s.
+# Goals: PostgreSQL p50 <= 100 ms and p90 <= 250 ms; SQLite p90 <= 1 s.
 GOAL_TEXT = "PostgreSQL p50 ≤ 100 ms, p90 ≤ 250 ms; SQLite p90 ≤ 1 s"
 RATE_GOAL = 0.8
 # wrk rounds of the read's requests/s while they wait, each between two idle rounds; the figure

@@ -170,6 +170,11 @@ def _holds(row: Row | None) -> str:
 
 
 def print_table(results: dict[str, list[Row]]) -> None:
+    print("\n".join(table_lines(results)))
+
+
+def table_lines(results: dict[str, list[Row]]) -> list[str]:
+    """The table as Markdown lines: a row per figure, a column per database."""
     labels = list(results)
     keys: list[tuple[str, str]] = []
     goals: dict[tuple[str, str], str] = {}
@@ -187,10 +192,30 @@ def print_table(results: dict[str, list[Row]]) -> None:
         lines.append(
             [*key, *(_cell(c) for c in cells), goals[key] or "—", *(_holds(c) for c in cells)]
         )
-    print("| " + " | ".join(header) + " |")
-    print("|" + "|".join("---" for _ in header) + "|")
-    for line in lines:
-        print("| " + " | ".join(line) + " |")
+    return [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---" for _ in header) + "|",
+        *("| " + " | ".join(line) + " |" for line in lines),
+    ]
+
+
+# The page that shows the latest table. Only the text between the markers is rewritten, so the
+# hand-written explanation around it stays.
+DOCS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
+TABLE_START = "<!-- make bench writes the table below: do not edit by hand -->"
+TABLE_END = "<!-- end of the table make bench writes -->"
+
+
+def write_docs_table(heading: str, results: dict[str, list[Row]], page: Path = DOCS_PAGE) -> bool:
+    """Put the heading and the table between the page's markers; False where it has none."""
+    text = page.read_text() if page.exists() else ""
+    before, start, rest = text.partition(TABLE_START)
+    _, end, after = rest.partition(TABLE_END)
+    if not start or not end:
+        return False
+    table = "\n".join(table_lines(results))
+    page.write_text(f"{before}{TABLE_START}\n{heading}\n\n{table}\n{TABLE_END}{after}")
+    return True
 
 
 def _contract_rows() -> list[Row]:
@@ -257,13 +282,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     for rows in results.values():
         rows.extend(contract)
     scale = QUICK if args.quick else FULL
-    print(
+    heading = (
         f"Benchmark ({'quick' if args.quick else 'full'}: history {scale.history:,} runs, "
         f"pages at {scale.instances:,} instances and {scale.audit_rows:,} audit rows; "
         f"medians of {scale.samples}; {os.cpu_count()} CPUs; this machine's Python sums "
-        f"10,000,000 squares in {speed:.2f} s; {time.perf_counter() - started:.0f} s)\n"
+        f"10,000,000 squares in {speed:.2f} s; {time.perf_counter() - started:.0f} s)"
     )
+    print(heading + "\n")
     print_table(results)
+    # Only a whole table replaces the one of record: a quick or partial run would hide rows.
+    if args.quick or args.only or against:
+        print(f"\n(a quick or partial table: {DOCS_PAGE.name} is left as it was)")
+    elif write_docs_table(heading, results):
+        print(f"\nWritten into {DOCS_PAGE}")
+    else:
+        print(f"\n{DOCS_PAGE} has no table markers: the table was not written", file=sys.stderr)
 
 
 def _positive(text: str) -> int:

@@ -405,7 +405,7 @@ def matrix(request: AuthedHttpRequest) -> HttpResponse:
     )
 
 
-# --- a decision's passkey signature requirement (issue 23) ----------------------------------
+# --- a decision's passkey signature requirement ---------------------------------------------
 
 
 class FlagSettingForm(forms.Form):
@@ -457,7 +457,7 @@ def decision_signature_save(request: AuthedHttpRequest, key: str, decision_id: i
 # --- end passkey signature requirement ---
 
 
-# --- M-of-N approval (issue 24): a decision's approvals setting -------------------------------
+# --- M-of-N approval: a decision's approvals setting ------------------------------------------
 
 
 @require_POST

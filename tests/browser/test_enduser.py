@@ -33,7 +33,7 @@ def card(page: Page, slot_label: str) -> Any:  # noqa: ANN401
 
 
 def acknowledge_changes(box: Any) -> None:  # noqa: ANN401
-    """Tick every changed detail of a card, as a person who read them does (DESIGN.md §16):
+    """Tick every changed detail of a card, as a person who read them does:
     an irreversible confirm of a changed world takes nothing less."""
     ticks = box.locator("input[name=acknowledged]")
     for index in range(ticks.count()):

@@ -1,4 +1,4 @@
-"""Where each of a person's actions stands, and what approvers see (issue: journeys).
+"""Where each of a person's actions stands, and what approvers see.
 
 The principal's inbox lists every unfinished action of theirs by its state (waiting for their
 answer, their signature, their approvers) and the recently finished ones; an approver's lists

@@ -196,7 +196,7 @@ def test_it_has_no_import_cycle() -> None:
 
 
 # Views and presenters stay small enough to read whole, and leave text patterns to the layers
-# that own the text (forms, domain): issue 20's rule.
+# that own the text (forms, domain).
 MAX_PAGE_MODULE_LINES = 500
 
 

@@ -52,7 +52,7 @@ def test_every_dependency_is_pinned_within_its_range_with_hashes() -> None:
             problems.append(f"{requirement} does not admit the locked {version}")
         if hashes == 0:
             problems.append(f"{name}=={version} has no hash")
-    assert problems == [], "run `make lock` (README, Dependencies):\n" + "\n".join(problems)
+    assert problems == [], "run `make lock` (docs/dependencies.md):\n" + "\n".join(problems)
 
 
 def test_the_lock_names_no_machine_of_its_own() -> None:

@@ -1,4 +1,4 @@
-"""The sign-in lockout under every server the README names (`make serve`'s console.serve,
+"""The sign-in lockout under every server the docs name (`make serve`'s console.serve,
 `make run`'s runserver, gunicorn), each a real process: a client that writes its own
 X-Forwarded-For is still known by its socket's address (CONSOLE_TRUSTED_PROXIES is 0), so
 changing the header on every try does not get it past the lockout."""

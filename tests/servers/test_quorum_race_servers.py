@@ -1,4 +1,4 @@
-"""M-of-N approval under real concurrency (issue 24): 50 approvers of one action approve at the
+"""M-of-N approval under real concurrency: 50 approvers of one action approve at the
 same moment through two uvicorn processes on PostgreSQL. The database decides: the instance's
 row lock queues them and one row per (instance, digest, person) counts each once, so exactly
 the first k are recorded, exactly one of them makes the instance ready, the rest are told it is

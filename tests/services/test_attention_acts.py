@@ -1,4 +1,4 @@
-"""The server takes a confirm only with every act it needs (DESIGN.md §16): a confirm of an
+"""The server takes a confirm only with every act it needs: a confirm of an
 irreversible value whose world changed names each changed detail, and under raised friction
 types the value's last characters; an edit to the value on record is a confirm. Tested over
 every combination of the inputs, through the service.

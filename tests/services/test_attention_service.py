@@ -1,4 +1,4 @@
-"""The server enforces attention (DESIGN.md §16): how friction rises and falls with a person's
+"""The server enforces attention: how friction rises and falls with a person's
 habit, what the card's form post and the API refuse and take, and untrusted details shown as
 text. Every combination of the inputs through the service is in test_attention_acts.py."""
 

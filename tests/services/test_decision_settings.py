@@ -1,4 +1,4 @@
-"""A decision's approvals setting (M-of-N, issue 24): only classifiers set it, with a reason,
+"""A decision's approvals setting (M-of-N): only classifiers set it, with a reason,
 audited; more approvals or a group where there was none take effect at once, and fewer
 approvals or another or no group wait for a second classifier (four eyes), over every
 combination of before and after."""

@@ -250,7 +250,7 @@ def test_the_page_and_answer_reads_answer_as_the_orm(seed: int, alice: User, mal
             )
     ready.refresh_from_db()
     assert ready.status == InstanceStatus.READY and ready.receipt_id is not None
-    # Two wait for a passkey signature (issue 23), one of them past its time.
+    # Two wait for a passkey signature, one of them past its time.
     signing = [i for i in instances if i.status == InstanceStatus.AWAITING_USER][-2:]
     for instance, due in zip(signing, (timedelta(hours=-1), timedelta(hours=1)), strict=False):
         TaskInstance.objects.filter(pk=instance.pk).update(

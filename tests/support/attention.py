@@ -1,6 +1,5 @@
 """What the attention tests share: a transfer whose recipient account is on record, its world
-unchanged or changed, and a person's history of irreversible confirmations, each fast or slow
-(DESIGN.md §16)."""
+unchanged or changed, and a person's history of irreversible confirmations, each fast or slow."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Passkey-signed approvals (issue 23): an instance of a decision that requires a signature
+"""Passkey-signed approvals: an instance of a decision that requires a signature
 waits for it once every answer is in, becomes ready only once the person's passkey signed
 exactly its bindings, and carries the assertion in its receipt and its read."""
 
