@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: run serve test check install lock lint format bench clean
+.PHONY: run serve test check install lock lint format bench docs clean
 
 ## Installs exactly what requirements.lock pins (with their hashes), then the project and the
 ## client without resolving anything again, so two installs a month apart are the same.
@@ -48,7 +48,7 @@ run: $(STAMP)
 ## The production server: uvicorn on 0.0.0.0:$PORT in $WEB_CONCURRENCY processes (default 2),
 ## one event loop each, so a process holds thousands of long-polls (Prefer: wait), each process
 ## listening on a socket of its own (console/serve.py), so that new connections spread over
-## them. Settings from the environment (see README, Production); run `manage.py worker` beside
+## them. Settings from the environment (see docs/production.md); run `manage.py worker` beside
 ## it. A process answers requests on a small fixed pool of threads (REQUEST_THREADS;
 ## console/asgi.py): on PostgreSQL it keeps a pool of up to DATABASE_POOL connections (default
 ## 12, at least as many as the threads) that its requests take in turn; on SQLite each of those
@@ -101,11 +101,18 @@ format: $(STAMP)
 
 ## Print the benchmark table (never a timed test): SQLite, and PostgreSQL when DATABASE_URL
 ## names one (in a database of its own, BENCH_DATABASE_URL or <name>_bench, dropped first).
+## A full run also writes it into docs/benchmarks.md, between the markers there.
 ## Needs wrk for the requests-per-second rows (installed here with apt-get when missing).
 ## `make bench BENCH_ARGS=--quick` takes a tenth of the data.
 bench: $(STAMP)
 	command -v wrk >/dev/null || apt-get install -y -qq wrk >/dev/null || echo "wrk missing: no requests/s rows"
-	$(PY) -m beliefs.bench $(BENCH_ARGS)
+	$(PY) -m bench $(BENCH_ARGS)
+
+## Build the pages under docs/ into site/ (git-ignored) with MkDocs. --strict turns every
+## warning into a failure, so a link to a missing page or anchor fails the build; CI runs it.
+## Not --quiet: MkDocs counts only the warnings it prints, so quiet would let them all pass.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 clean:
-	rm -rf $(VENV) db.sqlite3 staticfiles artifacts
+	rm -rf $(VENV) db.sqlite3 staticfiles artifacts site

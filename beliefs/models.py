@@ -184,13 +184,13 @@ class Decision(TaskClassPart):
     task_class = models.ForeignKey(TaskClass, on_delete=models.CASCADE, related_name="decisions")
     slots = models.ManyToManyField(Slot, related_name="decisions", blank=True)
     # An action this decision is part of is ready only once its person signed the bindings
-    # with a passkey (issue 23). Turning it off waits for a second classifier.
+    # with a passkey. Turning it off waits for a second classifier.
     requires_signature = models.BooleanField(default=False, db_default=False)
     # The person confirms in the console: a `source: "user"` value that a runtime recorded
     # for a slot of this decision is not bound on the runtime's word; it is confirmed by the
     # person (pre-filled). Turning it off waits for a second classifier.
     person_confirms = models.BooleanField(default=False, db_default=False)
-    # --- M-of-N approval (issue 24, services/quorum.py) ---
+    # --- M-of-N approval (services/quorum.py) ---
     # With an approvers group, an action of this decision is ready only once this many
     # members of the group approved its exact bindings (the principal's answers count as one
     # when the principal is a member). Without a group: the principal alone, as always.
@@ -249,7 +249,7 @@ class TaskInstanceQuerySet(models.QuerySet["TaskInstance"]):
         return (
             self.filter(status__in=InstanceStatus.waiting_for_person())
             .exclude(Exists(overdue))
-            # Awaiting a signature: waiting until its signature is due (issue 23).
+            # Awaiting a signature: waiting until its signature is due.
             .exclude(status=InstanceStatus.AWAITING_SIGNATURE, signature_due_at__lte=now)
         )
 
@@ -303,7 +303,7 @@ class TaskInstance(models.Model):
         "Receipt", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     planned_at = models.DateTimeField(null=True, blank=True)
-    # --- passkey signatures (issue 23) ---
+    # --- passkey signatures ---
     # Set when the instance first waits for a signature (a decision of its action requires
     # one): until then it expires as its prompts did; from then on it is an instance that must
     # be signed, whatever the decision's setting later says (a downgrade binds nothing back).
@@ -654,7 +654,7 @@ class RiskChangeRequest(models.Model):
         REQUIRES_SIGNATURE = "requires_signature"  # a decision's; turning it off waits
         PERSON_CONFIRMS = "person_confirms"  # a decision's; turning it off waits
         FUTURE = "future"  # a date slot's; turning it off waits
-        # M-of-N approval (issue 24): fewer approvals, or another or no approvers group.
+        # M-of-N approval: fewer approvals, or another or no approvers group.
         APPROVALS_REQUIRED = "approvals_required"
         APPROVERS = "approvers"
 
@@ -1030,7 +1030,7 @@ class Receipt(models.Model):
         return "valid"
 
 
-# --- Passkeys and signed approvals (issue 23) ---------------------------------------------------
+# --- Passkeys and signed approvals --------------------------------------------------------------
 
 
 class Passkey(models.Model):
@@ -1106,7 +1106,7 @@ class SignatureAttempt(models.Model):
 # --- end passkeys ---------------------------------------------------------------------------------
 
 
-# --- M-of-N approval (issue 24, services/quorum.py) ----------------------------------------
+# --- M-of-N approval (services/quorum.py) --------------------------------------------------
 
 
 class ApprovalRoundQuerySet(models.QuerySet["ApprovalRound"]):

@@ -5,7 +5,7 @@ threads, for every `check`.
 CONSOLE_BASE_URL is where the links in emails send people. Its default suits `make run`
 (http://127.0.0.1:8000); in production a link to a loopback, private or plain-http address
 is at best dead and at worst somebody else's page, so the deploy check refuses it. The server
-still starts without one (see README, Production): the pages use relative links, and a
+still starts without one (see docs/production.md): the pages use relative links, and a
 production-settings server on loopback (the benchmark, the HTTP tests) is legitimate.
 """
 

@@ -108,6 +108,7 @@ INSTALLED_APPS = [
     "django_tasks_db",
     "beliefs",
     "console",
+    "demo",
 ]
 
 MIDDLEWARE = [

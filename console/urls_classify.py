@@ -28,7 +28,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
         {"kind": "decision"},
         name="classify-decision-preview",
     ),
-    path(  # (issue 23) a decision's passkey signature requirement
+    path(  # a decision's passkey signature requirement
         "<str:key>/decisions/<int:decision_id>/signature/",
         classify.decision_signature_save,
         name="classify-decision-signature",

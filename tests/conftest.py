@@ -122,7 +122,7 @@ def _no_collected_static_files(tmp_path_factory: pytest.TempPathFactory) -> Iter
     file under it each time a handler starts (each test client), so a checkout where
     `collectstatic` ran (`make bench`, a production install) made the suite a third slower,
     about 80 ms a client. Servers the tests start collect into a directory of their own
-    (`tests.servers`)."""
+    (`tests.support.servers`)."""
     with override_settings(STATIC_ROOT=str(tmp_path_factory.mktemp("static"))):
         yield
 

@@ -1,4 +1,4 @@
-"""A person's passkey public keys, for runtimes (issue 23).
+"""A person's passkey public keys, for runtimes.
 
 A tool server that holds a receipt with passkey evidence verifies, without trusting the
 console, that the person's own device signed these bindings: it needs the person's public

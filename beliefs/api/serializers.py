@@ -167,7 +167,7 @@ class PromptOut(RoutedSlotOut):
 RECEIPT_STATES = ["valid", "redeemed", "revoked", "expired"]
 
 
-# --- passkey signatures (issue 23) ---
+# --- passkey signatures ---
 
 
 class SignatureEvidenceOut(serializers.Serializer):
@@ -255,7 +255,7 @@ class InstanceOut(serializers.Serializer):
     receipt_state = serializers.ChoiceField(choices=RECEIPT_STATES, allow_null=True)
     signature = SignatureOut(
         allow_null=True,
-        help_text="once the instance waits for a passkey signature (issue 23): whether the "
+        help_text="once the instance waits for a passkey signature: whether the "
         "bindings are signed, and the assertion",
     )
     plan = PlanItemOut(many=True)

@@ -42,7 +42,7 @@ task_class_and_instance_patterns = [
 ]
 receipt_patterns = [
     api_path("receipts/redeem/", views.ReceiptRedeemApi, "api-receipt-redeem"),
-    # (issue 23) what a verifier checks a receipt's passkey evidence with
+    # what a verifier checks a receipt's passkey evidence with
     api_path("people/<str:username>/passkeys/", passkeys.PersonPasskeysApi, "api-person-passkeys"),
 ]
 prompt_patterns = [

@@ -489,7 +489,7 @@ class RespondApi(APIView):
         )
 
 
-# --- M-of-N approval (issue 24) -------------------------------------------------------------
+# --- M-of-N approval ------------------------------------------------------------------------
 
 
 def _approval_body(instance: TaskInstance, replayed: bool = False) -> dict[str, Any]:

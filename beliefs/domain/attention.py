@@ -1,6 +1,6 @@
-"""Attention (T7): what a confirmation asks of a person beyond one click, as pure data.
+"""Attention: what a confirmation asks of a person beyond one click, as pure data.
 
-Two acts engage with the content instead of the button (DESIGN.md §16):
+Two acts make the person read the content rather than press a button by habit:
 - an irreversible CONFIRM whose world diff is not empty is confirmed only once the person has
   acknowledged each changed detail, named;
 - when a person's recent irreversible confirmations look habitual (mostly kept unchanged, and

@@ -29,7 +29,7 @@ class EventType(StrEnum):
     INSTANCE_EXPIRED = "instance.expired"
     INSTANCE_EXPIRING = "instance.expiring"
     BELIEF_VETOED = "belief.vetoed"
-    # M-of-N approval (issue 24): the principal has answered and the group's approvals are due;
+    # M-of-N approval: the principal has answered and the group's approvals are due;
     # one more approval arrived and some are still missing.
     INSTANCE_AWAITING_APPROVAL = "instance.awaiting_approval"
     INSTANCE_APPROVAL_RECORDED = "instance.approval_recorded"

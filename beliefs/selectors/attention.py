@@ -1,4 +1,4 @@
-"""Reads for attention (T7): a person's latest irreversible confirmations, what a confirm of a
+"""Reads for attention: a person's latest irreversible confirmations, what a confirm of a
 prompt needs (`domain.attention.acts_for`), and the history of friction for /insights/."""
 
 from __future__ import annotations

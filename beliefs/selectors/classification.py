@@ -159,7 +159,7 @@ def request_is_current(change_request: RiskChangeRequest, classes: Classes) -> b
     if change_request.field in (
         RiskChangeRequest.Field.APPROVALS_REQUIRED,
         RiskChangeRequest.Field.APPROVERS,
-    ):  # M-of-N approval (issue 24): the decision's own setting, not a risk
+    ):  # M-of-N approval: the decision's own setting, not a risk
         decision = change_request.decision
         assert decision is not None
         if change_request.field == RiskChangeRequest.Field.APPROVALS_REQUIRED:

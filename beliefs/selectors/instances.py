@@ -338,7 +338,7 @@ def instance_body(
         "vouched_by_runtime": vouched_by_runtime(plan) if settled else None,
         "receipt": receipt if receipt_state == "valid" else None,
         "receipt_state": receipt_state,
-        # (issue 23) once the instance waits for a passkey signature: whether it is signed,
+        # once the instance waits for a passkey signature: whether it is signed,
         # and the assertion that signed these bindings.
         "signature": signature,
         "plan": plan,
@@ -386,7 +386,7 @@ def expiry_due(instance: TaskInstance, prompts: list[Prompt], now: datetime) -> 
     """`InstanceRead.expiry_due` of an instance and its prompts already read: what it waits
     for ran out of time, and the next read expires it."""
     if instance.status == InstanceStatus.AWAITING_SIGNATURE and instance.signature_due_at:
-        return instance.signature_due_at <= now  # (issue 23) never signed in time
+        return instance.signature_due_at <= now  # never signed in time
     if instance.status == InstanceStatus.AWAITING_APPROVAL:
         return approval_due(instance.pk, now)
     return instance.status == InstanceStatus.AWAITING_USER and any_overdue(prompts, now)
@@ -580,7 +580,7 @@ def instance_read(
         for p, row in zip(prompts, prompt_rows, strict=True)
     )
     if status == InstanceStatus.AWAITING_SIGNATURE and signature_due_at is not None:
-        due = signature_due_at <= now  # (issue 23) never signed in time
+        due = signature_due_at <= now  # never signed in time
     quorum = None
     if status == InstanceStatus.AWAITING_APPROVAL:
         # M-of-N approval: rare and short-lived, read through the ORM (a few more queries).

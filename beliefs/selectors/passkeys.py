@@ -1,4 +1,4 @@
-"""Reads of passkeys and of instances' signatures (issue 23)."""
+"""Reads of passkeys and of instances' signatures."""
 
 from __future__ import annotations
 

@@ -238,7 +238,7 @@ async def wait_for_change(
 
 
 def waiting() -> int:
-    """How many waiters this process holds (for the README's measurement and the tests)."""
+    """How many waiters this process holds (for the benchmark's measurement and the tests)."""
     with _lock:
         return sum(len(group) for group in _waiters.values())
 

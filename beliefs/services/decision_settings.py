@@ -1,7 +1,7 @@
 """A decision's own guards, set by classifiers: how many approvals its actions need
 (`approvals_required`, at least 1) and from which group (`approvers`, a Django group; none: the
-principal alone, as before), issue 24; and whether the person must sign them with a passkey
-(`requires_signature`), issue 23.
+principal alone, as before); and whether the person must sign them with a passkey
+(`requires_signature`).
 
 Like a risk class, every change carries a reason and writes its audit event (before and after).
 A change that tightens (more approvals, a group where there was none, a signature required)

@@ -34,7 +34,7 @@ def expire_locked_if_due(
     instance: TaskInstance, now: datetime, open_prompts: Sequence[Prompt] | None = None
 ) -> bool:
     """Expire the locked instance if what it waits for ran out of time: a blocking prompt, its
-    approvers (issue 24) or its signature (issue 23); `open_prompts`, when the caller has
+    approvers or its signature; `open_prompts`, when the caller has
     already read them, saves asking the database."""
     if signature_overdue(instance, now):
         return _expire(instance, _SIGNATURE)
@@ -59,7 +59,7 @@ def _expire(instance: TaskInstance, why: tuple[str, str]) -> bool:
 
 
 def _due(instance: TaskInstance, now: datetime) -> bool:
-    if signature_overdue(instance, now):  # (issue 23) never signed in time
+    if signature_overdue(instance, now):  # never signed in time
         return True
     if instance.status == InstanceStatus.AWAITING_APPROVAL:
         return approval_due(instance.pk, now)
@@ -90,7 +90,7 @@ def instances_expire(*, now: datetime | None = None) -> int:
         .values_list("instance_id", flat=True)
         .distinct()
     )
-    unsigned = TaskInstance.objects.filter(  # (issue 23) awaiting a signature past its TTL
+    unsigned = TaskInstance.objects.filter(  # awaiting a signature past its TTL
         status=InstanceStatus.AWAITING_SIGNATURE, signature_due_at__lte=now
     ).values_list("pk", flat=True)
     count = 0

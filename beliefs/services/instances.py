@@ -254,8 +254,8 @@ def _lock_open(instance: TaskInstance, doing: str) -> TaskInstance:
 def _replan_if_planned(instance: TaskInstance, actor: Actor) -> None:
     """A change to what routing reads re-plans a planned instance; an open one is planned
     when its runtime asks."""
-    # Planned and still open: awaiting its person (answers, or a signature, issue 23) or its
-    # approvers (issue 24).
+    # Planned and still open: awaiting its person (answers, or a passkey signature) or its
+    # approvers.
     if instance.status in InstanceStatus.planned_open():
         plan_locked(instance, actor)
 

@@ -116,7 +116,7 @@ def instance_status_changed(instance: TaskInstance, before: str) -> None:
         _emit(instance, type, blocking=len(prompts), prompts=_prompt_summaries(prompts))
         _email_person(instance, EmailNotification.Kind.AWAITING_USER)
     elif status == InstanceStatus.AWAITING_SIGNATURE:
-        # (issue 23) every answer is in; the person's passkey signature is awaited. The
+        # every answer is in; the person's passkey signature is awaited. The
         # digest, not the values: the runtime learns them once they are signed (ready).
         _emit(
             instance,
@@ -130,7 +130,7 @@ def instance_status_changed(instance: TaskInstance, before: str) -> None:
         )
         _email_person(instance, EmailNotification.Kind.AWAITING_SIGNATURE)
     elif status == InstanceStatus.AWAITING_APPROVAL:
-        # --- M-of-N approval (issue 24): the group is asked ---
+        # --- M-of-N approval: the group is asked ---
         quorum = quorum_of(instance, instance.bindings_digest)
         _emit(
             instance,
@@ -156,7 +156,7 @@ def instance_status_changed(instance: TaskInstance, before: str) -> None:
         _emit(instance, type, reason=instance.status_reason)
 
 
-# --- M-of-N approval (issue 24) ---------------------------------------------------------------
+# --- M-of-N approval --------------------------------------------------------------------------
 
 
 APPROVAL_KINDS = frozenset(
@@ -239,7 +239,7 @@ def instance_warn_expiring(instance: TaskInstance) -> bool:
         return False
     prompts = _blocking_prompts(instance)
     expires = min((p.expires_at for p in prompts if p.expires_at), default=None)
-    if instance.status == InstanceStatus.AWAITING_SIGNATURE:  # (issue 23)
+    if instance.status == InstanceStatus.AWAITING_SIGNATURE:
         expires = instance.signature_due_at
     _emit(
         instance,
@@ -341,12 +341,12 @@ def _about(note: EmailNotification, now: datetime) -> dict[str, Any]:
     blocking = instance.prompts.blocking_open()
     count = blocking.count()
     expires = blocking.aggregate(m=Min("expires_at"))["m"]
-    if instance.status == InstanceStatus.AWAITING_SIGNATURE:  # (issue 23) its signature's due
+    if instance.status == InstanceStatus.AWAITING_SIGNATURE:  # its signature's due
         expires = instance.signature_due_at
     return {
         "task": _plain(instance.task_class.name or instance.task_class.key)[:150],
         "run": instance.run_number,
-        # (issue 23) awaiting a signature, what it needs is that
+        # awaiting a signature, what it needs is that
         "answers": "your passkey signature"
         if instance.status == InstanceStatus.AWAITING_SIGNATURE
         else f"{count} answer{'' if count == 1 else 's'}",
@@ -410,7 +410,7 @@ def compose(kind: str, notes: Sequence[EmailNotification], now: datetime) -> tup
 
 
 def _compose_signature(notes: Sequence[EmailNotification], now: datetime) -> tuple[str, str]:
-    """(issue 23) Every answer is in and the person's passkey signature is awaited."""
+    """Every answer is in and the person's passkey signature is awaited."""
     items = [_about(note, now) for note in notes[:DIGEST_LISTED]]
     account = settings.CONSOLE_BASE_URL + reverse("account")
     name = _plain(notes[0].recipient.get_username())

@@ -1,4 +1,4 @@
-"""Passkeys (WebAuthn, through py_webauthn) and passkey-signed approvals (issue 23).
+"""Passkeys (WebAuthn, through py_webauthn) and passkey-signed approvals.
 
 A person registers passkeys on their account page (user verification required) and may sign
 in with one. A decision may require a signature: once every blocking prompt of such an

@@ -38,7 +38,7 @@ from beliefs.services.notify import instance_status_changed
 from beliefs.services.quorum import awaits_approval, quorum_gate
 from beliefs.services.receipts import receipt_issue, receipt_revoke
 from beliefs.services.retry import retry_on_race
-from beliefs.services.signatures import (  # the passkey signature gate (issue 23)
+from beliefs.services.signatures import (  # the passkey signature gate
     awaits_signature,
     signature_wait_begin,
     signatures_void,
@@ -330,7 +330,7 @@ def plan_locked(
             changes.append({"slot": state.slot.key, "prompt": prompt.pk, "change": change})
         items.append(plan_item(state, None if change == "superseded" else prompt))
     if changes and instance.signature_due_at is not None:
-        # --- passkey signature gate (issue 23): a change of what the person saw voids it
+        # --- passkey signature gate: a change of what the person saw voids it
         # (only an instance that has waited for a signature can hold one) ---
         signatures_void(instance, "the action changed after it was signed", now)
     # Read at most once, and only once nothing blocks: by the approval gate, the signature
@@ -355,7 +355,7 @@ def plan_locked(
         instance.status, instance.bindings = status, settled.bindings
         instance.bindings_digest, instance.worlds_digest = settled.digest, settled.worlds
         instance.blocking_asked += done.blocking_delta
-        signature_wait_begin(instance, now)  # (issue 23) from the first wait, its deadline
+        signature_wait_begin(instance, now)  # from the first wait, its deadline
         fields = [
             "signature_due_at",
             "plan_items",

@@ -1,4 +1,4 @@
-"""M-of-N approval, the gate planning settles through (DESIGN.md §14); what approvers do is in
+"""M-of-N approval, the gate planning settles through; what approvers do is in
 services/approvals.py.
 
 - After the principal has answered, an instance whose decisions have an approvers group waits

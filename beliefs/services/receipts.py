@@ -73,7 +73,7 @@ def _approvals(
 
 
 def _quorum(instance: TaskInstance, requirements: tuple[Requirement, ...] | None) -> dict[str, Any]:
-    """M-of-N approval (issue 24): every approver of exactly these bindings, under `quorum`
+    """M-of-N approval: every approver of exactly these bindings, under `quorum`
     (absent when no decision of the action has an approvers group)."""
     quorum = quorum_of(instance, instance.bindings_digest, requirements)
     if not quorum.required:
@@ -118,7 +118,7 @@ def receipt_issue(
         expires_at=now + settings.CONSOLE_RECEIPT_TTL,
     )
     claims: dict[str, Any] = {}
-    # --- passkey evidence (issue 23): the person's device signed exactly these bindings ---
+    # --- passkey evidence: the person's device signed exactly these bindings ---
     # (Only an instance that waited for a signature has one: `signature_due_at` says so.)
     signature = standing_signature(instance.pk) if instance.signature_due_at else None
     if (

@@ -171,7 +171,7 @@ class Answer:
     reason: str = ""
     idempotency_key: str | None = None
     # The changed details of the world the person acknowledged (their keys), and the value's
-    # last characters as typed under raised friction: what a confirm may need (§16).
+    # last characters as typed under raised friction: what a confirm may need.
     acknowledged: tuple[str, ...] = field(default=())
     typed_tail: Any = None
     # An edit to the value on record itself, taken as the confirm it is.

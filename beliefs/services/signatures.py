@@ -1,4 +1,4 @@
-"""The signature gate of planning (issue 23): whether a settled instance still waits for its
+"""The signature gate of planning: whether a settled instance still waits for its
 person's passkey signature, the wait's deadline, and voiding a signature the instance outgrew.
 
 Planning calls these under the instance's lock; signing itself (the challenge, verifying the

@@ -32,7 +32,7 @@ def instances_warn_expiring(*, now: datetime | None = None) -> int:
         .values_list("instance_id", flat=True)
         .distinct()
     )
-    unsigned = (  # (issue 23) awaiting a signature that is due soon
+    unsigned = (  # awaiting a signature that is due soon
         TaskInstance.objects.filter(
             status=InstanceStatus.AWAITING_SIGNATURE,
             signature_due_at__gt=now,
@@ -46,7 +46,7 @@ def instances_warn_expiring(*, now: datetime | None = None) -> int:
         with transaction.atomic():
             if instance_warn_expiring(lock_instance(instance)):
                 count += 1
-    # M-of-N approval (issue 24): the approvers are reminded the same way.
+    # M-of-N approval: the approvers are reminded the same way.
     approving = approvals_expiring(now, settings.CONSOLE_EXPIRY_WARNING)
     for instance in TaskInstance.objects.filter(pk__in=approving):
         with transaction.atomic():

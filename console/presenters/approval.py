@@ -1,4 +1,4 @@
-"""M-of-N approval (issue 24): what an approver sees of an action waiting for them: the same
+"""M-of-N approval: what an approver sees of an action waiting for them: the same
 restatement as its principal, each value written as the principal's page writes it (with how
 the principal gave it, their edits marked), where the approvals stand and, once decided, who
 did what; and the forms to approve, reject or mark a member away."""

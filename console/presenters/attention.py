@@ -1,4 +1,4 @@
-"""Attention (DESIGN.md §16) on a card: each changed detail a confirm must acknowledge, as the
+"""Attention on a card: each changed detail a confirm must acknowledge, as the
 sentence a person ticks."""
 
 from __future__ import annotations

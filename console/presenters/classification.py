@@ -74,7 +74,7 @@ class Bound:
 
 
 def _is_quorum(change_request: RiskChangeRequest) -> bool:
-    """M-of-N approval (issue 24): a request about a decision's approvals, not a risk."""
+    """M-of-N approval: a request about a decision's approvals, not a risk."""
     return change_request.field in (
         RiskChangeRequest.Field.APPROVALS_REQUIRED,
         RiskChangeRequest.Field.APPROVERS,
@@ -177,7 +177,7 @@ def class_context(
         "pending_rows": pending_rows,
         "open_instances": open_instances,
         "unclassified_count": sum(1 for s in slots if s.risk_class == UNCLASSIFIED),
-        # M-of-N approval (issue 24): the groups a decision's approvers may come from.
+        # M-of-N approval: the groups a decision's approvers may come from.
         "approver_groups": list(Group.objects.order_by("name").values_list("id", "name")),
         # The element an htmx swap hands the keyboard focus to (static/console/console.js).
         "focus": focus,

@@ -51,7 +51,7 @@ class InboxRow:
             self.blocking_count,
             self.assumption_count,
             self.next_expiry,
-            self.instance.status,  # awaiting its answers or its signature (issue 23)
+            self.instance.status,  # awaiting its answers or its signature
             self.instance.signature_due_at,
             [self.standing.approved_by, self.standing.missing, self.standing.expires_at]
             if self.standing

@@ -157,7 +157,7 @@ class Card:
         """Confirm and "use this value instead" of an irreversible card wait this long."""
         return settings.CONSOLE_CONFIRM_DELAY_MS if self.irreversible else 0
 
-    # --- attention (§16): what a confirm needs beyond the click ---
+    # --- attention: what a confirm needs beyond the click ---
 
     @cached_property
     def acts(self) -> Acts:

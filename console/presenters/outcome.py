@@ -24,7 +24,7 @@ class Outcome:
     status: str
     blocking_count: int
     focus: bool = False
-    # M-of-N approval (issue 24): where the approvals stand while it awaits them.
+    # M-of-N approval: where the approvals stand while it awaits them.
     quorum: Quorum | None = None
     # A value was vetoed after the action was cleared: the agent may already have acted with
     # it, so what waits is a correction, not a first go-ahead.
@@ -32,7 +32,7 @@ class Outcome:
 
     # The flags the templates branch on, one a status.
     waiting = _status_is(InstanceStatus.AWAITING_USER)
-    awaiting_signature = _status_is(InstanceStatus.AWAITING_SIGNATURE)  # (issue 23)
+    awaiting_signature = _status_is(InstanceStatus.AWAITING_SIGNATURE)
     ready = _status_is(InstanceStatus.READY)
     cancelled = _status_is(InstanceStatus.CANCELLED)
     expired = _status_is(InstanceStatus.EXPIRED)

@@ -1,4 +1,4 @@
-"""The review-and-sign page (issue 23): every binding of the action as it would be signed, with
+"""The review-and-sign page: every binding of the action as it would be signed, with
 what changed marked: a value the person edited, and world details that changed since a carried
 value was acquired."""
 

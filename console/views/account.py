@@ -26,6 +26,6 @@ def account_page(request: AuthedHttpRequest) -> HttpResponse:
         "console/account.html",
         {
             "email_notifications": prefs is None or prefs.email_notifications,
-            **account_passkeys_context(request),  # (issue 23)
+            **account_passkeys_context(request),
         },
     )

@@ -1,4 +1,4 @@
-"""M-of-N approval (issue 24): an approver's page of one action, and what its forms post to.
+"""M-of-N approval: an approver's page of one action, and what its forms post to.
 Outsiders get 404 (existence not leaked); the services decide everything else."""
 
 from __future__ import annotations

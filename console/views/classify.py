@@ -405,12 +405,36 @@ def matrix(request: AuthedHttpRequest) -> HttpResponse:
     )
 
 
-# --- a decision's passkey signature requirement (issue 23) ----------------------------------
+# --- a decision's passkey signature requirement ---------------------------------------------
 
 
-class SignatureSettingForm(forms.Form):
-    requires_signature = forms.BooleanField(required=False)
+class FlagSettingForm(forms.Form):
+    """An on/off setting and the reason for changing it."""
+
+    flag = forms.BooleanField(required=False)
     reason = forms.CharField(max_length=MAX_TEXT_LENGTH, required=False)
+
+
+def flag_save(
+    request: AuthedHttpRequest,
+    task_class: TaskClass,
+    focus: str,
+    name: str,
+    save: Callable[[bool, str], ChangeResult],
+) -> HttpResponse:
+    """Save an on/off setting posted as checkbox `name` with a reason, through `save` (a service
+    that applies it at once or files a four-eyes request), and go back to `focus`."""
+    form = FlagSettingForm({"flag": request.POST.get(name), "reason": request.POST.get("reason")})
+    form.is_valid()  # a checkbox and a text: nothing to refuse before the service
+    data = form.cleaned_data
+    try:
+        result = save(bool(data.get("flag")), data.get("reason", ""))
+    except ServiceError as exc:
+        words = [p for problems in exc.fields.values() for p in problems]
+        messages.error(request, f"Not saved: {words[0] if words else exc.detail}")
+        return _after_change(request, task_class, focus)
+    _announce(request, [result])
+    return _after_change(request, task_class, focus)
 
 
 @require_POST
@@ -419,28 +443,21 @@ def decision_signature_save(request: AuthedHttpRequest, key: str, decision_id: i
     """Turn a decision's passkey signature requirement on (at once) or off (four eyes)."""
     task_class = _task_class(key)
     decision = _decision(task_class, decision_id)
-    form = SignatureSettingForm(request.POST)
-    form.is_valid()  # a checkbox and a text: nothing to refuse before the service
-    data = form.cleaned_data
-    try:
-        result = decision_set_requires_signature(
-            decision=decision,
-            requires_signature=bool(data.get("requires_signature")),
-            reason=data.get("reason", ""),
-            actor=Actor(user=request.user),
-        )
-    except ServiceError as exc:
-        words = [p for problems in exc.fields.values() for p in problems]
-        messages.error(request, f"Not saved: {words[0] if words else exc.detail}")
-        return _after_change(request, task_class, f"decision-{decision.pk}")
-    _announce(request, [result])
-    return _after_change(request, task_class, f"decision-{decision.pk}")
+    return flag_save(
+        request,
+        task_class,
+        f"decision-{decision.pk}",
+        "requires_signature",
+        lambda on, reason: decision_set_requires_signature(
+            decision=decision, requires_signature=on, reason=reason, actor=Actor(user=request.user)
+        ),
+    )
 
 
 # --- end passkey signature requirement ---
 
 
-# --- M-of-N approval (issue 24): a decision's approvals setting -------------------------------
+# --- M-of-N approval: a decision's approvals setting ------------------------------------------
 
 
 @require_POST

@@ -166,7 +166,7 @@ def _inbox_context(request: AuthedHttpRequest) -> dict[str, Any]:
         "page": page,
         "has_next": has_next,
         "past_the_end": page > 1 and not rows,
-        # M-of-N approval (issue 24): what waits for this person's approval (first page only).
+        # M-of-N approval: what waits for this person's approval (first page only).
         "approvals": [inbox_row(i) for i in asked] if first else [],
         # Counted only where this page does not already say it (one page holds them all).
         "waiting_count": waiting.count() if page > 1 or has_next else len(rows),

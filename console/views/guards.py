@@ -5,58 +5,22 @@ classifier (`beliefs.services.decision_settings`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from django import forms
-from django.contrib import messages
 from django.http import HttpResponse
 from django.views.decorators.http import require_POST
 
-from beliefs.domain.vocabulary import MAX_TEXT_LENGTH
-from beliefs.errors import ServiceError
-from beliefs.models import TaskClass
 from beliefs.services import Actor
 from beliefs.services.decision_settings import (
-    ChangeResult,
     decision_set_person_confirms,
     slot_set_future,
 )
 from console.http import AuthedHttpRequest
 from console.views.classify import (
-    _after_change,
-    _announce,
     _decision,
     _slot,
     _task_class,
     classifier_required,
+    flag_save,
 )
-
-
-class FlagSettingForm(forms.Form):
-    """An on/off guard and the reason for changing it."""
-
-    flag = forms.BooleanField(required=False)
-    reason = forms.CharField(max_length=MAX_TEXT_LENGTH, required=False)
-
-
-def _flag_save(
-    request: AuthedHttpRequest,
-    task_class: TaskClass,
-    focus: str,
-    name: str,
-    save: Callable[[bool, str], ChangeResult],
-) -> HttpResponse:
-    form = FlagSettingForm({"flag": request.POST.get(name), "reason": request.POST.get("reason")})
-    form.is_valid()  # a checkbox and a text: nothing to refuse before the service
-    data = form.cleaned_data
-    try:
-        result = save(bool(data.get("flag")), data.get("reason", ""))
-    except ServiceError as exc:
-        words = [p for problems in exc.fields.values() for p in problems]
-        messages.error(request, f"Not saved: {words[0] if words else exc.detail}")
-        return _after_change(request, task_class, focus)
-    _announce(request, [result])
-    return _after_change(request, task_class, focus)
 
 
 @require_POST
@@ -68,7 +32,7 @@ def decision_person_confirms_save(
     with a second classifier."""
     task_class = _task_class(key)
     decision = _decision(task_class, decision_id)
-    return _flag_save(
+    return flag_save(
         request,
         task_class,
         f"decision-{decision.pk}",
@@ -86,7 +50,7 @@ def slot_future_save(request: AuthedHttpRequest, key: str, slot_id: int) -> Http
     classifier."""
     task_class = _task_class(key)
     slot = _slot(task_class, slot_id)
-    return _flag_save(
+    return flag_save(
         request,
         task_class,
         f"slot-{slot.pk}",

@@ -67,7 +67,7 @@ def insights_page(request: AuthedHttpRequest) -> HttpResponse:
             "fatigue": insights.fatigue(),
             "fast_seconds": insights.FAST_SECONDS,
             "window": insights.WINDOW,
-            # M-of-N approval (issue 24)
+            # M-of-N approval
             "quorum_times": selectors.time_to_quorum(),
             "friction": attention.friction_report(),
             "habit": attention.thresholds(),

@@ -1,4 +1,4 @@
-"""Passkeys on the pages (issue 23): registering and removing them on the account page,
+"""Passkeys on the pages: registering and removing them on the account page,
 signing in with one, and the review-and-sign page of an instance that awaits a signature.
 
 The browser side is static/console/passkeys.js: it asks for options (JSON), hands them to

@@ -166,7 +166,7 @@
     }
   }
 
-  // --- Attention (DESIGN.md §16) ---------------------------------------------------------
+  // --- Attention -------------------------------------------------------------------------
   // A Confirm marked data-needs-acts enables only once every changed detail of its card is
   // ticked and, under raised friction, as many characters are typed as the value's tail has
   // (whether they are the right ones is the server's to say), and its delay is over.

@@ -1,4 +1,4 @@
-// Passkeys (issue 23): register one on the account page, sign in with one, and sign an action
+// Passkeys: register one on the account page, sign in with one, and sign an action
 // on its review page. The server gives WebAuthn's options as JSON; the browser's own parsers
 // turn them into what navigator.credentials takes, and the credential goes back as JSON.
 (function () {

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from beliefs.models import AuditEvent, Belief
-from tests.api.conftest import API, Driver, by_slot
+from tests.support.api import API, Driver, by_slot
 
 pytestmark = pytest.mark.django_db
 

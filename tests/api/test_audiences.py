@@ -17,8 +17,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from beliefs.models import AuditEvent, Belief, Prompt, Runtime, TaskClass, TaskInstance
-from tests.api.conftest import API, Driver
 from tests.conftest import JsonClient, runtime_key_of
+from tests.support.api import API, Driver
 
 CLASS = "payments.pay"
 

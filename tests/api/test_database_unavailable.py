@@ -1,7 +1,7 @@
 """A database out of reach (a restart, a cut connection, `pg_terminate_backend`) answers 503
 with Retry-After, never a 500: the API with its JSON error, a page with the styled error page,
 whether the error surfaces in a view or in the session read before one. The real thing, on
-PostgreSQL through gunicorn, is tests/domain/test_connection_loss_http.py."""
+PostgreSQL through gunicorn, is tests/servers/test_connection_loss_http.py."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from django.test import Client
 from beliefs import selectors
 from beliefs.models import Prompt
 from beliefs.services import responses, retry
-from tests.api.conftest import API, Driver
 from tests.conftest import JsonClient
+from tests.support.api import API, Driver
 
 pytestmark = pytest.mark.django_db
 

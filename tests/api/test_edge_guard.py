@@ -15,8 +15,8 @@ from django.test import Client
 from django.utils.crypto import get_random_string
 
 from beliefs.models import AuditEvent, Prompt, TaskInstance
-from tests.api.conftest import API, Driver
 from tests.conftest import JsonClient
+from tests.support.api import API, Driver
 
 pytestmark = pytest.mark.django_db
 

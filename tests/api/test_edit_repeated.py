@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from beliefs.models import AuditEvent, Belief, Prompt, PromptResponse
-from tests.api.conftest import API, Driver
+from tests.support.api import API, Driver
 
 pytestmark = pytest.mark.django_db
 

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from beliefs.models import AuditEvent, Belief, PromptResponse, Slot, TaskInstance
-from tests.api.conftest import API, Driver
 from tests.conftest import JsonClient, runtime_key_of
 from tests.examples import examples
+from tests.support.api import API, Driver
 
 pytestmark = pytest.mark.django_db
 

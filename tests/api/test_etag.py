@@ -7,8 +7,8 @@ from collections.abc import Callable
 import pytest
 from django.contrib.auth.models import User
 
-from tests.api.conftest import API, Driver
 from tests.conftest import JsonClient
+from tests.support.api import API, Driver
 
 pytestmark = pytest.mark.django_db
 

@@ -11,10 +11,10 @@ from django.db import IntegrityError, connection, connections, transaction
 from beliefs.domain import canonical
 from beliefs.models import AuditEvent, Belief, RuntimeAPIKey, TaskInstance
 from beliefs.services import Actor, idempotency
-from tests.api.conftest import API, Driver
 from tests.builders import open_instance
 from tests.builders import transfer as transfer_class
 from tests.conftest import JsonClient, runtime_key_of
+from tests.support.api import API, Driver
 
 pytestmark = pytest.mark.django_db
 

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from beliefs import selectors
 from beliefs.models import Prompt, TaskInstance
-from tests.api.conftest import API, Driver
+from tests.support.api import API, Driver
 
 pytestmark = pytest.mark.django_db
 

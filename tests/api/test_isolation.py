@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from beliefs.models import AuditEvent, TaskClassShare
-from tests.api.conftest import API, Driver, by_slot
 from tests.conftest import JsonClient, runtime_key_of
+from tests.support.api import API, Driver, by_slot
 
 CLASS = "payments.transfer"
 IBAN_A = "NL91ABNA0417164300"

@@ -21,8 +21,8 @@ from beliefs.models import TaskInstance
 from beliefs.services import changes
 from beliefs.services.lifecycle import lock_instance
 from console.middleware import WaitingMiddleware
-from tests.api.conftest import API, Driver
 from tests.conftest import JsonClient, runtime_key_of
+from tests.support.api import API, Driver
 
 
 def _until(condition: Callable[[], bool], seconds: float = 10.0) -> None:

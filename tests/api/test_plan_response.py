@@ -8,7 +8,7 @@ import json
 import pytest
 
 from beliefs.domain.canonical import canonical_json
-from tests.api.conftest import API, Driver, by_slot
+from tests.support.api import API, Driver, by_slot
 
 pytestmark = pytest.mark.django_db
 

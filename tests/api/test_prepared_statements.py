@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from tests.api.conftest import API, Driver
+from tests.support.api import API, Driver
 
 pytestmark = [
     pytest.mark.django_db,

@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from tests.api.conftest import API, Driver
+from tests.support.api import API, Driver
 
 pytestmark = pytest.mark.django_db
 

@@ -12,8 +12,8 @@ from django.test import Client
 
 from beliefs.models import AuditEvent, Belief, Prompt
 from beliefs.roles import CLASSIFIERS_GROUP, REVIEWERS_GROUP, grant_role
-from tests.api.conftest import API, Driver
 from tests.conftest import notify_queries
+from tests.support.api import API, Driver
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""M-of-N approval (DESIGN.md §14, issue 24): a decision that needs k approvals from a group
+"""M-of-N approval: a decision that needs k approvals from a group
 is ready only once k distinct members approved its exact bindings; nobody counts twice, an
 edit resets the approvals, the first rejection cancels, a runtime never approves."""
 
@@ -27,8 +27,8 @@ from beliefs.models import (
 )
 from beliefs.services.notify import email_send
 from beliefs.services.sweep import sweep
-from tests.api.conftest import API, Driver
 from tests.conftest import PASSWORD, JsonClient
+from tests.support.api import API, Driver
 
 CLASS = "treasury.transfer"
 

@@ -1,4 +1,4 @@
-"""The README's Receipts section is true: its tool-server code, run as written against a live
+"""The Receipts page of the docs is true: its tool-server code, run as written against a live
 console, accepts the arguments a person approved once, and refuses other arguments, a second
 execution, and values only the runtime vouched for."""
 
@@ -14,14 +14,13 @@ import pytest
 from beliefs import signing
 from beliefs.domain.canonical import bindings_digest, legacy_bindings_digest
 from beliefs.models import Runtime
-from tests.api.conftest import API, Driver
+from tests.support.api import API, Driver
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+RECEIPTS = Path(__file__).resolve().parents[2] / "docs" / "receipts.md"
 
 
 def _tool_server_code() -> str:
-    section = README.read_text().split("## Receipts", 1)[1].split("\n## ", 1)[0]
-    match = re.search(r"```python\n(.*?)```", section, re.S)
+    match = re.search(r"```python\n(.*?)```", RECEIPTS.read_text(), re.S)
     assert match is not None
     code = match.group(1)
     # Short enough to copy; two lines longer since it refuses values only a runtime vouched for.

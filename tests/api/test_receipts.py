@@ -21,8 +21,8 @@ from django.utils import timezone
 from beliefs import signing
 from beliefs.domain.canonical import bindings_digest
 from beliefs.models import AuditEvent, Receipt
-from tests.api.conftest import API, Driver, by_slot
 from tests.conftest import JsonClient, runtime_key_of
+from tests.support.api import API, Driver, by_slot
 
 CLASS = "payments.refund"
 

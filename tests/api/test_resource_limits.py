@@ -17,9 +17,9 @@ from beliefs import services
 from beliefs.errors import TooManyOpenInstances
 from beliefs.models import Belief, Decision, InstanceStatus, RuntimeAPIKey, Slot, TaskInstance
 from beliefs.services import Actor
-from tests.api.conftest import API, Driver
 from tests.builders import open_instance, register_task_class
 from tests.conftest import JsonClient, runtime_key_of
+from tests.support.api import API, Driver
 
 pytestmark = pytest.mark.django_db
 

@@ -5,8 +5,8 @@ changing a task class it did not register."""
 from __future__ import annotations
 
 from beliefs.models import AuditEvent, RuntimeAPIKey, Slot, TaskClass
-from tests.api.conftest import API, Driver
 from tests.conftest import JsonClient, runtime_key_of
+from tests.support.api import API, Driver
 
 SLOTS = [{"key": "iban", "label": "Refund to IBAN"}, {"key": "note", "label": "Note"}]
 

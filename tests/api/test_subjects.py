@@ -14,9 +14,9 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from beliefs.models import AuditEvent, TaskClass
-from tests.api.conftest import API, Driver
 from tests.builders import classify
 from tests.conftest import JsonClient
+from tests.support.api import API, Driver
 
 CLASS = "payments.refund"
 

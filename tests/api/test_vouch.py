@@ -13,8 +13,8 @@ from django.contrib.auth.models import Group, User
 from beliefs.domain.canonical import worlds_digest
 from beliefs.models import AuditEvent, Decision, Receipt, Slot
 from beliefs.signing import verify
-from tests.api.conftest import API, Driver, by_slot
 from tests.conftest import PASSWORD
+from tests.support.api import API, Driver, by_slot
 
 PAY = "attack.pay"
 ATTACK = [

@@ -1,4 +1,4 @@
-"""Attention in Chromium (DESIGN.md §16, issue 22), at 1280 and 390 px, DEBUG on and off: a
+"""Attention in Chromium, at 1280 and 390 px, DEBUG on and off: a
 changed detail needs an act that names it, friction rises with habituation and /insights/
 shows it, Enter follows the changed value, a no-op edit is a confirm, and a veto after the
 action was cleared asks for a correction.
@@ -29,7 +29,7 @@ WIDTHS = {1280: {"width": 1280, "height": 900}, 390: {"width": 390, "height": 84
 RUNTIME = services.Actor()
 PRIMARY = re.compile(r"\bprimary\b")
 
-# The issue's case: the account holder became a look-alike of the one on record.
+# The case attention exists for: the account holder became a look-alike of the one on record.
 WORLD_THEN = {
     "account": {"holder": "Bob Example", "bank": "ABN AMRO"},
     "amount": {"currency": "EUR"},

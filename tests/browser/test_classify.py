@@ -9,8 +9,8 @@ from axe_playwright_python.sync_playwright import Axe
 from django.contrib.auth.models import User
 from playwright.sync_api import Page, expect
 
-from beliefs.demo import seed_demo
 from beliefs.models import AuditEvent, RiskChangeRequest, Slot
+from demo.data import seed_demo
 from tests.builders import answered_run, classify, run, shop
 from tests.conftest import PASSWORD
 

@@ -15,8 +15,8 @@ from axe_playwright_python.sync_playwright import Axe
 from django.contrib.auth.models import User
 from playwright.sync_api import Page, expect
 
-from beliefs.demo import SCENARIOS, seed_demo
 from beliefs.models import Prompt, TaskInstance
+from demo.data import SCENARIOS, seed_demo
 from tests.browser import scenarios
 from tests.browser.conftest import enabled_after
 from tests.builders import set_world
@@ -33,7 +33,7 @@ def card(page: Page, slot_label: str) -> Any:  # noqa: ANN401
 
 
 def acknowledge_changes(box: Any) -> None:  # noqa: ANN401
-    """Tick every changed detail of a card, as a person who read them does (DESIGN.md §16):
+    """Tick every changed detail of a card, as a person who read them does:
     an irreversible confirm of a changed world takes nothing less."""
     ticks = box.locator("input[name=acknowledged]")
     for index in range(ticks.count()):

@@ -12,10 +12,10 @@ from django.test import override_settings
 from playwright.sync_api import Page, expect
 
 from beliefs import services
-from beliefs.demo_proposals import seed_demo_proposals
 from beliefs.models import ProposalValidation, Runtime, TaskClass, WebhookEndpoint
 from beliefs.roles import CLASSIFIERS_GROUP, REVIEWERS_GROUP, grant_role
 from beliefs.services import classification
+from demo.proposals import seed_demo_proposals
 from tests.browser import scenarios
 from tests.builders import classify, open_instance, register_task_class
 from tests.conftest import PASSWORD

@@ -14,8 +14,8 @@ from django.contrib.auth.models import User
 from playwright.sync_api import Page, expect
 
 from beliefs import services
-from beliefs.demo import seed_demo
 from beliefs.models import Prompt, PromptState, TaskInstance
+from demo.data import seed_demo
 from tests.browser.test_person_experience import capture
 from tests.builders import confirm_or_answer, ticks
 
@@ -167,8 +167,8 @@ NO_WORD_BROKEN = """sel => {
 def test_every_role_at_390_px_keeps_its_actions_in_view_and_its_tables_usable(
     page: Page, sign_in: SignIn, sign_out: Callable[[], None], screenshot: Shot
 ) -> None:
-    from beliefs.demo_proposals import seed_demo_proposals
     from beliefs.models import ProposalValidation
+    from demo.proposals import seed_demo_proposals
 
     seed_demo()
     seed_demo_proposals()

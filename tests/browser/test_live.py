@@ -43,7 +43,7 @@ def _shoot(page: Page, name: str) -> None:
     shoot(page, Path("/tmp") / f"{name}.png")
 
 
-# Within a second of the change (the issue's goal), measured in the page itself: the check runs
+# Within a second of the change (the live pages' goal), measured in the page itself: the check runs
 # at every animation frame, so the time is not rounded up to Playwright's retry intervals.
 GOAL_SECONDS = 1.0
 

@@ -18,7 +18,7 @@ from beliefs.services import Actor, prompt_respond
 from beliefs.signing import verify
 from tests.builders import open_instance, register
 from tests.conftest import PASSWORD, JsonClient, runtime_key_of
-from tests.passkeys.test_signatures import _verify_elsewhere
+from tests.services.passkeys.test_signatures import _verify_elsewhere
 
 SignIn = Callable[[str, str], None]
 WIDTHS = [1280, 390]

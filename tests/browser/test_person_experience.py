@@ -18,9 +18,9 @@ from django.utils import timezone
 from playwright.sync_api import Page, expect
 
 from beliefs import services
-from beliefs.demo import seed_demo
-from beliefs.demo_proposals import seed_demo_proposals
 from beliefs.models import Prompt, ProposalValidation, TaskInstance
+from demo.data import seed_demo
+from demo.proposals import seed_demo_proposals
 from tests.browser import scenarios
 from tests.browser.conftest import SCREENSHOTS, enabled_after, shoot
 from tests.browser.test_enduser import acknowledge_changes, assert_accessible, assumption, card

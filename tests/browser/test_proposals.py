@@ -9,8 +9,8 @@ from axe_playwright_python.sync_playwright import Axe
 from django.contrib.auth.models import User
 from playwright.sync_api import Page, expect
 
-from beliefs.demo_proposals import seed_demo_proposals
 from beliefs.models import AuditEvent, ProposalAnnotation, ProposalValidation
+from demo.proposals import seed_demo_proposals
 from tests.conftest import PASSWORD
 
 

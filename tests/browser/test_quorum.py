@@ -1,4 +1,4 @@
-"""M-of-N approval in real Chromium (issue 24): an approver finds the action in the inbox, sees
+"""M-of-N approval in real Chromium: an approver finds the action in the inbox, sees
 the same restatement with the principal's edit marked, and approves; a second approver makes
 it ready; another rejects with a reason. At 1280 and 390 px, with screenshots of both."""
 

@@ -13,7 +13,7 @@ from django.test import override_settings
 from playwright.sync_api import Page, expect
 
 from beliefs.models import Runtime, RuntimeAPIKey, WebhookEndpoint, WebhookEvent
-from beliefs.receiver import Receiver
+from demo.receiver import Receiver
 from tests.conftest import PASSWORD, runtime_key_of
 
 

@@ -1,4 +1,4 @@
-"""The attention rules (DESIGN.md §16) as pure functions: what a confirm needs beyond the click,
+"""The attention rules as pure functions: what a confirm needs beyond the click,
 when recent confirmations are habitual, and what typing a value's tail means."""
 
 from __future__ import annotations

@@ -1,0 +1,40 @@
+"""What the benchmark's modules share (`bench.main`, `bench.trickle`, `bench.longpoll`): each
+imports this one, never another of them (`bench.main` imports the others: that would be a
+cycle)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from beliefs.models import WebhookEndpoint
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def local_endpoint(runtime_name: str) -> tuple[WebhookEndpoint, int]:
+    """A webhook endpoint with a new secret, of the runtime of this name (made if need be), at
+    a free port of 127.0.0.1; and that port, for a `demo.receiver.Receiver` to serve."""
+    from beliefs.domain import webhooks as rules
+    from beliefs.models import Runtime, WebhookEndpoint
+
+    runtime, _ = Runtime.objects.get_or_create(name=runtime_name)
+    port = free_port()
+    endpoint = WebhookEndpoint.objects.create(
+        runtime=runtime, url=f"http://127.0.0.1:{port}/hooks", secret=rules.new_secret()
+    )
+    return endpoint, port
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The nearest-rank percentile (q in 0..100) of a non-empty sample."""
+    ordered = sorted(values)
+    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
+    return ordered[rank - 1]

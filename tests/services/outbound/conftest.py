@@ -1,0 +1,8 @@
+"""Webhook and email fixtures: loopback receivers allowed and fast retries for every test here."""
+
+from tests.support.outbound import (  # noqa: F401 - fixtures
+    _fast_private_webhooks,
+    alice_with_email,
+    endpoint,
+    rt,
+)

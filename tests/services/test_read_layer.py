@@ -1,0 +1,98 @@
+"""Hand-written SQL and hand-built model objects live in the read layer only: no module outside
+`beliefs.selectors` imports its row helpers (`selectors.rows`) or the ORM versions the parity
+test holds them to (`selectors.reference`), builds a model object by hand (`__new__`,
+`ModelState`, `from_db`), or sends SQL of its own, but for the few statements that are no read
+of the application's data, each named below with its reason."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+READ_LAYER = "beliefs/selectors/"
+ROW_HELPERS = {"beliefs.selectors.rows", "beliefs.selectors.reference"}
+# SQL sent outside the read layer, and why it is no read there.
+OWN_SQL = {
+    "beliefs/services/changes.py": "pg_notify and LISTEN: tells waiting readers, reads nothing",
+    "beliefs/services/notify.py": "an advisory lock that serialises one person's emails",
+    "beliefs/services/outbox.py": "pg_notify: wakes the workers for new outbox rows, reads nothing",
+    "console/live.py": "sets a live page's read-only, repeatable-read snapshot (PostgreSQL)",
+    "beliefs/worker.py": "LISTEN on the worker's own connection for the outbox's pg_notify",
+    "beliefs/management/commands/create_app_role.py": "creates a database role",
+}
+HAND_BUILT = {"__new__", "from_db", "ModelState", "_state"}
+
+
+def _modules() -> list[Path]:
+    found = []
+    for root in ("beliefs", "console"):
+        for path in sorted((REPO / root).rglob("*.py")):
+            relative = path.relative_to(REPO).as_posix()
+            if "migrations" in path.parts or relative.startswith(READ_LAYER):
+                continue
+            found.append(path)
+    return found
+
+
+def _imported(tree: ast.AST) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _names(tree: ast.AST) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            found.add(node.attr)
+        elif isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.alias):
+            found.add(node.name.rpartition(".")[2])
+    return found
+
+
+SQL_CALLS = {"execute", "executemany", "raw", "extra", "RawSQL"}
+
+
+def _calls(tree: ast.AST) -> set[str]:
+    """The names of the functions and methods `tree` calls."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute):
+                found.add(func.attr)
+            elif isinstance(func, ast.Name):
+                found.add(func.id)
+    return found
+
+
+def test_only_the_read_layer_writes_sql_or_builds_model_objects() -> None:
+    helpers, hand_built, own_sql = [], [], []
+    for path in _modules():
+        relative = path.relative_to(REPO).as_posix()
+        tree = ast.parse(path.read_text())
+        helpers += [f"{relative} imports {n}" for n in sorted(_imported(tree) & ROW_HELPERS)]
+        hand_built += [f"{relative} uses {n}" for n in sorted(_names(tree) & HAND_BUILT)]
+        if SQL_CALLS & _calls(tree):
+            own_sql.append(relative)
+    assert helpers == []
+    assert hand_built == []
+    assert sorted(own_sql) == sorted(OWN_SQL)
+
+
+def test_the_walk_sees_what_it_looks_for() -> None:
+    tree = ast.parse(
+        "from beliefs.selectors import rows\nx = M.__new__(M)\nx._state = 1\nc.execute('')"
+    )
+    assert _imported(tree) & ROW_HELPERS == {"beliefs.selectors.rows"}
+    assert _names(tree) >= {"__new__", "_state"}
+    assert SQL_CALLS & _calls(tree) == {"execute"}
