@@ -1,20 +1,17 @@
-"""The background worker (`manage.py worker`): sends what the outbox holds and runs queued jobs.
+"""The background worker (`manage.py worker`): sends what the outbox holds.
 
 One loop claims work in batches and hands it to a bounded pool of threads:
 
 - webhook deliveries as lanes (services/webhooks.py: up to `lane_size()` deliveries of one
   endpoint, sent in turn over one kept-alive connection of the endpoint's pool), at most
   `concurrency` lanes at once, so a slow endpoint holds its own lanes and never the others';
-- emails, at most `emails` at once;
-- jobs of django-tasks' queue (jobs queued before the outbox was its own queue, and any other
-  task), one at a time in the loop's thread.
+- emails, at most `emails` at once.
 
 It sleeps until there is something to do, and then looks only where there is:
 
-- On PostgreSQL a LISTEN connection hears the NOTIFY each new outbox row and job sends in its
+- On PostgreSQL a LISTEN connection hears the NOTIFY each new outbox row sends in its
   transaction (`outbox.announce`), naming what was written: the worker claims deliveries when
-  deliveries were announced, emails when emails were, and runs jobs when a job was (or every
-  second at most, for jobs that were due later than they were queued).
+  deliveries were announced, emails when emails were.
 - Every `interval` seconds it takes a look of its own (SQLite: there is no NOTIFY, so that
   interval is short): when the next delivery and email fall due, and whether deliveries wait
   for room. It sleeps until the earliest of those, and of the retries its own lanes gave.
@@ -42,13 +39,10 @@ from typing import Any
 
 from django.db import DatabaseError, connection, connections
 from django.utils import timezone
-from django_tasks_db.management.commands.db_worker import Worker as JobWorker
-from django_tasks_db.models import DBTaskResult
-from django_tasks_db.utils import exclusive_transaction
 
 from beliefs.services import outbox
 from beliefs.services.notify import email_attempt, emails_claim, emails_next_due
-from beliefs.services.outbox import DELIVERIES, EMAILS, HELD, JOBS
+from beliefs.services.outbox import DELIVERIES, EMAILS, HELD
 from beliefs.services.webhooks import (
     Lane,
     Pools,
@@ -65,13 +59,10 @@ POSTGRES_INTERVAL = 2.0
 # Never look again sooner than this when something due could not be taken (another worker is
 # claiming it right now).
 MIN_WAIT = 0.02
-# Jobs are looked for at least this often (or the interval, if shorter) besides when a job is
-# announced: a job queued to run later is not announced again when it falls due.
-JOBS_INTERVAL = 1.0
 # A notification that names nothing this worker knows (from a process of another version):
 # look everywhere.
 ANYTHING = "*"
-KNOWN = frozenset({DELIVERIES, EMAILS, JOBS, HELD})
+KNOWN = frozenset({DELIVERIES, EMAILS, HELD})
 
 
 def default_interval() -> float:
@@ -103,17 +94,6 @@ class Worker:
         self._lane_futures: dict[Future[str], Lane] = {}
         self._email_futures: set[Future[str]] = set()
         self._executor: ThreadPoolExecutor | None = None
-        self._jobs = JobWorker(
-            queue_names=["*"],
-            interval=0,
-            batch=True,
-            backend_name="default",
-            startup_delay=False,
-            max_tasks=None,
-            worker_id=worker_id,
-            excluded_queue_names=[],
-        )
-        self._jobs_checked = 0.0
         self._due_by: datetime | None = None
         # What the notifications named since the loop last took them (under `_heard_lock`),
         # and how many named deliveries, ever (a lane compares it with what it saw last).
@@ -175,8 +155,8 @@ class Worker:
         self.kick.set()
 
     def step(self) -> bool:
-        """Claim what there is room for and start it, where something may be waiting; run due
-        jobs. Whether it did anything."""
+        """Claim what there is room for and start it, where something may be waiting.
+        Whether it did anything."""
         self._reap()
         lane_ended, self._lane_ended = self._lane_ended, False
         with self._heard_lock:
@@ -198,8 +178,6 @@ class Worker:
             did = self._claim_deliveries(now)
         if everything or EMAILS in heard or self._may_claim(EMAILS, now):
             did = self._claim_emails(now) or did
-        if self._jobs_due(everything or JOBS in heard):
-            did = self._run_jobs() or did
         return did
 
     def _may_claim(self, kind: str, now: datetime) -> bool:
@@ -340,29 +318,6 @@ class Worker:
             if due is not None and room[kind]:
                 wait = min(wait, (due - now).total_seconds())
         return max(wait, MIN_WAIT)
-
-    # -- jobs ------------------------------------------------------------------------------
-
-    def _jobs_due(self, announced: bool) -> bool:
-        now = time.monotonic()
-        if announced or now - self._jobs_checked >= min(self.interval, JOBS_INTERVAL):
-            self._jobs_checked = now
-            return True
-        return False
-
-    def _run_jobs(self) -> bool:
-        ran = False
-        while not self.stopping:
-            jobs = DBTaskResult.objects.ready().filter(backend_name="default")
-            with exclusive_transaction(jobs.db):
-                job = jobs.get_locked()
-                if job is not None:
-                    job.claim(self.worker_id)
-            if job is None:
-                return ran
-            self._jobs.run_task(job)
-            ran = True
-        return ran
 
     # -- notifications -------------------------------------------------------------------------
 

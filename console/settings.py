@@ -104,8 +104,6 @@ INSTALLED_APPS = [
     "django_htmx",
     "csp",
     "axes",
-    "django_tasks",
-    "django_tasks_db",
     "beliefs",
     "console",
     "demo",
@@ -363,9 +361,9 @@ if CONSOLE_TRANSITION_POLICY not in {"strict", "lenient"}:  # TransitionPolicy's
     raise ImproperlyConfigured("CONSOLE_TRANSITION_POLICY must be 'strict' or 'lenient'")
 
 # --- Background work, webhooks and email ------------------------------------------------------
-# Jobs are rows in the application's own database: a job enqueued inside a transaction commits
-# or rolls back with it. Run workers with `python manage.py worker` (any number, anywhere).
-TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+# What the console sends out waits in the outbox tables of its own database, so it commits or
+# rolls back with the change that caused it. Run workers with `python manage.py worker` (any
+# number, anywhere).
 # How often each worker sweeps for expiring prompts, due expiries and stalled deliveries.
 CONSOLE_SWEEP_SECONDS = env_int("CONSOLE_SWEEP_SECONDS", 60)
 # A blocking prompt with less than this left warns its runtime (instance.expiring) and person.

@@ -18,7 +18,6 @@ from django.db import connection, transaction
 from django.db.models import Min
 from django.urls import reverse
 from django.utils import timezone
-from django_tasks import task
 
 from beliefs.domain.vouch import bound_claims, vouched_by_runtime
 from beliefs.domain.webhooks import EventType
@@ -473,23 +472,6 @@ def _compose_approval(
     return subject, body
 
 
-@task()
-def deliver_email(email_id: int) -> str:
-    """A job queued before the outbox was the workers' own queue: it names an email."""
-    return email_send(email_id)
-
-
-@task()
-def send_email(notification_id: int) -> str:
-    """A job queued before emails were grouped: it names a notification; send its email."""
-    email_id = (
-        EmailNotification.objects.filter(pk=notification_id)
-        .values_list("email_id", flat=True)
-        .first()
-    )
-    return email_send(email_id) if email_id else "no email"
-
-
 def _email_schedule() -> Sequence[float]:
     return settings.CONSOLE_EMAIL_RETRY_SECONDS or EMAIL_RETRY_SECONDS
 
@@ -609,5 +591,4 @@ def emails_resume(*, now: datetime | None = None) -> int:
         OutgoingEmail,
         now=now or timezone.now(),
         schedule=_email_schedule(),
-        job_path=deliver_email.module_path,
     )

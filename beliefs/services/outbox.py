@@ -15,7 +15,7 @@ past its lease cannot overwrite what the attempt after it recorded. Outcomes are
 batches (`finish_many`), one UPDATE per kind of outcome.
 
 Writing an item wakes the workers: `announce` sends a PostgreSQL NOTIFY in the writing
-transaction (delivered on commit), naming what was written (deliveries, emails, a job), so a
+transaction (delivered on commit), naming what was written (deliveries or emails), so a
 woken worker looks only there; on SQLite the workers look every fraction of a second.
 """
 
@@ -28,11 +28,7 @@ from typing import Any, TypeVar
 
 from django.db import connection, transaction
 from django.db.models import F, QuerySet
-from django.dispatch import receiver
 from django.utils import timezone
-from django_tasks import TaskResultStatus
-from django_tasks.signals import task_enqueued
-from django_tasks_db.models import DBTaskResult
 
 from beliefs.domain.webhooks import retry_delay
 from beliefs.models import OutboxItem, OutgoingEmail
@@ -46,7 +42,6 @@ CHANNEL = "console_outbox"
 # a process of an earlier version) makes it look at everything.
 DELIVERIES = "deliveries"
 EMAILS = "emails"
-JOBS = "jobs"
 # Deliveries were held for want of room under a cap: a worker whose lane ends claims again.
 HELD = "held"
 
@@ -55,7 +50,7 @@ Item = TypeVar("Item", bound=OutboxItem)
 
 def announce(what: str = DELIVERIES) -> None:
     """Wake the workers when the caller's transaction commits: there is something to send
-    (`what`: DELIVERIES, the default, EMAILS, JOBS or HELD)."""
+    (`what`: DELIVERIES, the default, EMAILS or HELD)."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_notify(%s, %s)", [CHANNEL, what])
@@ -63,12 +58,6 @@ def announce(what: str = DELIVERIES) -> None:
 
 def announced_as(model: type[OutboxItem]) -> str:
     return EMAILS if issubclass(model, OutgoingEmail) else DELIVERIES
-
-
-@receiver(task_enqueued)
-def _job_enqueued(**_: Any) -> None:
-    """A job for the queue (django-tasks): the workers run those too."""
-    announce(JOBS)
 
 
 def due(model: type[Item], *, now: datetime) -> QuerySet[Item]:
@@ -261,13 +250,8 @@ def resume(
     *,
     now: datetime,
     schedule: Sequence[float],
-    job_path: str,
 ) -> int:
-    """Take up again what a dead worker held (its lease ran out). Returns how many.
-
-    A job of the queue that claimed the item (`job_path`, still RUNNING: a job queued before
-    the outbox was its own queue) is closed as failed, so the queue does not show it running
-    for ever."""
+    """Take up again what a dead worker held (its lease ran out). Returns how many."""
     manager = model._default_manager
     count = 0
     for item in manager.filter(state=SENDING, lease_until__lt=now):
@@ -283,28 +267,7 @@ def resume(
                 next_attempt_at=now,
                 last_error=error,
             )
-            if resumed:
-                _close_dead_job(job_path, item, now)
             if resumed and not gone:
                 announce(announced_as(model))
         count += resumed
     return count
-
-
-def _close_dead_job(job_path: str, item: OutboxItem, now: datetime) -> None:
-    """The job that claimed the item started before its claim and is still RUNNING after the
-    lease: its worker is gone."""
-    if item.last_attempt_at is None:  # never claimed through claim(): no job to tell apart
-        return
-    DBTaskResult.objects.filter(
-        status=TaskResultStatus.RUNNING,
-        task_path=job_path,
-        args_kwargs__args=[item.pk],
-        started_at__lte=item.last_attempt_at,
-    ).update(
-        status=TaskResultStatus.FAILED,
-        finished_at=now,
-        exception_class_path="beliefs.services.outbox.WorkerStopped",
-        traceback="The worker stopped during the attempt (its lease ran out); the item was "
-        "taken up again by the sweep.",
-    )

@@ -27,7 +27,6 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Min, Q
 from django.utils import timezone
-from django_tasks import task
 from standardwebhooks.webhooks import Webhook
 
 from beliefs.domain import webhooks as rules
@@ -225,13 +224,6 @@ def endpoint_payload(endpoint: WebhookEndpoint, secret: str | None = None) -> di
 
 
 # --- the outbox ---------------------------------------------------------------------------------
-
-
-@task()
-def deliver_webhook(delivery_id: int) -> str:
-    """A job queued before the outbox was the workers' own queue: it names a delivery; the
-    attempt and its rules are below."""
-    return delivery_attempt(delivery_id)
 
 
 def endpoint_problem(endpoint: WebhookEndpoint) -> str:
@@ -791,9 +783,7 @@ def deliveries_resume(*, now: datetime | None = None) -> int:
     """Take up deliveries whose worker died mid-attempt (lease run out), and free held ones
     that nothing took up (a backstop: a worker's claim takes them up once there is room)."""
     now = now or timezone.now()
-    count = outbox.resume(
-        WebhookDelivery, now=now, schedule=_schedule(), job_path=deliver_webhook.module_path
-    )
+    count = outbox.resume(WebhookDelivery, now=now, schedule=_schedule())
     room = _Room(lanes_in_flight(now))
     stale = WebhookDelivery.objects.filter(
         state=WebhookDelivery.State.PENDING, held=True, next_attempt_at__lt=now - OVERDUE

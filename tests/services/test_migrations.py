@@ -131,3 +131,52 @@ def test_content_digest_starts_as_the_digest_planning_would_write() -> None:
     }
     assert stored[confirm.pk]["prefill"] == {"n": 1.0, "s": "é"}
     assert stored[ask.pk]["world_diff"] == [] and digests[ask.pk] != digests[confirm.pk]
+
+
+TASKS_TABLE = "django_tasks_database_dbtaskresult"
+
+
+def _tasks_table(*jobs: tuple[str, str]) -> None:
+    """django-tasks' table as an upgraded database still has it, holding `jobs` (status, path)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE TABLE {TASKS_TABLE} "
+            "(id integer PRIMARY KEY, status varchar(10), task_path text)"
+        )
+        for pk, (status, path) in enumerate(jobs, 1):
+            cursor.execute(f"INSERT INTO {TASKS_TABLE} VALUES (%s, %s, %s)", [pk, status, path])
+        cursor.execute(
+            "INSERT INTO django_migrations (app, name, applied) VALUES (%s, %s, %s)",
+            ["django_tasks_database", "0021_conditional_partial_index_ordering", T0],
+        )
+
+
+@pytest.mark.usefixtures("at_the_latest_afterwards")
+def test_django_tasks_queue_of_the_consoles_own_jobs_is_let_go_with_its_table() -> None:
+    """Its jobs named outbox rows, which the outbox sends by itself."""
+    _migrate(("beliefs", "0031_task_class_subject_key"))
+    _tasks_table(
+        ("READY", "beliefs.services.webhooks.deliver_webhook"),
+        ("RUNNING", "beliefs.services.notify.deliver_email"),
+        ("FAILED", "some.other.task"),  # finished: nothing left to run
+    )
+    _migrate(("beliefs", "0032_drain_django_tasks"))
+    with connection.cursor() as cursor:
+        assert TASKS_TABLE not in connection.introspection.table_names(cursor)
+        cursor.execute("SELECT count(*) FROM django_migrations WHERE app = 'django_tasks_database'")
+        assert cursor.fetchone() == (0,)
+
+
+@pytest.mark.usefixtures("at_the_latest_afterwards")
+def test_django_tasks_unfinished_jobs_of_another_kind_stop_the_migration() -> None:
+    _migrate(("beliefs", "0031_task_class_subject_key"))
+    _tasks_table(("READY", "elsewhere.tasks.report"))
+    try:
+        with pytest.raises(RuntimeError, match="elsewhere.tasks.report"):
+            _migrate(("beliefs", "0032_drain_django_tasks"))
+        with connection.cursor() as cursor:  # the job is still there for its worker
+            assert TASKS_TABLE in connection.introspection.table_names(cursor)
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"DROP TABLE IF EXISTS {TASKS_TABLE}")
+            cursor.execute("DELETE FROM django_migrations WHERE app = 'django_tasks_database'")

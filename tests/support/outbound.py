@@ -6,12 +6,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
-from unittest import mock
 
 import pytest
 from django.contrib.auth.models import User
 from django.test import override_settings
-from django_tasks_db.management.commands import db_worker
 
 from beliefs import services
 from beliefs.models import (
@@ -46,10 +44,9 @@ def _fast_private_webhooks() -> Iterator[None]:
 
 
 def run_worker() -> None:
-    """Send everything that is due now and run the queued jobs, as `manage.py worker --batch`
-    would, in this thread: on the test's connection, inside the test's transaction."""
-    with mock.patch.object(db_worker, "close_old_connections", lambda: None):
-        Worker(worker_id="test-worker", batch=True, inline=True).run()
+    """Send everything that is due now, as `manage.py worker --batch` would, in this thread: on
+    the test's connection, inside the test's transaction."""
+    Worker(worker_id="test-worker", batch=True, inline=True).run()
 
 
 def work_until(done: Callable[[], bool], timeout: float = 10.0) -> None:

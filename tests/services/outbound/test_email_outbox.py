@@ -203,19 +203,6 @@ def test_an_email_whose_worker_died_is_sent_after_its_lease(
         assert (resumed, email.state, email.attempts, len(mail.outbox)) == (1, "sent", 2, 1)
 
 
-def test_a_job_queued_before_emails_were_grouped_still_sends_its_email(
-    rt: Actor, alice_with_email: User
-) -> None:
-    from beliefs.services.notify import send_email
-
-    open_transfer(rt)
-    note = EmailNotification.objects.get()
-    assert send_email.call(note.pk) == "sent"
-    assert len(mail.outbox) == 1
-    run_worker()  # the email's own job then finds it sent
-    assert len(mail.outbox) == 1
-
-
 def test_with_the_default_window_a_burst_is_one_email_now_and_one_digest_later(
     rt: Actor, alice_with_email: User
 ) -> None:

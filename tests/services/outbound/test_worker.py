@@ -6,24 +6,18 @@ be due. (test_workers_postgres.py runs real worker processes.)"""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
-from unittest import mock
 
-import pytest
 from django.contrib.auth.models import User
 from django.test import override_settings
 from django.utils import timezone
-from django_tasks_db.models import DBTaskResult
 
-from beliefs import worker as worker_module
 from beliefs.models import OutgoingEmail, WebhookDelivery, WebhookEndpoint
 from beliefs.net import Outcome
 from beliefs.services import SYSTEM, Actor, outbox
 from beliefs.services.webhooks import (
     _finish,
-    deliver_webhook,
     deliveries_claim,
     endpoint_create,
     lane_deliver,
@@ -34,13 +28,6 @@ from demo.receiver import Receiver
 from tests.support.outbound import open_transfer
 
 Pending, Sending = "pending", "sending"
-
-
-@pytest.fixture(autouse=True)
-def _jobs_only_when_announced() -> Iterator[None]:
-    """The worker looks for jobs only when one is announced, however long a test takes."""
-    with mock.patch.object(worker_module, "JOBS_INTERVAL", 3600):
-        yield
 
 
 def _quiet_worker() -> Worker:
@@ -85,19 +72,13 @@ def test_it_looks_only_where_a_notification_points_until_its_own_look(
     _, receiver = endpoint
     worker = _quiet_worker()
     instance = open_transfer(rt)  # a delivery (instance.awaiting_user) and an email
-    job = deliver_webhook.enqueue(10**9)  # a job of the queue (its delivery long gone)
     email = OutgoingEmail.objects.get()
     worker.step()  # nothing was heard
     assert receiver.received == []
     assert OutgoingEmail.objects.get().state == Pending
-    assert DBTaskResult.objects.get(pk=job.id).status == "READY"
     worker.hear(outbox.EMAILS)
     worker.step()
     assert OutgoingEmail.objects.get().state == "sent"
-    assert receiver.received == []
-    worker.hear(outbox.JOBS)
-    worker.step()
-    assert DBTaskResult.objects.get(pk=job.id).status == "SUCCESSFUL"
     assert receiver.received == []
     worker.hear(outbox.DELIVERIES)
     worker.step()
