@@ -46,9 +46,9 @@ from beliefs.models import (
 )
 from beliefs.services import Actor, audit, runtime_key_revoke, task_class_transfer
 from beliefs.services.runtimes import check_audience_names, check_runtime_name
-from beliefs.services.webhooks import (
+from beliefs.services.webhooks.delivery import delivery_redeliver
+from beliefs.services.webhooks.endpoints import (
     PREVIOUS_SECRET_GRACE,
-    delivery_redeliver,
     destination,
     endpoint_delete,
     parse_event_types,

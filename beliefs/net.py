@@ -1,8 +1,8 @@
 """Talking to the outside: one HTTP POST to a checked address, under a total deadline.
 
-Apart from the code that decides what to send (services/webhooks), and built like sentry's
-net/http.py: urllib3's connections (http.client's parser underneath) whose only change is where
-they connect. No Django here. The guarantees:
+Apart from the code that decides what to send (services/webhooks/delivery.py), and built like
+sentry's net/http.py: urllib3's connections (http.client's parser underneath) whose only change
+is where they connect. No Django here. The guarantees:
 
 - the connection goes to an address that was checked (`Destination.addresses`), never to a
   fresh DNS answer; TLS checks the certificate against the host name, not the address;

@@ -2,7 +2,7 @@
 
 One loop claims work in batches and hands it to a bounded pool of threads:
 
-- webhook deliveries as lanes (services/webhooks.py: up to `lane_size()` deliveries of one
+- webhook deliveries as lanes (services/webhooks/delivery.py: up to `lane_size()` deliveries of one
   endpoint, sent in turn over one kept-alive connection of the endpoint's pool), at most
   `concurrency` lanes at once, so a slow endpoint holds its own lanes and never the others';
 - emails, at most `emails` at once.
@@ -43,7 +43,7 @@ from django.utils import timezone
 from beliefs.services import outbox
 from beliefs.services.notify import email_attempt, emails_claim, emails_next_due
 from beliefs.services.outbox import DELIVERIES, EMAILS, HELD
-from beliefs.services.webhooks import (
+from beliefs.services.webhooks.delivery import (
     Lane,
     Pools,
     deliveries_claim,

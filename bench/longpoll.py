@@ -267,7 +267,7 @@ def measure(bench: Bench, quick: bool, agents: int | None = None) -> list[dict[s
     database, with `agents` waiting at once (AGENTS, or QUICK_AGENTS when `quick`)."""
     from django.test import override_settings
 
-    from beliefs.services.webhooks import endpoint_create
+    from beliefs.services.webhooks.endpoints import endpoint_create
     from demo.receiver import Receiver
 
     for noisy in ("httpx", "axes"):  # a line per request, a line per sign-in

@@ -154,7 +154,7 @@ def run_turn(root: Path, events: int) -> Turn:
     """One worker of the checkout at `root`, `events` committed at RATE; its figures."""
     from beliefs.models import WebhookDelivery
     from beliefs.services import SYSTEM
-    from beliefs.services.webhooks import send_test_event
+    from beliefs.services.webhooks.events import send_test_event
     from demo.receiver import Receiver
 
     endpoint, port = local_endpoint("bench-trickle")

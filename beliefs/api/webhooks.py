@@ -14,7 +14,7 @@ from beliefs.api.views import WRITES, actor, read_schema, validated, write_schem
 from beliefs.domain.vocabulary import MAX_LABEL_LENGTH
 from beliefs.domain.webhooks import EVENT_TYPES
 from beliefs.schemas import JSONBooleanField, StrictSerializer, TextField
-from beliefs.services import webhooks
+from beliefs.services.webhooks import endpoints as webhook_endpoints
 
 MAX_URL_LENGTH = 2000
 
@@ -52,8 +52,8 @@ class EndpointListApi(APIView):
 
     @read_schema(EndpointListOut, summary="Your runtime's webhook endpoints")
     def get(self, request: Request) -> Response:
-        endpoints = webhooks.live_endpoints(runtime_of(request)).order_by("id")
-        return Response({"results": [webhooks.endpoint_payload(e) for e in endpoints]})
+        endpoints = webhook_endpoints.live_endpoints(runtime_of(request)).order_by("id")
+        return Response({"results": [webhook_endpoints.endpoint_payload(e) for e in endpoints]})
 
     @write_schema(
         EndpointIn,
@@ -63,7 +63,7 @@ class EndpointListApi(APIView):
     )
     def post(self, request: Request) -> Response:
         data = validated(EndpointIn, request.data)
-        endpoint, secret = webhooks.endpoint_create(
+        endpoint, secret = webhook_endpoints.endpoint_create(
             runtime=runtime_of(request),
             url=data["url"],
             event_types=data.get("event_types"),
@@ -71,7 +71,9 @@ class EndpointListApi(APIView):
             active=data["active"],
             actor=actor(request),
         )
-        return Response(webhooks.endpoint_payload(endpoint, secret), status=status.HTTP_201_CREATED)
+        return Response(
+            webhook_endpoints.endpoint_payload(endpoint, secret), status=status.HTTP_201_CREATED
+        )
 
 
 class EndpointDetailApi(APIView):
@@ -82,8 +84,8 @@ class EndpointDetailApi(APIView):
         summary="Delete an endpoint (it receives nothing more; its delivery history stays)",
     )
     def delete(self, request: Request, endpoint_id: int) -> Response:
-        endpoint = webhooks.endpoint_for_runtime(endpoint_id, runtime_of(request))
-        webhooks.endpoint_delete(endpoint=endpoint, actor=actor(request))
+        endpoint = webhook_endpoints.endpoint_for_runtime(endpoint_id, runtime_of(request))
+        webhook_endpoints.endpoint_delete(endpoint=endpoint, actor=actor(request))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -96,6 +98,8 @@ class EndpointRotateApi(APIView):
         summary="A new secret (shown once); the old one also signs for 24 hours",
     )
     def post(self, request: Request, endpoint_id: int) -> Response:
-        endpoint = webhooks.endpoint_for_runtime(endpoint_id, runtime_of(request))
-        endpoint, secret = webhooks.endpoint_rotate_secret(endpoint=endpoint, actor=actor(request))
-        return Response(webhooks.endpoint_payload(endpoint, secret))
+        endpoint = webhook_endpoints.endpoint_for_runtime(endpoint_id, runtime_of(request))
+        endpoint, secret = webhook_endpoints.endpoint_rotate_secret(
+            endpoint=endpoint, actor=actor(request)
+        )
+        return Response(webhook_endpoints.endpoint_payload(endpoint, secret))

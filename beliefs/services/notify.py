@@ -33,7 +33,7 @@ from beliefs.models import (
 )
 from beliefs.selectors.quorum import Quorum, quorum_of
 from beliefs.services import outbox
-from beliefs.services.webhooks import emit_event
+from beliefs.services.webhooks.events import emit_event
 
 STATUS_EVENTS = {
     InstanceStatus.AWAITING_USER: EventType.INSTANCE_AWAITING_USER,

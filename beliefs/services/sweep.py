@@ -14,7 +14,7 @@ from beliefs.selectors.quorum import approvals_expiring
 from beliefs.services.expiry import instances_expire
 from beliefs.services.lifecycle import lock_instance
 from beliefs.services.notify import approvals_warn_expiring, emails_resume, instance_warn_expiring
-from beliefs.services.webhooks import deliveries_resume
+from beliefs.services.webhooks.delivery import deliveries_resume
 
 
 def instances_warn_expiring(*, now: datetime | None = None) -> int:

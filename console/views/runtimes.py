@@ -13,7 +13,7 @@ from beliefs.errors import InvalidInput, NotFound
 from beliefs.models import WebhookEndpoint
 from beliefs.selectors.runtimes import runtimes_overview
 from beliefs.services import Actor
-from beliefs.services.webhooks import send_test_event
+from beliefs.services.webhooks.events import send_test_event
 
 
 @staff_member_required

@@ -21,7 +21,7 @@ from beliefs.models import (
     WebhookEndpoint,
 )
 from beliefs.services import SYSTEM, Actor
-from beliefs.services.webhooks import endpoint_create
+from beliefs.services.webhooks.endpoints import endpoint_create
 from beliefs.worker import Worker
 from demo.receiver import Receiver
 from tests.builders import (

@@ -53,7 +53,7 @@ class Command(BaseCommand):
         from beliefs.errors import ServiceError
         from beliefs.models import Runtime
         from beliefs.services import SYSTEM
-        from beliefs.services.webhooks import endpoint_create
+        from beliefs.services.webhooks.endpoints import endpoint_create
 
         found = Runtime.objects.filter(name=name).first()
         if found is None:

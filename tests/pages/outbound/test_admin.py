@@ -20,7 +20,8 @@ from beliefs.models import (
     WebhookEndpoint,
 )
 from beliefs.services import Actor, audit
-from beliefs.services import webhooks as webhook_service
+from beliefs.services.webhooks import endpoints
+from beliefs.services.webhooks.endpoints import endpoint_delete
 from tests.conftest import runtime_key_of
 from tests.pages.test_hidden_characters import HIDDEN, TextAndLinks
 from tests.support.outbound import open_transfer
@@ -53,7 +54,7 @@ def public_dns(monkeypatch: pytest.MonkeyPatch) -> None:
         except ValueError:
             return [PUBLIC]
 
-    monkeypatch.setattr(webhook_service, "resolve", resolve)
+    monkeypatch.setattr(endpoints, "resolve", resolve)
 
 
 def form(runtime: Runtime, **fields: Any) -> dict[str, Any]:
@@ -217,7 +218,7 @@ class Spy:
     def __call__(self, *, endpoint: WebhookEndpoint, actor: Actor) -> None:
         assert actor.user is not None
         self.calls.append((endpoint.pk, actor.user.get_username()))
-        webhook_service.endpoint_delete(endpoint=endpoint, actor=actor)
+        endpoint_delete(endpoint=endpoint, actor=actor)
 
 
 def test_deleting_in_the_admin_goes_through_the_service(

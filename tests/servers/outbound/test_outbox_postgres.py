@@ -21,7 +21,8 @@ from django.db import connection
 
 from beliefs.models import OutgoingEmail, RuntimeAPIKey, WebhookDelivery
 from beliefs.services import SYSTEM, Actor
-from beliefs.services.webhooks import endpoint_create, send_test_event
+from beliefs.services.webhooks.endpoints import endpoint_create
+from beliefs.services.webhooks.events import send_test_event
 from tests.conftest import runtime_key_of
 from tests.support.fake_servers import CutServer, DripServer, SmtpServer
 from tests.support.outbound import open_transfer, receiver_endpoint

@@ -22,7 +22,8 @@ from beliefs.models import (
     WebhookEvent,
 )
 from beliefs.services import SYSTEM, Actor
-from beliefs.services.webhooks import endpoint_create, send_test_event
+from beliefs.services.webhooks.endpoints import endpoint_create
+from beliefs.services.webhooks.events import send_test_event
 from tests.builders import transfer
 from tests.servers.outbound.test_outbox_postgres import wait_for, workers
 from tests.support.outbound import open_transfer, receiver_endpoint
@@ -199,7 +200,7 @@ def test_a_claim_never_waits_for_a_delivery_another_transaction_holds(
     from django.db import connections, transaction
     from django.test import override_settings
 
-    from beliefs.services.webhooks import deliveries_claim, lane_size
+    from beliefs.services.webhooks.delivery import deliveries_claim, lane_size
 
     runtime = runtime_key[0].runtime
     endpoint = endpoint_create(runtime=runtime, url="http://127.0.0.1:9/hooks", actor=SYSTEM)[0]

@@ -132,9 +132,11 @@ def test_delivery_refuses_an_embedded_loopback_answer_before_connecting(
 ) -> None:
     """A name that resolved to a public address at registration and to an IPv6 form of
     loopback at delivery is refused at the attempt, and nothing is connected to."""
-    from beliefs.services import webhooks as service
+    import socket
 
-    monkeypatch.setattr(service, "resolve", lambda host, port: [PUBLIC])
+    from beliefs.services.webhooks import delivery, endpoints
+
+    monkeypatch.setattr(endpoints, "resolve", lambda host, port: [PUBLIC])
     created = runtime.post_json(f"{API}/webhook-endpoints/", {"url": "https://hooks.example/"})
     assert created.status_code == 201, created.json()
     connected: list[Any] = []
@@ -143,8 +145,8 @@ def test_delivery_refuses_an_embedded_loopback_answer_before_connecting(
         connected.append(args)
         raise ConnectionRefusedError("refused")
 
-    monkeypatch.setattr(service, "resolve", lambda host, port: [hidden])
-    monkeypatch.setattr(service.socket, "create_connection", connect)
+    monkeypatch.setattr(delivery, "resolve", lambda host, port: [hidden])
+    monkeypatch.setattr(socket, "create_connection", connect)
     with override_settings(CONSOLE_WEBHOOK_ALLOW_PRIVATE=False):
         open_transfer(rt)
         run_worker()

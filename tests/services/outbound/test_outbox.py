@@ -21,13 +21,9 @@ from django.utils import timezone
 from beliefs.models import WebhookDelivery, WebhookEndpoint, WebhookEvent
 from beliefs.net import Outcome
 from beliefs.services import SYSTEM, Actor
-from beliefs.services.webhooks import (
-    _finish,
-    deliveries_resume,
-    endpoint_create,
-    endpoint_delete,
-    send_test_event,
-)
+from beliefs.services.webhooks.delivery import _finish, deliveries_resume
+from beliefs.services.webhooks.endpoints import endpoint_create, endpoint_delete
+from beliefs.services.webhooks.events import send_test_event
 from console.settings import lease_longer_than_deadline
 from demo.receiver import Receiver
 from tests.builders import transfer
@@ -87,7 +83,9 @@ def test_an_error_before_connecting_is_recorded_and_retried(
     endpoint: tuple[dict[str, Any], Receiver], rt: Actor
 ) -> None:
     open_transfer(rt)
-    with mock.patch("beliefs.services.webhooks.resolve", side_effect=RuntimeError("resolver")):
+    with mock.patch(
+        "beliefs.services.webhooks.delivery.resolve", side_effect=RuntimeError("resolver")
+    ):
         run_worker()
         delivery = WebhookDelivery.objects.get()
         assert delivery.state != Sending and delivery.attempts >= 1  # as above: fast retries

@@ -21,6 +21,7 @@ from beliefs.domain.canonical import bindings_digest
 from beliefs.models import Prompt, PromptState, WebhookDelivery, WebhookEndpoint, WebhookEvent
 from beliefs.services import Actor
 from beliefs.services.sweep import sweep
+from beliefs.services.webhooks.endpoints import endpoint_create
 from demo.receiver import Receiver
 from tests.conftest import JsonClient, runtime_key_of
 from tests.support.outbound import (
@@ -291,7 +292,7 @@ def test_events_go_only_to_the_runtime_that_opened_the_instance(
     _, mine = endpoint
     other_key, _ = runtime_key_of("billing-agent")
     with Receiver("whsec_" + "C" * 44) as theirs:
-        other_endpoint, _ = services.webhooks.endpoint_create(
+        other_endpoint, _ = endpoint_create(
             runtime=other_key.runtime, url=theirs.url, actor=Actor(key=other_key)
         )
         open_transfer(rt)  # opened by test-runtime

@@ -16,13 +16,9 @@ from django.utils import timezone
 from beliefs.models import OutgoingEmail, WebhookDelivery, WebhookEndpoint
 from beliefs.net import Outcome
 from beliefs.services import SYSTEM, Actor, outbox
-from beliefs.services.webhooks import (
-    _finish,
-    deliveries_claim,
-    endpoint_create,
-    lane_deliver,
-    send_test_event,
-)
+from beliefs.services.webhooks.delivery import _finish, deliveries_claim, lane_deliver
+from beliefs.services.webhooks.endpoints import endpoint_create
+from beliefs.services.webhooks.events import send_test_event
 from beliefs.worker import Worker
 from demo.receiver import Receiver
 from tests.support.outbound import open_transfer

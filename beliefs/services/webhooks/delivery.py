@@ -1,10 +1,5 @@
-"""Webhook endpoints, the event outbox and delivering it.
-
-An event is written in the transaction of the change that causes it, with one delivery per
-subscribed endpoint (the outbox: its rows are the workers' queue), so a rolled-back change
-sends nothing and a committed one is delivered even if no worker ran at the time. Delivery is
-at least once: a receiver drops duplicates by `webhook-id`. Deliveries follow the outbox's
-state machine (services/outbox.py); the transport is beliefs/net.py.
+"""Delivering webhook events: deliveries follow the outbox's state machine (services/outbox.py);
+the transport is beliefs/net.py.
 
 A worker claims due deliveries in batches, as lanes: up to `lane_size()` deliveries of one
 endpoint, sent in turn over one kept-alive connection (a `Pool` per endpoint) and recorded
@@ -15,13 +10,11 @@ to an endpoint and …_PER_RUNTIME to a runtime's endpoints at once, over all wo
 from __future__ import annotations
 
 import json
-import socket
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
@@ -30,302 +23,20 @@ from django.utils import timezone
 from standardwebhooks.webhooks import Webhook
 
 from beliefs.domain import webhooks as rules
-from beliefs.domain.vocabulary import MAX_LABEL_LENGTH, AuditKind
-from beliefs.domain.webhooks import Destination, UnsafeDestination
-from beliefs.errors import InvalidInput, NotFound, field_error
-from beliefs.models import (
-    Runtime,
-    TaskInstance,
-    WebhookDelivery,
-    WebhookEndpoint,
-    WebhookEvent,
-)
-from beliefs.net import Deadline, Outcome, Pool, post, resolve_within, to_uri
-from beliefs.selectors.events import next_event_sequence, receiving_endpoints
+from beliefs.domain.vocabulary import AuditKind
+from beliefs.domain.webhooks import UnsafeDestination
+from beliefs.models import WebhookDelivery, WebhookEndpoint, WebhookEvent
+from beliefs.net import Deadline, Outcome, Pool, post, resolve_within
 from beliefs.selectors.outbox import claimable_deliveries, lanes_in_flight, lock_runtimes
 from beliefs.services import outbox
 from beliefs.services.audit import Actor, audit
+from beliefs.services.webhooks.endpoints import resolve
 
-# After a rotation the old secret keeps signing this long, so receivers can switch over.
-PREVIOUS_SECRET_GRACE = timedelta(hours=24)
 USER_AGENT = "confirmation-console-webhooks/1"
 # At most this many deliveries in one lane (also bounded by the lease: see `lane_size`).
 MAX_LANE = 25
 # A held delivery that nothing took up for this long is freed by the sweep.
 OVERDUE = timedelta(minutes=10)
-
-
-# --- endpoints ----------------------------------------------------------------------------------
-
-
-def resolve(host: str, port: int) -> list[str]:
-    """Every address the host resolves to (all are checked, not just the first)."""
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return sorted({str(info[4][0]) for info in infos})
-
-
-def endpoint_url(url: Any) -> str:
-    """The URL as stored: an IRI (non-ASCII host, path or query) becomes the URI it stands for,
-    so every later step (the guard, the request line) sees ASCII only."""
-    if not isinstance(url, str):
-        return url  # the guard says what is wrong with it
-    try:
-        return to_uri(url.strip())
-    except ValueError as exc:
-        raise field_error("url", f"is not a valid URL ({exc})") from None
-
-
-def destination(url: Any, field: str = "url") -> Destination:
-    try:
-        return rules.check_destination(
-            endpoint_url(url), resolve, allow_private=settings.CONSOLE_WEBHOOK_ALLOW_PRIVATE
-        )
-    except UnsafeDestination as exc:
-        raise field_error(field, str(exc)) from None
-
-
-def parse_event_types(value: Any) -> list[str]:
-    if value is None:
-        return []
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise field_error("event_types", "must be a list of event types")
-    unknown = [v for v in value if v not in rules.EVENT_TYPES]
-    if unknown:
-        raise field_error(
-            "event_types",
-            f"unknown event type {unknown[0]!r}; one of {', '.join(rules.EVENT_TYPES)}",
-        )
-    return sorted(set(value))
-
-
-def live_endpoints(runtime: Runtime) -> Any:
-    """The runtime's endpoints that were not deleted (active or not)."""
-    return WebhookEndpoint.objects.filter(runtime=runtime, deleted_at__isnull=True)
-
-
-def endpoint_for_runtime(endpoint_id: Any, runtime: Runtime) -> WebhookEndpoint:
-    """The runtime's own endpoint; 404 for anyone else's (existence not leaked) and for a
-    deleted one."""
-    endpoint = live_endpoints(runtime).filter(pk=endpoint_id).first()
-    if endpoint is None:
-        raise NotFound("No such webhook endpoint.")
-    return endpoint
-
-
-def _endpoint_audit(kind: AuditKind, endpoint: WebhookEndpoint, actor: Actor, **data: Any) -> None:
-    audit(
-        kind,
-        actor=actor,
-        subject=endpoint.url[:MAX_LABEL_LENGTH],
-        data={"endpoint": endpoint.pk, "runtime": endpoint.runtime.name, **data},
-    )
-
-
-def _description(value: Any) -> str:
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise field_error("description", "must be a string")
-    if len(value) > MAX_LABEL_LENGTH:
-        raise field_error("description", f"must be at most {MAX_LABEL_LENGTH} characters")
-    return value
-
-
-@transaction.atomic
-def endpoint_create(
-    *,
-    runtime: Runtime,
-    url: Any,
-    event_types: Any = None,
-    description: Any = "",
-    active: Any = True,
-    actor: Actor,
-) -> tuple[WebhookEndpoint, str]:
-    """Register an endpoint; returns it and its secret, which is shown this once. A runtime
-    has at most CONSOLE_WEBHOOK_MAX_ENDPOINTS (deleted ones do not count)."""
-    destination(url)
-    if not isinstance(active, bool):
-        raise field_error("active", "must be true or false")
-    # The runtime's row is locked so that two registrations at once cannot both pass the cap.
-    Runtime.objects.select_for_update(no_key=True).filter(pk=runtime.pk).first()
-    limit = settings.CONSOLE_WEBHOOK_MAX_ENDPOINTS
-    if live_endpoints(runtime).count() >= limit:
-        raise InvalidInput(
-            f"A runtime can have at most {limit} webhook endpoints; delete one first.",
-            code="too_many_endpoints",
-            extra={"limit": limit},
-        )
-    secret = rules.new_secret()
-    endpoint = WebhookEndpoint.objects.create(
-        runtime=runtime,
-        url=endpoint_url(url),
-        secret=secret,
-        event_types=parse_event_types(event_types),
-        description=_description(description),
-        active=active,
-    )
-    _endpoint_audit(
-        AuditKind.WEBHOOK_ENDPOINT_CREATED, endpoint, actor, event_types=endpoint.event_types
-    )
-    return endpoint, secret
-
-
-@transaction.atomic
-def endpoint_delete(*, endpoint: WebhookEndpoint, actor: Actor) -> None:
-    """Deactivate it for good: it receives nothing more, leaves the runtime's list, and its
-    deliveries stay readable as history. Deliveries still pending fail at their next attempt
-    ("the endpoint is inactive")."""
-    now = timezone.now()
-    done = WebhookEndpoint.objects.filter(pk=endpoint.pk, deleted_at__isnull=True).update(
-        active=False, deleted_at=now, updated_at=now
-    )
-    if done:
-        endpoint.active, endpoint.deleted_at = False, now
-        _endpoint_audit(AuditKind.WEBHOOK_ENDPOINT_DELETED, endpoint, actor)
-
-
-@transaction.atomic
-def endpoint_rotate_secret(
-    *, endpoint: WebhookEndpoint, actor: Actor
-) -> tuple[WebhookEndpoint, str]:
-    """A new secret, shown this once; the old one also signs for PREVIOUS_SECRET_GRACE."""
-    endpoint = WebhookEndpoint.objects.select_for_update().get(pk=endpoint.pk)
-    secret = rules.new_secret()
-    endpoint.previous_secret = endpoint.secret
-    endpoint.previous_secret_until = timezone.now() + PREVIOUS_SECRET_GRACE
-    endpoint.secret = secret
-    endpoint.save(
-        update_fields=["secret", "previous_secret", "previous_secret_until", "updated_at"]
-    )
-    _endpoint_audit(
-        AuditKind.WEBHOOK_ENDPOINT_SECRET_ROTATED,
-        endpoint,
-        actor,
-        previous_secret_until=endpoint.previous_secret_until.isoformat(),
-    )
-    return endpoint, secret
-
-
-def endpoint_payload(endpoint: WebhookEndpoint, secret: str | None = None) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "id": endpoint.pk,
-        "url": endpoint.url,
-        "event_types": endpoint.event_types,
-        "active": endpoint.active,
-        "description": endpoint.description,
-        "created_at": endpoint.created_at.isoformat(),
-        "previous_secret_until": (
-            endpoint.previous_secret_until.isoformat() if endpoint.previous_secret_until else None
-        ),
-    }
-    if secret is not None:
-        data["secret"] = secret
-    return data
-
-
-# --- the outbox ---------------------------------------------------------------------------------
-
-
-def endpoint_problem(endpoint: WebhookEndpoint) -> str:
-    """What is wrong with a stored endpoint (a row the services did not write: the admin, a
-    migration, a hand edit), or "". Cheap and offline: it runs in the runtime's request."""
-    types = endpoint.event_types
-    if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
-        return f"event_types is not a list of event types: {json.dumps(types)[:100]}"
-    unknown = [t for t in types if t not in rules.EVENT_TYPES and t != rules.WEBHOOK_TEST]
-    if unknown:
-        return f"event_types has an unknown event type: {unknown[0][:100]!r}"
-    url = endpoint.url
-    if not isinstance(url, str) or not url.isascii() or any(ord(c) < 33 for c in url):
-        return "url is not an ASCII URL without spaces (register it again)"
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises on a bad port
-    except ValueError as exc:
-        return f"url is not a valid URL ({exc})"
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return "url is not an http(s) URL with a host"
-    return ""
-
-
-def _flag(endpoint: WebhookEndpoint, problem: str) -> None:
-    if endpoint.problem != problem:
-        WebhookEndpoint.objects.filter(pk=endpoint.pk).update(problem=problem[:500])
-        endpoint.problem = problem
-
-
-def _subscribed(endpoint: WebhookEndpoint, type: str) -> bool:
-    """Whether it gets this event; an endpoint with a bad row is skipped and flagged for staff
-    (its `problem`), never an error for the request that caused the event."""
-    problem = endpoint_problem(endpoint)
-    _flag(endpoint, problem)
-    if problem:
-        return False
-    return not endpoint.event_types or type in endpoint.event_types
-
-
-def emit_event(
-    *,
-    type: str,
-    runtime: Runtime | None,
-    data: Mapping[str, Any],
-    instance: TaskInstance | None = None,
-    only_endpoint: WebhookEndpoint | None = None,
-) -> WebhookEvent:
-    """Write one event and its deliveries in the caller's transaction.
-
-    An instance's events are numbered 1, 2, … (`data.sequence`); the caller holds the instance's
-    lock, so two events of one instance cannot take the same number (a unique constraint backs
-    that up).
-    """
-    now = timezone.now()
-    sequence = None
-    if instance is not None:
-        sequence = next_event_sequence(instance.pk)
-    body_data = dict(data)
-    if instance is not None:
-        body_data["sequence"] = sequence
-    webhook_id = rules.new_webhook_id()
-    event = WebhookEvent.objects.create(
-        webhook_id=webhook_id,
-        type=type,
-        runtime=runtime,
-        instance=instance,
-        sequence=sequence,
-        payload={"type": type, "timestamp": now.isoformat(), "data": body_data},
-    )
-    if only_endpoint is not None:
-        endpoints: Sequence[WebhookEndpoint] = [only_endpoint]
-    elif runtime is not None:
-        endpoints = [e for e in receiving_endpoints(runtime.pk) if _subscribed(e, type)]
-    else:
-        endpoints = []
-    if endpoints:
-        WebhookDelivery.objects.bulk_create(
-            WebhookDelivery(event=event, endpoint=endpoint, next_attempt_at=now)
-            for endpoint in endpoints
-        )
-        outbox.announce()
-    return event
-
-
-@transaction.atomic
-def send_test_event(*, endpoint: WebhookEndpoint, actor: Actor) -> WebhookEvent:
-    """A `webhook.test` event to this one endpoint, whatever it subscribed to."""
-    if endpoint.deleted_at is not None:
-        raise NotFound("No such webhook endpoint.")
-    problem = endpoint_problem(endpoint)
-    _flag(endpoint, problem)
-    if problem:
-        raise InvalidInput(f"This endpoint cannot receive events: {problem}")
-    event = emit_event(
-        type=rules.WEBHOOK_TEST,
-        runtime=endpoint.runtime,
-        data={"endpoint_id": endpoint.pk, "message": "A test event from the confirmation console."},
-        only_endpoint=endpoint,
-    )
-    _endpoint_audit(AuditKind.WEBHOOK_TEST_SENT, endpoint, actor, webhook_id=event.webhook_id)
-    return event
 
 
 @transaction.atomic
@@ -348,9 +59,6 @@ def delivery_redeliver(*, delivery: WebhookDelivery, actor: Actor) -> bool:
         data={"delivery": delivery.pk, "webhook_id": delivery.event.webhook_id},
     )
     return True
-
-
-# --- delivering ---------------------------------------------------------------------------------
 
 
 def body_of(event: WebhookEvent) -> str:
