@@ -207,6 +207,8 @@ class _Pinned:
     an address that passed the check, whatever the host name resolves to now; the host name is
     still the one in the Host header and the one the certificate must be valid for."""
 
+    port: int  # urllib3's connection sets it
+
     def __init__(self, dest: Destination, address: str, deadline: Deadline) -> None:
         self.address = address
         self.deadline = deadline
