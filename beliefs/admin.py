@@ -44,8 +44,13 @@ from beliefs.models import (
     WebhookEndpoint,
     WebhookEvent,
 )
-from beliefs.services import Actor, audit, runtime_key_revoke, task_class_transfer
-from beliefs.services.runtimes import check_audience_names, check_runtime_name
+from beliefs.services.audit import Actor, audit
+from beliefs.services.runtimes import (
+    check_audience_names,
+    check_runtime_name,
+    runtime_key_revoke,
+    task_class_transfer,
+)
 from beliefs.services.webhooks.delivery import delivery_redeliver
 from beliefs.services.webhooks.endpoints import (
     PREVIOUS_SECRET_GRACE,

@@ -359,7 +359,7 @@ class Bench:
         from django.test import Client
 
         from beliefs.roles import CLASSIFIERS_GROUP, REVIEWERS_GROUP, grant_role
-        from beliefs.services import Actor
+        from beliefs.services.audit import Actor
 
         self.label = label
         self.scale = scale
@@ -386,7 +386,7 @@ class Bench:
     def task_class(self, key: str, slots: int) -> Any:
         from beliefs.models import Decision, TaskClass
         from beliefs.schemas import TaskClassIn, parse
-        from beliefs.services import task_class_register
+        from beliefs.services.task_classes import task_class_register
 
         keys = [f"s{i:03d}" for i in range(slots)]
         body = {
@@ -405,7 +405,8 @@ class Bench:
         self, key: str, principal: str, beliefs: list[dict[str, Any]], world: dict[str, Any]
     ) -> Any:
         from beliefs.schemas import InstanceIn, parse
-        from beliefs.services import instance_open, instance_plan
+        from beliefs.services.instances import instance_open
+        from beliefs.services.planning import instance_plan
 
         data = parse(
             InstanceIn,

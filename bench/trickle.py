@@ -153,7 +153,7 @@ def _wait(done: Any, timeout: float, what: str) -> None:
 def run_turn(root: Path, events: int) -> Turn:
     """One worker of the checkout at `root`, `events` committed at RATE; its figures."""
     from beliefs.models import WebhookDelivery
-    from beliefs.services import SYSTEM
+    from beliefs.services.audit import SYSTEM
     from beliefs.services.webhooks.events import send_test_event
     from demo.receiver import Receiver
 

@@ -19,12 +19,16 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, User
 from django.db import transaction
 
-from beliefs import services
 from beliefs.models import RuntimeAPIKey, TaskClass, TaskInstance
 from beliefs.roles import CLASSIFIERS_GROUP, REVIEWERS_GROUP, ensure_role_groups, grant_role
 from beliefs.schemas import BeliefIn, TaskClassIn, WorldIn, parse
-from beliefs.services import SYSTEM, Actor, classification, decision_settings
+from beliefs.services import classification, decision_settings
+from beliefs.services.audit import SYSTEM, Actor
+from beliefs.services.instances import instance_open
+from beliefs.services.planning import instance_plan
+from beliefs.services.responses import prompt_respond
 from beliefs.services.runtimes import runtime_key_create
+from beliefs.services.task_classes import task_class_register
 from demo.proposals import seed_demo_proposals
 
 DEMO_KEY_NAME = "demo-runtime"
@@ -322,7 +326,7 @@ def _guard(scenario: Scenario, task_class: TaskClass, carol: Actor) -> None:
 def _answer_everything(instance: TaskInstance, user: User, scenario: Scenario) -> None:
     for prompt in instance.prompts.blocking_open().select_related("slot"):
         value = scenario.answers_1[prompt.slot.key]
-        services.prompt_respond(
+        prompt_respond(
             prompt_id=prompt.pk,
             user=user,
             action="answer",
@@ -349,33 +353,33 @@ def _seed_scenario(scenario: Scenario, alice: User, runtime: Actor) -> None:
         },
         key=scenario.key,
     )
-    task_class = services.task_class_register(key=scenario.key, **registration, actor=runtime)
+    task_class = task_class_register(key=scenario.key, **registration, actor=runtime)
     carol = Actor(user=users.get(username="carol"))
     cathy = Actor(user=users.get(username="cathy"))
     _classify(scenario, task_class, carol, cathy)
 
-    run_1 = services.instance_open(
+    run_1 = instance_open(
         task_class_key=scenario.key,
         principal="alice",
         world=parse(WorldIn, {"world": scenario.world_1})["world"],
         actor=runtime,
     )
-    services.instance_plan(instance=run_1, actor=runtime)
+    instance_plan(instance=run_1, actor=runtime)
     _answer_everything(run_1, alice, scenario)
     if scenario.slots_added_2:
         # The runtime's next version of the task asks for more than run 1 did.
         added = parse(TaskClassIn, {"slots": _registered(scenario.slots_added_2)}, key=scenario.key)
-        services.task_class_register(key=scenario.key, **added, actor=runtime)
+        task_class_register(key=scenario.key, **added, actor=runtime)
         _classify(scenario, task_class, carol, cathy)
     _guard(scenario, task_class, carol)
-    run_2 = services.instance_open(
+    run_2 = instance_open(
         task_class_key=scenario.key,
         principal="alice",
         world=parse(WorldIn, {"world": scenario.world_2})["world"],
         beliefs=[parse(BeliefIn, belief) for belief in scenario.beliefs_2],
         actor=runtime,
     )
-    services.instance_plan(instance=run_2, actor=runtime)
+    instance_plan(instance=run_2, actor=runtime)
 
 
 def demo_runtime_key() -> str:

@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from beliefs.models import ProposalValidation
-from beliefs.services import SYSTEM
+from beliefs.services.audit import SYSTEM
 from beliefs.services.proposals import proposal_validate_and_store
 
 PROVIDER = "demo-provider"

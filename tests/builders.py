@@ -10,12 +10,16 @@ from typing import Any
 
 from django.contrib.auth.models import User
 
-from beliefs import schemas, services
+from beliefs import schemas
 from beliefs.domain.attention import changed_details
 from beliefs.models import Belief, Decision, Prompt, PromptState, Slot, TaskClass, TaskInstance
 from beliefs.schemas import parse
 from beliefs.selectors.quorum import bound_world_changes
-from beliefs.services import SYSTEM, Actor
+from beliefs.services.audit import SYSTEM, Actor
+from beliefs.services.instances import belief_record, instance_open, instance_set_world
+from beliefs.services.planning import instance_plan
+from beliefs.services.responses import prompt_respond
+from beliefs.services.task_classes import task_class_register
 
 
 def classify(
@@ -61,9 +65,7 @@ def register_task_class(
         body["name"] = name
     if open_slots is not None:
         body["open_slots"] = open_slots
-    return services.task_class_register(
-        key=key, **parse(schemas.TaskClassIn, body, key=key), actor=actor
-    )
+    return task_class_register(key=key, **parse(schemas.TaskClassIn, body, key=key), actor=actor)
 
 
 def open_instance(
@@ -80,7 +82,7 @@ def open_instance(
     if beliefs is not None:
         body["beliefs"] = beliefs
     data = parse(schemas.InstanceIn, body)
-    return services.instance_open(
+    return instance_open(
         task_class_key=data["task_class"],
         principal=data["principal"],
         world=data.get("world"),
@@ -90,13 +92,11 @@ def open_instance(
 
 
 def record_belief(*, instance: TaskInstance, data: Mapping[str, Any], actor: Actor) -> Belief:
-    return services.belief_record(
-        instance=instance, belief=parse(schemas.BeliefIn, dict(data)), actor=actor
-    )
+    return belief_record(instance=instance, belief=parse(schemas.BeliefIn, dict(data)), actor=actor)
 
 
 def set_world(*, instance: TaskInstance, world: Any, actor: Actor) -> TaskInstance:
-    return services.instance_set_world(
+    return instance_set_world(
         instance=instance, world=parse(schemas.WorldIn, {"world": world})["world"], actor=actor
     )
 
@@ -160,7 +160,7 @@ def answer_all(instance: TaskInstance, user: Any, values: Mapping[str, Any]) -> 
     ).select_related("slot"):
         action = "answer" if prompt.route == "ASK" else "edit"
         value = values[prompt.slot.key]
-        services.prompt_respond(
+        prompt_respond(
             prompt_id=prompt.pk,
             user=user,
             action=action,
@@ -178,7 +178,7 @@ def confirm_or_answer(instance: TaskInstance, user: Any, asked: str) -> None:
     changed detail of its world, as a person who read them would."""
     for prompt in Prompt.objects.filter(instance=instance, state=PromptState.OPEN, blocking=True):
         value = asked if prompt.route == "ASK" else None
-        services.prompt_respond(
+        prompt_respond(
             prompt_id=prompt.pk,
             user=user,
             action="answer" if value else "confirm",
@@ -284,7 +284,7 @@ def run(
         beliefs=beliefs,
         actor=SYSTEM,
     )
-    return services.instance_plan(instance=instance, actor=SYSTEM)
+    return instance_plan(instance=instance, actor=SYSTEM)
 
 
 def answered_run(task_class: TaskClass, principal: User, values: Mapping[str, Any]) -> TaskInstance:

@@ -20,13 +20,35 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from beliefs import schemas, selectors, services
+from beliefs import schemas, selectors
 from beliefs.api import serializers as s
 from beliefs.api.auth import IsPerson, IsRuntime, is_runtime
 from beliefs.api.conditional import conditional_response, json_response
 from beliefs.errors import InvalidInput, NotFound
 from beliefs.models import RuntimeAPIKey, TaskInstance
-from beliefs.services import Actor, idempotency
+from beliefs.services import idempotency
+from beliefs.services.access import instance_for_principal, instance_for_runtime
+from beliefs.services.approvals import (
+    approver_mark_away,
+    instance_approve,
+    instance_reject_approval,
+)
+from beliefs.services.audit import Actor
+from beliefs.services.instances import (
+    belief_record,
+    instance_cancel,
+    instance_open,
+    instance_set_world,
+)
+from beliefs.services.planning import instance_plan_for_runtime
+from beliefs.services.receipts import receipt_redeem
+from beliefs.services.responses import prompt_respond
+from beliefs.services.task_classes import (
+    slot_retire,
+    task_class_register,
+    task_class_share,
+    task_class_unshare,
+)
 
 MAX_IDEMPOTENCY_KEY_LENGTH = idempotency.MAX_IDEMPOTENCY_KEY_LENGTH
 
@@ -77,8 +99,8 @@ def actor(request: Request) -> Actor:
 
 def instance_for(request: Request, instance_id: Any) -> TaskInstance:
     if is_runtime(request):
-        return services.instance_for_runtime(instance_id, runtime_key(request))
-    return services.instance_for_principal(instance_id, person(request))
+        return instance_for_runtime(instance_id, runtime_key(request))
+    return instance_for_principal(instance_id, person(request))
 
 
 def errors(*codes: int) -> dict[int, Any]:
@@ -154,7 +176,7 @@ class TaskClassApi(APIView):
         CONSOLE_MAX_SLOTS_PER_TASK_CLASS slots (300) and CONSOLE_MAX_DECISIONS_PER_TASK_CLASS
         decisions (100): more is refused with 400 `limit_exceeded`."""
         data = validated(schemas.TaskClassIn, request.data, key=key)
-        services.task_class_register(
+        task_class_register(
             key=key,
             name=data.get("name"),
             slots=data.get("slots", []),
@@ -177,7 +199,7 @@ class SlotRetireApi(APIView):
         found = task_class.slots.filter(key=slot).first()
         if found is None:
             raise NotFound(f"No slot {slot!r} in {key!r}.", code="unknown_slot")
-        services.slot_retire(slot=found, actor=actor(request))
+        slot_retire(slot=found, actor=actor(request))
         return Response(selectors.task_class_payload(selectors.task_class_with_slots(key)))
 
 
@@ -206,7 +228,7 @@ class TaskClassShareApi(APIView):
         audited."""
         task_class = selectors.task_class_for_owner(key, runtime_key(request).runtime_id)
         data = validated(schemas.ShareIn, request.data)
-        share = services.task_class_share(
+        share = task_class_share(
             task_class=task_class,
             runtime_name=runtime,
             history=data["history"],
@@ -222,9 +244,7 @@ class TaskClassShareApi(APIView):
     def delete(self, request: Request, key: str, runtime: str) -> Response:
         """The runtime's existing instances stay its own; it opens no new ones."""
         task_class = selectors.task_class_for_owner(key, runtime_key(request).runtime_id)
-        services.task_class_unshare(
-            task_class=task_class, runtime_name=runtime, actor=actor(request)
-        )
+        task_class_unshare(task_class=task_class, runtime_name=runtime, actor=actor(request))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -264,7 +284,7 @@ class InstanceCreateApi(APIView):
         data = validated(schemas.InstanceIn, request.data)
 
         def open_() -> TaskInstance:
-            return services.instance_open(
+            return instance_open(
                 task_class_key=data["task_class"],
                 principal=data["principal"],
                 world=data.get("world"),
@@ -330,7 +350,7 @@ class BeliefCreateApi(APIView):
         """Supersedes the slot's active belief of this instance and re-plans a planned instance. A
         slot nobody declared is registered, unclassified (so irreversible)."""
         instance = instance_for(request, instance_id)
-        belief = services.belief_record(
+        belief = belief_record(
             instance=instance,
             belief=validated(schemas.BeliefIn, request.data),
             actor=actor(request),
@@ -376,9 +396,7 @@ def instance_change_api(
 WorldApi = instance_change_api(
     "put",
     schemas.WorldIn,
-    lambda instance, data, by: services.instance_set_world(
-        instance=instance, world=data["world"], actor=by
-    ),
+    lambda instance, data, by: instance_set_world(instance=instance, world=data["world"], actor=by),
     summary="Replace the world of an open instance (runtimes)",
     description="Prompts whose world diff changed get a new version.",
 )
@@ -391,9 +409,7 @@ class PlanApi(APIView):
     def post(self, request: Request, instance_id: str) -> HttpResponse:
         """Routes every slot and opens a prompt for each SURFACED, CONFIRM and ASK slot. A ready
         instance keeps its final plan. No body."""
-        planned = services.instance_plan_for_runtime(
-            instance_id=instance_id, key=runtime_key(request)
-        )
+        planned = instance_plan_for_runtime(instance_id=instance_id, key=runtime_key(request))
         payload = selectors.plan_payload(planned.instance, planned.items)
         # Where planning encoded the plan for its digest, the answer writes that text.
         encoded = {"items": planned.text} if planned.text is not None else None
@@ -403,7 +419,7 @@ class PlanApi(APIView):
 CancelApi = instance_change_api(
     "post",
     schemas.CancelIn,
-    lambda instance, data, by: services.instance_cancel(
+    lambda instance, data, by: instance_cancel(
         instance=instance, actor=by, reason=data.get("reason") or ""
     ),
     summary="Cancel an instance (runtimes)",
@@ -467,7 +483,7 @@ class RespondApi(APIView):
                 f"Idempotency-Key: at most {MAX_IDEMPOTENCY_KEY_LENGTH} characters",
                 fields={"Idempotency-Key": [f"at most {MAX_IDEMPOTENCY_KEY_LENGTH} characters"]},
             )
-        result = services.prompt_respond(
+        result = prompt_respond(
             prompt_id=prompt_id,
             user=person(request),
             action=data["action"],
@@ -542,7 +558,7 @@ class ApprovalApi(APIView):
         user = person(request)
         digest, worlds = data["bindings_digest"], data.get("worlds_digest")
         if data["action"] == "approve":
-            result = services.instance_approve(
+            result = instance_approve(
                 instance_id=instance_id,
                 user=user,
                 bindings_digest=digest,
@@ -551,7 +567,7 @@ class ApprovalApi(APIView):
             )
             return Response(_approval_body(result.instance, result.replayed))
         if data["action"] == "reject":
-            instance = services.instance_reject_approval(
+            instance = instance_reject_approval(
                 instance_id=instance_id,
                 user=user,
                 bindings_digest=digest,
@@ -559,7 +575,7 @@ class ApprovalApi(APIView):
                 reason=data.get("reason"),
             )
             return Response(_approval_body(instance))
-        services.approver_mark_away(
+        approver_mark_away(
             instance_id=instance_id,
             user=user,
             approver=data.get("approver"),
@@ -587,7 +603,7 @@ class ReceiptRedeemApi(APIView):
         `bindings_digest` given is not the receipt's); 404 for another runtime's receipt. One
         redemption per receipt is a database rule."""
         data = validated(schemas.RedeemIn, request.data)
-        redeemed = services.receipt_redeem(
+        redeemed = receipt_redeem(
             token=data["receipt"],
             key=runtime_key(request),
             bindings_digest=data.get("bindings_digest"),

@@ -11,9 +11,15 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from beliefs import selectors, services
+from beliefs import selectors
 from beliefs.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from beliefs.models import TaskInstance
+from beliefs.services.approvals import (
+    approver_mark_away,
+    instance_approve,
+    instance_reject_approval,
+)
+from beliefs.services.expiry import instance_expire_if_due
 from console.http import AuthedHttpRequest
 from console.presenters.approval import approval_context
 
@@ -22,7 +28,7 @@ def _instance_or_404(request: AuthedHttpRequest, instance_id: UUID) -> TaskInsta
     instance = selectors.instance_for_approver(instance_id, request.user)
     if instance is None:
         raise Http404("No such instance.")
-    services.instance_expire_if_due(instance=instance)
+    instance_expire_if_due(instance=instance)
     return instance
 
 
@@ -51,7 +57,7 @@ def approval_act(request: AuthedHttpRequest, instance_id: UUID) -> HttpResponse:
     status = 200
     try:
         if action == "approve":
-            result = services.instance_approve(
+            result = instance_approve(
                 instance_id=instance.pk,
                 user=request.user,
                 bindings_digest=digest,
@@ -63,7 +69,7 @@ def approval_act(request: AuthedHttpRequest, instance_id: UUID) -> HttpResponse:
             else:
                 messages.success(request, DONE["approve"])
         elif action == "reject":
-            services.instance_reject_approval(
+            instance_reject_approval(
                 instance_id=instance.pk,
                 user=request.user,
                 bindings_digest=digest,
@@ -72,7 +78,7 @@ def approval_act(request: AuthedHttpRequest, instance_id: UUID) -> HttpResponse:
             )
             messages.success(request, DONE["reject"])
         elif action == "away":
-            services.approver_mark_away(
+            approver_mark_away(
                 instance_id=instance.pk,
                 user=request.user,
                 approver=request.POST.get("approver", ""),

@@ -28,7 +28,7 @@ from beliefs.models import Decision, RiskChangeRequest, Slot, TaskClass
 from beliefs.roles import is_classifier
 from beliefs.selectors import unclassified
 from beliefs.selectors.classification import awaiting_approval_by, impact_snapshot
-from beliefs.services import Actor
+from beliefs.services.audit import Actor
 from beliefs.services.classification import (
     ChangeResult,
     classification_save,

@@ -18,11 +18,14 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from beliefs import selectors, services
+from beliefs import selectors
 from beliefs.domain.attention import Habit
 from beliefs.errors import Conflict, InvalidInput, NotFound
 from beliefs.models import Decision, InstanceStatus, Prompt, PromptState, TaskInstance
 from beliefs.selectors import attention
+from beliefs.services import responses
+from beliefs.services.access import instance_for_principal
+from beliefs.services.responses import prompts_mark_shown
 from console import live
 from console.forms.respond import parse_response, typed_values
 from console.http import AuthedHttpRequest
@@ -45,7 +48,7 @@ FIELD_NAMES = {"reason": "Your reason: "}
 
 def _instance_or_404(request: AuthedHttpRequest, instance_id: UUID) -> TaskInstance:
     try:
-        return services.instance_for_principal(instance_id, request.user)
+        return instance_for_principal(instance_id, request.user)
     except NotFound:
         raise Http404("No such instance.") from None
 
@@ -70,7 +73,7 @@ def _instance_context(
     (`live.page_version`), both of one `live.snapshot()`: the page's version is never newer
     than the page."""
     instance, prompts = read.instance, read.prompts
-    live.after_snapshot(lambda: services.prompts_mark_shown(prompts=prompts, user=request.user))
+    live.after_snapshot(lambda: prompts_mark_shown(prompts=prompts, user=request.user))
     decisions = selectors.instance_decisions(instance)
     # Only the principal sees the page: the signed-in user is the one who answers.
     facts = page_facts(
@@ -208,7 +211,7 @@ def prompt_respond(request: AuthedHttpRequest, instance_id: UUID, prompt_id: int
     typed = typed_values(request.POST)
     try:
         answer = parse_response(request.POST, prompt)
-        result = services.prompt_respond(
+        result = responses.prompt_respond(
             prompt_id=prompt.pk,
             user=request.user,
             action=answer.action,

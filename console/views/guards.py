@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.http import HttpResponse
 from django.views.decorators.http import require_POST
 
-from beliefs.services import Actor
+from beliefs.services.audit import Actor
 from beliefs.services.decision_settings import (
     decision_set_person_confirms,
     slot_set_future,

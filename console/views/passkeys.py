@@ -27,7 +27,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from beliefs import selectors, services
+from beliefs import selectors
 from beliefs.domain.passkeys import b64url, b64url_decode
 from beliefs.errors import Conflict, InvalidInput, ServiceError
 from beliefs.models import InstanceStatus, TaskInstance
@@ -37,6 +37,8 @@ from beliefs.selectors.passkeys import (
     standing_signature,
 )
 from beliefs.services import passkeys
+from beliefs.services.access import instance_for_principal
+from beliefs.services.reask import prompt_reask_with_world
 from console.http import AuthedHttpRequest
 from console.presenters.restatement import restatement
 from console.presenters.signing import binding_rows
@@ -208,7 +210,7 @@ def passkey_sign_in(request: HttpRequest, data: dict[str, Any], challenge: bytes
 
 def _instance_or_404(request: AuthedHttpRequest, instance_id: UUID) -> TaskInstance:
     try:
-        return services.instance_for_principal(instance_id, request.user)
+        return instance_for_principal(instance_id, request.user)
     except ServiceError:
         raise Http404("No such instance.") from None
 
@@ -241,7 +243,7 @@ def instance_reask(request: AuthedHttpRequest, instance_id: UUID) -> HttpRespons
     """ "Use the current value": the question asked again with the world's value filled in."""
     instance = _instance_or_404(request, instance_id)
     try:
-        services.prompt_reask_with_world(
+        prompt_reask_with_world(
             instance_id=instance.pk, slot_key=request.POST.get("slot", ""), user=request.user
         )
     except (Conflict, InvalidInput) as exc:

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 from beliefs.errors import InvalidInput, NotFound
 from beliefs.models import WebhookEndpoint
 from beliefs.selectors.runtimes import runtimes_overview
-from beliefs.services import Actor
+from beliefs.services.audit import Actor
 from beliefs.services.webhooks.events import send_test_event
 
 

@@ -89,9 +89,10 @@ def test_an_api_answer_answers_503_json_and_records_nothing(
 def test_an_api_write_of_a_runtime_answers_503_json(
     api: Driver, transfer: str, alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from beliefs import services
+    from beliefs.api import views
 
-    monkeypatch.setattr(services, "instance_open", _failing(LOST[0]))
+    # Where the API's view finds the service.
+    monkeypatch.setattr(views, "instance_open", _failing(LOST[0]))
     opened = api.runtime.post_json(f"{API}/instances/", {"task_class": transfer, "principal": "x"})
     _is_unavailable_json(opened)
 

@@ -10,7 +10,8 @@ from django.db import IntegrityError, connection, connections, transaction
 
 from beliefs.domain import canonical
 from beliefs.models import AuditEvent, Belief, RuntimeAPIKey, TaskInstance
-from beliefs.services import Actor, idempotency
+from beliefs.services import idempotency
+from beliefs.services.audit import Actor
 from tests.builders import open_instance
 from tests.builders import transfer as transfer_class
 from tests.conftest import JsonClient, runtime_key_of

@@ -363,7 +363,7 @@ def spread(stored):
         "reject_new": stored("REJECT", provider="acme", model="m1"),
         "schema": None,
     }
-    from beliefs.services import SYSTEM
+    from beliefs.services.audit import SYSTEM
     from beliefs.services.proposals import proposal_validate_and_store
 
     made["schema"] = proposal_validate_and_store(
@@ -433,7 +433,7 @@ def test_it_paginates_the_list(person_client, rita, many):
 
 
 def test_it_lists_a_code_once_even_when_a_validation_has_it_twice(person_client, rita):
-    from beliefs.services import SYSTEM
+    from beliefs.services.audit import SYSTEM
     from beliefs.services.proposals import proposal_validate_and_store
 
     update = {**passing_update(), "a": 1, "b": 2}  # two schema.extra_forbidden findings

@@ -486,8 +486,8 @@ def test_an_approved_lowering_of_m_settles_the_instances_it_completes_at_once(
     held: int,
     lowered_to: int,
 ) -> None:
-    from beliefs.services import Actor
     from beliefs.services import classification as c
+    from beliefs.services.audit import Actor
     from beliefs.services.decision_settings import decision_set_approvals
 
     register(api, treasury, 3)

@@ -13,10 +13,9 @@ from django.db import connection, connections
 from django.test import override_settings
 
 from beliefs import schemas as s
-from beliefs import services
 from beliefs.errors import TooManyOpenInstances
 from beliefs.models import Belief, Decision, InstanceStatus, RuntimeAPIKey, Slot, TaskInstance
-from beliefs.services import Actor
+from beliefs.services.audit import Actor
 from tests.builders import open_instance, register_task_class
 from tests.conftest import JsonClient, runtime_key_of
 from tests.support.api import API, Driver
@@ -59,7 +58,10 @@ def test_it_refuses_20000_slots_while_validating_before_reading_any_of_them(
     def must_not_run(**kwargs: Any) -> None:
         raise AssertionError("the service ran")
 
-    monkeypatch.setattr(services, "task_class_register", must_not_run)
+    from beliefs.api import views
+
+    # Where the API's view finds the service.
+    monkeypatch.setattr(views, "task_class_register", must_not_run)
     response = _put(runtime, "huge", slots=_slots(20_000))
     body = _refused(response, "slots", "at most 300 slots")
     assert "CONSOLE_MAX_SLOTS_PER_TASK_CLASS" in body["detail"]

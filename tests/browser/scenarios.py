@@ -10,8 +10,9 @@ from typing import Any
 
 from django.contrib.auth.models import User
 
-from beliefs import services
 from beliefs.models import Slot, TaskClass, TaskInstance
+from beliefs.services.audit import Actor
+from beliefs.services.planning import instance_plan
 from tests.builders import (  # noqa: F401 - open_prompt and the helpers for the page tests
     classify,
     open_instance,
@@ -19,7 +20,7 @@ from tests.builders import (  # noqa: F401 - open_prompt and the helpers for the
     register_task_class,
 )
 
-RUNTIME = services.Actor()  # the system stands in for a runtime key
+RUNTIME = Actor()  # the system stands in for a runtime key
 
 VENDOR_WORLD_RUN_1 = {
     "recipient_account": {"holder": "Acme B.V.", "bank": "ABN AMRO", "verified": True},
@@ -104,7 +105,7 @@ def vendor_run_1(user: User) -> TaskInstance:
         ],
         actor=RUNTIME,
     )
-    return services.instance_plan(instance=instance, actor=RUNTIME)
+    return instance_plan(instance=instance, actor=RUNTIME)
 
 
 def vendor_run_2(user: User) -> TaskInstance:
@@ -119,7 +120,7 @@ def vendor_run_2(user: User) -> TaskInstance:
         beliefs=[{"slot": "amount", "value": 1250, "source": "tool", "turn": 1}],
         actor=RUNTIME,
     )
-    return services.instance_plan(instance=instance, actor=RUNTIME)
+    return instance_plan(instance=instance, actor=RUNTIME)
 
 
 def vendor(user: User) -> TaskInstance:
@@ -179,7 +180,7 @@ def hostile(user: User) -> TaskInstance:
         ],
         actor=RUNTIME,
     )
-    return services.instance_plan(instance=instance, actor=RUNTIME)
+    return instance_plan(instance=instance, actor=RUNTIME)
 
 
 def many(user: User, count: int) -> TaskInstance:
@@ -211,7 +212,7 @@ def many(user: User, count: int) -> TaskInstance:
         beliefs=beliefs,
         actor=RUNTIME,
     )
-    return services.instance_plan(instance=instance, actor=RUNTIME)
+    return instance_plan(instance=instance, actor=RUNTIME)
 
 
 REFUND_WORLD_THEN = {"iban": {"holder": "Bob Example"}}
@@ -219,13 +220,13 @@ REFUND_WORLD_NOW = {"iban": {"holder": "B. Exampel Holdings"}}
 REFUND_AGENT = "billing-agent"
 
 
-def refund_agent() -> services.Actor:
+def refund_agent() -> Actor:
     """A key of the runtime `billing-agent`, as the actor it opens instances with."""
     from beliefs.models import Runtime, RuntimeAPIKey
 
     runtime, _ = Runtime.objects.get_or_create(name=REFUND_AGENT)
     key, _ = RuntimeAPIKey.objects.create_key(name=REFUND_AGENT, runtime=runtime)
-    return services.Actor(key=RuntimeAPIKey.objects.select_related("runtime").get(pk=key.pk))
+    return Actor(key=RuntimeAPIKey.objects.select_related("runtime").get(pk=key.pk))
 
 
 def refunds(user: User) -> tuple[TaskInstance, TaskInstance]:
@@ -259,7 +260,7 @@ def refunds(user: User) -> tuple[TaskInstance, TaskInstance]:
             beliefs=beliefs,
             actor=agent,
         )
-        return services.instance_plan(instance=instance, actor=agent)
+        return instance_plan(instance=instance, actor=agent)
 
     attempt(
         REFUND_WORLD_THEN,

@@ -16,8 +16,9 @@ import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import Page, expect
 
-from beliefs import services
 from beliefs.models import AuditEvent, Prompt, TaskInstance
+from beliefs.services.audit import Actor
+from beliefs.services.planning import instance_plan
 from tests.browser import scenarios
 from tests.browser.test_enduser import assumption, card
 from tests.builders import classify, confirm_or_answer, open_instance, register_task_class
@@ -26,7 +27,7 @@ from tests.conftest import PASSWORD
 SignIn = Callable[[str, str], None]
 Shot = Callable[[str], Any]
 WIDTHS = {1280: {"width": 1280, "height": 900}, 390: {"width": 390, "height": 844}}
-RUNTIME = services.Actor()
+RUNTIME = Actor()
 PRIMARY = re.compile(r"\bprimary\b")
 
 # The case attention exists for: the account holder became a look-alike of the one on record.
@@ -98,11 +99,11 @@ def _refund(user: User, world: dict) -> TaskInstance:
             ],
             actor=RUNTIME,
         )
-        services.instance_plan(instance=first, actor=RUNTIME)
+        instance_plan(instance=first, actor=RUNTIME)
     instance = open_instance(
         task_class_key="payments.refund", principal=user.username, world=world, actor=RUNTIME
     )
-    return services.instance_plan(instance=instance, actor=RUNTIME)
+    return instance_plan(instance=instance, actor=RUNTIME)
 
 
 def _name(width: int, debug: bool) -> str:

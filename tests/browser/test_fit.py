@@ -11,10 +11,11 @@ from django.contrib.auth.models import User
 from django.test import override_settings
 from playwright.sync_api import Page, expect
 
-from beliefs import services
 from beliefs.models import ProposalValidation, Runtime, TaskClass, WebhookEndpoint
 from beliefs.roles import CLASSIFIERS_GROUP, REVIEWERS_GROUP, grant_role
 from beliefs.services import classification
+from beliefs.services.audit import Actor
+from beliefs.services.planning import instance_plan
 from demo.proposals import seed_demo_proposals
 from tests.browser import scenarios
 from tests.builders import classify, open_instance, register_task_class
@@ -59,7 +60,7 @@ def _long_data(root: User) -> dict[str, str]:
         slot=slot,
         risk_class="policy",
         reason="Reason " + LONG_WORD,
-        actor=services.Actor(user=root),
+        actor=Actor(user=root),
     )
     instance = open_instance(
         task_class_key=task_class.key,
@@ -77,7 +78,7 @@ def _long_data(root: User) -> dict[str, str]:
         ],
         actor=scenarios.RUNTIME,
     )
-    instance = services.instance_plan(instance=instance, actor=scenarios.RUNTIME)
+    instance = instance_plan(instance=instance, actor=scenarios.RUNTIME)
     vendor = scenarios.vendor(root)
     hostile = scenarios.hostile(root)
     scenarios.refunds(root)

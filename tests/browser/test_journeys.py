@@ -13,8 +13,9 @@ import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import Page, expect
 
-from beliefs import services
 from beliefs.models import Prompt, PromptState, TaskInstance
+from beliefs.services.approvals import instance_approve
+from beliefs.services.responses import prompt_respond
 from demo.data import seed_demo
 from tests.browser.test_person_experience import capture
 from tests.builders import confirm_or_answer, ticks
@@ -41,7 +42,7 @@ def _demo_in_every_state() -> dict[str, TaskInstance]:
     transfer = mine["payments.transfer"]
     assert transfer.status == "awaiting_approval"
     assert mine["legal.sign_contract"].status == "awaiting_signature"
-    services.instance_approve(
+    instance_approve(
         instance_id=transfer.pk,
         user=User.objects.get(username="bob"),
         bindings_digest=transfer.bindings_digest,
@@ -50,7 +51,7 @@ def _demo_in_every_state() -> dict[str, TaskInstance]:
     )
     shipping = mine["commerce.ship_order"]
     prompt = Prompt.objects.filter(instance=shipping, state=PromptState.OPEN, blocking=True)[0]
-    services.prompt_respond(
+    prompt_respond(
         prompt_id=prompt.pk, user=alice, action="reject", version=prompt.version, reason="not now"
     )
     return mine

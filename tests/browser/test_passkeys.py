@@ -14,7 +14,8 @@ from django.contrib.auth.models import User
 from playwright.sync_api import Page, expect
 
 from beliefs.models import Decision, InstanceStatus, Prompt, SignatureAttempt, TaskInstance
-from beliefs.services import Actor, prompt_respond
+from beliefs.services.audit import Actor
+from beliefs.services.responses import prompt_respond
 from beliefs.signing import verify
 from tests.builders import open_instance, register
 from tests.conftest import PASSWORD, JsonClient, runtime_key_of
@@ -72,7 +73,7 @@ def awaiting_signature(principal: str, runtime: str = "billing-agent") -> TaskIn
             {"slot": "memo", "value": "rent", "source": "tool", "world_ref": {"ref": "invoice 6"}},
         ],
     )
-    from beliefs.services import instance_plan
+    from beliefs.services.planning import instance_plan
 
     instance_plan(instance=instance, actor=actor)
     user = User.objects.get(username=principal)

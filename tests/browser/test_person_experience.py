@@ -17,8 +17,9 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
-from beliefs import services
 from beliefs.models import Prompt, ProposalValidation, TaskInstance
+from beliefs.services.approvals import instance_approve
+from beliefs.services.planning import instance_plan
 from demo.data import seed_demo
 from demo.proposals import seed_demo_proposals
 from tests.browser import scenarios
@@ -279,7 +280,7 @@ def test_a_long_value_is_clamped_and_can_be_read_in_full(
         beliefs=[{"slot": "reference", "value": long_reference, "source": "tool", "turn": 1}],
         actor=scenarios.RUNTIME,
     )
-    services.instance_plan(instance=instance, actor=scenarios.RUNTIME)
+    instance_plan(instance=instance, actor=scenarios.RUNTIME)
     sign_in("alice", PASSWORD)
     page.goto(f"/instances/{instance.pk}/")
     line = assumption(page, "Payment reference")
@@ -433,7 +434,7 @@ def test_every_end_user_page_of_the_demo_speaks_plainly(
     end_user_page(page, screenshot, "instance-awaiting-approval")
     transfer.refresh_from_db()
     for approver in ("bob", "dave"):
-        services.instance_approve(
+        instance_approve(
             instance_id=transfer.pk,
             user=User.objects.get(username=approver),
             bindings_digest=transfer.bindings_digest,

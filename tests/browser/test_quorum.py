@@ -12,14 +12,16 @@ import pytest
 from django.contrib.auth.models import Group, User
 from playwright.sync_api import Page, expect
 
-from beliefs import services
 from beliefs.models import Decision, Prompt, PromptState, TaskInstance
+from beliefs.services.audit import Actor
+from beliefs.services.planning import instance_plan
+from beliefs.services.responses import prompt_respond
 from tests.browser.test_enduser import assert_accessible
 from tests.builders import classify, open_instance, register_task_class
 from tests.conftest import PASSWORD
 
 SignIn = Callable[[str, str], None]
-RUNTIME = services.Actor()
+RUNTIME = Actor()
 
 
 def _approver(username: str, group: Group) -> User:
@@ -52,10 +54,10 @@ def _waiting_for_approval(alice: User, group: Group, required: int) -> TaskInsta
             {"slot": "amount", "value": 200000, "source": "tool"},
         ],
     )
-    services.instance_plan(instance=instance, actor=RUNTIME)
+    instance_plan(instance=instance, actor=RUNTIME)
     for prompt in Prompt.objects.filter(instance=instance, state=PromptState.OPEN, blocking=True):
         edit = prompt.slot.key == "amount"
-        services.prompt_respond(
+        prompt_respond(
             prompt_id=prompt.pk,
             user=alice,
             action="edit" if edit else "confirm",

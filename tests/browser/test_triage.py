@@ -15,8 +15,9 @@ from django.test import override_settings
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
-from beliefs import services
 from beliefs.models import Prompt
+from beliefs.services.instances import instance_cancel
+from beliefs.services.responses import prompt_respond
 from tests.browser import scenarios
 from tests.browser.test_enduser import assumption, card
 from tests.builders import set_world
@@ -67,7 +68,7 @@ def test_inbox_rows_of_one_task_class_differ_and_name_the_runtime(
     screenshot(f"triage-inbox-{width}-{'debug' if debug else 'nodebug'}")
 
     # The runtime cancels one: the row leaves and the title counts one, without a reload.
-    services.instance_cancel(instance=hidden, actor=scenarios.RUNTIME, reason="duplicate")
+    instance_cancel(instance=hidden, actor=scenarios.RUNTIME, reason="duplicate")
     expect(rows).to_have_count(1)
     expect(page).to_have_title("(1) Inbox · Confirmation console")
 
@@ -174,7 +175,7 @@ def test_a_refused_veto_says_so(
     page.route(re.compile(r"/live/\?"), lambda route: route.abort())
     page.goto(f"/instances/{instance.pk}/")
     prompt = scenarios.open_prompt(instance, "due_date")
-    services.prompt_respond(
+    prompt_respond(
         prompt_id=prompt.pk, user=alice, action="veto", version=prompt.version, reason="moved"
     )
     line = assumption(page, "Due date")

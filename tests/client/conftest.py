@@ -27,7 +27,7 @@ from django.utils import timezone
 from rest_framework_api_key.crypto import concatenate
 
 from beliefs.models import Prompt, PromptState, Runtime, RuntimeAPIKey
-from beliefs.services import Actor
+from beliefs.services.audit import Actor
 from console.middleware import WaitingMiddleware, waiting_key
 from tests.builders import register
 from tests.client.transfer_tool import SANDBOX, TRANSFER

@@ -19,8 +19,9 @@ from django.utils.crypto import get_random_string
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import CHECKS, load_all_checks
 
-from beliefs import services
 from beliefs.models import RuntimeAPIKey
+from beliefs.services.audit import Actor
+from beliefs.services.planning import instance_plan
 from console.wsgi import application
 from tests.builders import open_instance, register_task_class
 from tests.examples import examples
@@ -123,7 +124,7 @@ def node_id_as_schemathesis_reads_it(request: pytest.FixtureRequest) -> None:
 def seeded_instance(runtime_key: tuple[RuntimeAPIKey, str], alice: User) -> None:
     """A registered task class and a planned instance with open prompts for alice, so that
     generated calls also reach real instances and prompts."""
-    actor = services.Actor(key=runtime_key[0])
+    actor = Actor(key=runtime_key[0])
     register_task_class(
         key="fuzz.transfer",
         slots=[{"key": "amount", "value_type": "number"}, {"key": "iban"}],
@@ -136,7 +137,7 @@ def seeded_instance(runtime_key: tuple[RuntimeAPIKey, str], alice: User) -> None
         beliefs=[{"slot": "iban", "value": "DE89", "source": "tool"}],
         actor=actor,
     )
-    services.instance_plan(instance=instance, actor=actor)
+    instance_plan(instance=instance, actor=actor)
 
 
 def _runtime_headers(runtime_key: tuple[RuntimeAPIKey, str]) -> dict[str, str]:

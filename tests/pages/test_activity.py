@@ -10,7 +10,7 @@ from django.test import Client
 
 from beliefs.domain.vocabulary import AuditKind
 from beliefs.models import AuditEvent, TaskClass
-from beliefs.services import SYSTEM, Actor, audit
+from beliefs.services.audit import SYSTEM, Actor, audit
 from tests.builders import shop
 
 pytestmark = pytest.mark.django_db

@@ -9,8 +9,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from beliefs.models import AuditEvent, Decision, Prompt, RiskChangeRequest, Slot, TaskClass
-from beliefs.services import SYSTEM, Actor
 from beliefs.services import classification as c
+from beliefs.services.audit import SYSTEM, Actor
 from tests.builders import (
     answered_run,
     classify,

@@ -15,7 +15,7 @@ from django.test import Client
 from beliefs.domain.vocabulary import AuditKind
 from beliefs.errors import InvalidInput, PermissionDenied
 from beliefs.models import AuditEvent, Decision, RiskChangeRequest, Slot
-from beliefs.services import Actor
+from beliefs.services.audit import Actor
 from beliefs.services.classification import risk_change_request_approve
 from beliefs.services.decision_settings import decision_set_person_confirms, slot_set_future
 from tests.conftest import JsonClient

@@ -16,9 +16,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from beliefs import services
 from beliefs.models import TaskClass
 from beliefs.services.proposals import proposal_validate_and_store
+from beliefs.services.responses import prompt_respond
 from tests.browser import scenarios
 from tests.pages.test_proposals_hostile_text import BODIES
 
@@ -75,9 +75,7 @@ def hostile_corpus(demo: str) -> None:
     TaskClass.objects.filter(pk=instance.task_class_id).update(key="hostile.<b>demo\u202e\u200b")
     # Answer one prompt, so the hostile task class also reaches the insights' figures.
     prompt = scenarios.open_prompt(instance, "file")
-    services.prompt_respond(
-        prompt_id=prompt.pk, user=alice, action="confirm", version=prompt.version
-    )
+    prompt_respond(prompt_id=prompt.pk, user=alice, action="confirm", version=prompt.version)
     for body in BODIES.values():
         proposal_validate_and_store(
             graph=body["graph"],

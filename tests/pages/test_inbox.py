@@ -10,8 +10,9 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
-from beliefs import services
 from beliefs.models import InstanceStatus, Prompt, TaskClass, TaskInstance
+from beliefs.services.instances import instance_cancel
+from beliefs.services.responses import prompt_respond
 from tests.browser import scenarios
 from tests.support.pages import HTMX, marked
 
@@ -95,7 +96,7 @@ def test_it_picks_up_a_new_instance_on_the_next_poll(
 def test_it_drops_an_instance_once_it_is_cancelled(
     vendor: TaskInstance, alice_client: Client
 ) -> None:
-    services.instance_cancel(instance=vendor, actor=scenarios.RUNTIME, reason="not needed")
+    instance_cancel(instance=vendor, actor=scenarios.RUNTIME, reason="not needed")
     html = alice_client.get("/inbox/rows/", **HTMX).content.decode()
     assert "Nothing is waiting for you" in html
     assert "✕ cancelled" in html
@@ -254,7 +255,7 @@ def test_a_row_clamps_a_long_value(alice: User, alice_client: Client) -> None:
     changed, _ = scenarios.refunds(alice)
     long_iban = "NL" + "9" * 300
     open_prompt = scenarios.open_prompt(changed, "iban")
-    services.prompt_respond(
+    prompt_respond(
         prompt_id=open_prompt.pk, user=alice, action="edit", version=open_prompt.version,
         value=long_iban, value_confirmation=long_iban,
     )  # fmt: skip
@@ -267,7 +268,7 @@ def test_the_title_counts_the_waiting_instances(alice: User, alice_client: Clien
     changed, hidden = scenarios.refunds(alice)
     html = alice_client.get("/").content.decode()
     assert "<title>(2) Inbox · Confirmation console</title>" in html
-    services.instance_cancel(instance=hidden, actor=scenarios.RUNTIME, reason="duplicate")
+    instance_cancel(instance=hidden, actor=scenarios.RUNTIME, reason="duplicate")
     rows = alice_client.get("/inbox/rows/", **HTMX).content.decode()
     assert 'data-live-title="(1) Inbox · Confirmation console"' in rows
 
@@ -283,7 +284,7 @@ def test_the_live_digest_changes_when_a_rows_value_changes(
     changed, _ = scenarios.refunds(alice)
     before = re.search(r'data-live-digest="([0-9a-f]+)"', alice_client.get("/").content.decode())
     prompt = scenarios.open_prompt(changed, "amount")
-    services.prompt_respond(
+    prompt_respond(
         prompt_id=prompt.pk, user=alice, action="edit", version=prompt.version, value=1100,
         value_confirmation=1100,
     )  # fmt: skip
@@ -299,10 +300,10 @@ def test_a_finished_instance_links_to_the_next_waiting_one(
     changed, hidden = scenarios.refunds(alice)
     waiting = alice_client.get(f"/instances/{hidden.pk}/").content.decode()
     assert 'id="next-waiting"' not in waiting  # not finished: nothing to go on to yet
-    services.instance_cancel(instance=hidden, actor=scenarios.RUNTIME, reason="duplicate")
+    instance_cancel(instance=hidden, actor=scenarios.RUNTIME, reason="duplicate")
     html = alice_client.get(f"/instances/{hidden.pk}/").content.decode()
     assert f'id="next-waiting-link" href="/instances/{changed.pk}/"' in html
     assert "Refund a customer, attempt 2" in html
-    services.instance_cancel(instance=changed, actor=scenarios.RUNTIME, reason="duplicate")
+    instance_cancel(instance=changed, actor=scenarios.RUNTIME, reason="duplicate")
     html = alice_client.get(f"/instances/{hidden.pk}/").content.decode()
     assert "Nothing else waits for you." in html and 'id="next-waiting-link"' not in html

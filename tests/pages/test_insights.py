@@ -9,15 +9,17 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
-from beliefs import services
 from beliefs.models import Prompt, PromptState, RuntimeAPIKey, Slot, TaskInstance
 from beliefs.selectors import insights
+from beliefs.services.audit import Actor
+from beliefs.services.planning import instance_plan
+from beliefs.services.responses import prompt_respond, prompts_mark_shown
 from tests.builders import changed_keys, open_instance, register_task_class
 
 pytestmark = pytest.mark.django_db
 
 
-def _transfer(actor: services.Actor) -> None:
+def _transfer(actor: Actor) -> None:
     register_task_class(
         key="t.transfer",
         name="Transfer",
@@ -29,17 +31,17 @@ def _transfer(actor: services.Actor) -> None:
     Slot.objects.filter(key="note").update(risk_class="reversible")
 
 
-def _run(actor: services.Actor, user: User, *, world: dict, keep: bool = True) -> TaskInstance:
+def _run(actor: Actor, user: User, *, world: dict, keep: bool = True) -> TaskInstance:
     """Open, plan, and answer every blocking prompt (confirm when pre-filled, else answer)."""
     instance = open_instance(
         task_class_key="t.transfer", principal=user.username, world=world, actor=actor
     )
-    services.instance_plan(instance=instance, actor=actor)
+    instance_plan(instance=instance, actor=actor)
     for prompt in instance.prompts.filter(state=PromptState.OPEN, blocking=True):
-        services.prompts_mark_shown(prompts=[prompt], user=user)
+        prompts_mark_shown(prompts=[prompt], user=user)
         Prompt.objects.filter(pk=prompt.pk).update(shown_at=timezone.now() - timedelta(seconds=5))
         if prompt.route == "CONFIRM" and keep:
-            services.prompt_respond(
+            prompt_respond(
                 prompt_id=prompt.pk,
                 user=user,
                 action="confirm",
@@ -47,7 +49,7 @@ def _run(actor: services.Actor, user: User, *, world: dict, keep: bool = True) -
                 acknowledged=changed_keys(prompt),  # read, and kept all the same
             )
         else:
-            services.prompt_respond(
+            prompt_respond(
                 prompt_id=prompt.pk,
                 user=user,
                 action="edit" if prompt.route == "CONFIRM" else "answer",
@@ -60,7 +62,7 @@ def _run(actor: services.Actor, user: User, *, world: dict, keep: bool = True) -
 
 @pytest.fixture
 def history(alice: User, runtime_key: tuple[RuntimeAPIKey, str]) -> None:
-    actor = services.Actor(key=runtime_key[0])
+    actor = Actor(key=runtime_key[0])
     _transfer(actor)
     _run(actor, alice, world={"iban": {"holder": "Bob"}})  # run 1: both slots asked
     _run(actor, alice, world={"iban": {"holder": "Bob"}})  # run 2: iban confirmed, note surfaced
@@ -142,7 +144,7 @@ def test_it_runs_the_same_number_of_queries_for_more_history(
 
     with CaptureQueriesContext(connection) as small:
         client.get("/insights/")
-    actor = services.Actor(key=runtime_key[0])
+    actor = Actor(key=runtime_key[0])
     for _ in range(5):
         _run(actor, alice, world={"iban": {"holder": "Eve"}})
     with CaptureQueriesContext(connection) as large:

@@ -8,8 +8,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from beliefs import services
 from beliefs.models import Prompt, PromptState, TaskInstance
+from beliefs.services.instances import instance_cancel
 from tests.browser import scenarios
 from tests.builders import confirm_or_answer
 
@@ -154,7 +154,7 @@ def test_it_records_when_prompts_were_first_shown(
 
 
 def test_it_shows_a_cancelled_instance_closed(vendor: TaskInstance, alice_client: Client) -> None:
-    services.instance_cancel(instance=vendor, actor=scenarios.RUNTIME, reason="user went away")
+    instance_cancel(instance=vendor, actor=scenarios.RUNTIME, reason="user went away")
     html = page(alice_client, vendor)
     assert "✕ Cancelled" in html and "user went away" in html
     assert 'value="confirm"' not in html and 'value="veto"' not in html

@@ -17,9 +17,11 @@ from django.db import DatabaseError, OperationalError, connection
 from django.test import Client
 from django.utils import timezone
 
-from beliefs import selectors, services
+from beliefs import selectors
 from beliefs.models import Prompt, PromptState, TaskInstance
 from beliefs.services import changes
+from beliefs.services.audit import SYSTEM
+from beliefs.services.instances import instance_cancel
 from console import live
 from console.middleware import WaitingMiddleware
 from tests.browser import scenarios
@@ -129,7 +131,7 @@ def test_versions_grow_with_every_change(alice: User, alice_client: Client) -> N
     )
     assert answered.status_code == 302
     seen.append(_version(alice_client, page))
-    services.instance_cancel(instance=instance, actor=scenarios.RUNTIME, reason="")
+    instance_cancel(instance=instance, actor=scenarios.RUNTIME, reason="")
     seen.append(_version(alice_client, page))
     numbers = [v["since"] for v in seen]
     assert numbers == sorted(numbers) and len(set(numbers)) == 3
@@ -197,9 +199,7 @@ def test_a_change_elsewhere_wakes_the_waiting_page(
     waiter.start()
     try:
         _until(lambda: changes.waiting() == 1 and bool(reads))
-        services.instance_cancel(
-            instance=instance, actor=scenarios.RUNTIME, reason="<b>gone</b> away"
-        )
+        instance_cancel(instance=instance, actor=scenarios.RUNTIME, reason="<b>gone</b> away")
         changed_at = time.monotonic()
         _until(lambda: bool(answers), 30.0)
         woke_after = time.monotonic() - changed_at
@@ -235,7 +235,7 @@ def test_the_inbox_rows_wait_for_a_change_and_drop_a_finished_instance(
     version = _version(alice_client, "/")
     unchanged = alice_client.get("/inbox/rows/", {**version, "wait": "1"}, **HTMX)
     assert unchanged.status_code == 204
-    services.instance_cancel(instance=instance, actor=scenarios.RUNTIME, reason="")
+    instance_cancel(instance=instance, actor=scenarios.RUNTIME, reason="")
     response = alice_client.get("/inbox/rows/", {**version, "wait": "1"}, **HTMX)
     html = response.content.decode()
     assert response.status_code == 200 and int(response["Live-Version"]) > version["since"]
@@ -322,7 +322,7 @@ def test_a_snapshot_reads_one_state_while_a_writer_commits(alice: User) -> None:
 
     def cancel_elsewhere() -> None:
         try:
-            services.instance_cancel(instance=instance, actor=scenarios.RUNTIME, reason="")
+            instance_cancel(instance=instance, actor=scenarios.RUNTIME, reason="")
             outcome.append("written")
         except DatabaseError as exc:
             outcome.append(f"refused: {exc}")
@@ -414,5 +414,5 @@ def test_a_page_read_has_the_version_its_live_look_reads(alice: User, alice_clie
     instance.refresh_from_db()
     assert instance.status == "ready" and instance.receipt_id is not None
     assert len({v.digest for v in seen}) == len(seen), "each change is a new version"
-    services.instance_cancel(instance=instance, actor=services.SYSTEM, reason="gone")
+    instance_cancel(instance=instance, actor=SYSTEM, reason="gone")
     agree()

@@ -10,9 +10,10 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from beliefs import services
 from beliefs.domain.reveal import mixed_script_note, mixed_script_words, script_of, word_scripts
 from beliefs.models import Runtime, TaskInstance, WebhookEndpoint
+from beliefs.services.audit import Actor
+from beliefs.services.planning import instance_plan
 from console.templatetags.console_tags import mixed_mark, shown_checked
 from tests.builders import classify, open_instance, register_task_class
 from tests.support.pages import marked
@@ -104,7 +105,7 @@ def test_the_mark_is_escaped_and_reveals_hidden_characters_in_the_word() -> None
 @pytest.fixture
 def lookalike(alice: User) -> TaskInstance:
     """A confirmation whose value is a look-alike domain, and an assumption with one."""
-    actor = services.Actor()
+    actor = Actor()
     task_class = register_task_class(
         key="payments.lookalike",
         name="Pay \u0440ayments",
@@ -125,7 +126,7 @@ def lookalike(alice: User) -> TaskInstance:
         ],
         actor=actor,
     )
-    return services.instance_plan(instance=instance, actor=actor)
+    return instance_plan(instance=instance, actor=actor)
 
 
 @pytest.mark.django_db

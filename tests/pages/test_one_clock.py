@@ -14,8 +14,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
-from beliefs import services
 from beliefs.models import ProposalValidation, TaskInstance
+from beliefs.services.approvals import instance_approve
 from console.presenters.clock import from_now, moment_text
 from tests.builders import confirm_or_answer, ticks
 
@@ -62,7 +62,7 @@ def _pages(demo: str, signed_in: Callable[[User], Client]) -> dict[str, tuple[st
     for instance in (transfer, contract):
         confirm_or_answer(instance, alice, "typed in the test")
         instance.refresh_from_db()
-    services.instance_approve(
+    instance_approve(
         instance_id=transfer.pk,
         user=users["bob"],
         bindings_digest=transfer.bindings_digest,

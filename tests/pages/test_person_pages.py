@@ -7,8 +7,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from beliefs import services
 from beliefs.models import Belief, InstanceStatus, Slot, TaskInstance
+from beliefs.services.planning import instance_plan
 from tests.browser import scenarios
 from tests.builders import open_instance, register_task_class
 from tests.conftest import PASSWORD
@@ -103,7 +103,7 @@ def test_choices_are_offered_as_radio_buttons(alice: User, alice_client: Client)
     instance = open_instance(
         task_class_key="commerce.ship", principal="alice", actor=scenarios.RUNTIME
     )
-    instance = services.instance_plan(instance=instance, actor=scenarios.RUNTIME)
+    instance = instance_plan(instance=instance, actor=scenarios.RUNTIME)
     html = alice_client.get(f"/instances/{instance.pk}/").content.decode()
     assert html.count('type="radio" name="value" value="standard"') == 1
     assert 'type="radio" name="value" value="express"' in html
@@ -151,7 +151,7 @@ def test_a_long_value_is_clamped_with_a_way_to_read_it_all(
         beliefs=[{"slot": "reference", "value": long_reference, "source": "tool", "turn": 1}],
         actor=scenarios.RUNTIME,
     )
-    instance = services.instance_plan(instance=instance, actor=scenarios.RUNTIME)
+    instance = instance_plan(instance=instance, actor=scenarios.RUNTIME)
     html = alice_client.get(f"/instances/{instance.pk}/").content.decode()
     assert "Show all 1,742 characters" in html
     assert html.count(long_reference) == 1  # once in full (inside the control), else cut short
@@ -165,9 +165,9 @@ def test_a_world_the_runtime_did_not_state_is_not_shown_as_json(
     instance = open_instance(
         task_class_key="payments.vendor", principal="alice", actor=scenarios.RUNTIME
     )
-    instance = services.instance_plan(instance=instance, actor=scenarios.RUNTIME)
+    instance = instance_plan(instance=instance, actor=scenarios.RUNTIME)
     Slot.objects.filter(key="recipient_account").update(risk_class="irreversible")
-    instance = services.instance_plan(instance=instance, actor=scenarios.RUNTIME)
+    instance = instance_plan(instance=instance, actor=scenarios.RUNTIME)
     assert instance.status == InstanceStatus.AWAITING_USER
     html = alice_client.get(f"/instances/{instance.pk}/").content.decode()
     assert "it reports nothing for now" in html

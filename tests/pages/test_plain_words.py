@@ -11,8 +11,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from beliefs import services
 from beliefs.models import TaskInstance
+from beliefs.services.planning import instance_plan
 from console.forms.respond import is_date_input_text
 from tests.browser import scenarios
 from tests.builders import answer_all, classify, open_instance, open_prompt, register_task_class
@@ -42,7 +42,7 @@ def _consent(user: User, *, classified: bool) -> TaskInstance:
         ],
         actor=scenarios.RUNTIME,
     )
-    return services.instance_plan(instance=instance, actor=scenarios.RUNTIME)
+    return instance_plan(instance=instance, actor=scenarios.RUNTIME)
 
 
 def _text(html: str) -> str:

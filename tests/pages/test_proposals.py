@@ -10,7 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from beliefs.models import AuditEvent, ProposalAnnotation, ProposalValidation
-from beliefs.services import SYSTEM
+from beliefs.services.audit import SYSTEM
 from beliefs.services.proposals import proposal_annotate, proposal_validate_and_store
 from tests.support.proposals import graph, passing_update
 

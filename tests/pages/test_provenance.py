@@ -6,8 +6,10 @@ from __future__ import annotations
 from django.contrib.auth.models import User
 from django.test import Client
 
-from beliefs import services
 from beliefs.models import RuntimeAPIKey, TaskClass, TaskInstance
+from beliefs.services.audit import Actor
+from beliefs.services.planning import instance_plan
+from beliefs.services.responses import prompt_respond
 from tests.builders import classify, open_instance, open_prompt, register_task_class
 from tests.conftest import runtime_key_of
 from tests.pages.test_instance_page import card_html
@@ -15,12 +17,12 @@ from tests.pages.test_instance_page import card_html
 WORLD = {"iban": {"holder": "Bob Example"}}
 
 
-def _runtime(name: str) -> services.Actor:
+def _runtime(name: str) -> Actor:
     key, _ = runtime_key_of(name)
-    return services.Actor(key=RuntimeAPIKey.objects.select_related("runtime").get(pk=key.pk))
+    return Actor(key=RuntimeAPIKey.objects.select_related("runtime").get(pk=key.pk))
 
 
-def _class(owner: services.Actor) -> TaskClass:
+def _class(owner: Actor) -> TaskClass:
     task_class = register_task_class(
         key="payments.refund",
         actor=owner,
@@ -30,7 +32,7 @@ def _class(owner: services.Actor) -> TaskClass:
     return task_class
 
 
-def _run(owner: services.Actor, beliefs: list[dict[str, object]] | None = None) -> TaskInstance:
+def _run(owner: Actor, beliefs: list[dict[str, object]] | None = None) -> TaskInstance:
     instance = open_instance(
         task_class_key="payments.refund",
         principal="alice",
@@ -38,7 +40,7 @@ def _run(owner: services.Actor, beliefs: list[dict[str, object]] | None = None) 
         beliefs=beliefs,
         actor=owner,
     )
-    return services.instance_plan(instance=instance, actor=owner)
+    return instance_plan(instance=instance, actor=owner)
 
 
 def _card(client: Client, instance: TaskInstance, slot: str) -> str:
@@ -68,7 +70,7 @@ def test_an_answer_in_the_console_reads_as_given_there(
     _class(agent)
     first = _run(agent)
     prompt = open_prompt(first, "iban")
-    services.prompt_respond(
+    prompt_respond(
         prompt_id=prompt.pk, user=alice, action="answer", version=prompt.version, value="NL91"
     )
     later = _run(agent)

@@ -7,8 +7,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from beliefs import services
 from beliefs.models import Prompt, PromptResponse, TaskInstance
+from beliefs.services.instances import instance_cancel
+from beliefs.services.responses import prompt_respond
 from tests.browser import scenarios
 from tests.pages.test_respond import post
 
@@ -25,7 +26,7 @@ def test_a_second_veto_with_its_own_reason_is_refused_and_says_so(
     vendor: TaskInstance, alice: User, alice_client: Client, first_reason: str
 ) -> None:
     prompt = scenarios.open_prompt(vendor, "due_date")
-    services.prompt_respond(
+    prompt_respond(
         prompt_id=prompt.pk, user=alice, action="veto", version=prompt.version,
         reason=first_reason,
     )  # fmt: skip
@@ -53,7 +54,7 @@ def test_a_veto_after_the_instance_was_cancelled_says_so_with_its_reason(
     vendor: TaskInstance, alice_client: Client
 ) -> None:
     prompt = scenarios.open_prompt(vendor, "due_date")
-    services.instance_cancel(instance=vendor, actor=scenarios.RUNTIME, reason="not needed")
+    instance_cancel(instance=vendor, actor=scenarios.RUNTIME, reason="not needed")
     response = post(alice_client, prompt, action="veto", reason="the date is wrong")
     assert response.status_code == 409
     assert response["HX-Retarget"] == "#instance-view"  # the whole view: it was cancelled
@@ -64,7 +65,7 @@ def test_a_veto_after_the_instance_was_cancelled_says_so_with_its_reason(
 
 def test_a_refused_reason_is_shown_escaped(vendor: TaskInstance, alice_client: Client) -> None:
     prompt = scenarios.open_prompt(vendor, "due_date")
-    services.instance_cancel(instance=vendor, actor=scenarios.RUNTIME, reason="not needed")
+    instance_cancel(instance=vendor, actor=scenarios.RUNTIME, reason="not needed")
     html = post(alice_client, prompt, action="veto", reason="<b>x</b>\u202e").content.decode()
     assert "“&lt;b&gt;x&lt;/b&gt;" in html and "<b>x</b>" not in html
     assert "U+202E" in html

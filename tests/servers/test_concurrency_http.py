@@ -31,7 +31,7 @@ from rest_framework_api_key.models import APIKey
 
 from beliefs.domain.canonical import bindings_digest
 from beliefs.models import Belief, BeliefStatus, Prompt, PromptResponse, PromptState, TaskInstance
-from beliefs.services import Actor
+from beliefs.services.audit import Actor
 from tests.builders import classify, register_task_class
 from tests.support.servers import gunicorn_server, production_env
 

@@ -27,9 +27,9 @@ from django.test import Client
 from django.utils.crypto import get_random_string
 from rest_framework_api_key.models import APIKey
 
-from beliefs import services
 from beliefs.models import Prompt, PromptResponse
-from beliefs.services import Actor
+from beliefs.services.audit import Actor
+from beliefs.services.planning import instance_plan
 from tests.builders import classify, open_instance, register_task_class
 from tests.support.servers import (
     database_url,
@@ -97,7 +97,7 @@ def callers(alice: User, runtime_key: tuple[APIKey, str]) -> Callers:
             ],
             actor=actor,
         )
-        services.instance_plan(instance=instance, actor=actor)
+        instance_plan(instance=instance, actor=actor)
         instances.append(str(instance.pk))
     prompts = list(Prompt.objects.filter(route="CONFIRM").values_list("pk", "version"))
     assert len(prompts) == 2 * INSTANCES

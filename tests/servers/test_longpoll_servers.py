@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db import connection
 from rest_framework_api_key.models import APIKey
 
-from beliefs.services import Actor
+from beliefs.services.audit import Actor
 from tests.builders import classify, register_task_class
 from tests.support.servers import uvicorn_servers
 

@@ -21,7 +21,7 @@ from django.test import Client
 from rest_framework_api_key.models import APIKey
 
 from beliefs.models import Approval, AuditEvent, Decision, Receipt, TaskInstance, WebhookEvent
-from beliefs.services import Actor
+from beliefs.services.audit import Actor
 from tests.builders import classify, register_task_class
 from tests.conftest import PASSWORD
 from tests.support.servers import uvicorn_servers

@@ -18,11 +18,11 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.test import override_settings
 
-from beliefs import services
 from beliefs.errors import InvalidInput
 from beliefs.models import AuditEvent, PromptState
 from beliefs.selectors import attention
-from beliefs.services import Actor
+from beliefs.services.audit import Actor
+from beliefs.services.responses import prompt_respond
 from tests.builders import transfer
 from tests.conftest import make_user, runtime_key_of
 from tests.support.attention import HABIT_SETTINGS, ON_RECORD, WINDOW, history, target
@@ -84,7 +84,7 @@ def test_a_confirm_is_taken_only_with_every_act_it_needs(
     responses_before = AuditEvent.objects.filter(kind__startswith="prompt.").count()
 
     def respond() -> None:
-        services.prompt_respond(
+        prompt_respond(
             prompt_id=prompt.pk,
             user=person,
             version=prompt.version,

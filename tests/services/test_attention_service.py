@@ -13,11 +13,11 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
-from beliefs import services
 from beliefs.domain.vocabulary import AuditKind
 from beliefs.models import AuditEvent, InstanceStatus, Prompt, RuntimeAPIKey
 from beliefs.selectors import attention
-from beliefs.services import Actor
+from beliefs.services.audit import Actor, audit
+from beliefs.services.responses import prompt_respond
 from tests.builders import answer_all, open_prompt, transfer
 from tests.support.attention import (
     HABIT_SETTINGS,
@@ -86,7 +86,7 @@ def test_the_friction_report_lists_both_kinds_newest_first_up_to_its_limit(
     for n in range(7):
         person = alice if n % 3 else mallory
         with time_machine.travel(now - timedelta(minutes=10 - n), tick=False):
-            services.audit(kinds[n % 2], actor=Actor(user=person), data={"n": n})
+            audit(kinds[n % 2], actor=Actor(user=person), data={"n": n})
         written.append((n, kinds[n % 2] == AuditKind.ATTENTION_FRICTION_RAISED, person.username))
     newest_first = written[::-1]
     report = attention.friction_report(limit=4)
@@ -111,9 +111,7 @@ def test_confirmations_never_shown_on_a_page_raise_no_friction(rt: Actor, alice:
     )
     for _ in range(WINDOW + 1):
         prompt = open_prompt(run(rt, alice, WORLD_SAME), "recipient_account")
-        services.prompt_respond(
-            prompt_id=prompt.pk, user=alice, action="confirm", version=prompt.version
-        )
+        prompt_respond(prompt_id=prompt.pk, user=alice, action="confirm", version=prompt.version)
     assert not attention.habit(alice.pk).habitual
 
 

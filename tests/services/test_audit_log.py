@@ -10,9 +10,12 @@ from django.contrib.auth.models import User
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
-from beliefs import services
 from beliefs.models import AuditEvent, RuntimeAPIKey
-from beliefs.services import SYSTEM, Actor
+from beliefs.services.audit import SYSTEM, Actor, audit
+from beliefs.services.expiry import instances_expire
+from beliefs.services.instances import instance_cancel
+from beliefs.services.planning import instance_plan
+from beliefs.services.responses import prompt_respond
 from tests.builders import (
     open_instance,
     open_prompt,
@@ -27,7 +30,7 @@ TABLE = AuditEvent._meta.db_table
 
 @pytest.fixture
 def event(db: None) -> AuditEvent:
-    return services.audit("test.event", actor=SYSTEM, subject="before", data={"n": 1})
+    return audit("test.event", actor=SYSTEM, subject="before", data={"n": 1})
 
 
 def _unchanged(event: AuditEvent) -> None:
@@ -80,7 +83,7 @@ def test_it_refuses_a_truncate(event: AuditEvent) -> None:
 
 
 def test_it_still_appends(event: AuditEvent) -> None:
-    services.audit("test.event", actor=SYSTEM, subject="second")
+    audit("test.event", actor=SYSTEM, subject="second")
     assert AuditEvent.objects.filter(kind="test.event").count() == 2
 
 
@@ -104,34 +107,34 @@ def test_it_audits_every_service(runtime_key: tuple[RuntimeAPIKey, str], alice: 
         instance=instance, data={"slot": "undeclared", "value": 1, "source": "tool"}, actor=rt
     )
     set_world(instance=instance, world={"memo": {"k": 1}}, actor=rt)
-    services.instance_plan(instance=instance, actor=rt)
-    services.instance_plan(instance=instance, actor=rt)  # idempotent: no second event
+    instance_plan(instance=instance, actor=rt)
+    instance_plan(instance=instance, actor=rt)  # idempotent: no second event
     respond = {"user": alice, "version": 1}
-    services.prompt_respond(
+    prompt_respond(
         prompt_id=open_prompt(instance, "recipient_account").pk, action="confirm", **respond
     )
-    services.prompt_respond(
+    prompt_respond(
         prompt_id=open_prompt(instance, "undeclared").pk,
         action="edit",
         value=2,
         value_confirmation=2,
         **respond,
     )
-    services.prompt_respond(
+    prompt_respond(
         prompt_id=open_prompt(instance, "memo").pk, action="answer", value="m", **respond
     )
-    services.prompt_respond(
+    prompt_respond(
         prompt_id=open_prompt(instance, "reference").pk, action="veto", reason="no", **respond
     )
-    services.prompt_respond(
+    prompt_respond(
         prompt_id=open_prompt(instance, "reference").pk, action="reject", reason="stop", **respond
     )
     second = open_instance(task_class_key="payments.transfer", principal="alice", actor=rt)
-    services.instance_plan(instance=second, actor=rt)
-    services.instance_cancel(instance=second, actor=rt, reason="bye")
+    instance_plan(instance=second, actor=rt)
+    instance_cancel(instance=second, actor=rt, reason="bye")
     third = open_instance(task_class_key="payments.transfer", principal="alice", actor=rt)
-    services.instance_plan(instance=third, actor=rt)
-    services.instances_expire(now=timezone.now() + timedelta(days=30))
+    instance_plan(instance=third, actor=rt)
+    instances_expire(now=timezone.now() + timedelta(days=30))
 
     kinds = Counter(AuditEvent.objects.values_list("kind", flat=True))
     assert kinds == {
@@ -165,7 +168,7 @@ def test_it_audits_every_service(runtime_key: tuple[RuntimeAPIKey, str], alice: 
 def test_it_refuses_an_update_outside_a_test_transaction() -> None:
     """Committed for real (as the live server and threads see it), and the flush after this
     test must leave the triggers in place for the next one."""
-    event = services.audit("test.event", actor=SYSTEM, subject="before", data={"n": 1})
+    event = audit("test.event", actor=SYSTEM, subject="before", data={"n": 1})
     with pytest.raises(DatabaseError), transaction.atomic():
         AuditEvent.objects.filter(pk=event.pk).update(subject="after")
     _unchanged(event)

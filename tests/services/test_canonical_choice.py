@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import User
 
-from beliefs import services
 from beliefs.errors import InvalidInput
 from beliefs.models import Belief
+from beliefs.services.responses import prompt_respond
 from tests.browser import scenarios
 
 pytestmark = pytest.mark.django_db
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 
 def answer(instance, key: str, value: str, user: User) -> None:  # noqa: ANN001
     prompt = scenarios.open_prompt(instance, key)
-    services.prompt_respond(
+    prompt_respond(
         prompt_id=prompt.pk,
         user=user,
         action="answer",

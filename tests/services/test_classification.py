@@ -15,8 +15,8 @@ from beliefs.models import (
     Slot,
     TaskInstance,
 )
-from beliefs.services import SYSTEM, Actor
 from beliefs.services import classification as c
+from beliefs.services.audit import SYSTEM, Actor
 from tests.builders import answered_run, classify, contract, open_prompt_or_none, run, shop
 
 pytestmark = pytest.mark.django_db

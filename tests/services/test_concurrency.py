@@ -14,10 +14,11 @@ import pytest
 from django.contrib.auth.models import User
 from django.db import connection, connections
 
-from beliefs import services
 from beliefs.errors import Conflict
 from beliefs.models import AuditEvent, Belief, Decision, PromptResponse, RuntimeAPIKey, Slot
-from beliefs.services import Actor
+from beliefs.services.audit import Actor
+from beliefs.services.planning import instance_plan
+from beliefs.services.responses import RespondResult, prompt_respond
 from tests.builders import (
     open_instance,
     open_prompt,
@@ -68,13 +69,13 @@ def prompt_id(runtime_key: tuple[RuntimeAPIKey, str], alice: User) -> int:
         beliefs=[{"slot": "recipient_account", "value": "DE89", "source": "tool"}],
         actor=rt,
     )
-    services.instance_plan(instance=instance, actor=rt)
+    instance_plan(instance=instance, actor=rt)
     return open_prompt(instance, "recipient_account").pk
 
 
 def test_it_lets_exactly_one_of_two_different_answers_win(prompt_id: int, alice: User) -> None:
     def edit(value: str) -> Callable[[], Any]:
-        return lambda: services.prompt_respond(
+        return lambda: prompt_respond(
             prompt_id=prompt_id,
             user=alice,
             action="edit",
@@ -85,7 +86,7 @@ def test_it_lets_exactly_one_of_two_different_answers_win(prompt_id: int, alice:
 
     results = _race([edit("DE02"), edit("DE03")])
 
-    wins = [r for r in results if isinstance(r, services.RespondResult)]
+    wins = [r for r in results if isinstance(r, RespondResult)]
     losses = [r for r in results if isinstance(r, Conflict)]
     assert (len(wins), len(losses)) == (1, 1), results
     assert losses[0].status == 409
@@ -97,11 +98,11 @@ def test_it_lets_exactly_one_of_two_different_answers_win(prompt_id: int, alice:
 
 def test_it_records_two_identical_racing_answers_once(prompt_id: int, alice: User) -> None:
     def confirm() -> Any:
-        return services.prompt_respond(prompt_id=prompt_id, user=alice, action="confirm", version=1)
+        return prompt_respond(prompt_id=prompt_id, user=alice, action="confirm", version=1)
 
     results = _race([confirm, confirm])
 
-    assert all(isinstance(r, services.RespondResult) for r in results), results
+    assert all(isinstance(r, RespondResult) for r in results), results
     assert sorted(r.replayed for r in results) == [False, True]
     assert PromptResponse.objects.filter(prompt_id=prompt_id).count() == 1
     assert Belief.objects.filter(source="user").count() == 1

@@ -14,8 +14,8 @@ from django.test import Client
 
 from beliefs.errors import InvalidInput, PermissionDenied
 from beliefs.models import AuditEvent, Decision, RiskChangeRequest
-from beliefs.services import Actor
 from beliefs.services import classification as c
+from beliefs.services.audit import Actor
 from beliefs.services.decision_settings import decision_set_approvals
 from tests.builders import shop
 

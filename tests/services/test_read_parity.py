@@ -16,7 +16,6 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from beliefs import services
 from beliefs.domain.policy import RiskClass
 from beliefs.domain.vocabulary import INSIGHTS_RUNS_SHOWN
 from beliefs.models import (
@@ -44,7 +43,9 @@ from beliefs.selectors import outbox as fast_outbox
 from beliefs.selectors import pages as fast_pages
 from beliefs.selectors import reference
 from beliefs.selectors import runtimes as fast_runtimes
-from beliefs.services import SYSTEM
+from beliefs.services.audit import SYSTEM
+from beliefs.services.planning import instance_plan
+from beliefs.services.responses import prompt_respond
 
 pytestmark = pytest.mark.django_db
 
@@ -150,7 +151,7 @@ def _generate(seed: int, people: list[User]) -> list[TaskInstance]:
     Belief.objects.bulk_create(beliefs)
     for instance in instances:
         if rng.random() < 0.8:
-            services.instance_plan(instance=instance, actor=SYSTEM)
+            instance_plan(instance=instance, actor=SYSTEM)
     prompts = list(Prompt.objects.filter(instance__task_class=task_class).order_by("id"))
     for prompt in prompts:
         roll = rng.random()
@@ -239,7 +240,7 @@ def test_the_page_and_answer_reads_answer_as_the_orm(seed: int, alice: User, mal
     for _ in range(5):  # (an answer may re-plan what another question shows: answer again)
         for prompt in Prompt.objects.filter(instance=ready, state=PromptState.OPEN, blocking=True):
             confirm = prompt.route == "CONFIRM"
-            services.prompt_respond(
+            prompt_respond(
                 prompt_id=prompt.pk,
                 user=ready.principal,
                 action="confirm" if confirm else "answer",

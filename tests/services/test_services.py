@@ -14,7 +14,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.utils import timezone
 
-from beliefs import selectors, services
+from beliefs import selectors
 from beliefs.domain.canonical import bindings_digest, canonical_json
 from beliefs.errors import Conflict, IdempotencyKeyMismatch, InvalidInput, StaleVersion
 from beliefs.models import (
@@ -29,8 +29,12 @@ from beliefs.models import (
     TaskClass,
     TaskInstance,
 )
-from beliefs.services import Actor
-from beliefs.services.planning import DESIRED_FIELDS, content_digest
+from beliefs.services.access import instance_for_principal, instance_for_runtime
+from beliefs.services.audit import Actor
+from beliefs.services.expiry import instances_expire
+from beliefs.services.instances import instance_cancel
+from beliefs.services.planning import DESIRED_FIELDS, content_digest, instance_plan
+from beliefs.services.responses import prompt_respond
 from tests.builders import (
     access,
     answer_all,
@@ -71,7 +75,7 @@ def _open(
 
 
 def _plan(instance: TaskInstance, rt: Actor) -> TaskInstance:
-    return services.instance_plan(instance=instance, actor=rt)
+    return instance_plan(instance=instance, actor=rt)
 
 
 def _items(instance: TaskInstance) -> dict[str, dict]:
@@ -211,7 +215,7 @@ def test_it_bumps_the_version_when_the_belief_changes(
     prompt.refresh_from_db()
     assert (prompt.version, prompt.prefill) == (2, "DE02")
     with pytest.raises(StaleVersion) as excinfo:
-        services.prompt_respond(prompt_id=prompt.pk, user=alice, action="confirm", version=1)
+        prompt_respond(prompt_id=prompt.pk, user=alice, action="confirm", version=1)
     assert excinfo.value.status == 409
     assert excinfo.value.extra["prompt"]["version"] == 2
     assert excinfo.value.extra["prompt"]["prefill"] == "DE02"
@@ -331,7 +335,7 @@ def test_it_never_binds_a_vetoed_belief_again(
     surfaced = open_prompt(run1, "reference")
     assert surfaced.route == "SURFACED"
 
-    result = services.prompt_respond(
+    result = prompt_respond(
         prompt_id=surfaced.pk, user=alice, action="veto", version=1, reason="not rent any more"
     )
 
@@ -358,12 +362,12 @@ def test_it_retires_older_carried_beliefs_when_a_carried_one_is_vetoed(
             _open(rt, alice, beliefs=[{"slot": "reference", "value": value, "source": "user"}]),
             rt,
         )
-        services.instance_cancel(instance=instance, actor=rt)
+        instance_cancel(instance=instance, actor=rt)
     run3 = _plan(_open(rt, alice), rt)
     surfaced = open_prompt(run3, "reference")
     assert (surfaced.route, surfaced.prefill) == ("SURFACED", "older")
 
-    services.prompt_respond(prompt_id=surfaced.pk, user=alice, action="veto", version=1)
+    prompt_respond(prompt_id=surfaced.pk, user=alice, action="veto", version=1)
 
     run3.refresh_from_db()
     item = _items(run3)["reference"]
@@ -381,11 +385,11 @@ def test_it_cancels_on_reject_with_a_reason_the_runtime_reads(
     instance = _plan(_open(rt, alice, beliefs=beliefs), rt)
     prompt = open_prompt(instance, "recipient_account")
 
-    services.prompt_respond(
+    prompt_respond(
         prompt_id=prompt.pk, user=alice, action="reject", version=1, reason="wrong person"
     )
 
-    instance = services.instance_for_runtime(instance.pk, rt.key)
+    instance = instance_for_runtime(instance.pk, rt.key)
     payload = selectors.instance_payload(instance)
     assert payload["status"] == "cancelled"
     assert payload["status_reason"] == "wrong person"
@@ -401,20 +405,18 @@ def test_it_replays_an_identical_repeat_and_refuses_a_different_one(
 ) -> None:
     instance = _plan(_open(rt, alice), rt)
     prompt = open_prompt(instance, "memo")
-    first = services.prompt_respond(
+    first = prompt_respond(
         prompt_id=prompt.pk, user=alice, action="answer", version=1, value="hello"
     )
     events = AuditEvent.objects.count()
-    again = services.prompt_respond(
+    again = prompt_respond(
         prompt_id=prompt.pk, user=alice, action="answer", version=1, value=" hello "
     )
     assert (first.replayed, again.replayed) == (False, True)
     assert Belief.objects.filter(slot__key="memo").count() == 1
     assert AuditEvent.objects.count() == events
     with pytest.raises(Conflict) as excinfo:
-        services.prompt_respond(
-            prompt_id=prompt.pk, user=alice, action="answer", version=1, value="other"
-        )
+        prompt_respond(prompt_id=prompt.pk, user=alice, action="answer", version=1, value="other")
     assert excinfo.value.code == "already_answered"
 
 
@@ -423,7 +425,7 @@ def test_it_returns_the_first_answer_for_a_retried_idempotency_key(
 ) -> None:
     instance = _plan(_open(rt, alice), rt)
     prompt = open_prompt(instance, "memo")
-    services.prompt_respond(
+    prompt_respond(
         prompt_id=prompt.pk,
         user=alice,
         action="answer",
@@ -431,7 +433,7 @@ def test_it_returns_the_first_answer_for_a_retried_idempotency_key(
         value="first",
         idempotency_key="k-1",
     )
-    retry = services.prompt_respond(
+    retry = prompt_respond(
         prompt_id=prompt.pk,
         user=alice,
         action="answer",
@@ -442,7 +444,7 @@ def test_it_returns_the_first_answer_for_a_retried_idempotency_key(
     assert retry.replayed
     # The same key with a different answer is refused: the key names one request.
     with pytest.raises(IdempotencyKeyMismatch):
-        services.prompt_respond(
+        prompt_respond(
             prompt_id=prompt.pk,
             user=alice,
             action="answer",
@@ -455,7 +457,7 @@ def test_it_returns_the_first_answer_for_a_retried_idempotency_key(
     ]
     other = open_prompt(instance, "reference")
     with pytest.raises(Conflict) as excinfo:
-        services.prompt_respond(
+        prompt_respond(
             prompt_id=other.pk,
             user=alice,
             action="answer",
@@ -472,7 +474,7 @@ def test_it_writes_a_user_belief_with_the_world_seen_on_confirm(
     _finished_run_1(rt, alice)
     run2 = _plan(_open(rt, alice, world=WORLD_2), rt)
     prompt = open_prompt(run2, "recipient_account")
-    services.prompt_respond(
+    prompt_respond(
         prompt_id=prompt.pk, user=alice, action="confirm", version=1, acknowledged=["iban"]
     )
     belief = Belief.objects.get(instance=run2, slot__key="recipient_account")
@@ -492,7 +494,7 @@ def test_it_keeps_the_old_reference_when_the_runtime_states_no_world(
     run2 = _plan(_open(rt, alice), rt)
     prompt = open_prompt(run2, "recipient_account")
     assert (prompt.rule, prompt.world_now, prompt.world_diff) == ("R6", None, [])
-    services.prompt_respond(prompt_id=prompt.pk, user=alice, action="confirm", version=1)
+    prompt_respond(prompt_id=prompt.pk, user=alice, action="confirm", version=1)
     belief = Belief.objects.get(instance=run2, slot__key="recipient_account")
     assert belief.world_ref == WORLD_1["recipient_account"]
 
@@ -523,8 +525,8 @@ def test_it_shows_when_and_by_which_run_a_carried_confirm_was_acquired(
 
 def test_it_cancels_an_instance_once(rt: Actor, alice: User, transfer_class: TaskClass) -> None:
     instance = _plan(_open(rt, alice), rt)
-    services.instance_cancel(instance=instance, actor=rt, reason="user left")
-    services.instance_cancel(instance=instance, actor=rt, reason="again")
+    instance_cancel(instance=instance, actor=rt, reason="user left")
+    instance_cancel(instance=instance, actor=rt, reason="again")
     instance.refresh_from_db()
     assert (instance.status, instance.status_reason) == ("cancelled", "user left")
     assert set(instance.prompts.values_list("state", flat=True)) == {PromptState.CANCELLED}
@@ -534,9 +536,7 @@ def test_it_cancels_an_instance_once(rt: Actor, alice: User, transfer_class: Tas
     assert excinfo.value.code == "instance_cancelled"
     prompt = instance.prompts.first()
     with pytest.raises(Conflict):
-        services.prompt_respond(
-            prompt_id=prompt.pk, user=alice, action="answer", version=1, value="x"
-        )
+        prompt_respond(prompt_id=prompt.pk, user=alice, action="answer", version=1, value="x")
 
 
 # --- monotonic escalation ------------------------------------------------------------------
@@ -564,12 +564,10 @@ def test_it_asks_a_monotonic_scope_afresh_with_the_earlier_grant_as_context(
     assert _items(run2)["scope"]["value"] is None
 
     with pytest.raises(InvalidInput) as excinfo:
-        services.prompt_respond(
-            prompt_id=prompt.pk, user=alice, action="answer", version=1, value="admin"
-        )
+        prompt_respond(prompt_id=prompt.pk, user=alice, action="answer", version=1, value="admin")
     assert "value_confirmation" in excinfo.value.fields
     with pytest.raises(InvalidInput):
-        services.prompt_respond(
+        prompt_respond(
             prompt_id=prompt.pk,
             user=alice,
             action="answer",
@@ -578,7 +576,7 @@ def test_it_asks_a_monotonic_scope_afresh_with_the_earlier_grant_as_context(
             value_confirmation="write",
         )
     assert not PromptResponse.objects.filter(prompt=prompt).exists()
-    services.prompt_respond(
+    prompt_respond(
         prompt_id=prompt.pk,
         user=alice,
         action="answer",
@@ -594,9 +592,7 @@ def test_it_needs_no_second_typing_for_the_same_grant_as_before(rt: Actor, alice
     _run_with_scope(rt, alice, "write")
     run2 = _plan(_open(rt, alice, key="access.grant"), rt)
     prompt = open_prompt(run2, "scope")
-    services.prompt_respond(
-        prompt_id=prompt.pk, user=alice, action="answer", version=1, value="write"
-    )
+    prompt_respond(prompt_id=prompt.pk, user=alice, action="answer", version=1, value="write")
     assert Belief.objects.get(instance=run2, slot__key="scope").value == "write"
 
 
@@ -610,11 +606,9 @@ def test_it_needs_a_lower_grant_typed_twice_as_any_change_of_an_irreversible_val
     run2 = _plan(_open(rt, alice, key="access.grant"), rt)
     prompt = open_prompt(run2, "scope")
     with pytest.raises(InvalidInput) as excinfo:
-        services.prompt_respond(
-            prompt_id=prompt.pk, user=alice, action="answer", version=1, value="read"
-        )
+        prompt_respond(prompt_id=prompt.pk, user=alice, action="answer", version=1, value="read")
     assert excinfo.value.code == "edit_not_repeated"
-    services.prompt_respond(
+    prompt_respond(
         prompt_id=prompt.pk,
         user=alice,
         action="answer",
@@ -630,7 +624,7 @@ def test_it_refuses_a_scope_outside_the_order(rt: Actor, alice: User) -> None:
     instance = _plan(_open(rt, alice, key="access.grant"), rt)
     prompt = open_prompt(instance, "scope")
     with pytest.raises(InvalidInput) as excinfo:
-        services.prompt_respond(
+        prompt_respond(
             prompt_id=prompt.pk,
             user=alice,
             action="answer",
@@ -660,9 +654,7 @@ def test_it_measures_escalation_against_a_user_grant_not_a_tool_guess(
     prompt = open_prompt(run2, "scope")
     assert (prompt.rule, prompt.prefill) == ("R3", None)
     with pytest.raises(InvalidInput) as excinfo:
-        services.prompt_respond(
-            prompt_id=prompt.pk, user=alice, action="answer", version=1, value="admin"
-        )
+        prompt_respond(prompt_id=prompt.pk, user=alice, action="answer", version=1, value="admin")
     assert "value_confirmation" in excinfo.value.fields
 
 
@@ -676,12 +668,12 @@ def test_it_expires_blocking_prompts_past_their_ttl(
         instance = _plan(_open(rt, alice), rt)
         prompt = open_prompt(instance, "memo")
         assert prompt.expires_at == timezone.now() + settings.CONSOLE_PROMPT_TTL
-        assert services.instances_expire() == 0
+        assert instances_expire() == 0
     later = timezone.now().replace(year=2025, month=3, day=1, hour=12) + (
         settings.CONSOLE_PROMPT_TTL + timedelta(seconds=1)
     )
-    assert services.instances_expire(now=later) == 1
-    assert services.instances_expire(now=later) == 0
+    assert instances_expire(now=later) == 1
+    assert instances_expire(now=later) == 0
     instance.refresh_from_db()
     assert instance.status == InstanceStatus.EXPIRED
     assert instance.bindings is None
@@ -697,7 +689,7 @@ def test_it_refuses_an_answer_after_the_ttl(
         prompt = open_prompt(instance, "memo")
         traveller.shift(settings.CONSOLE_PROMPT_TTL + timedelta(minutes=1))
         with pytest.raises(Conflict) as excinfo:
-            services.prompt_respond(
+            prompt_respond(
                 prompt_id=prompt.pk, user=alice, action="answer", version=1, value="late"
             )
     assert excinfo.value.code == "prompt_expired"
@@ -714,11 +706,11 @@ def test_it_expires_lazily_when_an_instance_is_read(
     with time_machine.travel("2025-03-01 12:00:00+00:00", tick=False) as traveller:
         instance = _plan(_open(rt, alice), rt)
         traveller.shift(settings.CONSOLE_PROMPT_TTL - timedelta(minutes=1))
-        assert services.instance_for_principal(instance.pk, alice).status == "awaiting_user"
+        assert instance_for_principal(instance.pk, alice).status == "awaiting_user"
         traveller.shift(timedelta(minutes=2))
-        read = services.instance_for_principal(instance.pk, alice)
+        read = instance_for_principal(instance.pk, alice)
         assert read.status == InstanceStatus.EXPIRED
-        assert services.instance_for_runtime(instance.pk, rt.key).status == "expired"
+        assert instance_for_runtime(instance.pk, rt.key).status == "expired"
 
 
 def test_it_expires_from_the_management_command(
@@ -751,7 +743,7 @@ def test_it_does_not_expire_an_instance_with_only_assumptions_open(
     instance = _plan(_open(rt, alice, beliefs=beliefs), rt)
     assert instance.status == InstanceStatus.READY
     assert open_prompt(instance, "reference").expires_at is None
-    assert services.instances_expire(now=timezone.now() + timedelta(days=30)) == 0
+    assert instances_expire(now=timezone.now() + timedelta(days=30)) == 0
 
 
 # --- registration --------------------------------------------------------------------------
@@ -827,13 +819,9 @@ def test_it_refuses_a_number_answer_that_is_not_a_finite_number(
     instance = _plan(_open(rt, alice, key="calc"), rt)
     prompt = open_prompt(instance, "amount")
     with pytest.raises(InvalidInput) as excinfo:
-        services.prompt_respond(
-            prompt_id=prompt.pk, user=alice, action="answer", version=1, value=typed
-        )
+        prompt_respond(prompt_id=prompt.pk, user=alice, action="answer", version=1, value=typed)
     assert "value" in excinfo.value.fields
-    services.prompt_respond(
-        prompt_id=prompt.pk, user=alice, action="answer", version=1, value="12.5"
-    )
+    prompt_respond(prompt_id=prompt.pk, user=alice, action="answer", version=1, value="12.5")
     assert Belief.objects.get(slot__key="amount").value == 12.5
 
 
@@ -852,12 +840,12 @@ def test_it_drops_a_vetoed_belief_from_a_parallel_open_instance_on_its_next_plan
     base = _plan(
         _open(rt, alice, beliefs=[{"slot": "reference", "value": "rent", "source": "tool"}]), rt
     )
-    services.instance_cancel(instance=base, actor=rt)
+    instance_cancel(instance=base, actor=rt)
     run_a = _plan(_open(rt, alice), rt)
     run_b = _plan(_open(rt, alice), rt)
     assert open_prompt(run_b, "reference").prefill == "rent"
 
-    services.prompt_respond(
+    prompt_respond(
         prompt_id=open_prompt(run_a, "reference").pk, user=alice, action="veto", version=1
     )
     answer_all(run_b, alice, {"recipient_account": "DE89", "memo": "m"})
@@ -884,7 +872,7 @@ def test_it_asks_a_carried_irreversible_value_whose_world_reference_is_empty(
         ),
         rt,
     )
-    services.instance_cancel(instance=base, actor=rt)
+    instance_cancel(instance=base, actor=rt)
     run2 = _plan(_open(rt, alice, world={"recipient_account": {"iban": "DE89"}}), rt)
     item = _items(run2)["recipient_account"]
     assert (item["route"], item["rule"], item["value"]) == ("ASK", "R5", None)

@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from beliefs import selectors
 from beliefs.domain.policy import RiskClass, Source
 from beliefs.selectors.beliefs import SlotState
-from beliefs.services import SYSTEM
+from beliefs.services.audit import SYSTEM
 from tests.builders import (
     open_instance,
     register,

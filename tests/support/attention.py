@@ -9,10 +9,11 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from beliefs import services
 from beliefs.models import Prompt
 from beliefs.selectors import attention
-from beliefs.services import Actor
+from beliefs.services.audit import Actor
+from beliefs.services.planning import instance_plan
+from beliefs.services.responses import prompt_respond, prompts_mark_shown
 from tests.builders import answer_all, open_instance, open_prompt
 
 ON_RECORD = "DE89 3704"
@@ -33,12 +34,12 @@ def run(rt: Actor, user: User, world: dict) -> Any:  # noqa: ANN401
     instance = open_instance(
         task_class_key="payments.transfer", principal=user.username, world=world, actor=rt
     )
-    return services.instance_plan(instance=instance, actor=rt)
+    return instance_plan(instance=instance, actor=rt)
 
 
 def shown(prompt: Prompt, user: User, seconds_ago: float) -> Prompt:
     """The prompt as first shown to `user` on a page `seconds_ago`."""
-    services.prompts_mark_shown(prompts=[prompt], user=user)
+    prompts_mark_shown(prompts=[prompt], user=user)
     Prompt.objects.filter(pk=prompt.pk).update(
         shown_at=timezone.now() - timedelta(seconds=seconds_ago)
     )
@@ -65,7 +66,7 @@ def confirm_kept(rt: Actor, user: User, *, fast: bool) -> None:
         user,
         FAST_S if fast else SLOW_S,
     )
-    services.prompt_respond(
+    prompt_respond(
         prompt_id=prompt.pk, user=user, action="confirm", version=prompt.version, typed_tail=tail
     )
 

@@ -11,7 +11,6 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import override_settings
 
-from beliefs import services
 from beliefs.models import (
     Runtime,
     RuntimeAPIKey,
@@ -20,7 +19,8 @@ from beliefs.models import (
     WebhookDelivery,
     WebhookEndpoint,
 )
-from beliefs.services import SYSTEM, Actor
+from beliefs.services.audit import SYSTEM, Actor
+from beliefs.services.planning import instance_plan
 from beliefs.services.webhooks.endpoints import endpoint_create
 from beliefs.worker import Worker
 from demo.receiver import Receiver
@@ -125,7 +125,7 @@ def open_transfer(rt: Actor, principal: str = "alice") -> TaskInstance:
         ],
         actor=rt,
     )
-    return services.instance_plan(instance=instance, actor=rt)
+    return instance_plan(instance=instance, actor=rt)
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from beliefs.models import Decision
-from beliefs.services import Actor
+from beliefs.services.audit import Actor
 from beliefs.services.decision_settings import decision_set_requires_signature
 from tests.conftest import JsonClient
 from tests.support.api import API, Driver

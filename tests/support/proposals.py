@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from beliefs.models import ProposalValidation
-from beliefs.services import SYSTEM
+from beliefs.services.audit import SYSTEM
 from beliefs.services.proposals import proposal_validate_and_store
 from demo.proposals import GRAPH, MEANING
 

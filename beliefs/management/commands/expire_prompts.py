@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from beliefs.services import instances_expire
+from beliefs.services.expiry import instances_expire
 
 
 class Command(BaseCommand):

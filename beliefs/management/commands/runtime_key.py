@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from beliefs.services import SYSTEM
+from beliefs.services.audit import SYSTEM
 from beliefs.services.runtimes import runtime_key_create
 
 

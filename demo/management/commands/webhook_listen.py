@@ -52,7 +52,7 @@ class Command(BaseCommand):
     def _register(self, receiver: Receiver, name: str) -> str:
         from beliefs.errors import ServiceError
         from beliefs.models import Runtime
-        from beliefs.services import SYSTEM
+        from beliefs.services.audit import SYSTEM
         from beliefs.services.webhooks.endpoints import endpoint_create
 
         found = Runtime.objects.filter(name=name).first()

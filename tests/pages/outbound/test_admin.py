@@ -19,7 +19,7 @@ from beliefs.models import (
     WebhookDelivery,
     WebhookEndpoint,
 )
-from beliefs.services import Actor, audit
+from beliefs.services.audit import Actor, audit
 from beliefs.services.webhooks import endpoints
 from beliefs.services.webhooks.endpoints import endpoint_delete
 from tests.conftest import runtime_key_of

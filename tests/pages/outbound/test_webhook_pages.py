@@ -10,7 +10,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from beliefs.models import AuditEvent, PersonSettings, TaskClass, WebhookEvent
-from beliefs.services import Actor
+from beliefs.services.audit import Actor
 from tests.conftest import runtime_key_of
 from tests.support.outbound import all_delivered, open_transfer, registered_receiver, work_until
 

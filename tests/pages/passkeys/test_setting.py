@@ -22,7 +22,7 @@ from beliefs.models import (
     SignatureAttempt,
     TaskInstance,
 )
-from beliefs.services import Actor
+from beliefs.services.audit import Actor
 from beliefs.services.classification import (
     risk_change_request_approve,
     risk_change_request_refuse,

@@ -20,7 +20,7 @@ from django.contrib.auth.models import User
 from django.db import connection
 
 from beliefs.models import OutgoingEmail, RuntimeAPIKey, WebhookDelivery
-from beliefs.services import SYSTEM, Actor
+from beliefs.services.audit import SYSTEM, Actor
 from beliefs.services.webhooks.endpoints import endpoint_create
 from beliefs.services.webhooks.events import send_test_event
 from tests.conftest import runtime_key_of

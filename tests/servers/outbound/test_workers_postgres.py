@@ -21,7 +21,7 @@ from beliefs.models import (
     WebhookDelivery,
     WebhookEvent,
 )
-from beliefs.services import SYSTEM, Actor
+from beliefs.services.audit import SYSTEM, Actor
 from beliefs.services.webhooks.endpoints import endpoint_create
 from beliefs.services.webhooks.events import send_test_event
 from tests.builders import transfer

@@ -8,10 +8,10 @@ from datetime import timedelta
 from django.contrib.auth.models import User
 from django.core import mail
 
-from beliefs import services
 from beliefs.models import EmailNotification, Prompt, PromptState
-from beliefs.services import Actor
+from beliefs.services.audit import Actor
 from beliefs.services.people import person_email_notifications_set
+from beliefs.services.responses import prompt_respond
 from beliefs.services.sweep import sweep
 from tests.builders import register_task_class
 from tests.support.outbound import open_transfer, run_worker
@@ -41,11 +41,11 @@ def test_at_most_one_email_per_instance_and_state(rt: Actor, alice_with_email: U
     instance = open_transfer(rt)
     # Ready, then a veto reopens it: a second wait in the same state sends nothing more.
     prompt = _blocking(instance)
-    services.prompt_respond(
+    prompt_respond(
         prompt_id=prompt.pk, user=alice_with_email, action="confirm", version=prompt.version
     )
     surfaced = Prompt.objects.get(instance=instance, slot__key="reference", state="open")
-    services.prompt_respond(
+    prompt_respond(
         prompt_id=surfaced.pk, user=alice_with_email, action="veto", version=surfaced.version
     )
     expires_at = _blocking(instance).expires_at

@@ -15,7 +15,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from beliefs.models import EmailNotification, OutgoingEmail, Prompt, PromptState, TaskInstance
-from beliefs.services import Actor
+from beliefs.services.audit import Actor
 from beliefs.services.notify import EMAIL_RETRY_SECONDS, email_send, emails_resume
 from beliefs.services.sweep import sweep
 from tests.support.fake_servers import SmtpServer
@@ -73,14 +73,14 @@ def test_a_burst_of_opens_sends_at_most_one_email_per_window(
 
 
 def test_answered_before_its_digest_went_it_is_left_out(rt: Actor, alice_with_email: User) -> None:
-    from beliefs import services
+    from beliefs.services.responses import prompt_respond
 
     with override_settings(CONSOLE_EMAIL_DIGEST_WINDOW=timedelta(seconds=1)):
         open_transfer(rt)
         run_worker()
         answered, waiting = open_transfer(rt), open_transfer(rt)
         prompt = Prompt.objects.get(instance=answered, state=PromptState.OPEN, blocking=True)
-        services.prompt_respond(
+        prompt_respond(
             prompt_id=prompt.pk, user=alice_with_email, action="confirm", version=prompt.version
         )
         work_until(lambda: len(mail.outbox) == 2 and _settled())

@@ -9,7 +9,7 @@ from django.test import override_settings
 
 from beliefs.domain.webhooks import UnsafeDestination, check_destination, retry_delay
 from beliefs.models import WebhookDelivery, WebhookEndpoint
-from beliefs.services import Actor
+from beliefs.services.audit import Actor
 from demo.receiver import Receiver
 from tests.conftest import JsonClient
 from tests.support.outbound import API, open_transfer, run_worker

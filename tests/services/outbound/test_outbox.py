@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from beliefs.models import WebhookDelivery, WebhookEndpoint, WebhookEvent
 from beliefs.net import Outcome
-from beliefs.services import SYSTEM, Actor
+from beliefs.services.audit import SYSTEM, Actor
 from beliefs.services.webhooks.delivery import _finish, deliveries_resume
 from beliefs.services.webhooks.endpoints import endpoint_create, endpoint_delete
 from beliefs.services.webhooks.events import send_test_event

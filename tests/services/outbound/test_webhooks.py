@@ -16,10 +16,11 @@ from django.test import override_settings
 from django.utils import timezone
 from standardwebhooks.webhooks import Webhook
 
-from beliefs import services
 from beliefs.domain.canonical import bindings_digest
 from beliefs.models import Prompt, PromptState, WebhookDelivery, WebhookEndpoint, WebhookEvent
-from beliefs.services import Actor
+from beliefs.services.audit import Actor
+from beliefs.services.instances import instance_cancel
+from beliefs.services.responses import prompt_respond
 from beliefs.services.sweep import sweep
 from beliefs.services.webhooks.endpoints import endpoint_create
 from demo.receiver import Receiver
@@ -45,9 +46,7 @@ EVENT_TYPES = {
 
 
 def _respond(prompt: Prompt, user: User, action: str, **extra: Any) -> None:
-    services.prompt_respond(
-        prompt_id=prompt.pk, user=user, action=action, version=prompt.version, **extra
-    )
+    prompt_respond(prompt_id=prompt.pk, user=user, action=action, version=prompt.version, **extra)
 
 
 def _open(instance: Any, slot: str) -> Prompt:
@@ -64,7 +63,7 @@ def test_a_real_receiver_gets_every_event_type_signed(
     _respond(_open(first, "reference"), alice, "veto", reason="wrong invoice")
     # cancelled by the runtime.
     second = open_transfer(rt)
-    services.instance_cancel(instance=second, actor=rt, reason="user went away")
+    instance_cancel(instance=second, actor=rt, reason="user went away")
     # expiring, then expired, by the sweep.
     third = open_transfer(rt)
     expires_at = _open(third, "recipient_account").expires_at

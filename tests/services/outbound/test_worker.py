@@ -15,7 +15,8 @@ from django.utils import timezone
 
 from beliefs.models import OutgoingEmail, WebhookDelivery, WebhookEndpoint
 from beliefs.net import Outcome
-from beliefs.services import SYSTEM, Actor, outbox
+from beliefs.services import outbox
+from beliefs.services.audit import SYSTEM, Actor
 from beliefs.services.webhooks.delivery import _finish, deliveries_claim, lane_deliver
 from beliefs.services.webhooks.endpoints import endpoint_create
 from beliefs.services.webhooks.events import send_test_event

@@ -30,7 +30,7 @@ from beliefs.models import (
     TaskInstance,
     WebhookEvent,
 )
-from beliefs.services import instances_expire
+from beliefs.services.expiry import instances_expire
 from beliefs.services.notify import compose
 from beliefs.signing import verify
 from tests.conftest import JsonClient, runtime_key_of
@@ -409,7 +409,7 @@ def test_an_upgrade_while_it_awaits_its_signature_asks_again(
     api: Driver, alice_pages: Client, device: SoftAuthenticator, carol: User
 ) -> None:
     from beliefs.models import Slot
-    from beliefs.services import Actor
+    from beliefs.services.audit import Actor
     from beliefs.services.classification import slot_set_risk
 
     instance_id, _ = _awaiting(api)
