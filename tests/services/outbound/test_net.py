@@ -12,7 +12,7 @@ from unittest import mock
 import pytest
 
 from beliefs.domain.webhooks import Destination
-from beliefs.net import Deadline, Pool, post, to_uri
+from beliefs.net import MAX_READ_BYTES, Deadline, Pool, post, to_uri
 from tests.support.fake_servers import (
     CutServer,
     DripServer,
@@ -80,6 +80,15 @@ def test_a_complete_reply_is_read_with_its_status(reply: bytes, status: int, kep
         outcome = post(_dest(server.port), {}, b"{}", Deadline(5))
     assert (outcome.status, outcome.response, outcome.error) == (status, kept, "")
     assert outcome.ok == (200 <= status < 300)  # a redirect is not followed: a failure
+
+
+def test_an_answer_longer_than_the_read_limit_is_a_failure() -> None:
+    """The answer is read to its end to know it is complete, but never past MAX_READ_BYTES."""
+    size = MAX_READ_BYTES + 1
+    reply = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % size + b"x" * size
+    with CutServer(reply) as server:
+        outcome = post(_dest(server.port), {}, b"{}", Deadline(5))
+    assert outcome.status is None and "longer than" in outcome.error, outcome
 
 
 def test_the_request_line_and_host_header_are_what_was_checked() -> None:
