@@ -1,29 +1,111 @@
-"""Every output of the JSON API, typed: the bodies the selectors build, documented so that the
-OpenAPI document describes every response. The inputs the API reads are in `beliefs.schemas`,
-which the pages read too.
+"""Every output of the JSON API, typed, so that the OpenAPI document describes every response.
+The inputs the API reads are in `beliefs.schemas`, which the pages read too.
+
+An instance, its plan and its prompts are written once, as the TypedDicts of
+`beliefs.selectors.shapes` that their builders return; `serializer_for` makes their serializers
+from those classes, for the document. The other bodies are declared here, as serializers.
 """
 
 from __future__ import annotations
 
+import types
+from functools import cache
+from typing import (
+    Annotated,
+    Any,
+    NotRequired,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+    is_typeddict,
+)
+
 from rest_framework import serializers
 
 from beliefs.domain.contract import FINDING_CODES
-from beliefs.domain.policy import Route, Rule, Source
-from beliefs.domain.vocabulary import TRANSITION_POLICIES, Action
+from beliefs.domain.policy import Source
+from beliefs.domain.vocabulary import TRANSITION_POLICIES
 from beliefs.domain.vocabulary import VERDICTS as VERDICT_NAMES
-from beliefs.domain.worlddiff import Change
-from beliefs.models import (
-    BeliefStatus,
-    InstanceStatus,
-    PromptState,
-    RecordedVia,
-    Slot,
-)
+from beliefs.models import BeliefStatus, Slot
 from beliefs.schemas import RISKS, AnyJSONField, ObjectField
+from beliefs.selectors import shapes
+from beliefs.selectors.shapes import Doc
 
 # Choice sets the OpenAPI document names once each (settings.SPECTACULAR_SETTINGS).
-INSTANCE_STATUSES = list(InstanceStatus.values)
+INSTANCE_STATUSES = list(shapes.INSTANCE_STATUSES)
 BELIEF_STATUSES = list(BeliefStatus.values)
+
+_TEXT_FORMATS: dict[str | None, type[serializers.Field]] = {
+    None: serializers.CharField,
+    "uuid": serializers.UUIDField,
+    "date-time": serializers.DateTimeField,
+}
+_PLAIN: dict[Any, type[serializers.Field]] = {
+    int: serializers.IntegerField,
+    bool: serializers.BooleanField,
+}
+
+
+def _field(hint: Any) -> serializers.Field:
+    """The serializer field that documents a TypedDict key of type `hint`."""
+    doc = Doc()
+    # (Read from the hint: with postponed annotations, Python 3.11's `__required_keys__` misses
+    # it.)
+    required = get_origin(hint) is not NotRequired
+    if not required:
+        hint = get_args(hint)[0]
+    if get_origin(hint) is Annotated:
+        hint, doc = hint.__origin__, next(m for m in hint.__metadata__ if isinstance(m, Doc))
+    options: dict[str, Any] = {} if required else {"required": False}
+    if doc.help:
+        options["help_text"] = doc.help
+    if get_origin(hint) in (Union, types.UnionType) and type(None) in get_args(hint):
+        (hint,) = [arg for arg in get_args(hint) if arg is not type(None)]
+        options["allow_null"] = True
+    origin, args = get_origin(hint), get_args(hint)
+    if hint is Any:  # any JSON value, null included
+        return AnyJSONField(**{"allow_null": True, **options})
+    if is_typeddict(hint):
+        return serializer_for(hint)(**options)
+    if origin is list and is_typeddict(args[0]):
+        return serializer_for(args[0])(many=True, **options)
+    if origin is list:
+        return serializers.ListField(child=_field(args[0]), **options)
+    if origin is dict and args[1] is Any:
+        return ObjectField(**options)
+    if origin is dict:
+        return serializers.DictField(child=_field(args[1]), **options)
+    if hint is str and doc.choices:
+        return serializers.ChoiceField(choices=list(doc.choices), **options)
+    if hint is str:
+        return _TEXT_FORMATS[doc.format](**options)
+    return _PLAIN[hint](**options)
+
+
+@cache
+def serializer_for(shape: type) -> type[serializers.Serializer]:
+    """A serializer whose fields are the keys of the TypedDict `shape`, each documented by its
+    type and `Doc`, named as the document names it (`InstanceJSON`: `InstanceOut`). Made once
+    per shape, so that every body that nests it refers to one component."""
+    hints = get_type_hints(shape, include_extras=True)
+    fields = {key: _field(hint) for key, hint in hints.items()}
+    name = shape.__name__.removesuffix("JSON") + "Out"
+    return type(
+        name,
+        (serializers.Serializer,),
+        {"__doc__": shape.__doc__, "__module__": __name__, **fields},
+    )
+
+
+WorldDiffOut = serializer_for(shapes.WorldDiffJSON)
+BeliefSummaryOut = serializer_for(shapes.BeliefSummaryJSON)
+PlanItemOut = serializer_for(shapes.PlanItemJSON)
+PromptOut = serializer_for(shapes.PromptJSON)
+PromptFormOut = serializer_for(shapes.PromptFormJSON)
+SignatureOut = serializer_for(shapes.SignatureJSON)
+InstanceOut = serializer_for(shapes.InstanceJSON)
+PlanOut = serializer_for(shapes.PlanJSON)
 
 
 class SlotOut(serializers.Serializer):
@@ -88,115 +170,6 @@ class ShareListOut(serializers.Serializer):
     shares = ShareOut(many=True)
 
 
-class BeliefSummaryOut(serializers.Serializer):
-    id = serializers.IntegerField()
-    source = serializers.ChoiceField(choices=[s.value for s in Source])
-    recorded_via = serializers.ChoiceField(
-        choices=RecordedVia.values,
-        help_text="who put it on record: the runtime (whatever its source says) or the person, "
-        "answering in the console",
-    )
-    runtime = serializers.CharField(
-        allow_null=True, help_text="the runtime whose instance acquired the value"
-    )
-    instance = serializers.UUIDField()
-    run_number = serializers.IntegerField()
-    turn = serializers.IntegerField()
-    acquired_at = serializers.DateTimeField()
-    carried = serializers.BooleanField(help_text="acquired by an earlier instance")
-    world_ref = ObjectField(allow_null=True)
-
-
-class WorldDiffOut(serializers.Serializer):
-    key = serializers.CharField(help_text="a dotted path into the slot's world")
-    old = AnyJSONField(allow_null=True)
-    new = AnyJSONField(allow_null=True)
-    change = serializers.ChoiceField(choices=[c.value for c in Change])
-
-
-class PromptRefOut(serializers.Serializer):
-    id = serializers.IntegerField()
-    version = serializers.IntegerField()
-    state = serializers.ChoiceField(choices=PromptState.values)
-    blocking = serializers.BooleanField()
-
-
-ROUTES = [r.value for r in Route]
-RULES = [r.value for r in Rule]
-
-
-class RoutedSlotOut(serializers.Serializer):
-    """How one slot routes and why: shared by a plan item and a prompt."""
-
-    slot = serializers.CharField()
-    label = serializers.CharField()
-    route = serializers.ChoiceField(choices=ROUTES)
-    rule = serializers.ChoiceField(choices=RULES)
-    reason = serializers.CharField()
-    effective_risk = serializers.ChoiceField(choices=RISKS)
-    risk_reason = serializers.CharField()
-
-
-class PlanItemOut(RoutedSlotOut):
-    value = AnyJSONField(allow_null=True, help_text="null for an ASK slot")
-    belief = BeliefSummaryOut(allow_null=True)
-    world_diff = WorldDiffOut(many=True)
-    prompt = PromptRefOut(allow_null=True)
-
-
-class PromptOut(RoutedSlotOut):
-    id = serializers.IntegerField()
-    instance = serializers.UUIDField()
-    blocking = serializers.BooleanField()
-    state = serializers.ChoiceField(choices=PromptState.values)
-    version = serializers.IntegerField(help_text="send it back with your response")
-    prefill = AnyJSONField(allow_null=True)
-    context_value = AnyJSONField(allow_null=True, help_text="an earlier grant, shown read-only")
-    belief = BeliefSummaryOut(allow_null=True)
-    world_ref = ObjectField(allow_null=True)
-    world_now = ObjectField(allow_null=True)
-    world_diff = WorldDiffOut(many=True)
-    action = serializers.ChoiceField(choices=[a.value for a in Action], allow_null=True)
-    response_value = AnyJSONField(allow_null=True)
-    reason_given = serializers.CharField(allow_null=True)
-    expires_at = serializers.DateTimeField(allow_null=True)
-    shown_at = serializers.DateTimeField(allow_null=True)
-    responded_at = serializers.DateTimeField(allow_null=True)
-
-
-RECEIPT_STATES = ["valid", "redeemed", "revoked", "expired"]
-
-
-# --- passkey signatures (issue 23) ---
-
-
-class SignatureEvidenceOut(serializers.Serializer):
-    """A WebAuthn assertion over SHA-256 of the canonical JSON {"instance", "bindings_digest",
-    "worlds_digest", "nonce"} (without worlds_digest for a signature made before the console
-    bound worlds), in base64url as WebAuthn's JSON gives it."""
-
-    instance = serializers.UUIDField()
-    bindings_digest = serializers.CharField()
-    worlds_digest = serializers.CharField(required=False)
-    nonce = serializers.CharField()
-    challenge = serializers.CharField(help_text="base64url SHA-256 of the canonical JSON")
-    credential_id = serializers.CharField()
-    authenticator_data = serializers.CharField()
-    client_data_json = serializers.CharField()
-    signature = serializers.CharField()
-    user_handle = serializers.CharField(allow_null=True)
-    rp_id = serializers.CharField()
-    origin = serializers.CharField()
-    by = serializers.CharField(help_text="the person who signed")
-    signed_at = serializers.DateTimeField()
-
-
-class SignatureOut(serializers.Serializer):
-    required = serializers.BooleanField()
-    signed = serializers.BooleanField()
-    assertion = SignatureEvidenceOut(allow_null=True)
-
-
 class PasskeyPublicOut(serializers.Serializer):
     credential_id = serializers.CharField(help_text="base64url")
     public_key_cose = serializers.CharField(help_text="base64url COSE_Key")
@@ -210,75 +183,6 @@ class PasskeyPublicOut(serializers.Serializer):
 class PersonPasskeysOut(serializers.Serializer):
     username = serializers.CharField()
     passkeys = PasskeyPublicOut(many=True)
-
-
-# --- end passkey signatures ---
-
-
-class InstanceOut(serializers.Serializer):
-    id = serializers.UUIDField()
-    task_class = serializers.CharField()
-    principal = serializers.CharField()
-    run_number = serializers.IntegerField()
-    slots = serializers.ListField(child=serializers.CharField(), help_text="the action's slots")
-    status = serializers.ChoiceField(choices=INSTANCE_STATUSES)
-    status_reason = serializers.CharField(allow_null=True)
-    blocking = serializers.IntegerField(help_text="open blocking prompts")
-    world = ObjectField()
-    bindings = ObjectField(allow_null=True, help_text="final once the status is ready")
-    bindings_digest = serializers.CharField(
-        allow_null=True, help_text="SHA-256 of the canonical JSON of bindings"
-    )
-    worlds_digest = serializers.CharField(
-        allow_null=True,
-        help_text="SHA-256 of the canonical JSON of {slot: world_ref} over the bound "
-        "irreversible slots: the world the values were bound with",
-    )
-    bound = serializers.DictField(
-        child=ObjectField(),
-        allow_null=True,
-        help_text="once the values are settled, per bound slot: route, rule, source and via "
-        "(console: the person gave or confirmed it in the console; runtime: bound on the "
-        "runtime's report; policy: cosmetic)",
-    )
-    vouched_by_runtime = serializers.ListField(
-        child=serializers.CharField(),
-        allow_null=True,
-        help_text="the irreversible slots bound on the runtime's report alone: no person "
-        "confirmed them in the console (verifiers refuse such receipts unless told otherwise)",
-    )
-    receipt = serializers.CharField(
-        allow_null=True,
-        help_text="once ready, and while valid: the signed receipt (compact JWS) a tool server "
-        "verifies against /.well-known/jwks.json and the arguments it executes",
-    )
-    receipt_state = serializers.ChoiceField(choices=RECEIPT_STATES, allow_null=True)
-    signature = SignatureOut(
-        allow_null=True,
-        help_text="once the instance waits for a passkey signature (issue 23): whether the "
-        "bindings are signed, and the assertion",
-    )
-    plan = PlanItemOut(many=True)
-    prompts = PromptOut(many=True)
-    quorum = ObjectField(
-        allow_null=True,
-        help_text="while awaiting_approval: who approved these exact bindings, how many are "
-        "missing per decision, who is marked away, approvals an edit reset, and when it expires",
-    )
-    planned_at = serializers.DateTimeField(allow_null=True)
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
-
-
-class PlanOut(serializers.Serializer):
-    id = serializers.UUIDField()
-    instance = serializers.UUIDField(help_text="the same as id")
-    slots = serializers.ListField(child=serializers.CharField(), help_text="the action's slots")
-    status = serializers.ChoiceField(choices=INSTANCE_STATUSES)
-    blocking = serializers.IntegerField()
-    bindings = ObjectField(allow_null=True)
-    bindings_digest = serializers.CharField(allow_null=True)
-    items = PlanItemOut(many=True)
 
 
 class BeliefOut(serializers.Serializer):
@@ -301,20 +205,6 @@ class RedeemOut(serializers.Serializer):
 
 
 # --- prompts and responses -----------------------------------------------------------------
-
-
-class PromptFormOut(serializers.Serializer):
-    """The fresh form of a prompt, sent with a refused response."""
-
-    id = serializers.IntegerField()
-    slot = serializers.CharField()
-    route = serializers.ChoiceField(choices=ROUTES)
-    rule = serializers.ChoiceField(choices=RULES)
-    version = serializers.IntegerField()
-    state = serializers.ChoiceField(choices=PromptState.values)
-    blocking = serializers.BooleanField()
-    prefill = AnyJSONField(allow_null=True)
-    world_diff = WorldDiffOut(many=True)
 
 
 class RespondOut(serializers.Serializer):
