@@ -3,6 +3,7 @@ joins already chosen, and the JSON shapes the API answers with."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -288,8 +289,8 @@ def fresh_prompt(prompt: Prompt) -> PromptFormJSON:
     """The fresh form of a prompt, for a refused response to show: the keys of
     `PromptFormJSON`, taken from its body (its belief, not among them, is not read). Needs
     slot selected."""
-    body = prompt_detail(prompt, with_belief=False)
-    return cast(PromptFormJSON, {key: body[key] for key in PromptFormJSON.__annotations__})  # type: ignore[literal-required]
+    body: Mapping[str, object] = prompt_detail(prompt, with_belief=False)
+    return cast(PromptFormJSON, {key: body[key] for key in PromptFormJSON.__annotations__})
 
 
 def instance_body(

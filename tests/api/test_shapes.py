@@ -1,0 +1,142 @@
+"""What the API answers for an instance, its plan and its prompts is exactly what the OpenAPI
+document says, in every state the instance passes through: no key the document does not
+declare, none it requires missing, each value of its declared type. The document's components
+for these bodies are made from the same TypedDicts their builders return
+(`beliefs.selectors.shapes`); this holds the bytes to them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+import pytest
+from django.contrib.auth.models import Group, User
+
+from beliefs.models import Decision
+from tests.api.conftest import API, Driver
+from tests.api.documented import assert_documented
+from tests.conftest import JsonClient
+
+pytestmark = pytest.mark.django_db
+
+
+def _trip(api: Driver) -> None:
+    api.register(
+        "trip",
+        slots=[{"key": "card"}, {"key": "seat"}, {"key": "meal"}, {"key": "note"}],
+        decisions=[{"key": "pay", "slots": ["card"]}],
+        risks={"card": "irreversible", "seat": "reversible", "meal": "irreversible"},
+        decision_risks={"pay": "irreversible"},
+    )
+
+
+def _open(api: Driver, body: dict[str, Any]) -> dict[str, Any]:
+    opened = api.runtime.post_json(f"{API}/instances/", {"principal": "alice", **body})
+    assert opened.status_code == 201, opened.json()
+    return assert_documented(api.runtime, opened)
+
+
+def _read(api: Driver, instance_id: str) -> dict[str, Any]:
+    """The instance as its runtime and as its person read it, each held to the document."""
+    url = f"{API}/instances/{instance_id}/"
+    assert_documented(api.person, api.person.get(url))
+    return assert_documented(api.runtime, api.runtime.get(url))
+
+
+def _plan(api: Driver, instance_id: str) -> dict[str, Any]:
+    return assert_documented(
+        api.runtime, api.runtime.post_json(f"{API}/instances/{instance_id}/plan/")
+    )
+
+
+def _respond(api: Driver, prompt: dict[str, Any], action: str, **data: Any) -> Any:
+    return api.person.post_json(
+        f"{API}/prompts/{prompt['id']}/respond/",
+        {"action": action, "version": prompt["version"], **data},
+    )
+
+
+def test_an_instance_its_plan_and_its_prompts_are_as_documented(api: Driver) -> None:
+    _trip(api)
+    world = {"card": {"holder": "Ada", "n": 1}}
+    first = _open(
+        api,
+        {
+            "task_class": "trip",
+            "world": world,
+            "beliefs": [
+                {"slot": "card", "value": "4111", "source": "user", "world_ref": {"holder": "Ada"}},
+                {"slot": "seat", "value": "12A", "source": "tool"},
+            ],
+        },
+    )["id"]
+    plan = _plan(api, first)
+    assert plan["id"] == first and "instance" not in plan
+    assert any(item["belief"] for item in plan["items"])
+    _read(api, first)
+    page = assert_documented(api.person, api.person.get(f"{API}/prompts/"))
+    assert page["results"]
+
+    # Answered one by one, to ready (a receipt, who vouched for each value).
+    for prompt in _read(api, first)["prompts"]:
+        if prompt["state"] != "open" or not prompt["blocking"]:
+            continue
+        value = {"card": "4111", "seat": "12B", "meal": "veg", "note": "hi"}[prompt["slot"]]
+        action = "answer" if prompt["route"] == "ASK" else "edit"
+        answered = _respond(api, prompt, action, value=value, value_confirmation=value)
+        assert answered.status_code == 200, answered.json()
+        assert_documented(api.person, answered)
+    ready = _read(api, first)
+    assert ready["status"] == "ready" and ready["receipt"] and ready["bound"]
+    assert _plan(api, first)["status"] == "ready"
+
+    # A second run: carried beliefs, a changed world; a stale answer shows the fresh prompt.
+    second = _open(api, {"task_class": "trip", "world": {"card": {"holder": "Bob", "n": 2}}})["id"]
+    plan = _plan(api, second)
+    assert any(item["world_diff"] for item in plan["items"])
+    prompt = api.prompt(second, "card")
+    assert prompt["belief"] and prompt["belief"]["carried"]
+    changed = [e["key"] for e in prompt["world_diff"] if e["change"] != "unchanged"]
+    assert _respond(api, prompt, "confirm", acknowledged=changed).status_code == 200
+    _read(api, second)
+    meal = api.prompt(second, "meal")
+    assert _respond(api, meal, "answer", value="veg", value_confirmation="veg").status_code == 200
+    stale = _respond(api, meal, "answer", value="fish", value_confirmation="fish")
+    assert stale.status_code == 409
+    assert set(assert_documented(api.person, stale)["prompt"]) >= {"id", "version", "prefill"}
+
+    # Cancelled.
+    third = _open(api, {"task_class": "trip"})["id"]
+    _plan(api, third)
+    cancelled = api.runtime.post_json(f"{API}/instances/{third}/cancel/")
+    assert assert_documented(api.runtime, cancelled)["status"] == "cancelled"
+
+
+def test_an_instance_awaiting_approval_is_as_documented(
+    api: Driver, person_client: Any, alice: User
+) -> None:
+    treasury = Group.objects.create(name="treasury")
+    bob = User.objects.create_user(username="bob")
+    bob.groups.add(treasury)
+    _trip(api)
+    Decision.objects.filter(key="pay").update(approvals_required=1, approvers=treasury)
+    instance_id = _open(api, {"task_class": "trip"})["id"]
+    _plan(api, instance_id)
+    api.answer_all(instance_id, {"card": "4111", "seat": "1A", "meal": "veg", "note": "hi"})
+    waiting = _read(api, instance_id)
+    assert waiting["status"] == "awaiting_approval" and waiting["quorum"]
+
+
+def test_the_check_refuses_an_undeclared_key_and_a_missing_one(
+    api: Driver, runtime: JsonClient
+) -> None:
+    """The check itself: a body with a key the document does not declare, or without one it
+    requires, is refused (as a plan that still named its instance `instance` would be)."""
+    _trip(api)
+    instance_id = _open(api, {"task_class": "trip"})["id"]
+    response = runtime.post_json(f"{API}/instances/{instance_id}/plan/")
+    body = response.json()
+    for wrong in ({**body, "instance": body["id"]}, {k: v for k, v in body.items() if k != "id"}):
+        response.json = lambda wrong=wrong: wrong  # type: ignore[method-assign]
+        with pytest.raises(jsonschema.ValidationError):
+            assert_documented(runtime, response)
