@@ -302,7 +302,19 @@ class ErrorOut(serializers.Serializer):
         child=serializers.ListField(child=serializers.CharField()),
         help_text="{field path: [messages]}, e.g. slots[0].risk_class",
     )
+    limit = serializers.IntegerField(
+        required=False, help_text="with too_many_endpoints: the most a runtime may have"
+    )
 
 
 class ConflictOut(ErrorOut):
     prompt = PromptFormOut(required=False, help_text="the fresh prompt, when one was answered")
+    bindings_digest = serializers.CharField(
+        required=False,
+        help_text="with stale_digest, refusing an approval: the digest of the values now",
+    )
+    worlds_digest = serializers.CharField(
+        required=False,
+        allow_null=True,
+        help_text="with stale_digest, refusing an approval: the digest of their worlds now",
+    )

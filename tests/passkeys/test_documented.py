@@ -20,9 +20,9 @@ def test_a_signature_waited_for_and_given_is_as_documented(
     instance_id = open_transfer(api)
     confirm_recipient(api, instance_id)
     url = f"{API}/instances/{instance_id}/"
-    waiting = assert_documented(api.runtime, api.runtime.get(url))
+    waiting = assert_documented(api.runtime.get(url))
     assert waiting["signature"] == {"required": True, "signed": False, "assertion": None}
     assert register_passkey(alice_pages, device).status_code == 201
     assert sign(alice_pages, instance_id, device).status_code == 200
-    signed = assert_documented(api.runtime, api.runtime.get(url))
+    signed = assert_documented(api.runtime.get(url))
     assert signed["signature"]["assertion"]["worlds_digest"] == signed["worlds_digest"]
