@@ -106,6 +106,7 @@ PromptFormOut = serializer_for(shapes.PromptFormJSON)
 SignatureOut = serializer_for(shapes.SignatureJSON)
 InstanceOut = serializer_for(shapes.InstanceJSON)
 PlanOut = serializer_for(shapes.PlanJSON)
+RespondOut = serializer_for(shapes.RespondJSON)
 
 
 class SlotOut(serializers.Serializer):
@@ -205,14 +206,6 @@ class RedeemOut(serializers.Serializer):
 
 
 # --- prompts and responses -----------------------------------------------------------------
-
-
-class RespondOut(serializers.Serializer):
-    prompt = PromptOut()
-    instance = InstanceOut()
-    replayed = serializers.BooleanField(
-        help_text="true when this repeats an answer already taken: nothing new was written"
-    )
 
 
 class ApprovalOut(serializers.Serializer):

@@ -26,6 +26,7 @@ from beliefs.api.auth import IsPerson, IsRuntime, is_runtime
 from beliefs.api.conditional import conditional_response, json_response
 from beliefs.errors import InvalidInput, NotFound
 from beliefs.models import RuntimeAPIKey, TaskInstance
+from beliefs.selectors.shapes import RespondJSON
 from beliefs.services import Actor, idempotency
 
 MAX_IDEMPOTENCY_KEY_LENGTH = idempotency.MAX_IDEMPOTENCY_KEY_LENGTH
@@ -480,13 +481,12 @@ class RespondApi(APIView):
             typed_tail=data.get("typed_tail"),
         )
         prompt = selectors.prompts_for_user(person(request)).get(pk=result.prompt.pk)
-        return Response(
-            {
-                "prompt": selectors.prompt_detail(prompt),
-                "instance": selectors.instance_payload(result.instance),
-                "replayed": result.replayed,
-            }
-        )
+        answer: RespondJSON = {
+            "prompt": selectors.prompt_detail(prompt),
+            "instance": selectors.instance_payload(result.instance),
+            "replayed": result.replayed,
+        }
+        return Response(answer)
 
 
 # --- M-of-N approval (issue 24) -------------------------------------------------------------

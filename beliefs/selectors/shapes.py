@@ -226,6 +226,16 @@ class InstanceJSON(TypedDict):
     updated_at: Annotated[str, TIME]
 
 
+class RespondJSON(TypedDict):
+    """The answer to a person's response: the prompt and its instance as they now are."""
+
+    prompt: PromptJSON
+    instance: InstanceJSON
+    replayed: Annotated[
+        bool, Doc("true when this repeats an answer already taken: nothing new was written")
+    ]
+
+
 class PlanJSON(TypedDict):
     """The answer to a plan: the instance's id and state, and the plan's items."""
 
