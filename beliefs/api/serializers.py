@@ -1,9 +1,11 @@
 """Every output of the JSON API, typed, so that the OpenAPI document describes every response.
 The inputs the API reads are in `beliefs.schemas`, which the pages read too.
 
-An instance, its plan and its prompts are written once, as the TypedDicts of
-`beliefs.selectors.shapes` that their builders return; `serializer_for` makes their serializers
-from those classes, for the document. The other bodies are declared here, as serializers.
+The bodies the selectors and views build (a task class, an instance, its plan and prompts, a
+belief, an approval...) are written once, as the TypedDicts of `beliefs.selectors.shapes` that
+their builders return; `serializer_for` makes their serializers from those classes, for the
+document. The rest (the proposals' validations, the pages of prompts, the errors) are declared
+here, as serializers.
 """
 
 from __future__ import annotations
@@ -24,11 +26,10 @@ from typing import (
 from rest_framework import serializers
 
 from beliefs.domain.contract import FINDING_CODES
-from beliefs.domain.policy import Source
 from beliefs.domain.vocabulary import TRANSITION_POLICIES
 from beliefs.domain.vocabulary import VERDICTS as VERDICT_NAMES
-from beliefs.models import BeliefStatus, Slot
-from beliefs.schemas import RISKS, AnyJSONField, ObjectField
+from beliefs.models import BeliefStatus
+from beliefs.schemas import AnyJSONField, ObjectField
 from beliefs.selectors import shapes
 from beliefs.selectors.shapes import Doc
 
@@ -107,125 +108,16 @@ SignatureOut = serializer_for(shapes.SignatureJSON)
 InstanceOut = serializer_for(shapes.InstanceJSON)
 PlanOut = serializer_for(shapes.PlanJSON)
 RespondOut = serializer_for(shapes.RespondJSON)
-
-
-class SlotOut(serializers.Serializer):
-    key = serializers.CharField()
-    label = serializers.CharField()
-    value_type = serializers.ChoiceField(choices=Slot.ValueType.values)
-    choices = serializers.ListField(child=AnyJSONField(allow_null=True), allow_null=True)
-    scope_order = serializers.ListField(child=serializers.CharField(), allow_null=True)
-    monotonic = serializers.BooleanField()
-    future = serializers.BooleanField(
-        help_text="a date slot that takes only dates from today on: a date before today is asked"
-    )
-    risk_class = serializers.ChoiceField(choices=RISKS)
-    suggested_risk = serializers.ChoiceField(choices=RISKS, allow_null=True)
-    effective_risk = serializers.ChoiceField(choices=RISKS)
-    risk_reason = serializers.CharField()
-    decisions = serializers.ListField(child=serializers.CharField())
-    declared = serializers.BooleanField(
-        help_text="false for a slot an open-slots class grew from one action's arguments"
-    )
-    retired = serializers.BooleanField(help_text="a retired slot is no longer planned")
-
-
-class DecisionOut(serializers.Serializer):
-    key = serializers.CharField()
-    label = serializers.CharField()
-    risk_class = serializers.ChoiceField(choices=RISKS)
-    slots = serializers.ListField(child=serializers.CharField())
-    requires_signature = serializers.BooleanField(
-        help_text="an action of this decision is ready only once its person signed the "
-        "bindings with a passkey"
-    )
-    person_confirms = serializers.BooleanField(
-        help_text="a `user` value a runtime recorded for a slot of this decision is confirmed "
-        "by the person in the console (rule R10), never bound on the runtime's word"
-    )
-
-
-class TaskClassOut(serializers.Serializer):
-    key = serializers.CharField()
-    name = serializers.CharField()
-    open_slots = serializers.BooleanField()
-    subject_key = serializers.CharField(
-        allow_null=True,
-        help_text="the world key that names the thing a run acts on (people see runs with "
-        "different subjects as separate tasks); null: none",
-    )
-    slots = SlotOut(many=True)
-    decisions = DecisionOut(many=True)
-
-
-class ShareOut(serializers.Serializer):
-    runtime = serializers.CharField()
-    history = serializers.BooleanField()
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
-
-
-class ShareListOut(serializers.Serializer):
-    task_class = serializers.CharField()
-    owner = serializers.CharField(allow_null=True)
-    shares = ShareOut(many=True)
-
-
-class PasskeyPublicOut(serializers.Serializer):
-    credential_id = serializers.CharField(help_text="base64url")
-    public_key_cose = serializers.CharField(help_text="base64url COSE_Key")
-    public_key_jwk = ObjectField(allow_null=True, help_text="the same key as a JWK")
-    created_at = serializers.DateTimeField()
-    last_used_at = serializers.DateTimeField(allow_null=True)
-    removed_at = serializers.DateTimeField(allow_null=True)
-    active = serializers.BooleanField()
-
-
-class PersonPasskeysOut(serializers.Serializer):
-    username = serializers.CharField()
-    passkeys = PasskeyPublicOut(many=True)
-
-
-class BeliefOut(serializers.Serializer):
-    id = serializers.IntegerField()
-    instance = serializers.UUIDField()
-    slot = serializers.CharField()
-    value = AnyJSONField(allow_null=True)
-    source = serializers.ChoiceField(choices=[s.value for s in Source])
-    turn = serializers.IntegerField()
-    acquired_at = serializers.DateTimeField()
-    world_ref = ObjectField(allow_null=True)
-    status = serializers.ChoiceField(choices=BELIEF_STATUSES)
-
-
-class RedeemOut(serializers.Serializer):
-    jti = serializers.UUIDField()
-    instance = serializers.UUIDField()
-    bindings_digest = serializers.CharField()
-    redeemed_at = serializers.DateTimeField()
+TaskClassOut = serializer_for(shapes.TaskClassJSON)
+ShareOut = serializer_for(shapes.ShareJSON)
+ShareListOut = serializer_for(shapes.ShareListJSON)
+BeliefOut = serializer_for(shapes.BeliefJSON)
+RedeemOut = serializer_for(shapes.RedeemJSON)
+ApprovalOut = serializer_for(shapes.ApprovalJSON)
+PersonPasskeysOut = serializer_for(shapes.PersonPasskeysJSON)
 
 
 # --- prompts and responses -----------------------------------------------------------------
-
-
-class ApprovalOut(serializers.Serializer):
-    instance = serializers.UUIDField()
-    status = serializers.ChoiceField(choices=INSTANCE_STATUSES)
-    status_reason = serializers.CharField(allow_null=True)
-    bindings = ObjectField(allow_null=True, help_text="the values to approve")
-    bindings_digest = serializers.CharField(allow_null=True)
-    worlds_digest = serializers.CharField(
-        allow_null=True, help_text="the digest of the bound irreversible values' world references"
-    )
-    worlds = serializers.ListField(
-        child=ObjectField(),
-        help_text="each bound irreversible value's world reference and what changed in it since "
-        "the value was first given ({slot, label, world_ref, changes, acknowledge})",
-    )
-    quorum = ObjectField(allow_null=True)
-    replayed = serializers.BooleanField(
-        help_text="true when you had already approved these bindings: counted once"
-    )
 
 
 class PromptPageOut(serializers.Serializer):

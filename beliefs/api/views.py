@@ -26,7 +26,7 @@ from beliefs.api.auth import IsPerson, IsRuntime, is_runtime
 from beliefs.api.conditional import conditional_response, json_response
 from beliefs.errors import InvalidInput, NotFound
 from beliefs.models import RuntimeAPIKey, TaskInstance
-from beliefs.selectors.shapes import RespondJSON
+from beliefs.selectors.shapes import ApprovalJSON, BeliefJSON, RedeemJSON, RespondJSON
 from beliefs.services import Actor, idempotency
 
 MAX_IDEMPOTENCY_KEY_LENGTH = idempotency.MAX_IDEMPOTENCY_KEY_LENGTH
@@ -336,20 +336,18 @@ class BeliefCreateApi(APIView):
             belief=validated(schemas.BeliefIn, request.data),
             actor=actor(request),
         )
-        return Response(
-            {
-                "id": belief.pk,
-                "instance": str(belief.instance_id),
-                "slot": belief.slot.key,
-                "value": belief.value,
-                "source": belief.source,
-                "turn": belief.turn,
-                "acquired_at": belief.acquired_at.isoformat(),
-                "world_ref": belief.world_ref,
-                "status": belief.status,
-            },
-            status=status.HTTP_201_CREATED,
-        )
+        recorded: BeliefJSON = {
+            "id": belief.pk,
+            "instance": str(belief.instance_id),
+            "slot": belief.slot.key,
+            "value": belief.value,
+            "source": belief.source,
+            "turn": belief.turn,
+            "acquired_at": belief.acquired_at.isoformat(),
+            "world_ref": belief.world_ref,
+            "status": belief.status,
+        }
+        return Response(recorded, status=status.HTTP_201_CREATED)
 
 
 def instance_change_api(
@@ -492,7 +490,7 @@ class RespondApi(APIView):
 # --- M-of-N approval (issue 24) -------------------------------------------------------------
 
 
-def _approval_body(instance: TaskInstance, replayed: bool = False) -> dict[str, Any]:
+def _approval_body(instance: TaskInstance, replayed: bool = False) -> ApprovalJSON:
     return {
         "instance": str(instance.pk),
         "status": instance.status,
@@ -594,11 +592,10 @@ class ReceiptRedeemApi(APIView):
         )
         receipt = redeemed.receipt
         assert receipt.redeemed_at is not None
-        return Response(
-            {
-                "jti": str(receipt.jti),
-                "instance": redeemed.instance_id,
-                "bindings_digest": receipt.bindings_digest,
-                "redeemed_at": receipt.redeemed_at.isoformat(),
-            }
-        )
+        answer: RedeemJSON = {
+            "jti": str(receipt.jti),
+            "instance": str(redeemed.instance_id),
+            "bindings_digest": receipt.bindings_digest,
+            "redeemed_at": receipt.redeemed_at.isoformat(),
+        }
+        return Response(answer)

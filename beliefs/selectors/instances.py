@@ -45,12 +45,17 @@ from beliefs.selectors.passkeys import instance_signature
 from beliefs.selectors.quorum import approval_due, quorum_payload
 from beliefs.selectors.shapes import (
     BeliefSummaryJSON,
+    DecisionJSON,
     InstanceJSON,
     PlanItemJSON,
     PlanJSON,
     PromptFormJSON,
     PromptJSON,
+    ShareJSON,
+    ShareListJSON,
     SignatureJSON,
+    SlotJSON,
+    TaskClassJSON,
 )
 
 
@@ -117,9 +122,9 @@ def task_class_with_slots(key: str, *, reader: Runtime | None = None) -> TaskCla
     return task_class
 
 
-def task_class_payload(task_class: TaskClass) -> dict[str, Any]:
+def task_class_payload(task_class: TaskClass) -> TaskClassJSON:
     """Needs `task_class_with_slots`' prefetches."""
-    slots = []
+    slots: list[SlotJSON] = []
     for slot in task_class.slots.all():
         effective = slot_effective_risk(slot)
         slots.append(
@@ -140,7 +145,7 @@ def task_class_payload(task_class: TaskClass) -> dict[str, Any]:
                 "retired": slot.retired_at is not None,
             }
         )
-    decisions = [
+    decisions: list[DecisionJSON] = [
         {
             "key": d.key,
             "label": d.label,
@@ -176,7 +181,7 @@ def task_class_for_owner(key: str, runtime_id: int) -> TaskClass:
     return task_class
 
 
-def share_payload(share: TaskClassShare) -> dict[str, Any]:
+def share_payload(share: TaskClassShare) -> ShareJSON:
     return {
         "runtime": share.runtime.name,
         "history": share.history,
@@ -185,7 +190,7 @@ def share_payload(share: TaskClassShare) -> dict[str, Any]:
     }
 
 
-def shares_payload(task_class: TaskClass) -> dict[str, Any]:
+def shares_payload(task_class: TaskClass) -> ShareListJSON:
     shares = TaskClassShare.objects.filter(task_class=task_class).select_related("runtime")
     return {
         "task_class": task_class.key,

@@ -18,7 +18,12 @@ from beliefs.errors import NotFound
 from beliefs.models import Decision, Passkey, SignatureAttempt, Slot, TaskInstance
 from beliefs.selectors import rows
 from beliefs.selectors.beliefs import named_in
-from beliefs.selectors.shapes import SignatureEvidenceJSON, SignatureJSON
+from beliefs.selectors.shapes import (
+    PasskeyPublicJSON,
+    PersonPasskeysJSON,
+    SignatureEvidenceJSON,
+    SignatureJSON,
+)
 
 
 def decisions_requiring_signature(instance: TaskInstance) -> list[str]:
@@ -181,7 +186,7 @@ def instance_signature(instance_id: Any, required: bool) -> SignatureJSON | None
     }
 
 
-def passkey_public(passkey: Passkey) -> dict[str, Any]:
+def passkey_public(passkey: Passkey) -> PasskeyPublicJSON:
     cose = bytes(passkey.public_key)
     try:
         jwk: dict[str, Any] | None = cose_to_jwk(parse_cbor(cose))
@@ -198,7 +203,7 @@ def passkey_public(passkey: Passkey) -> dict[str, Any]:
     }
 
 
-def person_passkeys_for_runtime(username: str, runtime_id: int) -> dict[str, Any]:
+def person_passkeys_for_runtime(username: str, runtime_id: int) -> PersonPasskeysJSON:
     """A person's passkey public keys, for a runtime that opened at least one instance for
     them; NotFound (404) otherwise, whether the person exists or not. Removed passkeys are
     listed too (with `removed_at`): the signatures they made stay verifiable. Passkey names

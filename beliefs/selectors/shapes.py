@@ -1,7 +1,8 @@
-"""The JSON the API answers with for an instance, its plan and its prompts, each shape written
-once, as a TypedDict: the builders in the selectors return these (so the type checker holds
-every builder to every key), and `beliefs.api.serializers` makes the OpenAPI document's
-components from these same classes (so the document cannot say other keys than the bytes have).
+"""The JSON the API answers with (a task class, an instance, its plan and its prompts, a
+belief, a receipt's redemption, an approval, a person's passkeys), each shape written once, as a
+TypedDict: the builders return these (so the type checker holds every builder to every key),
+and `beliefs.api.serializers` makes the OpenAPI document's components from these same classes
+(so the document cannot say other keys than the bytes have).
 
 A key's Python type says what JSON it holds (`str | None`: a string or null; a nested TypedDict:
 an object of that shape). Where the document says more than the type does, the key is
@@ -17,7 +18,7 @@ from typing import Annotated, Any, Literal, NotRequired, TypedDict
 from beliefs.domain.policy import RiskClass, Route, Rule, Source
 from beliefs.domain.vocabulary import Action
 from beliefs.domain.worlddiff import Change
-from beliefs.models import InstanceStatus, PromptState, RecordedVia
+from beliefs.models import BeliefStatus, InstanceStatus, PromptState, RecordedVia, Slot
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,82 @@ RECEIPT_STATES = ("valid", "redeemed", "revoked", "expired")
 
 UUID = Doc(format="uuid")
 TIME = Doc(format="date-time")
+
+
+# --- task classes --------------------------------------------------------------------------
+
+
+class SlotJSON(TypedDict):
+    key: str
+    label: str
+    value_type: Annotated[str, Doc(choices=tuple(Slot.ValueType.values))]
+    choices: list[Any] | None
+    scope_order: list[str] | None
+    monotonic: bool
+    future: Annotated[
+        bool, Doc("a date slot that takes only dates from today on: a date before today is asked")
+    ]
+    risk_class: Annotated[str, Doc(choices=RISKS)]
+    suggested_risk: Annotated[str | None, Doc(choices=RISKS)]
+    effective_risk: Annotated[str, Doc(choices=RISKS)]
+    risk_reason: str
+    decisions: list[str]
+    declared: Annotated[
+        bool, Doc("false for a slot an open-slots class grew from one action's arguments")
+    ]
+    retired: Annotated[bool, Doc("a retired slot is no longer planned")]
+
+
+class DecisionJSON(TypedDict):
+    key: str
+    label: str
+    risk_class: Annotated[str, Doc(choices=RISKS)]
+    slots: list[str]
+    requires_signature: Annotated[
+        bool,
+        Doc(
+            "an action of this decision is ready only once its person signed the bindings "
+            "with a passkey"
+        ),
+    ]
+    person_confirms: Annotated[
+        bool,
+        Doc(
+            "a `user` value a runtime recorded for a slot of this decision is confirmed by the "
+            "person in the console (rule R10), never bound on the runtime's word"
+        ),
+    ]
+
+
+class TaskClassJSON(TypedDict):
+    key: str
+    name: str
+    open_slots: bool
+    subject_key: Annotated[
+        str | None,
+        Doc(
+            "the world key that names the thing a run acts on (people see runs with different "
+            "subjects as separate tasks); null: none"
+        ),
+    ]
+    slots: list[SlotJSON]
+    decisions: list[DecisionJSON]
+
+
+class ShareJSON(TypedDict):
+    runtime: str
+    history: bool
+    created_at: Annotated[str, TIME]
+    updated_at: Annotated[str, TIME]
+
+
+class ShareListJSON(TypedDict):
+    task_class: str
+    owner: str | None
+    shares: list[ShareJSON]
+
+
+# --- an instance and its parts ---------------------------------------------------------------
 
 
 class WorldDiffJSON(TypedDict):
@@ -234,6 +311,64 @@ class RespondJSON(TypedDict):
     replayed: Annotated[
         bool, Doc("true when this repeats an answer already taken: nothing new was written")
     ]
+
+
+class BeliefJSON(TypedDict):
+    """A belief as recording it answers."""
+
+    id: int
+    instance: Annotated[str, UUID]
+    slot: str
+    value: Any
+    source: Annotated[str, Doc(choices=SOURCES)]
+    turn: int
+    acquired_at: Annotated[str, TIME]
+    world_ref: dict[str, Any] | None
+    status: Annotated[str, Doc(choices=tuple(BeliefStatus.values))]
+
+
+class RedeemJSON(TypedDict):
+    jti: Annotated[str, UUID]
+    instance: Annotated[str, UUID]
+    bindings_digest: str
+    redeemed_at: Annotated[str, TIME]
+
+
+class ApprovalJSON(TypedDict):
+    instance: Annotated[str, UUID]
+    status: Annotated[str, Doc(choices=INSTANCE_STATUSES)]
+    status_reason: str | None
+    bindings: Annotated[dict[str, Any] | None, Doc("the values to approve")]
+    bindings_digest: str | None
+    worlds_digest: Annotated[
+        str | None, Doc("the digest of the bound irreversible values' world references")
+    ]
+    worlds: Annotated[
+        list[dict[str, Any]],
+        Doc(
+            "each bound irreversible value's world reference and what changed in it since the "
+            "value was first given ({slot, label, world_ref, changes, acknowledge})"
+        ),
+    ]
+    quorum: dict[str, Any] | None
+    replayed: Annotated[
+        bool, Doc("true when you had already approved these bindings: counted once")
+    ]
+
+
+class PasskeyPublicJSON(TypedDict):
+    credential_id: Annotated[str, Doc("base64url")]
+    public_key_cose: Annotated[str, Doc("base64url COSE_Key")]
+    public_key_jwk: Annotated[dict[str, Any] | None, Doc("the same key as a JWK")]
+    created_at: Annotated[str, TIME]
+    last_used_at: Annotated[str | None, TIME]
+    removed_at: Annotated[str | None, TIME]
+    active: bool
+
+
+class PersonPasskeysJSON(TypedDict):
+    username: str
+    passkeys: list[PasskeyPublicJSON]
 
 
 class PlanJSON(TypedDict):
