@@ -1,5 +1,6 @@
 """Reads of instances, prompts and task classes that the pages and the API share, each with its
-joins already chosen, and the JSON shapes the API answers with."""
+joins already chosen, and the builders of the JSON the API answers with (the shapes they return
+are in `shapes`)."""
 
 from __future__ import annotations
 
