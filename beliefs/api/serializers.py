@@ -51,13 +51,13 @@ _PLAIN: dict[Any, type[serializers.Field]] = {
 def _field(hint: Any) -> serializers.Field:
     """The serializer field that documents a TypedDict key of type `hint`."""
     doc = Doc()
-    # (Read from the hint: with postponed annotations, Python 3.11's `__required_keys__` misses
-    # it.)
+    # Whether the key may be left out is read from the hint: under postponed annotations,
+    # Python 3.11's `__required_keys__` counts a NotRequired key as required.
     required = get_origin(hint) is not NotRequired
     if not required:
         hint = get_args(hint)[0]
     if get_origin(hint) is Annotated:
-        hint, doc = hint.__origin__, next(m for m in hint.__metadata__ if isinstance(m, Doc))
+        hint, doc = hint.__origin__, next((m for m in hint.__metadata__ if isinstance(m, Doc)), doc)
     options: dict[str, Any] = {} if required else {"required": False}
     if doc.help:
         options["help_text"] = doc.help
@@ -81,7 +81,9 @@ def _field(hint: Any) -> serializers.Field:
         return serializers.ChoiceField(choices=list(doc.choices), **options)
     if hint is str:
         return _TEXT_FORMATS[doc.format](**options)
-    return _PLAIN[hint](**options)
+    if hint in _PLAIN:
+        return _PLAIN[hint](**options)
+    raise TypeError(f"no field documents {hint!r}: add it to `_field`")
 
 
 @cache

@@ -2,23 +2,64 @@
 document says, in every state the instance passes through: no key the document does not
 declare, none it requires missing, each value of its declared type. The document's components
 for these bodies are made from the same TypedDicts their builders return
-(`beliefs.selectors.shapes`); this holds the bytes to them."""
+(`beliefs.selectors.shapes`), by `serializer_for`; this holds the bytes to them."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, NotRequired, TypedDict
 
 import jsonschema_rs
 import pytest
 from django.contrib.auth.models import Group, User
 
+from beliefs.api.serializers import serializer_for
 from beliefs.models import Decision
+from beliefs.selectors.shapes import Doc
 from tests.api import documented
 from tests.api.conftest import API, Driver
 from tests.api.documented import assert_documented
 from tests.conftest import JsonClient
 
 pytestmark = pytest.mark.django_db
+
+
+class _PartJSON(TypedDict):
+    n: int
+
+
+class _ExampleJSON(TypedDict):
+    """An example."""
+
+    id: Annotated[str, Doc(format="uuid")]
+    at: Annotated[str | None, Doc("when", format="date-time")]
+    kind: Annotated[str, Doc(choices=("a", "b"))]
+    value: Any
+    world: dict[str, Any] | None
+    names: list[str]
+    parts: list[_PartJSON]
+    part: _PartJSON | None
+    note: NotRequired[str]
+
+
+def test_a_shape_makes_the_serializer_the_document_reads() -> None:
+    made = serializer_for(_ExampleJSON)
+    assert (made.__name__, made.__doc__) == ("_ExampleOut", "An example.")
+    fields = made().fields
+    assert type(fields["id"]).__name__ == "UUIDField"
+    at = fields["at"]
+    assert (type(at).__name__, at.allow_null, at.help_text) == ("DateTimeField", True, "when")
+    assert list(fields["kind"].choices) == ["a", "b"]
+    assert fields["value"].allow_null and fields["world"].allow_null
+    assert type(fields["names"]).__name__ == "ListField"
+    assert type(fields["parts"].child) is serializer_for(_PartJSON)  # one component, nested
+    assert fields["part"].allow_null and not fields["note"].required
+    assert all(field.required for name, field in fields.items() if name != "note")
+
+    class _UnknownJSON(TypedDict):
+        ratio: float
+
+    with pytest.raises(TypeError, match="no field documents"):
+        serializer_for(_UnknownJSON)
 
 
 def _trip(api: Driver) -> None:
