@@ -25,9 +25,6 @@ from typing import (
 
 from rest_framework import serializers
 
-from beliefs.domain.contract import FINDING_CODES
-from beliefs.domain.vocabulary import TRANSITION_POLICIES
-from beliefs.domain.vocabulary import VERDICTS as VERDICT_NAMES
 from beliefs.models import BeliefStatus
 from beliefs.schemas import AnyJSONField, ObjectField
 from beliefs.selectors import shapes
@@ -117,6 +114,8 @@ BeliefOut = serializer_for(shapes.BeliefJSON)
 RedeemOut = serializer_for(shapes.RedeemJSON)
 ApprovalOut = serializer_for(shapes.ApprovalJSON)
 PersonPasskeysOut = serializer_for(shapes.PersonPasskeysJSON)
+ValidateOut = serializer_for(shapes.ValidateJSON)
+ValidationSummaryOut = serializer_for(shapes.ValidationSummaryJSON)
 
 
 # --- prompts and responses -----------------------------------------------------------------
@@ -130,46 +129,6 @@ class PromptPageOut(serializers.Serializer):
 
 
 # --- proposals -----------------------------------------------------------------------------
-
-
-VERDICTS = list(VERDICT_NAMES)
-
-
-class FindingOut(serializers.Serializer):
-    code = serializers.ChoiceField(choices=list(FINDING_CODES))
-    message = serializers.CharField()
-    path = serializers.CharField(help_text="JSON pointer into the proposal")
-
-
-class ValidateOut(serializers.Serializer):
-    id = serializers.IntegerField()
-    verdict = serializers.ChoiceField(choices=VERDICTS)
-    decided_by = serializers.CharField(allow_null=True)
-    policy = serializers.ChoiceField(choices=list(TRANSITION_POLICIES))
-    declared = serializers.BooleanField(allow_null=True)
-    meaningful_change = serializers.BooleanField(allow_null=True)
-    counts = serializers.DictField(child=serializers.IntegerField(allow_null=True))
-    errors = FindingOut(many=True)
-    warnings = FindingOut(many=True)
-
-
-class SourceOut(serializers.Serializer):
-    provider = serializers.CharField(allow_blank=True)
-    model = serializers.CharField(allow_blank=True)
-    run = serializers.CharField(allow_blank=True)
-
-
-class AgreementCountsOut(serializers.Serializer):
-    agree = serializers.IntegerField(allow_null=True)
-    disagree = serializers.IntegerField(allow_null=True)
-
-
-class ValidationSummaryOut(ValidateOut):
-    created_at = serializers.DateTimeField()
-    codes = serializers.ListField(child=serializers.CharField())
-    source = SourceOut()
-    submitted_by = serializers.CharField()
-    annotations = AgreementCountsOut()
 
 
 class ValidationPageOut(serializers.Serializer):

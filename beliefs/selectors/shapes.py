@@ -15,8 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
+from beliefs.domain.contract import FINDING_CODES
 from beliefs.domain.policy import RiskClass, Route, Rule, Source
-from beliefs.domain.vocabulary import Action
+from beliefs.domain.vocabulary import TRANSITION_POLICIES, VERDICTS, Action
 from beliefs.domain.worlddiff import Change
 from beliefs.models import BeliefStatus, InstanceStatus, PromptState, RecordedVia, Slot
 
@@ -369,6 +370,50 @@ class PasskeyPublicJSON(TypedDict):
 class PersonPasskeysJSON(TypedDict):
     username: str
     passkeys: list[PasskeyPublicJSON]
+
+
+# --- proposals' validations ------------------------------------------------------------------
+
+
+class FindingJSON(TypedDict):
+    code: Annotated[str, Doc(choices=tuple(FINDING_CODES))]
+    message: str
+    path: Annotated[str, Doc("JSON pointer into the proposal")]
+
+
+class ValidateJSON(TypedDict):
+    """A proposal's validation, as storing it answers."""
+
+    id: int
+    verdict: Annotated[str, Doc(choices=tuple(VERDICTS))]
+    decided_by: str | None
+    policy: Annotated[str, Doc(choices=tuple(TRANSITION_POLICIES))]
+    declared: bool | None
+    meaningful_change: bool | None
+    counts: dict[str, int | None]
+    errors: list[FindingJSON]
+    warnings: list[FindingJSON]
+
+
+class SourceJSON(TypedDict):
+    provider: str
+    model: str
+    run: str
+
+
+class AgreementCountsJSON(TypedDict):
+    agree: int | None
+    disagree: int | None
+
+
+class ValidationSummaryJSON(ValidateJSON):
+    """A stored validation, as the list shows it."""
+
+    created_at: Annotated[str, TIME]
+    codes: list[str]
+    source: SourceJSON
+    submitted_by: str
+    annotations: AgreementCountsJSON
 
 
 class PlanJSON(TypedDict):
