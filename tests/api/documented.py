@@ -5,7 +5,7 @@ but as OpenAPI reads it an object may hold keys it does not declare.) The valida
 jsonschema-rs, which schemathesis brings: a hundred times quicker than jsonschema at this, so
 that every API test can afford it.
 
-`tests/api/conftest.py` holds every JSON answer an API test gets to it."""
+`tests/conftest.py` holds every JSON answer of the API a test gets to it."""
 
 from __future__ import annotations
 
