@@ -313,7 +313,7 @@ def instance_body(
     bindings_digest: str,
     receipt: str | None,
     receipt_state: str | None,
-    plan: Any,
+    plan: list[PlanItemJSON],
     prompts: list[PromptJSON],
     planned_at: datetime | None,
     created_at: datetime,
