@@ -31,7 +31,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -250,7 +250,7 @@ def requested_since(request: HttpRequest) -> int | None:
     return None
 
 
-def _unshown(prompt: dict[str, Any]) -> dict[str, Any]:
+def _unshown(prompt: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in prompt.items() if k != "shown_at"}
 
 

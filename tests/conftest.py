@@ -20,6 +20,7 @@ from rest_framework.test import APIClient
 
 from beliefs.models import Runtime, RuntimeAPIKey
 from beliefs.roles import CLASSIFIERS_GROUP, REVIEWERS_GROUP, grant_role
+from tests.api import documented
 
 PASSWORD = "correct-horse-battery"
 
@@ -265,3 +266,18 @@ def notify_queries() -> int:
     PostgreSQL (sent in the writing transaction, so it is delivered on commit to every app
     server); none elsewhere, where the in-process wake is not a query."""
     return 1 if connections["default"].vendor == "postgresql" else 0
+
+
+@pytest.fixture(autouse=True)
+def answers_as_documented(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every JSON answer of the API a test gets through a `JsonClient` is held to the OpenAPI
+    document, strictly (no key it does not declare, none it requires missing): the document
+    and the bytes cannot drift apart unseen."""
+    request = JsonClient.request
+
+    def checked(self: JsonClient, **kwargs: Any) -> Any:
+        response = request(self, **kwargs)
+        documented.check(response)
+        return response
+
+    monkeypatch.setattr(JsonClient, "request", checked)

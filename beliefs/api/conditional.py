@@ -30,7 +30,7 @@ def _matches(header: str, tag: str) -> bool:
     return tag in candidates
 
 
-def _render(request: Request, payload: dict[str, Any], encoded: Mapping[str, str]) -> bytes:
+def _render(request: Request, payload: Mapping[str, Any], encoded: Mapping[str, str]) -> bytes:
     """The payload as a `Response` of it would render it (the negotiated renderer and media
     type, so `indent` in Accept still applies).
 
@@ -69,7 +69,7 @@ def _content_type(request: Request) -> str:
 
 
 def json_response(
-    request: Request, payload: dict[str, Any], encoded: Mapping[str, str] | None = None
+    request: Request, payload: Mapping[str, Any], encoded: Mapping[str, str] | None = None
 ) -> HttpResponse:
     """200 with the payload, rendered as a `Response` of it would be (see `_render` for
     `encoded`)."""

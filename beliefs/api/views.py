@@ -26,6 +26,7 @@ from beliefs.api.auth import IsPerson, IsRuntime, is_runtime
 from beliefs.api.conditional import conditional_response, json_response
 from beliefs.errors import InvalidInput, NotFound
 from beliefs.models import RuntimeAPIKey, TaskInstance
+from beliefs.selectors.shapes import ApprovalJSON, BeliefJSON, RedeemJSON, RespondJSON
 from beliefs.services import idempotency
 from beliefs.services.access import instance_for_principal, instance_for_runtime
 from beliefs.services.approvals import (
@@ -355,20 +356,18 @@ class BeliefCreateApi(APIView):
             belief=validated(schemas.BeliefIn, request.data),
             actor=actor(request),
         )
-        return Response(
-            {
-                "id": belief.pk,
-                "instance": str(belief.instance_id),
-                "slot": belief.slot.key,
-                "value": belief.value,
-                "source": belief.source,
-                "turn": belief.turn,
-                "acquired_at": belief.acquired_at.isoformat(),
-                "world_ref": belief.world_ref,
-                "status": belief.status,
-            },
-            status=status.HTTP_201_CREATED,
-        )
+        recorded: BeliefJSON = {
+            "id": belief.pk,
+            "instance": str(belief.instance_id),
+            "slot": belief.slot.key,
+            "value": belief.value,
+            "source": belief.source,
+            "turn": belief.turn,
+            "acquired_at": belief.acquired_at.isoformat(),
+            "world_ref": belief.world_ref,
+            "status": belief.status,
+        }
+        return Response(recorded, status=status.HTTP_201_CREATED)
 
 
 def instance_change_api(
@@ -496,19 +495,18 @@ class RespondApi(APIView):
             typed_tail=data.get("typed_tail"),
         )
         prompt = selectors.prompts_for_user(person(request)).get(pk=result.prompt.pk)
-        return Response(
-            {
-                "prompt": selectors.prompt_detail(prompt),
-                "instance": selectors.instance_payload(result.instance),
-                "replayed": result.replayed,
-            }
-        )
+        answer: RespondJSON = {
+            "prompt": selectors.prompt_detail(prompt),
+            "instance": selectors.instance_payload(result.instance),
+            "replayed": result.replayed,
+        }
+        return Response(answer)
 
 
 # --- M-of-N approval ------------------------------------------------------------------------
 
 
-def _approval_body(instance: TaskInstance, replayed: bool = False) -> dict[str, Any]:
+def _approval_body(instance: TaskInstance, replayed: bool = False) -> ApprovalJSON:
     return {
         "instance": str(instance.pk),
         "status": instance.status,
@@ -610,11 +608,10 @@ class ReceiptRedeemApi(APIView):
         )
         receipt = redeemed.receipt
         assert receipt.redeemed_at is not None
-        return Response(
-            {
-                "jti": str(receipt.jti),
-                "instance": redeemed.instance_id,
-                "bindings_digest": receipt.bindings_digest,
-                "redeemed_at": receipt.redeemed_at.isoformat(),
-            }
-        )
+        answer: RedeemJSON = {
+            "jti": str(receipt.jti),
+            "instance": str(redeemed.instance_id),
+            "bindings_digest": receipt.bindings_digest,
+            "redeemed_at": receipt.redeemed_at.isoformat(),
+        }
+        return Response(answer)

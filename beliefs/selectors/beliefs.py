@@ -33,6 +33,7 @@ from beliefs.models import (
     TaskInstance,
 )
 from beliefs.selectors import rows
+from beliefs.selectors.shapes import BeliefSummaryJSON
 
 
 @dataclass(frozen=True)
@@ -553,7 +554,7 @@ def belief_body(
     acquired_at: datetime,
     carried: bool,
     world_ref: Any,
-) -> dict[str, Any]:
+) -> BeliefSummaryJSON:
     """A belief as a plan item and a prompt show it, from plain values: the one builder of that
     body. `runtime` is the name of its instance's runtime, `instance` that instance's id."""
     return {
@@ -570,7 +571,7 @@ def belief_body(
     }
 
 
-def belief_summary(belief: Belief | None, carried: bool) -> dict[str, Any] | None:
+def belief_summary(belief: Belief | None, carried: bool) -> BeliefSummaryJSON | None:
     """`belief_body` of a belief read with its instance and that instance's runtime."""
     if belief is None:
         return None

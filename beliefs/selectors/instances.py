@@ -1,12 +1,14 @@
 """Reads of instances, prompts and task classes that the pages and the API share, each with its
-joins already chosen, and the JSON shapes the API answers with."""
+joins already chosen, and the builders of the JSON the API answers with (the shapes they return
+are in `shapes`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
-from typing import Any
+from typing import Any, cast
 from uuid import UUID
 
 from django.contrib.auth.models import User
@@ -42,6 +44,20 @@ from beliefs.selectors.beliefs import (
 )
 from beliefs.selectors.passkeys import instance_signature
 from beliefs.selectors.quorum import approval_due, quorum_payload
+from beliefs.selectors.shapes import (
+    BeliefSummaryJSON,
+    DecisionJSON,
+    InstanceJSON,
+    PlanItemJSON,
+    PlanJSON,
+    PromptFormJSON,
+    PromptJSON,
+    ShareJSON,
+    ShareListJSON,
+    SignatureJSON,
+    SlotJSON,
+    TaskClassJSON,
+)
 
 
 def _instances() -> QuerySet[TaskInstance]:
@@ -107,9 +123,9 @@ def task_class_with_slots(key: str, *, reader: Runtime | None = None) -> TaskCla
     return task_class
 
 
-def task_class_payload(task_class: TaskClass) -> dict[str, Any]:
+def task_class_payload(task_class: TaskClass) -> TaskClassJSON:
     """Needs `task_class_with_slots`' prefetches."""
-    slots = []
+    slots: list[SlotJSON] = []
     for slot in task_class.slots.all():
         effective = slot_effective_risk(slot)
         slots.append(
@@ -130,7 +146,7 @@ def task_class_payload(task_class: TaskClass) -> dict[str, Any]:
                 "retired": slot.retired_at is not None,
             }
         )
-    decisions = [
+    decisions: list[DecisionJSON] = [
         {
             "key": d.key,
             "label": d.label,
@@ -166,7 +182,7 @@ def task_class_for_owner(key: str, runtime_id: int) -> TaskClass:
     return task_class
 
 
-def share_payload(share: TaskClassShare) -> dict[str, Any]:
+def share_payload(share: TaskClassShare) -> ShareJSON:
     return {
         "runtime": share.runtime.name,
         "history": share.history,
@@ -175,7 +191,7 @@ def share_payload(share: TaskClassShare) -> dict[str, Any]:
     }
 
 
-def shares_payload(task_class: TaskClass) -> dict[str, Any]:
+def shares_payload(task_class: TaskClass) -> ShareListJSON:
     shares = TaskClassShare.objects.filter(task_class=task_class).select_related("runtime")
     return {
         "task_class": task_class.key,
@@ -209,8 +225,8 @@ def prompt_body(
     slot: str,
     label: str,
     *,
-    belief: dict[str, Any] | None,
-) -> dict[str, Any]:
+    belief: BeliefSummaryJSON | None,
+) -> PromptJSON:
     """A prompt as the API shows it, from plain values: the one builder of that body, fed by a
     model (`prompt_detail`) or by a row of the instance read (its columns in this order).
     `instance` is its instance's id, `slot` and `label` its slot's, `belief` the
@@ -243,7 +259,10 @@ def prompt_body(
     }
 
 
-def _prompt_body_of(prompt: Prompt, belief: dict[str, Any] | None) -> dict[str, Any]:
+def prompt_detail(prompt: Prompt, *, with_belief: bool = True) -> PromptJSON:
+    """A prompt as the API shows it; needs slot selected, and belief__instance unless
+    `with_belief` is False (then its belief is not read, and shows as null)."""
+    belief = belief_summary(prompt.belief, carried=prompt.carried) if with_belief else None
     return prompt_body(
         id=prompt.pk,
         instance=prompt.instance_id,
@@ -272,22 +291,12 @@ def _prompt_body_of(prompt: Prompt, belief: dict[str, Any] | None) -> dict[str, 
     )
 
 
-def prompt_detail(prompt: Prompt) -> dict[str, Any]:
-    """A prompt as the API shows it; needs slot and belief__instance selected."""
-    return _prompt_body_of(prompt, belief_summary(prompt.belief, carried=prompt.carried))
-
-
-# What a refused answer shows of the prompt, fresh: what a new answer needs.
-FRESH_PROMPT_FIELDS = (
-    "id", "slot", "route", "rule", "version", "state", "blocking", "prefill", "world_diff"
-)  # fmt: skip
-
-
-def fresh_prompt(prompt: Prompt) -> dict[str, Any]:
-    """The fresh form of a prompt, for a refused response to show: `FRESH_PROMPT_FIELDS` of
-    its body (its belief, not among them, is not read). Needs slot selected."""
-    body = _prompt_body_of(prompt, belief=None)
-    return {name: body[name] for name in FRESH_PROMPT_FIELDS}
+def fresh_prompt(prompt: Prompt) -> PromptFormJSON:
+    """The fresh form of a prompt, for a refused response to show: the keys of
+    `PromptFormJSON`, taken from its body (its belief, not among them, is not read). Needs
+    slot selected."""
+    body: Mapping[str, object] = prompt_detail(prompt, with_belief=False)
+    return cast(PromptFormJSON, {key: body[key] for key in PromptFormJSON.__annotations__})
 
 
 def instance_body(
@@ -304,15 +313,15 @@ def instance_body(
     bindings_digest: str,
     receipt: str | None,
     receipt_state: str | None,
-    plan: Any,
-    prompts: list[dict[str, Any]],
+    plan: list[PlanItemJSON],
+    prompts: list[PromptJSON],
     planned_at: datetime | None,
     created_at: datetime,
     updated_at: datetime,
-    signature: dict[str, Any] | None = None,
+    signature: SignatureJSON | None = None,
     quorum: dict[str, Any] | None = None,
     worlds_digest: str = "",
-) -> dict[str, Any]:
+) -> InstanceJSON:
     """An instance as the API shows it, from plain values: the one builder of that body, fed by
     models (`instance_payload`) or by the instance read's rows. `task_class` is its class's
     key, `principal` its person's username, `receipt` its receipt's token (shown only while
@@ -351,7 +360,7 @@ def instance_body(
     }
 
 
-def instance_payload(instance: TaskInstance, prompts: list[Prompt] | None = None) -> dict[str, Any]:
+def instance_payload(instance: TaskInstance, prompts: list[Prompt] | None = None) -> InstanceJSON:
     """The instance as the API shows it; `prompts`: its `instance_prompts`, when the caller has
     read them."""
     if prompts is None:
@@ -392,9 +401,9 @@ def expiry_due(instance: TaskInstance, prompts: list[Prompt], now: datetime) -> 
     return instance.status == InstanceStatus.AWAITING_USER and any_overdue(prompts, now)
 
 
-def plan_payload(instance: TaskInstance, items: list[dict[str, Any]]) -> dict[str, Any]:
-    """The answer to a plan: the instance (`id`; `instance` too, its earlier name) and the
-    plan's `items`, as planning made them."""
+def plan_payload(instance: TaskInstance, items: list[PlanItemJSON]) -> PlanJSON:
+    """The answer to a plan: the instance's `id` and state, and the plan's `items`, as planning
+    made them."""
     blocking = sum(
         1
         for item in items
@@ -402,7 +411,6 @@ def plan_payload(instance: TaskInstance, items: list[dict[str, Any]]) -> dict[st
     )
     return {
         "id": str(instance.pk),
-        "instance": str(instance.pk),
         "slots": instance.action_slots,
         "status": instance.status,
         "blocking": blocking,
@@ -523,7 +531,7 @@ def _iso(value: datetime | None) -> str | None:
 _OWN_PROMPT_COLUMNS = _PROMPT_COLUMNS.index((Belief, "id"))
 
 
-def _prompt_row_body(row: list[Any]) -> dict[str, Any]:
+def _prompt_row_body(row: list[Any]) -> PromptJSON:
     """`prompt_detail` of one row of `_prompts_sql`."""
     (
         belief_id, source, recorded_via, belief_instance, turn, acquired_at, belief_world_ref,
@@ -548,7 +556,7 @@ def _prompt_row_body(row: list[Any]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class InstanceRead:
-    payload: dict[str, Any]
+    payload: InstanceJSON
     # A blocking prompt is past its time to live: the instance must expire before anyone
     # reads it, which the services do (and then `instance_payload` answers).
     expiry_due: bool

@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, cast
 from uuid import UUID
 
 from django.contrib.auth.models import Group, User
@@ -18,6 +18,12 @@ from beliefs.errors import NotFound
 from beliefs.models import Decision, Passkey, SignatureAttempt, Slot, TaskInstance
 from beliefs.selectors import rows
 from beliefs.selectors.beliefs import named_in
+from beliefs.selectors.shapes import (
+    PasskeyPublicJSON,
+    PersonPasskeysJSON,
+    SignatureEvidenceJSON,
+    SignatureJSON,
+)
 
 
 def decisions_requiring_signature(instance: TaskInstance) -> list[str]:
@@ -140,30 +146,34 @@ def passkey_by_credential(credential_id: str) -> Passkey | None:
     )
 
 
-def signature_evidence(attempt: SignatureAttempt) -> dict[str, Any]:
+def signature_evidence(attempt: SignatureAttempt) -> SignatureEvidenceJSON:
     """What a verifier needs to check, without the console, that this person's device signed
     these bindings: the assertion's parts (base64url, as WebAuthn's JSON gives them), the nonce,
     and what the challenge was made of."""
     assertion = attempt.assertion or {}
-    return {
-        "instance": str(attempt.instance_id),
-        "bindings_digest": attempt.bindings_digest,
-        **({"worlds_digest": attempt.worlds_digest} if attempt.worlds_digest else {}),
-        "nonce": attempt.nonce,
-        "challenge": b64url(bytes.fromhex(attempt.challenge)),
-        "credential_id": assertion.get("credential_id"),
-        "authenticator_data": assertion.get("authenticator_data"),
-        "client_data_json": assertion.get("client_data_json"),
-        "signature": assertion.get("signature"),
-        "user_handle": assertion.get("user_handle"),
-        "rp_id": attempt.rp_id,
-        "origin": attempt.origin,
-        "by": attempt.user.get_username(),
-        "signed_at": attempt.verified_at.isoformat() if attempt.verified_at else None,
-    }
+    # Cast: a verified assertion has every part, and `worlds_digest` is left out where empty.
+    return cast(
+        SignatureEvidenceJSON,
+        {
+            "instance": str(attempt.instance_id),
+            "bindings_digest": attempt.bindings_digest,
+            **({"worlds_digest": attempt.worlds_digest} if attempt.worlds_digest else {}),
+            "nonce": attempt.nonce,
+            "challenge": b64url(bytes.fromhex(attempt.challenge)),
+            "credential_id": assertion.get("credential_id"),
+            "authenticator_data": assertion.get("authenticator_data"),
+            "client_data_json": assertion.get("client_data_json"),
+            "signature": assertion.get("signature"),
+            "user_handle": assertion.get("user_handle"),
+            "rp_id": attempt.rp_id,
+            "origin": attempt.origin,
+            "by": attempt.user.get_username(),
+            "signed_at": attempt.verified_at.isoformat() if attempt.verified_at else None,
+        },
+    )
 
 
-def instance_signature(instance_id: Any, required: bool) -> dict[str, Any] | None:
+def instance_signature(instance_id: Any, required: bool) -> SignatureJSON | None:
     """The instance read's `signature`: None where none is required; else whether it is
     signed, and the evidence of the standing signature."""
     if not required:
@@ -176,7 +186,7 @@ def instance_signature(instance_id: Any, required: bool) -> dict[str, Any] | Non
     }
 
 
-def passkey_public(passkey: Passkey) -> dict[str, Any]:
+def passkey_public(passkey: Passkey) -> PasskeyPublicJSON:
     cose = bytes(passkey.public_key)
     try:
         jwk: dict[str, Any] | None = cose_to_jwk(parse_cbor(cose))
@@ -193,7 +203,7 @@ def passkey_public(passkey: Passkey) -> dict[str, Any]:
     }
 
 
-def person_passkeys_for_runtime(username: str, runtime_id: int) -> dict[str, Any]:
+def person_passkeys_for_runtime(username: str, runtime_id: int) -> PersonPasskeysJSON:
     """A person's passkey public keys, for a runtime that opened at least one instance for
     them; NotFound (404) otherwise, whether the person exists or not. Removed passkeys are
     listed too (with `removed_at`): the signatures they made stay verifiable. Passkey names

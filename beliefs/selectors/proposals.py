@@ -31,6 +31,7 @@ from beliefs.models import (
     ProposalFinding,
     ProposalValidation,
 )
+from beliefs.selectors.shapes import ValidateJSON, ValidationSummaryJSON
 
 # --- filters -------------------------------------------------------------------------------
 
@@ -152,7 +153,7 @@ def codes_of(validation: ProposalValidation) -> list[str]:
     return [f.get("code", "") for f in list(validation.errors) + list(validation.warnings)]
 
 
-def validation_summary(validation: ProposalValidation) -> dict[str, Any]:
+def validation_summary(validation: ProposalValidation) -> ValidationSummaryJSON:
     """A validation as the API lists it; needs ``validation_rows``."""
     return {
         **validation_result(validation),
@@ -171,7 +172,7 @@ def validation_summary(validation: ProposalValidation) -> dict[str, Any]:
     }
 
 
-def validation_result(validation: ProposalValidation) -> dict[str, Any]:
+def validation_result(validation: ProposalValidation) -> ValidateJSON:
     """What ``POST proposals/validate/`` answers."""
     return {
         "id": validation.pk,

@@ -6,7 +6,7 @@ import dataclasses
 import functools
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.db import transaction
@@ -30,6 +30,7 @@ from beliefs.models import (
 from beliefs.selectors.beliefs import SlotState, belief_summary, open_prompts_of, slot_states
 from beliefs.selectors.passkeys import action_decisions, decisions_fed
 from beliefs.selectors.quorum import Requirement, requirements_of
+from beliefs.selectors.shapes import PlanItemJSON, WorldDiffJSON
 from beliefs.services.audit import Actor, audit
 from beliefs.services.changes import instance_changed
 from beliefs.services.expiry import expire_locked_if_due
@@ -216,7 +217,7 @@ class Settled:
 
 
 def _settle(
-    items: list[dict[str, Any]],
+    items: Sequence[PlanItemJSON],
     instance: TaskInstance,
     actor: Actor | None = None,
     requirements: Callable[[], tuple[Requirement, ...]] | None = None,
@@ -264,7 +265,7 @@ def _is_current(instance: TaskInstance, plan_digest: str, status: str) -> bool:
 
 def current_plan(
     instance: TaskInstance, open_prompts: Sequence[Prompt]
-) -> tuple[list[dict[str, Any]], str] | None:
+) -> tuple[list[PlanItemJSON], str] | None:
     """The plan the instance holds and its canonical JSON, when planning it now would write
     nothing: every open prompt stays as it is, no prompt is needed or released, and routing
     gives the stored plan (by its digest). None when planning would change anything. Reads
@@ -288,10 +289,10 @@ class PlanResult:
     text: str | None = None
 
     @property
-    def items(self) -> list[dict[str, Any]]:
+    def items(self) -> list[PlanItemJSON]:
         """The plan's items, one per slot: the instance's (read on first use where planning
         left the stored plan unread, as for a ready instance)."""
-        items: list[dict[str, Any]] = self.instance.plan_items
+        items: list[PlanItemJSON] = self.instance.plan_items
         return items
 
 
@@ -407,7 +408,7 @@ def plan_locked(
     return PlanResult(instance, text)
 
 
-def plan_item(state: SlotState, prompt: Prompt | None) -> dict[str, Any]:
+def plan_item(state: SlotState, prompt: Prompt | None) -> PlanItemJSON:
     route = state.routing.route
     value = None
     if state.belief is not None and route is not Route.ASK:
@@ -422,7 +423,8 @@ def plan_item(state: SlotState, prompt: Prompt | None) -> dict[str, Any]:
         "risk_reason": state.effective.reason,
         "value": value,
         "belief": belief_summary(state.belief, state.carried),
-        "world_diff": state.diff,
+        # `DiffEntry.to_dict` writes each change's keys: the core does not know the shapes.
+        "world_diff": cast(list[WorldDiffJSON], state.diff),
         "prompt": None
         if prompt is None
         else {

@@ -106,10 +106,23 @@ def test_plan(console: Console, fake: FakeConsole) -> None:
     fake.on(
         "POST",
         PATH + "plan/",
-        {"id": INSTANCE_ID, "instance": INSTANCE_ID, "status": "ready", "items": []},
+        {"id": INSTANCE_ID, "status": "ready", "items": []},
     )
     assert console.plan(INSTANCE_ID)["status"] == "ready"
     assert fake.requests[0].url.path == f"/api/v1/{PATH}plan/"
+
+
+def test_a_plans_instance_is_its_id_and_the_old_name_still_reads_deprecated(
+    console: Console, fake: FakeConsole
+) -> None:
+    fake.on("POST", PATH + "plan/", {"id": INSTANCE_ID, "status": "ready", "items": []})
+    plan = console.plan(INSTANCE_ID)
+    assert plan["id"] == INSTANCE_ID and "instance" not in plan
+    with pytest.warns(DeprecationWarning, match="read `id`") as caught:
+        assert plan["instance"] == INSTANCE_ID
+        assert plan.get("instance") == INSTANCE_ID
+    assert [w.filename for w in caught] == [__file__, __file__]  # points at the reader
+    assert json.loads(json.dumps(plan)) == {"id": INSTANCE_ID, "status": "ready", "items": []}
 
 
 def test_get(console: Console, fake: FakeConsole) -> None:
@@ -299,7 +312,7 @@ def test_resolve_waits_for_the_person(console: Console, fake: FakeConsole) -> No
     fake.on(
         "POST",
         PATH + "plan/",
-        {"id": INSTANCE_ID, "instance": INSTANCE_ID, "status": "awaiting_user", "blocking": 1},
+        {"id": INSTANCE_ID, "status": "awaiting_user", "blocking": 1},
     )
     fake.on("GET", PATH, instance("awaiting_user"), ready({"iban": "NL00"}))
     resolution = console.resolve("payments.refund", "alice", {"iban": "NL91"})
@@ -311,7 +324,7 @@ def test_resolve_without_waiting_names_the_page(console: Console, fake: FakeCons
     fake.on(
         "POST",
         PATH + "plan/",
-        {"id": INSTANCE_ID, "instance": INSTANCE_ID, "status": "awaiting_user", "blocking": 2},
+        {"id": INSTANCE_ID, "status": "awaiting_user", "blocking": 2},
     )
     resolution = console.resolve("payments.refund", "alice", {"iban": "NL91"}, wait=False)
     assert resolution.awaiting_user and resolution.blocking == 2
@@ -349,7 +362,7 @@ def test_async_console_has_every_method(
     fake.on(
         "POST",
         PATH + "plan/",
-        {"id": INSTANCE_ID, "instance": INSTANCE_ID, "status": "awaiting_user"},
+        {"id": INSTANCE_ID, "status": "awaiting_user"},
     )
     fake.on("POST", PATH + "cancel/", instance("cancelled"))
     fake.on("GET", PATH, instance("awaiting_user"), instance("awaiting_user"), ready({"a": 1}))
@@ -389,7 +402,7 @@ def test_async_resolve_and_errors(async_console: AsyncConsole, fake: FakeConsole
     fake.on(
         "POST",
         PATH + "plan/",
-        {"id": INSTANCE_ID, "instance": INSTANCE_ID, "status": "awaiting_user"},
+        {"id": INSTANCE_ID, "status": "awaiting_user"},
     )
     fake.on("GET", PATH, instance("expired"))
 

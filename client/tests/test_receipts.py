@@ -460,7 +460,7 @@ def test_resolve_names_no_slots_by_default_and_passes_slots_and_audience(
 def test_a_ready_plan_is_read_again_for_its_receipt(console: Console, fake: FakeConsole) -> None:
     bindings = {"iban": "NL91"}
     fake.on("POST", "instances/", (201, instance("open")))
-    plan = {"id": INSTANCE_ID, "instance": INSTANCE_ID, "status": "ready", "bindings": bindings}
+    plan = {"id": INSTANCE_ID, "status": "ready", "bindings": bindings}
     fake.on("POST", f"instances/{INSTANCE_ID}/plan/", plan | {"bindings_digest": "x"})
     read = ready(bindings) | {"receipt": "tok", "receipt_state": "valid"}
     fake.on("GET", f"instances/{INSTANCE_ID}/", read)

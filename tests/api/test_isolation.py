@@ -100,7 +100,7 @@ def _nothing_of_a(plan: dict[str, Any], instance: dict[str, Any]) -> None:
 
 def test_a_runtime_reads_nothing_of_another_runtimes_runs(runtime_b: JsonClient) -> None:
     plan = _open_and_plan(runtime_b)
-    instance = runtime_b.get(f"{API}/instances/{plan['instance']}/").json()
+    instance = runtime_b.get(f"{API}/instances/{plan['id']}/").json()
     _nothing_of_a(plan, instance)
 
 
@@ -192,9 +192,7 @@ def test_a_veto_retires_only_values_the_vetoing_runtime_could_carry(
     plan = _open_and_plan(runtime_b)
     reference = by_slot(plan)["reference"]
     assert reference["route"] == "SURFACED" and reference["value"] == "B-1"
-    vetoed = a_history.respond(
-        a_history.prompt(plan["instance"], "reference"), "veto", reason="wrong"
-    )
+    vetoed = a_history.respond(a_history.prompt(plan["id"], "reference"), "veto", reason="wrong")
     assert vetoed.status_code == 200, vetoed.json()
 
     assert by_slot(_open_and_plan(runtime_b))["reference"]["rule"] == "R0"

@@ -42,7 +42,8 @@ def test_a_first_plan_and_a_replan_answer_the_stored_plan(api: Driver, instance_
     for body in (first, again):
         plan = json.loads(body)
         assert plan["items"] == stored["plan"]
-        assert (plan["instance"], plan["status"], plan["blocking"]) == (
+        assert "instance" not in plan  # its id is `id`, as in the instance's own body
+        assert (plan["id"], plan["status"], plan["blocking"]) == (
             instance_id,
             "awaiting_user",
             1,

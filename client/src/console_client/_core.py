@@ -19,7 +19,7 @@ from urllib.parse import quote
 import httpx
 
 from console_client.errors import InstanceExpired, WaitTimeout, error_for
-from console_client.models import EXPIRED, WAITING, Resolution
+from console_client.models import EXPIRED, WAITING, PlanBody, Resolution
 from console_client.receipts import JWKS_PATH, Receipt, Redemption, key_id, verify_receipt
 
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -225,7 +225,12 @@ def set_world(instance_id: str, world: Mapping[str, Any]) -> Call:
 
 
 def plan(instance_id: str) -> Call:
-    return Call("POST", instance_path(instance_id) + "plan/")
+    return Call("POST", instance_path(instance_id) + "plan/", parse=decode_plan)
+
+
+def decode_plan(response: httpx.Response) -> PlanBody:
+    """A plan's answer, where `instance` still reads (deprecated) as its `id`."""
+    return PlanBody(decode(response))
 
 
 def get(instance_id: str) -> Call:

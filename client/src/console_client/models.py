@@ -1,7 +1,8 @@
-"""What a runtime gets back: a `Resolution` of an instance."""
+"""What a runtime gets back: a `Resolution` of an instance, and a plan's answer."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -116,6 +117,32 @@ class Resolution:
             receipt_state=payload.get("receipt_state"),
             slots=tuple(str(s) for s in payload.get("slots") or ()),
         )
+
+
+class PlanBody(dict[str, Any]):
+    """The JSON of a plan's answer. Its instance is `id`; `instance`, the name the console
+    also sent before, still reads as `id` for this release, with a DeprecationWarning: it goes
+    in the next."""
+
+    def __getitem__(self, key: str) -> Any:
+        if key == "instance":
+            _deprecated_instance()
+            return super().__getitem__("id")
+        return super().__getitem__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key == "instance":
+            _deprecated_instance()
+            return super().get("id", default)
+        return super().get(key, default)
+
+
+def _deprecated_instance() -> None:
+    warnings.warn(
+        "a plan's `instance` is deprecated and goes in the next release: read `id`",
+        DeprecationWarning,
+        stacklevel=3,  # the caller of `plan["instance"]`
+    )
 
 
 def page_url(base_url: str, instance_id: str) -> str:
