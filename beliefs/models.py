@@ -240,7 +240,17 @@ class InstanceStatus(models.TextChoices):
         return frozenset({cls.READY, cls.CANCELLED, cls.EXPIRED})
 
 
+def signature_overdue_q(now: datetime) -> Q:
+    """`TaskInstance.signature_overdue` as a condition: awaiting a signature, and its time to
+    sign is up (then the instance expires, as a blocking prompt past its time does)."""
+    return Q(status=InstanceStatus.AWAITING_SIGNATURE, signature_due_at__lte=now)
+
+
 class TaskInstanceQuerySet(models.QuerySet["TaskInstance"]):
+    def signature_overdue(self, now: datetime) -> TaskInstanceQuerySet:
+        """Instances whose person never signed in time (see `signature_overdue_q`)."""
+        return self.filter(signature_overdue_q(now))
+
     def waiting(self, now: datetime) -> TaskInstanceQuerySet:
         """Instances waiting for their person: awaiting an answer, and none of their blocking
         prompts past its time to live (such an instance no longer waits for anyone; the next
@@ -250,7 +260,7 @@ class TaskInstanceQuerySet(models.QuerySet["TaskInstance"]):
             self.filter(status__in=InstanceStatus.waiting_for_person())
             .exclude(Exists(overdue))
             # Awaiting a signature: waiting until its signature is due.
-            .exclude(status=InstanceStatus.AWAITING_SIGNATURE, signature_due_at__lte=now)
+            .exclude(signature_overdue_q(now))
         )
 
     def with_next_expiry(self) -> TaskInstanceQuerySet:
@@ -351,6 +361,14 @@ class TaskInstance(models.Model):
 
     def __str__(self) -> str:
         return f"{self.task_class_id} run {self.run_number} ({self.id})"
+
+    def signature_overdue(self, now: datetime) -> bool:
+        """Awaiting a signature, and its time to sign is up (`signature_overdue_q`)."""
+        return (
+            self.status == InstanceStatus.AWAITING_SIGNATURE
+            and self.signature_due_at is not None
+            and self.signature_due_at <= now
+        )
 
     @property
     def is_open(self) -> bool:

@@ -44,7 +44,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
 from beliefs import selectors
-from beliefs.models import Belief, Prompt, PromptState, TaskInstance
+from beliefs.models import Belief, Prompt, TaskInstance, is_blocking_open
 from beliefs.selectors.pages import PageRead
 from beliefs.services import changes
 
@@ -171,7 +171,7 @@ def instance_version(instance_id: UUID, user_id: int) -> Version | None:
     expiries = [
         datetime.fromisoformat(p["expires_at"])
         for p in read.payload.get("prompts", [])
-        if p["state"] == PromptState.OPEN and p["blocking"] and p["expires_at"]
+        if is_blocking_open(p["state"], p["blocking"]) and p["expires_at"]
     ]
     # Past a question's TTL the page shows it expired: reading it first records that (a write).
     # When it was first shown is not on the page (and showing it sets it).
@@ -186,11 +186,7 @@ def page_version(read: PageRead) -> Version:
     that read the page): the same number and digest, from the read itself."""
     instance, prompts = read.instance, read.prompts
     payload = selectors.instance_payload(instance, prompts)
-    expiries = [
-        p.expires_at
-        for p in prompts
-        if p.state == PromptState.OPEN and p.blocking and p.expires_at is not None
-    ]
+    expiries = [p.expires_at for p in prompts if p.is_blocking_open and p.expires_at is not None]
     shown = {**payload, "prompts": [_unshown(p) for p in payload["prompts"]]}
     due = selectors.expiry_due(instance, prompts, timezone.now())
     written = [instance.updated_at, read.beliefs_at, *(p.updated_at for p in prompts)]

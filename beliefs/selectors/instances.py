@@ -394,8 +394,8 @@ def instance_payload(instance: TaskInstance, prompts: list[Prompt] | None = None
 def expiry_due(instance: TaskInstance, prompts: list[Prompt], now: datetime) -> bool:
     """`InstanceRead.expiry_due` of an instance and its prompts already read: what it waits
     for ran out of time, and the next read expires it."""
-    if instance.status == InstanceStatus.AWAITING_SIGNATURE and instance.signature_due_at:
-        return instance.signature_due_at <= now  # never signed in time
+    if instance.status == InstanceStatus.AWAITING_SIGNATURE:
+        return instance.signature_overdue(now)  # never signed in time
     if instance.status == InstanceStatus.AWAITING_APPROVAL:
         return approval_due(instance.pk, now)
     return instance.status == InstanceStatus.AWAITING_USER and any_overdue(prompts, now)

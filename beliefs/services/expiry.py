@@ -19,7 +19,6 @@ from beliefs.models import (
 from beliefs.selectors.quorum import approval_due, approvals_overdue
 from beliefs.services.audit import SYSTEM, audit
 from beliefs.services.lifecycle import close_instance, lock_instance
-from beliefs.services.signatures import signature_overdue
 
 # Why an instance expired: (its status reason, the audit's reason), per what ran out.
 _PROMPT = ("a blocking prompt expired", "a blocking prompt was not answered before its TTL")
@@ -36,7 +35,7 @@ def expire_locked_if_due(
     """Expire the locked instance if what it waits for ran out of time: a blocking prompt, its
     approvers or its signature; `open_prompts`, when the caller has
     already read them, saves asking the database."""
-    if signature_overdue(instance, now):
+    if instance.signature_overdue(now):
         return _expire(instance, _SIGNATURE)
     if instance.status == InstanceStatus.AWAITING_APPROVAL:
         return approval_due(instance.pk, now) and _expire(instance, _APPROVALS)
@@ -59,7 +58,7 @@ def _expire(instance: TaskInstance, why: tuple[str, str]) -> bool:
 
 
 def _due(instance: TaskInstance, now: datetime) -> bool:
-    if signature_overdue(instance, now):  # never signed in time
+    if instance.signature_overdue(now):  # never signed in time
         return True
     if instance.status == InstanceStatus.AWAITING_APPROVAL:
         return approval_due(instance.pk, now)
@@ -90,9 +89,7 @@ def instances_expire(*, now: datetime | None = None) -> int:
         .values_list("instance_id", flat=True)
         .distinct()
     )
-    unsigned = TaskInstance.objects.filter(  # awaiting a signature past its TTL
-        status=InstanceStatus.AWAITING_SIGNATURE, signature_due_at__lte=now
-    ).values_list("pk", flat=True)
+    unsigned = TaskInstance.objects.signature_overdue(now).values_list("pk", flat=True)
     count = 0
     due = [*ids, *unsigned, *approvals_overdue(now)]
     for instance in TaskInstance.objects.filter(pk__in=due):

@@ -41,14 +41,6 @@ def signature_wait_begin(instance: TaskInstance, now: datetime) -> None:
         instance.signature_due_at = now + settings.CONSOLE_SIGNATURE_TTL
 
 
-def signature_overdue(instance: TaskInstance, now: datetime) -> bool:
-    return (
-        instance.status == InstanceStatus.AWAITING_SIGNATURE
-        and instance.signature_due_at is not None
-        and instance.signature_due_at <= now
-    )
-
-
 def signatures_void(instance: TaskInstance, reason: str, now: datetime) -> int:
     """Void the instance's standing signature and its unused attempts: what was signed (or
     shown to be signed) is no longer what the instance would bind. Caller holds the lock."""

@@ -116,3 +116,27 @@ def test_it_lists_an_instance_as_waiting_until_a_blocking_prompt_is_overdue(
         if found is not None:
             # The earliest time to live of its open blocking prompts, for the inbox to show.
             assert found.next_expiry == (expires_at if counts else None), case
+
+
+@pytest.mark.parametrize("status", list(InstanceStatus))
+def test_it_finds_a_signature_overdue_from_its_due_time_on_in_every_status(
+    waiting_run: tuple[TaskInstance, Prompt], status: InstanceStatus
+) -> None:
+    """Awaiting a signature and past its time to sign: the queryset, the model method and the
+    inbox's `waiting` say the same, over every status and due time (none, or any of EXPIRIES)."""
+    instance, prompt = waiting_run
+    _set(prompt, PromptState.ANSWERED, True, None)  # only the signature's time counts here
+    for name, due_at in EXPIRIES.items():
+        TaskInstance.objects.filter(pk=instance.pk).update(status=status, signature_due_at=due_at)
+        instance.refresh_from_db()
+        expected = (
+            status == InstanceStatus.AWAITING_SIGNATURE
+            and name in ("past", "just before", "at")  # at its due time it is overdue
+        )
+        case = (status, name)
+        assert TaskInstance.objects.signature_overdue(NOW).filter(pk=instance.pk).exists() is (
+            expected
+        ), case
+        assert instance.signature_overdue(NOW) is expected, case
+        waits = status in InstanceStatus.waiting_for_person() and not expected
+        assert TaskInstance.objects.waiting(NOW).filter(pk=instance.pk).exists() is waits, case
