@@ -111,8 +111,6 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # Outermost: under WSGI a request that waits is answered again whole (see console.asgi).
-    "console.middleware.WaitingMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "console.middleware.ApiBodyLimitMiddleware",
     "console.middleware.NoStorePagesMiddleware",

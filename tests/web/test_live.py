@@ -20,8 +20,7 @@ from django.utils import timezone
 from beliefs import selectors, services
 from beliefs.models import Prompt, PromptState, TaskInstance
 from beliefs.services import changes
-from console import live
-from console.middleware import WaitingMiddleware
+from console import asgi, live
 from tests.browser import scenarios
 from tests.web.conftest import HTMX
 
@@ -179,7 +178,7 @@ def test_a_change_elsewhere_wakes_the_waiting_page(
     alice: User, signed_in: Callable[[User], Client], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # No polling: only the change's notification can end the wait before its 20 s.
-    monkeypatch.setattr(WaitingMiddleware, "POLL_SECONDS", 30.0)
+    monkeypatch.setattr(asgi, "POLL_SECONDS", 30.0)
     instance = scenarios.vendor(alice)
     client = signed_in(alice)
     version = _version(client, f"/instances/{instance.pk}/")
