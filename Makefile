@@ -32,7 +32,10 @@ lock:
 
 ## Serve the demo on http://localhost:8000 (bound to 127.0.0.1; a name, not an IP address,
 ## because passkeys refuse one) with one background worker beside it (SQLite unless
-## DATABASE_URL is set). Ctrl-C stops both; so does the server stopping on its own.
+## DATABASE_URL is set). The server is the ASGI application under uvicorn, as in production and
+## the tests, reloaded when a Python file of the project changes; it believes no client's
+## X-Forwarded-For (see README, Production). Ctrl-C stops both; so does the server stopping on
+## its own.
 ## The logins and the runtime key are printed last (`demo --when-served`): once the server
 ## answers and the worker has sent the demo's emails, each one log line (no EMAIL_HOST:
 ## `beliefs.mail.LogEmailBackend`).
@@ -40,7 +43,8 @@ run: $(STAMP)
 	$(PY) manage.py migrate --noinput
 	@export CONSOLE_BASE_URL=http://localhost:$(PORT); \
 	$(PY) manage.py worker & worker=$$!; \
-	$(PY) manage.py runserver 127.0.0.1:$(PORT) & server=$$!; \
+	$(PY) -m uvicorn console.asgi:application --host 127.0.0.1 --port $(PORT) --no-proxy-headers \
+	  --no-server-header --lifespan off --reload --reload-dir beliefs --reload-dir console & server=$$!; \
 	trap 'kill $$worker $$server 2>/dev/null; wait $$worker $$server 2>/dev/null' EXIT INT TERM; \
 	$(PY) manage.py demo --url http://localhost:$(PORT)/ --when-served; \
 	wait $$server
