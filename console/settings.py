@@ -156,7 +156,7 @@ DATABASES = {
     "default": dj_database_url.config(
         default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
         # Reuse a connection across requests: opening one costs more than most requests here.
-        # Off in development, where runserver starts a thread (so a connection) per request.
+        # Off with DEBUG on (development, the tests): each request opens its own and closes it.
         conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0 if DEBUG else 60),
         # A reused connection the database dropped is replaced before a request uses it.
         conn_health_checks=env_bool("DATABASE_CONN_HEALTH_CHECKS", True),
