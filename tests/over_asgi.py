@@ -200,8 +200,8 @@ class LiveServer:
         self.socket.bind(("127.0.0.1", 0))
         self.port = int(self.socket.getsockname()[1])
         config = uvicorn.Config(
-            self._serve, interface="asgi3", lifespan="off", log_level="warning", server_header=False,
-            proxy_headers=False,
+            self._serve, interface="asgi3", lifespan="off", log_level="warning",
+            server_header=False, proxy_headers=False,
         )  # fmt: skip
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self._run, name="live-server", daemon=True)
