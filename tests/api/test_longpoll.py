@@ -1,6 +1,7 @@
 """GET /instances/{id}/ with `Prefer: wait=N`: the answer comes when the instance changes.
 
-Through the test client (WSGI: the request's thread waits), on SQLite and PostgreSQL. The same
+Through the test client, whose waiting requests the ASGI handler answers (`tests.over_asgi`),
+on SQLite and PostgreSQL. The same
 view under uvicorn, across two server processes, is `test_longpoll_servers.py`.
 """
 

@@ -1,6 +1,7 @@
 """The live endpoints of the instance page and the inbox: `?since=<version>` answers the fresh
 fragment once what the person would see differs, else 204 after the wait. Through the test
-client (WSGI: the request's thread waits), on SQLite and PostgreSQL."""
+client, whose waiting requests the ASGI handler answers (`tests.over_asgi`), on SQLite and
+PostgreSQL."""
 
 from __future__ import annotations
 
