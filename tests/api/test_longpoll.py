@@ -1,8 +1,8 @@
 """GET /instances/{id}/ with `Prefer: wait=N`: the answer comes when the instance changes.
 
 Through the test client, whose waiting requests the ASGI handler answers (`tests.over_asgi`),
-on SQLite and PostgreSQL. The same
-view under uvicorn, across two server processes, is `test_longpoll_servers.py`.
+on SQLite and PostgreSQL. The same view under uvicorn, across two server processes, is
+`test_longpoll_servers.py`.
 """
 
 from __future__ import annotations
