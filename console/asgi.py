@@ -4,13 +4,12 @@ tests): Django's handler, one thread hop a request, and the long-poll between re
 Django's own ASGI handler starts a thread for each request (asgiref's `ThreadSensitiveContext`)
 and joins it at the end, and crosses to it and back for every synchronous middleware hook and
 request signal: some thirty crossings a request here, which made uvicorn answer a fifth of what
-gunicorn answers for the same view (the README's requests/s rows measure what is left of that
-gap). This handler builds the middleware chain synchronous and
-answers a request in one call on a thread of a small fixed pool (`REQUEST_THREADS`, 4: enough
-to overlap one request's database work with another's, where more only take turns with the
-interpreter lock, the event loop among them): the request signals, every middleware, the view
-and the closing of the response, so each request gives its database connection back before its
-answer is sent.
+gunicorn answers for the same view. That fifth is why this handler subclasses Django's: it
+builds the middleware chain synchronous and answers a request in one call on a thread of a
+small fixed pool (`REQUEST_THREADS`, 4: enough to overlap one request's database work with
+another's, where more only take turns with the interpreter lock, the event loop among them):
+the request signals, every middleware, the view and the closing of the response, so each
+request gives its database connection back before its answer is sent.
 
 A request to a view that waits (`beliefs.services.changes.waits`: the API's `Prefer: wait`
 long-poll, the live pages' endpoints) whose answer found nothing new (`changes.unchanged`) is

@@ -37,8 +37,8 @@ LISTEN, ESTABLISHED = "0A", "01"
 
 def _servers(pid: int, port: int) -> dict[int, set[str]]:
     """The server's worker processes that listen on `port`, each with the inodes of its
-    listening sockets there (the master holds none; a process starting up has
-    bound its socket but listens only once its application has loaded)."""
+    listening sockets there (gunicorn's master holds none; a process starting up listens at
+    once, and answers what queued there once its application has loaded)."""
     listening = _sockets_on(port, LISTEN)
     held = {child: _socket_inodes(child) & listening for child in children(pid)}
     return {child: inodes for child, inodes in held.items() if inodes}
