@@ -182,8 +182,16 @@ class WaitsOverAsgi:
             return self.usual(environ)
         return answer_over_asgi(environ)
 
+    # The usual handler's attributes are read and set through this one (DRF's APIClient sets
+    # the user it forces on its handler).
     def __getattr__(self, name: str) -> Any:  # noqa: ANN401 - the usual handler's attributes
         return getattr(self.usual, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:  # noqa: ANN401
+        if name == "usual":
+            super().__setattr__(name, value)
+        else:
+            setattr(self.usual, name, value)
 
 
 class LiveServer:
