@@ -49,10 +49,11 @@ run: $(STAMP)
 	$(PY) manage.py demo --url http://localhost:$(PORT)/ --when-served; \
 	wait $$server
 
-## The production server: uvicorn on 0.0.0.0:$PORT in $WEB_CONCURRENCY processes (default 2),
-## one event loop each, so a process holds thousands of long-polls (Prefer: wait), each process
-## listening on a socket of its own (console/serve.py), so that new connections spread over
-## them. Settings from the environment (see README, Production); run `manage.py worker` beside
+## The production server: gunicorn running uvicorn on 0.0.0.0:$PORT in $WEB_CONCURRENCY
+## processes (default 2), one event loop each, so a process holds thousands of long-polls
+## (Prefer: wait), each process listening on a socket of its own (gunicorn's --reuse-port;
+## console/serve.py checks the settings and the port first), so that new connections spread
+## over them. Settings from the environment (see README, Production); run `manage.py worker` beside
 ## it. A process answers requests on a small fixed pool of threads (REQUEST_THREADS;
 ## console/asgi.py): on PostgreSQL it keeps a pool of up to DATABASE_POOL connections (default
 ## 12, at least as many as the threads) that its requests take in turn; on SQLite each of those
