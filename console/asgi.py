@@ -69,8 +69,10 @@ class Handler(ASGIHandler):
         BaseHandler.__init__(self)
         self.load_middleware(is_async=False)
         self.threads = executor or ThreadPoolExecutor(threads, thread_name_prefix="request")
+        # asgiref's hints name its executor a ThreadPoolExecutor; it runs on any Executor.
+        self._executor = cast(ThreadPoolExecutor, self.threads)
         self._answer = sync_to_async(
-            self._answer_here, thread_sensitive=False, executor=self.threads
+            self._answer_here, thread_sensitive=False, executor=self._executor
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -151,7 +153,7 @@ class Handler(ASGIHandler):
             yield chunk
 
     async def _in_pool(self, function: Callable[..., T], *args: Any) -> T:
-        return await sync_to_async(function, thread_sensitive=False, executor=self.threads)(*args)
+        return await sync_to_async(function, thread_sensitive=False, executor=self._executor)(*args)
 
 
 # Where other processes' changes cannot be heard (a PostgreSQL LISTEN connection not up yet),
