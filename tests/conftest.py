@@ -128,10 +128,11 @@ def _no_collected_static_files(tmp_path_factory: pytest.TempPathFactory) -> Iter
 
 
 @pytest.fixture(scope="session")
-def live_server() -> Iterator[LiveServer]:
+def live_server(django_db_setup: None) -> Iterator[LiveServer]:
     """The console served over real HTTP as `make run` and `make serve` serve it: its ASGI
     application under uvicorn (in a thread of this process), in place of pytest-django's WSGI
-    server. Its tests get a transactional database (pytest-django's `_live_server_helper`)."""
+    server. Its tests get a transactional database (pytest-django's `_live_server_helper`).
+    It stops before the test database is dropped (its change listener is connected to it)."""
     server = LiveServer()
     yield server
     server.stop()

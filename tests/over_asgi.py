@@ -27,6 +27,7 @@ from django.db import close_old_connections
 from django.http import HttpResponse
 from django.test.utils import modify_settings
 
+from beliefs.services import changes
 from console import asgi
 
 Environ = dict[str, Any]
@@ -240,6 +241,11 @@ class LiveServer:
         return f"{self}{other}"
 
     def stop(self) -> None:
+        """Stops serving: the waits still open are answered now, and the server ends with its
+        change listener (its database connection would keep the test database from being
+        dropped)."""
+        changes.end_waits()
         self.server.should_exit = True
         self.thread.join(60)
+        assert not self.thread.is_alive(), "the live server did not stop"
         self.socket.close()
