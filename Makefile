@@ -32,10 +32,7 @@ lock:
 
 ## Serve the demo on http://localhost:8000 (bound to 127.0.0.1; a name, not an IP address,
 ## because passkeys refuse one) with one background worker beside it (SQLite unless
-## DATABASE_URL is set). The server is the ASGI application under uvicorn, as in production and
-## the tests, reloaded when a Python file of the project changes; it believes no client's
-## X-Forwarded-For (see docs/production.md). Ctrl-C stops both; so does the server stopping on
-## its own.
+## DATABASE_URL is set). Ctrl-C stops both; so does the server stopping on its own.
 ## The logins and the runtime key are printed last (`demo --when-served`): once the server
 ## answers and the worker has sent the demo's emails, each one log line (no EMAIL_HOST:
 ## `beliefs.mail.LogEmailBackend`).
@@ -43,18 +40,15 @@ run: $(STAMP)
 	$(PY) manage.py migrate --noinput
 	@export CONSOLE_BASE_URL=http://localhost:$(PORT); \
 	$(PY) manage.py worker & worker=$$!; \
-	$(PY) -m uvicorn console.asgi:application --host 127.0.0.1 --port $(PORT) --no-proxy-headers \
-	  --no-server-header --lifespan off --reload \
-	  --reload-dir beliefs --reload-dir console --reload-dir demo & server=$$!; \
+	$(PY) manage.py runserver 127.0.0.1:$(PORT) & server=$$!; \
 	trap 'kill $$worker $$server 2>/dev/null; wait $$worker $$server 2>/dev/null' EXIT INT TERM; \
 	$(PY) manage.py demo --url http://localhost:$(PORT)/ --when-served; \
 	wait $$server
 
-## The production server: gunicorn running uvicorn on 0.0.0.0:$PORT in $WEB_CONCURRENCY
-## processes (default 2), one event loop each, so a process holds thousands of long-polls
-## (Prefer: wait), each process listening on a socket of its own (gunicorn's --reuse-port;
-## console/serve.py checks the settings and the port first), so that new connections spread
-## over them. Settings from the environment (see docs/production.md); run `manage.py worker` beside
+## The production server: uvicorn on 0.0.0.0:$PORT in $WEB_CONCURRENCY processes (default 2),
+## one event loop each, so a process holds thousands of long-polls (Prefer: wait), each process
+## listening on a socket of its own (console/serve.py), so that new connections spread over
+## them. Settings from the environment (see docs/production.md); run `manage.py worker` beside
 ## it. A process answers requests on a small fixed pool of threads (REQUEST_THREADS;
 ## console/asgi.py): on PostgreSQL it keeps a pool of up to DATABASE_POOL connections (default
 ## 12, at least as many as the threads) that its requests take in turn; on SQLite each of those

@@ -1,15 +1,15 @@
-"""The ASGI application, the one entry point of every request (`make run`, `make serve`, the
-tests): Django's handler, one thread hop a request, and the long-poll between requests.
+"""The ASGI application (`make serve`): Django's handler, one thread hop a request, and the
+long-poll between requests.
 
 Django's own ASGI handler starts a thread for each request (asgiref's `ThreadSensitiveContext`)
 and joins it at the end, and crosses to it and back for every synchronous middleware hook and
 request signal: some thirty crossings a request here, which made uvicorn answer a fifth of what
-gunicorn answers for the same view. That fifth is why this handler subclasses Django's: it
-builds the middleware chain synchronous and answers a request in one call on a thread of a
-small fixed pool (`REQUEST_THREADS`, 4: enough to overlap one request's database work with
-another's, where more only take turns with the interpreter lock, the event loop among them):
-the request signals, every middleware, the view and the closing of the response, so each
-request gives its database connection back before its answer is sent.
+gunicorn answers for the same view. This handler builds the middleware chain synchronous and
+answers a request in one call on a thread of a small fixed pool (`REQUEST_THREADS`, 4: enough
+to overlap one request's database work with another's, where more only take turns with the
+interpreter lock, the event loop among them): the request signals, every middleware, the view
+and the closing of the response, so each request gives its database connection back before its
+answer is sent.
 
 A request to a view that waits (`beliefs.services.changes.waits`: the API's `Prefer: wait`
 long-poll, the live pages' endpoints) whose answer found nothing new (`changes.unchanged`) is
@@ -25,7 +25,7 @@ import contextlib
 import io
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import IO, Any, TypeVar, cast
 
 from asgiref.sync import sync_to_async
@@ -36,12 +36,13 @@ from django.core.exceptions import RequestAborted
 from django.core.handlers.asgi import ASGIHandler, get_script_prefix
 from django.core.handlers.base import BaseHandler
 from django.http import HttpResponseBase, StreamingHttpResponse
-from django.urls import Resolver404, resolve, set_script_prefix
+from django.urls import set_script_prefix
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
 get_asgi_application()  # sets Django up first
 
 from beliefs.services import changes  # noqa: E402 - after Django's set-up
+from console.middleware import waiting_key  # noqa: E402
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[Mapping[str, Any]]]
@@ -49,30 +50,16 @@ Send = Callable[[Mapping[str, Any]], Awaitable[None]]
 T = TypeVar("T")
 
 
-def waiting_key(path_info: str, prefer: str | None) -> str | None:
-    """The key of the changes a request waits for (see `beliefs.services.changes.waits`): that of
-    the view its path resolves to; None when it never waits."""
-    try:
-        match = resolve(path_info)
-    except Resolver404:
-        return None
-    return changes.waits_on(match.func, match.kwargs, prefer)
-
-
 class Handler(ASGIHandler):
     """Django's ASGI handler, answering each request in one call on a pooled thread, and
     waiting between requests (see the module's docstring)."""
 
-    def __init__(self, threads: int, *, executor: Executor | None = None) -> None:
-        """`threads` answer requests; or `executor` does (the test client's answers run in the
-        test's own thread, inside its database transaction)."""
+    def __init__(self, threads: int) -> None:
         BaseHandler.__init__(self)
         self.load_middleware(is_async=False)
-        self.threads = executor or ThreadPoolExecutor(threads, thread_name_prefix="request")
-        # asgiref's hints name its executor a ThreadPoolExecutor; it runs on any Executor.
-        self._executor = cast(ThreadPoolExecutor, self.threads)
+        self.threads = ThreadPoolExecutor(threads, thread_name_prefix="request")
         self._answer = sync_to_async(
-            self._answer_here, thread_sensitive=False, executor=self._executor
+            self._answer_here, thread_sensitive=False, executor=self.threads
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -153,7 +140,7 @@ class Handler(ASGIHandler):
             yield chunk
 
     async def _in_pool(self, function: Callable[..., T], *args: Any) -> T:
-        return await sync_to_async(function, thread_sensitive=False, executor=self._executor)(*args)
+        return await sync_to_async(function, thread_sensitive=False, executor=self.threads)(*args)
 
 
 # Where other processes' changes cannot be heard (a PostgreSQL LISTEN connection not up yet),

@@ -48,8 +48,7 @@ from beliefs.models import Belief, Prompt, TaskInstance, is_blocking_open
 from beliefs.selectors.pages import PageRead
 from beliefs.services import changes
 
-# How long a live page's request waits for a change before it is answered unchanged (the page
-# then asks again).
+# Under `manage.py runserver` a waiting page holds a thread: short waits keep that harmless.
 PAGE_WAIT = 20
 RETRY_SECONDS = 0.1
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

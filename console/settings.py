@@ -110,6 +110,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost: under WSGI a request that waits is answered again whole (see console.asgi).
+    "console.middleware.WaitingMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "console.middleware.ApiBodyLimitMiddleware",
     "console.middleware.NoStorePagesMiddleware",
@@ -155,7 +157,7 @@ DATABASES = {
     "default": dj_database_url.config(
         default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
         # Reuse a connection across requests: opening one costs more than most requests here.
-        # Off with DEBUG on (development, the tests): each request opens its own and closes it.
+        # Off in development, where runserver starts a thread (so a connection) per request.
         conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0 if DEBUG else 60),
         # A reused connection the database dropped is replaced before a request uses it.
         conn_health_checks=env_bool("DATABASE_CONN_HEALTH_CHECKS", True),

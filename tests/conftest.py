@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import socket
 from collections.abc import Callable, Iterator
 from io import StringIO
 from typing import Any
@@ -20,7 +21,6 @@ from rest_framework.test import APIClient
 from beliefs.models import Runtime, RuntimeAPIKey
 from beliefs.roles import CLASSIFIERS_GROUP, REVIEWERS_GROUP, grant_role
 from tests.api import documented
-from tests.support.over_asgi import LiveServer, WaitsOverAsgi, waiting_loop
 
 PASSWORD = "correct-horse-battery"
 
@@ -129,22 +129,22 @@ def _no_collected_static_files(tmp_path_factory: pytest.TempPathFactory) -> Iter
 
 
 @pytest.fixture(scope="session")
-def live_server(django_db_setup: None) -> Iterator[LiveServer]:
-    """The console served over real HTTP as `make run` and `make serve` serve it: its ASGI
-    application under uvicorn (in a thread of this process), in place of pytest-django's WSGI
-    server. Its tests get a transactional database (pytest-django's `_live_server_helper`).
-    It stops before the test database is dropped (its change listener is connected to it)."""
-    server = LiveServer()
-    yield server
-    server.stop()
+def live_server(live_server: Any) -> Any:  # noqa: ANN401 - pytest-django's LiveServer
+    """pytest-django's live server, sending each answer at once: wsgiref writes a response in
+    several small pieces (status line, headers, body), and with Nagle's algorithm on, a piece
+    after the first waits for the client's delayed ACK, some 40 ms, on every request of a
+    kept-alive connection (the browser's, the client's). Production servers set TCP_NODELAY
+    themselves (gunicorn, and uvicorn through asyncio)."""
+    httpd = live_server.thread.httpd
+    accept = httpd.get_request
 
+    def get_request() -> tuple[socket.socket, Any]:
+        sock, address = accept()
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock, address
 
-@pytest.fixture(scope="session")
-def django_db_setup(django_db_setup: None) -> Iterator[None]:
-    """The test database, and before it is dropped the loop of the test clients' waiting
-    requests ends, with its listener's connection to it (`tests.support.over_asgi`)."""
-    yield
-    waiting_loop.stop()
+    httpd.get_request = get_request
+    return live_server
 
 
 def make_user(username: str, *groups: str) -> User:
@@ -198,22 +198,8 @@ def runtime_key_of(runtime_name: str) -> tuple[RuntimeAPIKey, str]:
     return RuntimeAPIKey.objects.create_key(name=runtime_name, runtime=runtime)
 
 
-class PageClient(Client):
-    """The test client of the pages, whose requests that wait for a change go through the ASGI
-    application's handler (`tests.support.over_asgi`)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.handler = WaitsOverAsgi(self.handler)
-
-
 class JsonClient(APIClient):
-    """An APIClient whose verbs send and return JSON: `client.post_json(url, data)`; its requests
-    that wait for a change go through the ASGI application's handler (`tests.support.over_asgi`)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.handler = WaitsOverAsgi(self.handler)
+    """An APIClient whose verbs send and return JSON: `client.post_json(url, data)`."""
 
     def _json(self, method: str, url: str, data: Any = None, **extra: Any) -> Any:
         payload = json.dumps(data) if data is not None else None
@@ -242,7 +228,7 @@ def signed_in() -> Callable[[User], Client]:
     """A page client signed in as a person: `signed_in(alice)`. Each call is a fresh browser."""
 
     def make(user: User) -> Client:
-        client = PageClient()
+        client = Client()
         client.force_login(user)
         return client
 

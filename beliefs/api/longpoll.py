@@ -8,9 +8,10 @@ valid wait is ignored, and the request is the plain read.
 
 The view itself is the plain read: a 304 it answers to a request that asked to wait is marked
 `changes.unchanged` for N seconds, and the server's handler asks it again at each change
-notification for the instance (`beliefs.services.changes`): the ASGI handler (`console.asgi`,
-under `make run`, `make serve` and the tests alike) does so between requests, holding no thread
-and no database connection while it waits.
+notification for the instance (`beliefs.services.changes`): under ASGI (`make serve`) between
+requests, holding no thread and no database connection while it waits; under WSGI
+(`manage.py runserver`, the test client) in the request's thread, re-reading every
+`POLL_SECONDS` as well.
 """
 
 from __future__ import annotations

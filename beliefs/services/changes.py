@@ -59,9 +59,9 @@ def _committed(key: str) -> None:
         _broadcast(key)
 
 
-# The waiters of this process: instance id → futures, each on the event loop awaiting it (the
-# server process's one loop). Woken from any thread (a commit runs in a worker thread), hence
-# the lock and `call_soon_threadsafe`.
+# The waiters of this process: instance id → futures, each on the event loop awaiting it (under
+# ASGI one loop per process; under WSGI each waiting request runs a loop of its own). Woken from
+# any thread (a commit runs in a worker thread), hence the lock and `call_soon_threadsafe`.
 _waiters: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]] = {}
 _lock = threading.Lock()
 
@@ -131,8 +131,9 @@ MIN_PAUSE = 0.05
 # read off the view before the request runs, so a change committed during the first read is
 # still heard), and on an answer that found nothing new, for how long (`unchanged`). The
 # request is then answered again, whole, at the next notice for the key, until an answer finds
-# something or the time is up (`wait_for_change`). Who repeats it is the ASGI handler
-# (`console.asgi`), between requests, holding no thread.
+# something or the time is up (`wait_for_change`). Who repeats it is the server's handler:
+# under ASGI `console.asgi`, between requests, holding no thread; under WSGI
+# `console.middleware.WaitingMiddleware`, in the request's thread.
 
 _WAITS = "changes_waits"
 _UNCHANGED = "changes_unchanged"

@@ -1,8 +1,7 @@
 """GET /instances/{id}/ with `Prefer: wait=N`: the answer comes when the instance changes.
 
-Through the test client, whose waiting requests the ASGI handler answers
-(`tests.support.over_asgi`), on SQLite and PostgreSQL. The same view under uvicorn, across two
-server processes, is `tests/servers/test_longpoll_servers.py`.
+Through the test client (WSGI: the request's thread waits), on SQLite and PostgreSQL. The same
+view under uvicorn, across two server processes, is `test_longpoll_servers.py`.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from beliefs.api.longpoll import preferred_wait
 from beliefs.models import TaskInstance
 from beliefs.services import changes
 from beliefs.services.lifecycle import lock_instance
-from console import asgi
+from console.middleware import WaitingMiddleware
 from tests.conftest import JsonClient, runtime_key_of
 from tests.support.api import API, Driver
 
@@ -134,7 +133,7 @@ def test_a_change_wakes_the_waiter_within_a_fraction_of_a_second(
     api: Driver, instance_id: str, runtime_key: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # No polling: only the change's notification can end the wait before its 30 s.
-    monkeypatch.setattr(asgi, "POLL_SECONDS", 30.0)
+    monkeypatch.setattr(WaitingMiddleware, "POLL_SECONDS", 30.0)
     url = f"{API}/instances/{instance_id}/"
     tag = api.runtime.get(url)["ETag"]
     answers: list[Any] = []
@@ -206,7 +205,7 @@ def test_a_wake_from_another_thread_resolves_only_that_instances_waiters() -> No
 def test_end_waits_answers_a_wait_begun_before_it_and_not_one_begun_after(
     api: Driver, instance_id: str, runtime_key: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(asgi, "POLL_SECONDS", 30.0)
+    monkeypatch.setattr(WaitingMiddleware, "POLL_SECONDS", 30.0)
     url = f"{API}/instances/{instance_id}/"
     tag = api.runtime.get(url)["ETag"]
     answers: list[tuple[float, Any]] = []

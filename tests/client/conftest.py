@@ -4,17 +4,16 @@ and answers prompts through the API with a session and CSRF, as the browser does
 The live server shares the test database with the test itself, so requests are served one at a
 time here, and the test's own ORM writes take the same lock: the runtime polling, the person
 answering and a subprocess adapter may then run concurrently without two requests ever
-interleaving inside one connection. A long-poll's answers do not take the lock (the ASGI
-handler answers them on its own threads, which take turns at the database as a server's do).
+interleaving inside one connection. A long-poll takes the lock for each of its answers only,
+never while it waits.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from rest_framework_api_key.crypto import concatenate
 
 from beliefs.models import Prompt, PromptState, Runtime, RuntimeAPIKey
 from beliefs.services.audit import Actor
-from console.asgi import waiting_key
+from console.middleware import WaitingMiddleware, waiting_key
 from tests.builders import register
 from tests.client.transfer_tool import SANDBOX, TRANSFER
 from tests.conftest import PASSWORD
@@ -114,22 +113,18 @@ def console(
     monkeypatch: pytest.MonkeyPatch,
     agent_key: tuple[str, str, str],
 ) -> Iterator[LiveConsole]:
-    app = live_server.app
+    httpd = live_server.thread.httpd
+    app = httpd.get_app()
     live = LiveConsole(url=live_server.url, key=agent_key[0])
 
-    async def serialized(scope: dict[str, Any], receive: Any, send: Any) -> None:  # noqa: ANN401
-        headers = dict(scope.get("headers", ()))
-        prefer = headers.get(b"prefer", b"").decode("latin-1") or None
-        if scope["type"] != "http" or waiting_key(scope["path"], prefer) is not None:
-            await app(scope, receive, send)  # a wait holds no lock: others go in between
-            return
-        await asyncio.to_thread(live.lock.acquire)
-        try:
-            await app(scope, receive, send)
-        finally:
-            live.lock.release()
+    def serialized(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        if waiting_key(environ["PATH_INFO"], environ.get("HTTP_PREFER")) is not None:
+            return app(environ, start_response)  # it takes the lock for each of its answers
+        with live.lock:
+            return app(environ, start_response)
 
-    live_server.app = serialized
+    httpd.set_app(serialized)
+    monkeypatch.setattr(WaitingMiddleware, "answer_guard", staticmethod(lambda: live.lock))
     try:
         with live.exclusive():
             User.objects.create_user(username="alice", password=PASSWORD)
@@ -152,7 +147,7 @@ def console(
                 )
         yield live
     finally:
-        live_server.app = app
+        httpd.set_app(app)
 
 
 class Person:

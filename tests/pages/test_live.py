@@ -1,7 +1,6 @@
 """The live endpoints of the instance page and the inbox: `?since=<version>` answers the fresh
 fragment once what the person would see differs, else 204 after the wait. Through the test
-client, whose waiting requests the ASGI handler answers (`tests.support.over_asgi`), on SQLite and
-PostgreSQL."""
+client (WSGI: the request's thread waits), on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -23,7 +22,8 @@ from beliefs.models import Prompt, PromptState, TaskInstance
 from beliefs.services import changes
 from beliefs.services.audit import SYSTEM
 from beliefs.services.instances import instance_cancel
-from console import asgi, live
+from console import live
+from console.middleware import WaitingMiddleware
 from tests.browser import scenarios
 from tests.support.pages import HTMX
 
@@ -181,7 +181,7 @@ def test_a_change_elsewhere_wakes_the_waiting_page(
     alice: User, signed_in: Callable[[User], Client], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # No polling: only the change's notification can end the wait before its 20 s.
-    monkeypatch.setattr(asgi, "POLL_SECONDS", 30.0)
+    monkeypatch.setattr(WaitingMiddleware, "POLL_SECONDS", 30.0)
     instance = scenarios.vendor(alice)
     client = signed_in(alice)
     version = _version(client, f"/instances/{instance.pk}/")

@@ -196,7 +196,7 @@ def _connection_settings(env: dict[str, str]) -> tuple[int, bool]:
 def test_production_reuses_database_connections_with_health_checks() -> None:
     assert _connection_settings(PRODUCTION) == (60, True)
     assert _connection_settings({**PRODUCTION, "DATABASE_CONN_MAX_AGE": "0"}) == (0, True)
-    # With DEBUG on (development, the tests) each request opens its own connection and closes it.
+    # runserver's thread per request would leave a connection behind per request.
     assert _connection_settings({"DEBUG": "true"}) == (0, True)
 
 

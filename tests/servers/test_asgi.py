@@ -24,6 +24,7 @@ from django.db import connection
 from beliefs.services import changes
 from console import asgi
 from console.checks import pool_problem
+from console.middleware import waiting_key
 from tests.support.api import API, Driver
 from tests.support.servers import (
     ROOT,
@@ -58,7 +59,7 @@ ID = "0b8f0a3e-4c1d-4f57-9a35-2f4f4b0c2d11"
 def test_which_requests_wait_and_for_what(
     path: str, prefer: str | None, expected: str | None
 ) -> None:
-    assert asgi.waiting_key(path, prefer) == expected
+    assert waiting_key(path, prefer) == expected
 
 
 def _scope(path: str, headers: list[tuple[bytes, bytes]]) -> dict[str, Any]:

@@ -1,12 +1,12 @@
-"""`make serve`'s server (`console.serve`, gunicorn with uvicorn workers): each process listens on
-a socket of its own, so new connections spread over the processes; a process that dies is
-replaced; SIGHUP replaces them all while the port answers; SIGTERM stops them all; a port
-already taken is refused in words."""
+"""`make serve`'s server (`console.serve`): each process listens on a socket of its own, so new
+connections spread over the processes; a process that dies is replaced; SIGHUP replaces them
+all while the port answers; SIGTERM stops them all; a port already taken is refused in words."""
 
 from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import multiprocessing
 import os
 import signal
 import socket
@@ -16,11 +16,13 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 import pytest
 import requests
 
+from console import serve
 from tests.support.servers import (
     ROOT,
     children,
@@ -36,9 +38,9 @@ LISTEN, ESTABLISHED = "0A", "01"
 
 
 def _servers(pid: int, port: int) -> dict[int, set[str]]:
-    """The server's worker processes that listen on `port`, each with the inodes of its
-    listening sockets there (gunicorn's master holds none; a process starting up listens at
-    once, and answers what queued there once its application has loaded)."""
+    """The supervisor's server processes that listen on `port`, each with the inodes of its
+    listening sockets there (multiprocessing's helpers hold none; a process starting up has
+    bound its socket but listens only once its application has loaded)."""
     listening = _sockets_on(port, LISTEN)
     held = {child: _socket_inodes(child) & listening for child in children(pid)}
     return {child: inodes for child, inodes in held.items() if inodes}
@@ -138,7 +140,7 @@ def test_each_process_has_its_own_socket_and_connections_spread_over_them() -> N
         for _ in range(8):
             assert requests.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200
 
-        # SIGTERM stops every process and gunicorn's master exits cleanly.
+        # SIGTERM stops every process and the supervisor exits cleanly.
         survivors = list(_servers(server.pid, port))
         server.terminate()
         _, errors = server.communicate(timeout=60)
@@ -187,9 +189,50 @@ def test_sighup_replaces_every_process_while_the_port_answers() -> None:
         finally:
             done.set()
         asker.result(timeout=30)
-        assert server.poll() is None, "the server ended on SIGHUP"
+        assert server.poll() is None, "the supervisor ended on SIGHUP"
         assert asked_during > 1 and set(answers) == {200}, Counter(answers)
         assert requests.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200
+
+
+def _listens(tell: Connection) -> None:
+    tell.send_bytes(b"listening")
+    tell.close()
+    time.sleep(600)
+
+
+def _cannot_start(tell: Connection) -> None:
+    sys.exit(3)
+
+
+@pytest.mark.parametrize("starts", ["yes", "no"])
+def test_a_reload_stops_an_old_process_only_once_its_replacement_listens(starts: str) -> None:
+    fork = multiprocessing.get_context("fork")  # small stand-ins for the server processes
+    targets = iter([_listens, _listens, _listens if starts == "yes" else _cannot_start, _listens])
+
+    def start() -> serve.Child:
+        return serve.start_child(fork.Process, next(targets), ())
+
+    supervisor = serve.Supervisor(2, start)
+    old = [start(), start()]
+    supervisor.children = list(old)
+    try:
+        supervisor.reload()
+        if starts == "yes":
+            assert not set(supervisor.children) & set(old)
+            assert all(child.process.is_alive() for child in supervisor.children)
+            assert supervisor.retiring == [child.process for child in old]
+            for child in old:
+                child.process.join(timeout=30)
+                assert child.process.exitcode == -signal.SIGTERM
+        else:
+            # The first replacement ended before it listened: both old processes serve on.
+            assert supervisor.children == old
+            assert all(child.process.is_alive() for child in old)
+            assert supervisor.retiring == []
+    finally:
+        for process in supervisor.processes():
+            process.kill()
+            process.join()
 
 
 def _alive(pid: int) -> bool:
