@@ -115,6 +115,7 @@ print(json.dumps({"calls": ledger.calls, "result": result}))
 """
 
 
+@pytest.mark.servers
 def test_a_persistent_checkpoint_resumes_in_another_process(
     console: LiveConsole, person: Person, tmp_path: Path
 ) -> None:

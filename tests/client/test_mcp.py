@@ -158,6 +158,7 @@ async def _call(session: Any, tool: str, **arguments: Any) -> tuple[bool, str]:
 TOOLS = ["request_confirmation", "request_permission", "wait_for_confirmation"]
 
 
+@pytest.mark.servers
 def test_it_lists_its_tools_over_stdio(console: LiveConsole, stdio: StdioServer) -> None:
     async def use(session: ClientSession) -> list[str]:
         return sorted(tool.name for tool in (await session.list_tools()).tools)
@@ -357,6 +358,7 @@ def _permission_over_stdio(
     return answers, asked.result(timeout=30)
 
 
+@pytest.mark.servers
 def test_a_call_is_asked_only_its_own_keys(
     console: LiveConsole, person: Person, stdio: StdioServer
 ) -> None:
@@ -383,6 +385,7 @@ def test_a_call_is_asked_only_its_own_keys(
         assert last is not None and sorted(last.bindings) == ["command"]
 
 
+@pytest.mark.servers
 def test_an_edited_boolean_comes_back_a_boolean(
     console: LiveConsole, person: Person, stdio: StdioServer
 ) -> None:
@@ -403,6 +406,7 @@ def test_an_edited_boolean_comes_back_a_boolean(
     assert updated["run_in_background"] is False and type(updated["timeout"]) is int
 
 
+@pytest.mark.servers
 def test_the_same_tool_use_is_allowed_once(
     console: LiveConsole, person: Person, stdio: StdioServer
 ) -> None:
@@ -435,6 +439,7 @@ def test_a_timeout_cancels_the_instance_before_it_denies(console: LiveConsole) -
         assert not Prompt.objects.filter(instance=instance, state=PromptState.OPEN).exists()
 
 
+@pytest.mark.servers
 def test_the_wait_sends_progress_notifications(
     console: LiveConsole, person: Person, stdio: StdioServer
 ) -> None:

@@ -162,6 +162,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.servers
 def test_the_run_state_resumes_in_another_process(
     console: LiveConsole, person: Person, tmp_path: Path
 ) -> None:

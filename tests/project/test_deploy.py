@@ -51,11 +51,13 @@ def signing_key(tmp_path: Path) -> dict[str, str]:
     return {"CONSOLE_RECEIPT_SIGNING_KEYS": str(path)}
 
 
+@pytest.mark.servers
 def test_it_passes_check_deploy_under_production_settings(signing_key: dict[str, str]) -> None:
     result = manage("check", "--deploy", "--fail-level", "WARNING", env=PRODUCTION | signing_key)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.servers
 def test_check_deploy_fails_without_a_receipts_signing_key(tmp_path: Path) -> None:
     result = manage("check", "--deploy", env=PRODUCTION)
     assert result.returncode != 0
@@ -68,6 +70,7 @@ def test_check_deploy_fails_without_a_receipts_signing_key(tmp_path: Path) -> No
     assert broken.returncode != 0 and "beliefs.E102" in broken.stderr
 
 
+@pytest.mark.servers
 def test_check_deploy_fails_without_the_passkeys_relying_party(signing_key: dict[str, str]) -> None:
     for unset in ("CONSOLE_WEBAUTHN_RP_ID", "CONSOLE_WEBAUTHN_ORIGINS"):
         env = {k: v for k, v in (PRODUCTION | signing_key).items() if k != unset}
@@ -107,6 +110,7 @@ def test_passkeys_need_a_domain_and_the_https_origins_on_it(
         assert len(found) == 1 and problem in found[0], found
 
 
+@pytest.mark.servers
 def test_check_deploy_fails_without_a_public_https_base_url() -> None:
     unset = {k: v for k, v in PRODUCTION.items() if k != "CONSOLE_BASE_URL"}
     for env in (unset, {**PRODUCTION, "CONSOLE_BASE_URL": "http://10.1.2.3:8000"}):
@@ -116,6 +120,7 @@ def test_check_deploy_fails_without_a_public_https_base_url() -> None:
         assert "CONSOLE_BASE_URL" in result.stderr
 
 
+@pytest.mark.servers
 def test_development_checks_pass_with_the_local_base_url() -> None:
     # What `make run` relies on: DEBUG on, CONSOLE_BASE_URL left at http://127.0.0.1:8000.
     result = manage("check", "--fail-level", "WARNING", env={"DEBUG": "true"})

@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.servers
 def test_a_command_does_not_print_the_axes_banner() -> None:
     env = {**os.environ, "DEBUG": "true", "DJANGO_SETTINGS_MODULE": "console.settings"}
     result = subprocess.run(

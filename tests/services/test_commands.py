@@ -31,6 +31,7 @@ def test_it_prints_the_new_runtime_key_alone_and_the_key_works() -> None:
     assert AuditEvent.objects.filter(kind="runtime_key.created", subject="agent-prod").exists()
 
 
+@pytest.mark.servers
 def test_it_needs_a_name_for_a_runtime_key() -> None:
     result = subprocess.run(
         [sys.executable, "manage.py", "runtime_key"],

@@ -156,6 +156,7 @@ def test_settings_refuse_a_lease_not_longer_than_the_deadline(
             lease_longer_than_deadline("X", lease, deadline)
 
 
+@pytest.mark.servers
 @pytest.mark.parametrize("prefix", ["CONSOLE_WEBHOOK", "CONSOLE_EMAIL"])
 def test_the_console_does_not_start_with_such_a_lease(prefix: str) -> None:
     deadline = "TIMEOUT" if prefix == "CONSOLE_WEBHOOK" else "DEADLINE"
