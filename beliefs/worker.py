@@ -37,9 +37,10 @@ from datetime import datetime
 from types import FrameType
 from typing import Any
 
-from django.db import DatabaseError, connection, connections
+from django.db import DatabaseError, connection
 from django.utils import timezone
 
+from beliefs.selectors import postgres
 from beliefs.services import outbox
 from beliefs.services.notify import email_attempt, emails_claim, emails_next_due
 from beliefs.services.outbox import DELIVERIES, EMAILS, HELD
@@ -324,14 +325,11 @@ class Worker:
     def _listen(self) -> None:
         import psycopg  # PostgreSQL only
 
-        # As Django connects (host, credentials, sslmode, …), less what only its cursors use.
-        params = connections["default"].get_connection_params()
-        for name in ("cursor_factory", "context", "prepare_threshold"):
-            params.pop(name, None)
+        params = postgres.listening_params()
         while not self.stopping:
             try:
                 with psycopg.connect(**params, autocommit=True) as conn:
-                    conn.execute(f"LISTEN {outbox.CHANNEL}")
+                    postgres.listen(conn, outbox.CHANNEL)
                     self.hear(ANYTHING)  # what was written while nobody listened
                     while not self.stopping:
                         for notice in conn.notifies(timeout=1.0):

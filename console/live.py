@@ -45,6 +45,7 @@ from django.utils import timezone
 
 from beliefs import selectors
 from beliefs.models import Belief, Prompt, TaskInstance, is_blocking_open
+from beliefs.selectors import postgres
 from beliefs.selectors.pages import PageRead
 from beliefs.services import changes
 
@@ -116,8 +117,7 @@ def snapshot() -> Iterator[None]:
         else:
             with transaction.atomic():
                 if connection.vendor == "postgresql":
-                    with connection.cursor() as cursor:
-                        cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                    postgres.read_only_snapshot()
                 yield
     finally:
         _after_snapshot.reset(token)

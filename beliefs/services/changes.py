@@ -40,6 +40,8 @@ from typing import Any, TypeVar
 
 from django.db import connection, connections, transaction
 
+from beliefs.selectors import postgres
+
 CHANNEL = "console_instance"
 log = logging.getLogger(__name__)
 
@@ -47,9 +49,7 @@ log = logging.getLogger(__name__)
 def instance_changed(instance_id: Any) -> None:
     """Announce, on commit, that the instance changed (call inside the changing transaction)."""
     key = str(instance_id)
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_notify(%s, %s)", [CHANNEL, key])
+    postgres.notify(CHANNEL, key)
     transaction.on_commit(lambda: _committed(key))
 
 
@@ -268,16 +268,12 @@ async def listening(timeout: float = 2.0) -> bool:
 async def _listen(ready: asyncio.Event) -> None:
     import psycopg  # PostgreSQL only
 
-    # As Django connects (host, credentials, sslmode and the other OPTIONS), less what only its
-    # own sync cursors use.
-    params = connections["default"].get_connection_params()
-    for name in ("cursor_factory", "context", "prepare_threshold"):
-        params.pop(name, None)
+    params = postgres.listening_params()
     while True:
         try:
             conn = await psycopg.AsyncConnection.connect(**params, autocommit=True)
             async with conn:
-                await conn.execute(f"LISTEN {CHANNEL}")
+                await postgres.alisten(conn, CHANNEL)
                 ready.set()
                 # Changes made while this connection was not listening went unheard: everyone
                 # re-reads once.

@@ -14,7 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.mail import send_mail
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Min
 from django.urls import reverse
 from django.utils import timezone
@@ -31,6 +31,7 @@ from beliefs.models import (
     Prompt,
     TaskInstance,
 )
+from beliefs.selectors import postgres
 from beliefs.selectors.quorum import Quorum, quorum_of
 from beliefs.services import outbox
 from beliefs.services.webhooks.events import emit_event
@@ -288,9 +289,7 @@ def _lock_emails_of(recipient: Any) -> None:
     the caller holds an instance's lock, and opens lock the user row first. Nothing waits for
     another lock while holding this one (only the person's pending email, which a worker holds
     for a moment), so it cannot close a cycle. (SQLite serialises writers.)"""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_EMAIL_LOCK, recipient.pk])
+    postgres.lock_until_commit(_EMAIL_LOCK, recipient.pk)
 
 
 def _email_for(recipient: Any, kind: str) -> OutgoingEmail:

@@ -26,12 +26,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from beliefs.domain.webhooks import retry_delay
 from beliefs.models import OutboxItem, OutgoingEmail
+from beliefs.selectors import postgres
 
 PENDING = "pending"
 SENDING = "sending"
@@ -51,9 +52,7 @@ Item = TypeVar("Item", bound=OutboxItem)
 def announce(what: str = DELIVERIES) -> None:
     """Wake the workers when the caller's transaction commits: there is something to send
     (`what`: DELIVERIES, the default, EMAILS or HELD)."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_notify(%s, %s)", [CHANNEL, what])
+    postgres.notify(CHANNEL, what)
 
 
 def announced_as(model: type[OutboxItem]) -> str:

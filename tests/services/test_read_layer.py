@@ -1,8 +1,9 @@
 """Hand-written SQL and hand-built model objects live in the read layer only: no module outside
 `beliefs.selectors` imports its row helpers (`selectors.rows`) or the ORM versions the parity
 test holds them to (`selectors.reference`), builds a model object by hand (`__new__`,
-`ModelState`, `from_db`), or sends SQL of its own, but for the few statements that are no read
-of the application's data, each named below with its reason."""
+`ModelState`, `from_db`), or sends SQL of its own: PostgreSQL's statements that read nothing
+(NOTIFY, LISTEN, an advisory lock, a snapshot's isolation, the application's role) are
+`beliefs.selectors.postgres`'s."""
 
 from __future__ import annotations
 
@@ -13,15 +14,6 @@ REPO = Path(__file__).resolve().parents[2]
 
 READ_LAYER = "beliefs/selectors/"
 ROW_HELPERS = {"beliefs.selectors.rows", "beliefs.selectors.reference"}
-# SQL sent outside the read layer, and why it is no read there.
-OWN_SQL = {
-    "beliefs/services/changes.py": "pg_notify and LISTEN: tells waiting readers, reads nothing",
-    "beliefs/services/notify.py": "an advisory lock that serialises one person's emails",
-    "beliefs/services/outbox.py": "pg_notify: wakes the workers for new outbox rows, reads nothing",
-    "console/live.py": "sets a live page's read-only, repeatable-read snapshot (PostgreSQL)",
-    "beliefs/worker.py": "LISTEN on the worker's own connection for the outbox's pg_notify",
-    "beliefs/management/commands/create_app_role.py": "creates a database role",
-}
 HAND_BUILT = {"__new__", "from_db", "ModelState", "_state"}
 
 
@@ -86,7 +78,7 @@ def test_only_the_read_layer_writes_sql_or_builds_model_objects() -> None:
             own_sql.append(relative)
     assert helpers == []
     assert hand_built == []
-    assert sorted(own_sql) == sorted(OWN_SQL)
+    assert own_sql == []
 
 
 def test_the_walk_sees_what_it_looks_for() -> None:
