@@ -1,44 +1,20 @@
-"""What the instance page shows, in fixed SQL: the instance with its task class, principal and
-receipt, when its latest belief was recorded, and every prompt with its slot and belief
-(`instance_page`); the decisions it restates (`instance_decisions`); once it is finished, the
-next instance waiting for the person (`next_waiting`). The page, its live updates and the answer
-to each click read them: through the ORM, building the queries took several times the
-database's time. `selectors.reference` has the same reads through the ORM, held equal by
-`tests/test_read_parity.py`."""
+"""What the instance page shows: the instance with its task class, principal and receipt, when
+its latest belief was recorded, and every prompt with its slot and belief (`instance_page`); the
+decisions it restates (`instance_decisions`); once it is finished, the next instance waiting for
+the person (`next_waiting`). The page, its live updates and the answer to each click read them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cache
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db.models import Model
+from django.db.models import Max, OuterRef, Subquery
 
-from beliefs.models import (
-    Belief,
-    Decision,
-    InstanceStatus,
-    Prompt,
-    PromptState,
-    Receipt,
-    Slot,
-    TaskClass,
-    TaskInstance,
-)
-from beliefs.selectors import rows
-from beliefs.selectors.access import Owner, owned_rows
-from beliefs.selectors.prompts import Order
-from beliefs.selectors.prompts import fetch as fetch_prompts
-
-_COLUMNS: tuple[tuple[type[Model], str], ...] = (
-    *rows.concrete(TaskInstance),
-    *rows.concrete(TaskClass),
-    *rows.concrete(User),
-    *rows.concrete(Receipt),
-    (Belief, "created_at"),
-)
+from beliefs.models import Belief, Decision, Prompt, TaskInstance
+from beliefs.selectors.access import Owner
+from beliefs.selectors.instances import instance_prompts
 
 
 @dataclass(frozen=True)
@@ -51,47 +27,24 @@ class PageRead:
     beliefs_at: datetime | None
 
 
-def instance_sql(related: tuple[type[Model], str], last: tuple[str, str], where: str) -> str:
-    """SQL for one instance with every column of it, its task class, its principal and the
-    `related` model its field names (left joined), then the highest value of one column of
-    its beliefs (`last`: the column, and its alias), WHERE `where`."""
-    col = rows.column
-    model, field = related
-    column, alias = last
-    columns = [*rows.concrete(TaskInstance), *rows.concrete(TaskClass), *rows.concrete(User)]
-    columns += rows.concrete(model)
-    highest = (
-        f"(SELECT MAX({col(Belief, column, alias)}) FROM {rows.table(Belief, alias)}"
-        f" WHERE {col(Belief, 'instance', alias)} = {col(TaskInstance, 'id')})"
-    )
-    return (
-        f"SELECT {', '.join(col(m, n) for m, n in columns)}, {highest}"
-        f" FROM {rows.table(TaskInstance)}"
-        f" INNER JOIN {rows.table(TaskClass)}"
-        f" ON {col(TaskClass, 'id')} = {col(TaskInstance, 'task_class')}"
-        f" INNER JOIN {rows.table(User)} ON {col(User, 'id')} = {col(TaskInstance, 'principal')}"
-        f" LEFT OUTER JOIN {rows.table(model)}"
-        f" ON {col(model, model._meta.pk.attname)} = {col(TaskInstance, field)}"
-        f" WHERE {where}"
-    )
-
-
-@cache
-def _instance_sql(owner: str) -> str:
-    where = f"{rows.column(TaskInstance, 'id')} = %s AND {owner}"
-    return instance_sql((Receipt, "receipt"), ("created_at", "l"), where)
-
-
 def instance_page(instance_id: Any, *, principal_id: int) -> PageRead | None:
     """The instance page's read, if `principal_id` is the instance's principal; else None."""
-    found = owned_rows(_instance_sql, instance_id, Owner.of(principal_id=principal_id), _COLUMNS)
-    if not found:
-        return None
-    instance, instance.task_class, instance.principal, instance.receipt, beliefs_at = (
-        rows.models_of(found[0], (TaskInstance, TaskClass, User, Receipt))
+    latest = Subquery(
+        Belief.objects.filter(instance=OuterRef("pk"))
+        .order_by()
+        .values("instance")
+        .annotate(at=Max("created_at"))
+        .values("at")
     )
-    prompts = fetch_prompts(instance, "1 = 1", [], Order.SLOTS)
-    return PageRead(instance, prompts, beliefs_at)
+    instance = (
+        TaskInstance.objects.select_related("task_class", "principal", "receipt")
+        .annotate(beliefs_at=latest)
+        .filter(Owner.of(principal_id=principal_id).q(), pk=instance_id)
+        .first()
+    )
+    if instance is None:
+        return None
+    return PageRead(instance, instance_prompts(instance), instance.beliefs_at)
 
 
 @dataclass(frozen=True)
@@ -103,27 +56,13 @@ class DecisionView:
     slot_keys: frozenset[str]
 
 
-@cache
-def _decisions_sql() -> str:
-    col = rows.column
-    through: type[Model] = Decision.slots.through
-    return (
-        f"SELECT {col(Decision, 'id')}, {col(Decision, 'key')}, {col(Decision, 'label')},"
-        f" {col(Slot, 'key')} FROM {rows.table(Decision)}"
-        f" LEFT OUTER JOIN {rows.table(through)}"
-        f" ON {col(through, 'decision')} = {col(Decision, 'id')}"
-        f" LEFT OUTER JOIN {rows.table(Slot)} ON {col(Slot, 'id')} = {col(through, 'slot')}"
-        f" WHERE {col(Decision, 'task_class')} = %s ORDER BY {col(Decision, 'id')}"
-    )
-
-
 def instance_decisions(instance: TaskInstance) -> list[DecisionView]:
     """The decisions of the instance's task class, each with its slots' keys, in declared
     order (one query): what the pages restate and check an answer against."""
-    found = rows.fetch(
-        _decisions_sql(),
-        [instance.task_class_id],
-        ((Decision, "id"), (Decision, "key"), (Decision, "label"), (Slot, "key")),
+    found = (
+        Decision.objects.filter(task_class_id=instance.task_class_id)
+        .order_by("id")
+        .values_list("id", "key", "label", "slots__key")
     )
     decisions: dict[int, tuple[str, str, set[str]]] = {}
     for pk, key, label, slot_key in found:
@@ -133,62 +72,9 @@ def instance_decisions(instance: TaskInstance) -> list[DecisionView]:
     return [DecisionView(key, label, frozenset(keys)) for key, label, keys in decisions.values()]
 
 
-_NEXT_COLUMNS: tuple[tuple[type[Model], str], ...] = (
-    (TaskInstance, "id"),
-    (TaskInstance, "task_class_id"),
-    (TaskInstance, "run_number"),
-    (TaskInstance, "status"),
-    (TaskInstance, "created_at"),
-    *rows.concrete(TaskClass),
-)
-
-
-@cache
-def _next_sql() -> str:
-    """`TaskInstanceQuerySet.waiting(now)` of one person, less one instance, newest first."""
-    col = rows.column
-    waiting = InstanceStatus.waiting_for_person()
-    overdue = (
-        f"SELECT 1 FROM {rows.table(Prompt, 'o')}"
-        f" WHERE {col(Prompt, 'instance', 'o')} = {col(TaskInstance, 'id')}"
-        f" AND {col(Prompt, 'state', 'o')} = %s AND {col(Prompt, 'blocking', 'o')}"
-        f" AND {col(Prompt, 'expires_at', 'o')} <= %s"
-    )
-    signature_due = col(TaskInstance, "signature_due_at")
-    return (
-        f"SELECT {', '.join(col(m, n) for m, n in _NEXT_COLUMNS)} FROM {rows.table(TaskInstance)}"
-        f" INNER JOIN {rows.table(TaskClass)}"
-        f" ON {col(TaskClass, 'id')} = {col(TaskInstance, 'task_class')}"
-        f" WHERE {col(TaskInstance, 'principal')} = %s"
-        f" AND {col(TaskInstance, 'status')} IN ({rows.placeholders(len(waiting))})"
-        f" AND {col(TaskInstance, 'id')} <> %s AND NOT EXISTS ({overdue})"
-        f" AND NOT ({col(TaskInstance, 'status')} = %s"
-        f" AND {signature_due} IS NOT NULL AND {signature_due} <= %s)"
-        f" ORDER BY {col(TaskInstance, 'created_at')} DESC LIMIT 1"
-    )
-
-
 def next_waiting(user: User, now: datetime, after: TaskInstance) -> TaskInstance | None:
     """The instance to go to once `after` is finished: the newest other one still waiting for
     this person (the inbox's first row, `after` left out), with its task class (of the
     instance itself, what the link to it shows: its id and run number)."""
-    found = rows.fetch(
-        _next_sql(),
-        [
-            user.pk,
-            *sorted(InstanceStatus.waiting_for_person()),
-            rows.prepare(TaskInstance, "id", after.pk),
-            PromptState.OPEN,
-            now,
-            InstanceStatus.AWAITING_SIGNATURE,
-            now,
-        ],
-        _NEXT_COLUMNS,
-    )
-    if not found:
-        return None
-    values, width = found[0], len(_NEXT_COLUMNS) - len(rows.concrete(TaskClass))
-    names = [name for _, name in _NEXT_COLUMNS[:width]]
-    instance = rows.instance_of(TaskInstance, values[:width], names)
-    instance.task_class = rows.instance_of(TaskClass, values[width:])
-    return instance
+    mine = TaskInstance.objects.select_related("task_class").filter(principal=user)
+    return mine.waiting(now).exclude(pk=after.pk).order_by("-created_at").first()

@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import Any, cast
 from uuid import UUID
 
-from django.contrib.auth.models import Group, User
-from django.db.models import Model
+from django.contrib.auth.models import User
 from webauthn.helpers import parse_cbor
 
 from beliefs.domain.passkeys import b64url, cose_to_jwk
 from beliefs.errors import NotFound
-from beliefs.models import Decision, Passkey, SignatureAttempt, Slot, TaskInstance
-from beliefs.selectors import rows
-from beliefs.selectors.beliefs import named_in
+from beliefs.models import Decision, Passkey, SignatureAttempt, TaskInstance
 from beliefs.selectors.shapes import (
     PasskeyPublicJSON,
     PersonPasskeysJSON,
@@ -43,44 +38,26 @@ class FedDecision:
     approvers_name: str | None
 
 
-@cache
-def _fed_sql(vendor: str) -> str:
-    col = rows.column
-    through: type[Model] = Decision.slots.through
-    columns = [
-        col(Decision, name)
-        for name in ("id", "key", "label", "requires_signature", "approvals_required", "approvers")
-    ]
-    return (
-        f"SELECT DISTINCT {', '.join(columns)}, {col(Group, 'name')} FROM {rows.table(Decision)}"
-        f" INNER JOIN {rows.table(through)} ON {col(through, 'decision')} = {col(Decision, 'id')}"
-        f" INNER JOIN {rows.table(Slot)} ON {col(Slot, 'id')} = {col(through, 'slot')}"
-        f" LEFT OUTER JOIN {rows.table(Group)} ON {col(Group, 'id')} = {col(Decision, 'approvers')}"
-        f" WHERE {col(Decision, 'task_class')} = %s AND {named_in(col(Slot, 'key'), vendor)}"
-        f" ORDER BY {col(Decision, 'id')}"
-    )
-
-
-_FED_COLUMNS: tuple[tuple[type[Model], str], ...] = (
-    *(
-        (Decision, name)
-        for name in ("id", "key", "label", "requires_signature", "approvals_required")
-    ),
-    (Decision, "approvers_id"),
-    (Group, "name"),
-)
-
-
 def decisions_fed(instance: TaskInstance) -> list[FedDecision]:
-    """The decisions the action's slots feed, by id (one query of fixed SQL, which every answer
-    that readies an instance runs; `reference.decisions_fed` is the same through the ORM):
-    what `action_decisions` and `quorum.requirements_of` are read from."""
-    found = rows.fetch(
-        _fed_sql(rows.vendor()),
-        [instance.task_class_id, json.dumps(list(instance.action_slots))],
-        _FED_COLUMNS,
+    """The decisions the action's slots feed, by id (one query, which every answer that
+    readies an instance runs): what `action_decisions` and `quorum.requirements_of` are read
+    from."""
+    found = (
+        Decision.objects.filter(
+            task_class_id=instance.task_class_id, slots__key__in=list(instance.action_slots)
+        )
+        .distinct()
+        .order_by("id")
+        .values_list(
+            "key",
+            "label",
+            "requires_signature",
+            "approvals_required",
+            "approvers_id",
+            "approvers__name",
+        )
     )
-    return [FedDecision(*row[1:]) for row in found]
+    return [FedDecision(*row) for row in found]
 
 
 def action_decisions(

@@ -7,9 +7,10 @@ written once as SQL (from the models' own table and column names, so a renamed c
 loudly) and their rows decoded with the converters the ORM itself would apply (the backend's,
 then the field's), so a value reads back the same as through a queryset.
 
-Only the read layer (`beliefs.selectors`) uses these helpers: every read written with them has
-a straightforward ORM version of the same name and signature in `selectors.reference`, and
-`tests/test_read_parity.py` holds the two equal.
+Only the read layer (`beliefs.selectors`) uses these helpers, for the few reads that its
+docstring names: every read written with them has a straightforward ORM version of the same
+name and signature in `tests/oracles.py`, and `tests/services/test_read_parity.py` holds the two
+equal.
 """
 
 from __future__ import annotations

@@ -363,7 +363,7 @@ def test_the_instance_read_is_the_same_through_the_orm(
     api: Driver, alice_pages: Client, device: SoftAuthenticator, runtime_key: Any
 ) -> None:
     from beliefs.selectors import instance_read
-    from beliefs.selectors.reference import instance_read as reference_read
+    from tests.oracles import instance_read as reference_read
 
     instance_id, _ = _awaiting(api)
     register_passkey(alice_pages, device)

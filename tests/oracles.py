@@ -1,0 +1,191 @@
+"""The straightforward ORM version of every read that the read layer writes as fixed SQL.
+
+Each function here has the name and signature of a read that the read layer answers with
+hand-written SQL (for its speed: see `beliefs/selectors/__init__.py`), and answers the same
+through querysets, in as many queries as that takes. Nothing in the application calls these:
+they say what the fast reads mean, and `tests/services/test_read_parity.py` holds each fast read
+equal to its version here over generated data. A fast read that changes changes here too, or
+that test fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Unpack
+from uuid import UUID
+
+from django.db.models import Q
+from django.utils import timezone
+
+from beliefs.domain.attention import Sample
+from beliefs.domain.policy import RiskClass
+from beliefs.domain.vocabulary import INSIGHTS_RUNS_SHOWN
+from beliefs.models import (
+    Belief,
+    BeliefStatus,
+    InstanceStatus,
+    Prompt,
+    PromptState,
+    Slot,
+    TaskInstance,
+    WebhookDelivery,
+    any_overdue,
+)
+from beliefs.selectors.access import Owner, owned_instance
+from beliefs.selectors.attention import friction_raised, recent_confirmations
+from beliefs.selectors.beliefs import HistoryPool, SlotRow, history_pool
+from beliefs.selectors.insights import (
+    WINDOW,
+    Convergence,
+    Fatigue,
+    convergence_of,
+    fatigue_of,
+)
+from beliefs.selectors.instances import InstanceRead, instance_payload
+from beliefs.selectors.outbox import Claimable
+from beliefs.selectors.quorum import approval_due
+
+
+def instance_read(
+    instance_id: UUID, *, runtime_id: int | None = None, principal_id: int | None = None
+) -> InstanceRead | None:
+    """`instance_payload` of the owner's instance, and whether it is due to expire."""
+    instance = owned_instance(
+        instance_id, Owner.of(runtime_id=runtime_id, principal_id=principal_id)
+    )
+    if instance is None:
+        return None
+    payload = instance_payload(instance)
+    now = timezone.now()
+    due = instance.status == InstanceStatus.AWAITING_USER and any_overdue(
+        instance.prompts.all(), now
+    )
+    if instance.status == InstanceStatus.AWAITING_SIGNATURE and instance.signature_due_at:
+        due = instance.signature_due_at <= now
+    if instance.status == InstanceStatus.AWAITING_APPROVAL:
+        due = approval_due(instance.pk, now)
+    return InstanceRead(payload=payload, expiry_due=due)
+
+
+def _choice(instance: TaskInstance, slot_id: int, pool: HistoryPool) -> tuple[Belief, bool] | None:
+    """The belief the slot binds for the instance, and whether it is carried: the newest active
+    belief of the instance, else the newest active one of its principal from an earlier run
+    whose runtime the instance's runtime carries from (newest: acquired_at, then id)."""
+    active = (
+        Belief.objects.filter(slot_id=slot_id, status=BeliefStatus.ACTIVE)
+        .select_related("instance__runtime")
+        .order_by("-acquired_at", "-id")
+    )
+    current = active.filter(instance_id=instance.pk).first()
+    if current is not None:
+        return current, False
+    earlier = active.filter(
+        principal_id=instance.principal_id, instance__run_number__lt=instance.run_number
+    )
+    for belief in earlier:
+        if pool.carries(belief.instance.runtime_id, instance.runtime_id):
+            return belief, True
+    return None
+
+
+def choose_beliefs_for(
+    instances: Sequence[TaskInstance], slots: Iterable[Slot]
+) -> dict[UUID, dict[int, tuple[Belief, bool]]]:
+    """instance id -> slot id -> (belief, carried), for instances of the slots' task class."""
+    slots = list(slots)
+    chosen: dict[UUID, dict[int, tuple[Belief, bool]]] = {i.pk: {} for i in instances}
+    if not slots:
+        return chosen
+    pool = history_pool(slots[0].task_class_id)
+    for instance in instances:
+        for slot in slots:
+            choice = _choice(instance, slot.pk, pool)
+            if choice is not None:
+                chosen[instance.pk][slot.pk] = choice
+    return chosen
+
+
+def slot_rows(instance: TaskInstance) -> list[SlotRow]:
+    """Every unretired slot of the instance's action in the class's order, with the decisions
+    it feeds (in their default order) and the belief it binds."""
+    slots = (
+        Slot.objects.filter(
+            task_class_id=instance.task_class_id,
+            retired_at__isnull=True,
+            key__in=list(instance.action_slots),
+        )
+        .prefetch_related("decisions")
+        .order_by("position", "id")
+    )
+    pool = history_pool(instance.task_class_id)
+    out = []
+    for slot in slots:
+        choice = _choice(instance, slot.pk, pool)
+        belief, carried = choice if choice is not None else (None, False)
+        fed = [(d.key, RiskClass(d.risk_class)) for d in slot.decisions.all()]
+        person = any(d.person_confirms for d in slot.decisions.all())
+        out.append(SlotRow(slot, fed, belief, carried, person))
+    return out
+
+
+def confirmations_and_friction(principal_id: int, limit: int) -> tuple[list[Sample], bool]:
+    """The person's latest irreversible confirmations, and whether friction is raised."""
+    return recent_confirmations(principal_id, limit), friction_raised(principal_id)
+
+
+def open_prompts_of(instance: TaskInstance) -> list[Prompt]:
+    """The instance's open prompts, by id."""
+    return list(
+        Prompt.objects.filter(instance_id=instance.pk, state=PromptState.OPEN).order_by("id")
+    )
+
+
+def convergence() -> list[Convergence]:
+    """Instances and their blocking prompts per (task class, run) over the latest WINDOW
+    planned instances of the first runs."""
+    window = (
+        TaskInstance.objects.filter(planned_at__isnull=False, run_number__lte=INSIGHTS_RUNS_SHOWN)
+        .order_by("-planned_at")
+        .values_list("task_class_id", "run_number", "blocking_asked")[:WINDOW]
+    )
+    totals: dict[tuple[int, int], tuple[int, int]] = {}
+    for task_class_id, run_number, asked in window:
+        instances, prompts = totals.get((task_class_id, run_number), (0, 0))
+        totals[(task_class_id, run_number)] = (instances + 1, prompts + asked)
+    return convergence_of(totals)
+
+
+def _world_changed(diff: Any) -> bool:
+    """An entry of the diff is anything but unchanged (one without "change" counts)."""
+    return any(not isinstance(e, dict) or e.get("change") != "unchanged" for e in diff or [])
+
+
+def fatigue() -> Fatigue:
+    """Over the latest WINDOW answered blocking prompts."""
+    latest = Prompt.objects.filter(
+        blocking=True, state=PromptState.ANSWERED, responded_at__isnull=False
+    ).order_by("-responded_at")[:WINDOW]
+    return fatigue_of(
+        (p.dwell_seconds, p.route, p.action, _world_changed(p.world_diff)) for p in latest
+    )
+
+
+def claimable_deliveries(**ask: Unpack[Claimable]) -> list[WebhookDelivery]:
+    """The deliveries `ask` names, oldest first, with their event and endpoint, locked
+    (skipping those locked elsewhere)."""
+    found = (
+        WebhookDelivery.objects.filter(
+            state=WebhookDelivery.State.PENDING, next_attempt_at__lte=ask["due_at"]
+        )
+        .select_related("event", "endpoint")
+        .order_by("next_attempt_at", "id")
+        .select_for_update(skip_locked=True, of=("self",))
+    )
+    if (only := ask.get("only")) is not None:
+        found = found.filter(pk=only)
+    if (endpoint_id := ask.get("endpoint_id")) is not None:
+        found = found.filter(endpoint_id=endpoint_id)
+    endpoints, runtimes = ask.get("left_out_endpoints", ()), ask.get("left_out_runtimes", ())
+    if endpoints or runtimes:
+        found = found.exclude(Q(endpoint_id__in=endpoints) | Q(endpoint__runtime_id__in=runtimes))
+    return list(found[: ask["limit"]])
