@@ -26,6 +26,7 @@ from beliefs.models import (
     InstanceStatus,
     Prompt,
     PromptState,
+    RuntimeAPIKey,
     Slot,
     TaskInstance,
     WebhookDelivery,
@@ -44,6 +45,25 @@ from beliefs.selectors.insights import (
 from beliefs.selectors.instances import InstanceRead, instance_payload
 from beliefs.selectors.outbox import Claimable
 from beliefs.selectors.quorum import approval_due
+
+
+def usable_runtime_key(prefix: str) -> RuntimeAPIKey | None:
+    """The unrevoked key with this prefix, with its runtime."""
+    return RuntimeAPIKey.objects.get_usable_keys().filter(prefix=prefix).first()
+
+
+def instance_to_plan(pk: Any, *, runtime_id: int | None, lock: bool) -> TaskInstance | None:
+    """Locked with its task class and principal, or unlocked without its stored plan."""
+    found = TaskInstance.objects.filter(pk=pk)
+    if runtime_id is not None:
+        found = found.filter(Owner.of(runtime_id=runtime_id).q())
+    if lock:
+        found = found.select_for_update(of=("self",), no_key=True).select_related(
+            "task_class", "principal"
+        )
+    else:
+        found = found.defer("plan_items")
+    return next(iter(found), None)
 
 
 def instance_read(

@@ -93,7 +93,7 @@ def _confirmations_params(principal_id: int, limit: int) -> list[Any]:
 def confirmations_and_friction(principal_id: int, limit: int) -> tuple[list[Sample], bool]:
     """`recent_confirmations` and `friction_raised` together, in one query of fixed SQL (a
     second only for a person with no confirmation yet): what an irreversible confirm reads of
-    its person (`reference.confirmations_and_friction` is the same through the ORM)."""
+    its person (`tests.oracles.confirmations_and_friction` is the same through the ORM)."""
     found = rows.fetch(
         _confirmations_sql(),
         _confirmations_params(principal_id, limit),

@@ -263,7 +263,7 @@ def choose_beliefs_for(
     A window function would rank, so read, every earlier belief; a stored pointer to the newest
     belief would have to be kept right by every write that changes a belief's status. The query
     is fixed SQL: planning runs it on every request, and the ORM took longer to build it than
-    the database to answer it (`reference.choose_beliefs_for` is the same rule through the ORM).
+    the database to answer it (`tests.oracles.choose_beliefs_for` is the same rule through the ORM).
     """
     slot_ids = [s.pk for s in slots]
     chosen: dict[UUID, dict[int, tuple[Belief, bool]]] = {i.pk: {} for i in instances}
@@ -431,7 +431,7 @@ class SlotRow:
 def slot_rows(instance: TaskInstance) -> list[SlotRow]:
     """Every slot of the instance's action, in order, with the decisions it feeds and the
     belief it binds (the rule of `_pick_sql`): one query of fixed SQL, which planning runs on
-    every request (`reference.slot_rows` is the same read through the ORM)."""
+    every request (`tests.oracles.slot_rows` is the same read through the ORM)."""
     found = rows.fetch(
         _slot_rows_sql(rows.vendor()),
         [
@@ -492,7 +492,7 @@ def _open_prompts_sql() -> str:
 def open_prompts_of(instance: TaskInstance) -> list[Prompt]:
     """The instance's open prompts (at most one per slot), read with fixed SQL, with
     `_OPEN_PROMPT_COLUMNS` loaded (any other column is read on first use);
-    `reference.open_prompts_of` is the same read through the ORM."""
+    `tests.oracles.open_prompts_of` is the same read through the ORM."""
     found = rows.fetch(
         _open_prompts_sql(),
         [rows.prepare(Prompt, "instance", instance.pk), PromptState.OPEN],

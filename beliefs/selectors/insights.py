@@ -97,7 +97,7 @@ def convergence() -> list[Convergence]:
     """Blocking prompts per instance, by run number, for every task class (two queries).
 
     Each instance brings the count of its blocking prompts that planning keeps on it, so no
-    prompt is read. Fixed SQL; `reference.convergence` is the same read through the ORM.
+    prompt is read. Fixed SQL; `tests.oracles.convergence` is the same read through the ORM.
     """
     with connection.cursor() as cursor:
         cursor.execute(_convergence_sql(), [WINDOW])
@@ -176,7 +176,7 @@ def _fatigue_sql(vendor: str) -> str:
 
 def fatigue() -> Fatigue:
     """Dwell times and how often confirmations keep the old value (one query of fixed SQL;
-    `reference.fatigue` is the same read through the ORM)."""
+    `tests.oracles.fatigue` is the same read through the ORM)."""
     with connection.cursor() as cursor:
         cursor.execute(_fatigue_sql(connection.vendor), [PromptState.ANSWERED, WINDOW])
         latest = cursor.fetchall()

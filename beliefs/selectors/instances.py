@@ -12,6 +12,7 @@ from typing import Any, cast
 from uuid import UUID
 
 from django.contrib.auth.models import User
+from django.db import connection
 from django.db.models import Count, Exists, Model, OuterRef, Q, QuerySet
 from django.utils import timezone
 
@@ -566,7 +567,7 @@ def instance_read(
 ) -> InstanceRead | None:
     """`instance_payload` of the instance if this runtime opened it, or if this person is its
     principal (exactly one of the two: `Owner.of`); None for anyone else or no such instance.
-    Two queries of fixed SQL; `reference.instance_read` is the same read through the ORM."""
+    Two queries of fixed SQL; `tests.oracles.instance_read` is the same read through the ORM."""
     owner = Owner.of(runtime_id=runtime_id, principal_id=principal_id)
     found = owned_rows(_instance_sql, instance_id, owner, _INSTANCE_COLUMNS)
     if not found:
@@ -630,23 +631,59 @@ def instance_read(
 # nothing, needs no lock) and, to write, under the lock every writer of an instance takes.
 
 
+# Under the lock, the instance comes with its task class and principal. Unlocked, it comes
+# alone and without its stored plan: its task class and principal are for the writes that
+# only happen under the lock, and the stored plan is compared by its digest (either is read on
+# first use, should anything ask).
+_LOCKED_COLUMNS = (*rows.concrete(TaskInstance), *rows.concrete(TaskClass), *rows.concrete(User))
+_UNLOCKED_COLUMNS = tuple(c for c in rows.concrete(TaskInstance) if c[1] != "plan_items")
+
+
+@cache
+def _planned_sql(owner: str | None, lock: bool) -> str:
+    col = rows.column
+    columns = [col(m, n) for m, n in (_LOCKED_COLUMNS if lock else _UNLOCKED_COLUMNS)]
+    sql = f"SELECT {', '.join(columns)} FROM {rows.table(TaskInstance)}"
+    if lock:
+        sql += (
+            f" INNER JOIN {rows.table(TaskClass)}"
+            f" ON {col(TaskClass, 'id')} = {col(TaskInstance, 'task_class')}"
+            f" INNER JOIN {rows.table(User)}"
+            f" ON {col(User, 'id')} = {col(TaskInstance, 'principal')}"
+        )
+    sql += f" WHERE {col(TaskInstance, 'id')} = %s"
+    if owner is not None:
+        sql += f" AND {owner}"
+    if lock and connection.features.has_select_for_update:
+        # As `select_for_update(of=("self",), no_key=True)` writes it.
+        sql += f" FOR NO KEY UPDATE OF {rows.table(TaskInstance)}"
+    return sql
+
+
 def instance_to_plan(pk: Any, *, runtime_id: int | None, lock: bool) -> TaskInstance | None:
     """The instance (only if `runtime_id`'s runtime opened it, when given), None when there is
-    none (one query). With `lock`, under a row lock so concurrent writers queue, with its task
-    class and principal; without, alone and without its stored plan (`plan_items`, compared by
-    its digest, is read on first use should anything ask).
+    none. With `lock`, under a row lock so concurrent writers queue, with its task class and
+    principal; without, alone and without its stored plan (`plan_items` is read on first
+    use). One query of fixed SQL; `tests.oracles.instance_to_plan` is the same read through the
+    ORM.
 
     Only the instance's own row is locked (`of`): the joined task class and principal are read,
     not locked, so a writer never holds a user or task-class row that an open waits for. No key
     update: inserts that refer to the instance (prompts, beliefs) need only a key share.
     """
-    found = TaskInstance.objects.filter(pk=pk)
-    if runtime_id is not None:
-        found = found.filter(Owner.of(runtime_id=runtime_id).q())
-    if lock:
-        found = found.select_for_update(of=("self",), no_key=True).select_related(
-            "task_class", "principal"
-        )
-    else:
-        found = found.defer("plan_items")
-    return next(iter(found), None)
+    owner = Owner.of(runtime_id=runtime_id) if runtime_id is not None else None
+    params: list[Any] = [rows.prepare(TaskInstance, "id", pk)]
+    if owner is not None:
+        params.append(owner.id)
+    columns = _LOCKED_COLUMNS if lock else _UNLOCKED_COLUMNS
+    found = rows.fetch(_planned_sql(owner.sql() if owner else None, lock), params, columns)
+    if not found:
+        return None
+    values = found[0]
+    if not lock:
+        return rows.instance_of(TaskInstance, values, [name for _, name in _UNLOCKED_COLUMNS])
+    instances, classes = len(rows.concrete(TaskInstance)), len(rows.concrete(TaskClass))
+    instance = rows.instance_of(TaskInstance, values[:instances])
+    instance.task_class = rows.instance_of(TaskClass, values[instances : instances + classes])
+    instance.principal = rows.instance_of(User, values[instances + classes :])
+    return instance

@@ -1,6 +1,6 @@
 """Hand-written SQL and hand-built model objects live in the read layer only: no module outside
 `beliefs.selectors` imports its row helpers (`selectors.rows`) or the ORM versions the parity
-test holds them to (`selectors.reference`), builds a model object by hand (`__new__`,
+test holds them to (`tests.oracles`), builds a model object by hand (`__new__`,
 `ModelState`, `from_db`), or sends SQL of its own: PostgreSQL's statements that read nothing
 (NOTIFY, LISTEN, an advisory lock, a snapshot's isolation, the application's role) are
 `beliefs.selectors.postgres`'s."""
@@ -13,7 +13,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 READ_LAYER = "beliefs/selectors/"
-ROW_HELPERS = {"beliefs.selectors.rows", "beliefs.selectors.reference"}
+ROW_HELPERS = {"beliefs.selectors.rows"}
 HAND_BUILT = {"__new__", "from_db", "ModelState", "_state"}
 
 
@@ -88,3 +88,33 @@ def test_the_walk_sees_what_it_looks_for() -> None:
     assert _imported(tree) & ROW_HELPERS == {"beliefs.selectors.rows"}
     assert _names(tree) >= {"__new__", "_state"}
     assert SQL_CALLS & _calls(tree) == {"execute"}
+
+
+# The read layer's modules that write SQL, each named (with the figure that keeps it) in the
+# read layer's docstring; every other module of the read layer reads through querysets.
+FIXED_SQL = {
+    "access.py",
+    "attention.py",
+    "beliefs.py",
+    "health.py",
+    "insights.py",
+    "instances.py",
+    "outbox.py",
+    "postgres.py",
+    "rows.py",
+    "runtimes.py",
+}
+
+
+def test_the_read_layer_writes_sql_only_in_the_modules_its_docstring_names() -> None:
+    import beliefs.selectors
+
+    writing = set()
+    for path in sorted((REPO / READ_LAYER).glob("*.py")):
+        tree = ast.parse(path.read_text())
+        if SQL_CALLS & _calls(tree) or _imported(tree) & ROW_HELPERS:
+            writing.add(path.name)
+    assert writing == FIXED_SQL
+    doc = beliefs.selectors.__doc__ or ""
+    for name in FIXED_SQL - {"rows.py", "access.py"}:
+        assert f"`{name.removesuffix('.py')}" in doc, name
