@@ -5,7 +5,8 @@ hand-written SQL (for its speed: see `beliefs/selectors/__init__.py`), and answe
 through querysets, in as many queries as that takes. Nothing in the application calls these:
 they say what the fast reads mean, and `tests/services/test_read_parity.py` holds each fast read
 equal to its version here over generated data. A fast read that changes changes here too, or
-that test fails.
+that test fails. `convergence` is here too: the read sums its window in the database, and
+this version counts it in Python.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from uuid import UUID
 from django.db.models import Q
 from django.utils import timezone
 
-from beliefs.domain.attention import Sample
 from beliefs.domain.policy import RiskClass
 from beliefs.domain.vocabulary import INSIGHTS_RUNS_SHOWN
 from beliefs.models import (
@@ -33,7 +33,6 @@ from beliefs.models import (
     any_overdue,
 )
 from beliefs.selectors.access import Owner, owned_instance
-from beliefs.selectors.attention import friction_raised, recent_confirmations
 from beliefs.selectors.beliefs import HistoryPool, SlotRow, history_pool
 from beliefs.selectors.insights import (
     WINDOW,
@@ -146,11 +145,6 @@ def slot_rows(instance: TaskInstance) -> list[SlotRow]:
         person = any(d.person_confirms for d in slot.decisions.all())
         out.append(SlotRow(slot, fed, belief, carried, person))
     return out
-
-
-def confirmations_and_friction(principal_id: int, limit: int) -> tuple[list[Sample], bool]:
-    """The person's latest irreversible confirmations, and whether friction is raised."""
-    return recent_confirmations(principal_id, limit), friction_raised(principal_id)
 
 
 def open_prompts_of(instance: TaskInstance) -> list[Prompt]:

@@ -5,28 +5,32 @@ each lives in the module named beside it.
 
 Reads are querysets and model methods. A few are fixed SQL, written with `rows`' helpers and
 decoded with the ORM's own converters, each because a `make bench` goal fails or comes within
-the machine's noise of failing without it (figures from `python -m bench --quick --only
-throughput`, this checkout and one with the ORM read taken in turns on one 2-core machine);
-each has its ORM version in `tests/oracles.py`, held equal by
+the machine's noise of failing without it (figures from `python -m bench --quick`, this
+checkout and one with the ORM read taken in turns on one 2-core machine); each has its ORM
+version in `tests/oracles.py`, held equal by
 `tests/services/test_read_parity.py`:
 
 - the runtime key of every request (`runtimes.usable_runtime_key`): through the ORM the
   authenticated read fell from 0.43-0.44x of /healthz to 0.32-0.33x (SQLite, PostgreSQL),
   against the goal of 0.3x, with the rows moving by about 0.1 from run to run;
+- the instance a plan starts from (`instances.instance_to_plan`): through the ORM, plan vs
+  read fell from 0.80x to 0.48x (580 vs 1,217 requests/s, SQLite), against the goal of 0.5x;
 - the instance read that every read and long-poll renewal answers (`instances.instance_read`,
-  through `access.owned_rows`), and the instance a plan starts from
-  (`instances.instance_to_plan`): with the latter through the ORM, plan vs read fell from
-  0.80x to 0.48x (580 vs 1,217 requests/s, SQLite), against the goal of 0.5x;
+  through `access.owned_rows`): it is what the read/healthz row times, already within 0.1 of
+  its goal with the key read alone through the ORM;
 - planning's belief choice and the slots and open prompts it plans over (`beliefs.slot_rows`,
-  `beliefs.choose_beliefs_for`, `beliefs.open_prompts_of`): the plan's rows by slot count;
-- the worker's claim of webhook deliveries (`outbox.claimable_deliveries`): the worker's CPU
-  per delivery at a trickle.
+  `beliefs.choose_beliefs_for`, `beliefs.open_prompts_of`): their ORM versions run queries per
+  slot, and the goal is as many queries at 200 slots as at 5;
+- the worker's claim of webhook deliveries (`outbox.claimable_deliveries`): built through the
+  ORM it cost the worker several times what sending the webhook did, at a trickle (the goal:
+  at most 5 ms of worker CPU per delivery on PostgreSQL);
+- the insights page's window of answered prompts (`insights.fatigue`): through the ORM
+  (dwell and world diff decoded in Python) the insights page went from 1.25-1.91x to 3.12x
+  (10.1 vs 31.4 ms, 100 vs 10,000 instances) against the goal of 2x.
 
-Two more are still fixed SQL and next to become querysets: a person's latest irreversible
-confirmations with their friction (`attention.confirmations_and_friction`, which SQLite reads
-off a partial index only when the friction kinds are written into the query), and the insights
-page's two windows (`insights.convergence`, `insights.fatigue`). `health.database_answers` is
-a round trip (SELECT 1), and `postgres` holds PostgreSQL's statements that read nothing.
+`health.database_answers` is a round trip (SELECT 1), and `postgres` holds PostgreSQL's
+statements that read nothing. Where a partial index's condition must be seen in a query's text,
+querysets write the constant in with `written.Written`.
 """
 
 from __future__ import annotations

@@ -5,17 +5,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cache
 from typing import Any
 
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db.models import QuerySet, Subquery
 
 from beliefs.domain.attention import Acts, Habit, Sample, Thresholds, acts_for, habit_of
 from beliefs.domain.policy import RiskClass, Route
 from beliefs.domain.vocabulary import FRICTION_KINDS, AuditKind
-from beliefs.models import AuditEvent, Prompt, PromptState, TaskInstance
-from beliefs.selectors import rows
+from beliefs.models import AuditEvent, Prompt, PromptState
+from beliefs.selectors.written import Written
 
 # /insights/ reads this many of the latest changes of friction.
 FRICTION_EVENTS_SHOWN = 200
@@ -52,57 +51,31 @@ def recent_confirmations(principal_id: int, limit: int) -> list[Sample]:
     return [_sample(*row) for row in rows[: max(limit, 0)]]
 
 
-@cache
-def _confirmations_sql() -> str:
-    """`_confirmations` with the kind of the latest `_friction_changes` on each row. The kinds
-    are written into the SQL, not passed: a database uses a partial index (here
-    `audit_friction_by_person`, on the friction kinds) only where the query's own text
-    implies its condition, which a parameter never does."""
-    col = rows.column
-    kinds = ", ".join(f"'{kind.value}'" for kind in FRICTION_KINDS)  # fixed words, no quotes
-    latest = (
-        f"SELECT {col(AuditEvent, 'kind', 'a')} FROM {rows.table(AuditEvent, 'a')}"
-        f" WHERE {col(AuditEvent, 'actor_user', 'a')} = %s"
-        f" AND {col(AuditEvent, 'kind', 'a')} IN ({kinds})"
-        f" ORDER BY {col(AuditEvent, 'created_at', 'a')} DESC, {col(AuditEvent, 'id', 'a')} DESC"
-        " LIMIT 1"
-    )
+def _latest_friction_change(principal_id: int) -> QuerySet[AuditEvent]:
+    """The kind of the person's latest change of friction, read off the friction events' own
+    index (`audit_friction_by_person`, whose condition the kinds are written to match)."""
+    return _friction_changes(principal_id).values("kind")[:1]
+
+
+def _with_friction(principal_id: int, limit: int) -> QuerySet[Prompt, tuple[Any, ...]]:
+    """`_confirmations`' latest `limit`, each with the kind of the latest friction change."""
     return (
-        f"SELECT {col(Prompt, 'action')}, {col(Prompt, 'shown_at')}, {col(Prompt, 'responded_at')},"
-        f" ({latest}) FROM {rows.table(Prompt)} INNER JOIN {rows.table(TaskInstance)}"
-        f" ON {col(TaskInstance, 'id')} = {col(Prompt, 'instance')}"
-        f" WHERE {col(TaskInstance, 'principal')} = %s AND {col(Prompt, 'route')} = %s"
-        f" AND {col(Prompt, 'effective_risk')} = %s AND {col(Prompt, 'state')} = %s"
-        f" AND {col(Prompt, 'responded_at')} IS NOT NULL"
-        f" ORDER BY {col(Prompt, 'responded_at')} DESC, {col(Prompt, 'id')} DESC LIMIT %s"
+        _confirmations(principal_id)
+        .annotate(friction=Subquery(_latest_friction_change(principal_id)))
+        .values_list("action", "shown_at", "responded_at", "friction")[: max(limit, 0)]
     )
-
-
-def _confirmations_params(principal_id: int, limit: int) -> list[Any]:
-    """The parameters of `_confirmations_sql`, in its order."""
-    return [
-        principal_id,  # the latest change of friction's person
-        principal_id,
-        Route.CONFIRM,
-        RiskClass.IRREVERSIBLE,
-        PromptState.ANSWERED,
-        max(limit, 0),
-    ]
 
 
 def confirmations_and_friction(principal_id: int, limit: int) -> tuple[list[Sample], bool]:
-    """`recent_confirmations` and `friction_raised` together, in one query of fixed SQL (a
-    second only for a person with no confirmation yet): what an irreversible confirm reads of
-    its person (`tests.oracles.confirmations_and_friction` is the same through the ORM)."""
-    found = rows.fetch(
-        _confirmations_sql(),
-        _confirmations_params(principal_id, limit),
-        ((Prompt, "action"), (Prompt, "shown_at"), (Prompt, "responded_at"), (AuditEvent, "kind")),
-    )
-    if not found:
-        return [], friction_raised(principal_id)
-    raised = found[0][3] == AuditKind.ATTENTION_FRICTION_RAISED
-    return [_sample(*row[:3]) for row in found], raised
+    """`recent_confirmations` and `friction_raised` together, in one query (a second only for
+    a person with no confirmation yet): what an irreversible confirm reads of its person."""
+    samples, raised = [], None
+    for action, shown, responded, friction in _with_friction(principal_id, limit):
+        samples.append(_sample(action, shown, responded))
+        raised = friction == AuditKind.ATTENTION_FRICTION_RAISED
+    if raised is None:
+        return samples, friction_raised(principal_id)
+    return samples, raised
 
 
 def _seconds(shown: datetime | None, responded: datetime | None) -> float | None:
@@ -119,7 +92,7 @@ def habit(principal_id: int) -> Habit:
 
 def _friction_changes(principal_id: int) -> QuerySet[AuditEvent]:
     """The person's changes of friction, the latest first."""
-    kinds = [k.value for k in FRICTION_KINDS]
+    kinds = [Written(k.value) for k in FRICTION_KINDS]
     return AuditEvent.objects.filter(actor_user_id=principal_id, kind__in=kinds).order_by(
         "-created_at", "-id"
     )

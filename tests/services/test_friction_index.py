@@ -4,9 +4,13 @@ person), analysed as a database does, SQLite's planner walked all of it newest f
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.contrib.auth.models import User
 from django.db import connection
+from django.db.models import QuerySet
+from django.utils import timezone
 
 from beliefs.domain.vocabulary import AuditKind
 from beliefs.models import AuditEvent
@@ -15,14 +19,11 @@ from beliefs.selectors import attention
 LOG = 3_000
 
 
-def _plan(principal_id: int) -> str:
-    params = attention._confirmations_params(principal_id, 20)
-    explain = "EXPLAIN QUERY PLAN " if connection.vendor == "sqlite" else "EXPLAIN "
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":  # a few thousand rows: a scan would be cheaper
+def _plan(query: QuerySet[Any, Any]) -> str:
+    if connection.vendor == "postgresql":  # a few thousand rows: a scan would be cheaper
+        with connection.cursor() as cursor:
             cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute(explain + attention._confirmations_sql(), params)
-        return "\n".join(" ".join(str(part) for part in row) for row in cursor.fetchall())
+    return query.explain()
 
 
 @pytest.mark.django_db(transaction=False)
@@ -34,7 +35,32 @@ def test_a_persons_friction_is_read_off_its_index_not_the_whole_log(alice: User)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
 
-    plan = _plan(alice.pk)
+    # With a confirm's own read (the person's confirmations and their latest change of
+    # friction), and alone (a person with no confirmation yet).
+    for query in (
+        attention._with_friction(alice.pk, 20),
+        attention._latest_friction_change(alice.pk),
+    ):
+        plan = _plan(query)
+        assert "audit_friction_by_person" in plan, plan
+        assert "audit_newest_first" not in plan, plan
 
-    assert "audit_friction_by_person" in plan, plan
-    assert "audit_newest_first" not in plan, plan
+
+@pytest.mark.django_db(transaction=False)
+def test_the_insights_window_is_read_off_the_early_runs_index(alice: User) -> None:
+    from beliefs.models import TaskClass, TaskInstance
+    from beliefs.selectors import insights
+
+    task_class = TaskClass.objects.create(key="window", name="window")
+    now = timezone.now()
+    # Later runs outnumber the first ones by far, as they do after months of use.
+    TaskInstance.objects.bulk_create(
+        TaskInstance(task_class=task_class, principal=alice, run_number=n + 1, planned_at=now)
+        for n in range(LOG)
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+
+    plan = _plan(insights._window())
+
+    assert "instance_early_runs_planned" in plan, plan

@@ -94,7 +94,6 @@ def test_the_walk_sees_what_it_looks_for() -> None:
 # read layer's docstring; every other module of the read layer reads through querysets.
 FIXED_SQL = {
     "access.py",
-    "attention.py",
     "beliefs.py",
     "health.py",
     "insights.py",
