@@ -5,17 +5,17 @@ hand-written SQL (for its speed: see `beliefs/selectors/__init__.py`), and answe
 through querysets, in as many queries as that takes. Nothing in the application calls these:
 they say what the fast reads mean, and `tests/services/test_read_parity.py` holds each fast read
 equal to its version here over generated data. A fast read that changes changes here too, or
-that test fails. `convergence` is here too: the read sums its window in the database, and
-this version counts it in Python.
+that test fails.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import Any, Unpack
 from uuid import UUID
 
-from django.db.models import Q
+from django.db.models import Max, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from beliefs.domain.policy import RiskClass
@@ -23,9 +23,11 @@ from beliefs.domain.vocabulary import INSIGHTS_RUNS_SHOWN
 from beliefs.models import (
     Belief,
     BeliefStatus,
+    Decision,
     InstanceStatus,
     Prompt,
     PromptState,
+    Runtime,
     RuntimeAPIKey,
     Slot,
     TaskInstance,
@@ -33,7 +35,8 @@ from beliefs.models import (
     any_overdue,
 )
 from beliefs.selectors.access import Owner, owned_instance
-from beliefs.selectors.beliefs import HistoryPool, SlotRow, history_pool
+from beliefs.selectors.answering import LOOKED_AT, AnswerRead
+from beliefs.selectors.beliefs import HistoryPool, SlotRow, history_pool, with_light_instance
 from beliefs.selectors.insights import (
     WINDOW,
     Convergence,
@@ -41,8 +44,9 @@ from beliefs.selectors.insights import (
     convergence_of,
     fatigue_of,
 )
-from beliefs.selectors.instances import InstanceRead, instance_payload
+from beliefs.selectors.instances import InstanceRead, instance_payload, instance_prompts
 from beliefs.selectors.outbox import Claimable
+from beliefs.selectors.pages import DecisionView, PageRead
 from beliefs.selectors.quorum import approval_due
 
 
@@ -203,3 +207,94 @@ def claimable_deliveries(**ask: Unpack[Claimable]) -> list[WebhookDelivery]:
     if endpoints or runtimes:
         found = found.exclude(Q(endpoint_id__in=endpoints) | Q(endpoint__runtime_id__in=runtimes))
     return list(found[: ask["limit"]])
+
+
+def prompt_to_answer(instance_id: Any, prompt_id: int, *, principal_id: int) -> Prompt | None:
+    """The principal's prompt of that instance, with its slot and its instance's status."""
+    owner = Owner.of(principal_id=principal_id)
+    found = Prompt.objects.filter(owner.q("instance__"), pk=prompt_id, instance_id=instance_id)
+    return found.select_related("slot", "instance").first()
+
+
+def answer_under_lock(prompt_id: int, *, principal_id: int) -> AnswerRead | None:
+    """The prompt's instance locked, with task class, principal and runtime, if it is this
+    principal's; its open and answered prompts and this one, by id, with slot and belief."""
+    owner = Owner.of(principal_id=principal_id)
+    instance_id = (
+        Prompt.objects.filter(owner.q("instance__"), pk=prompt_id)
+        .values_list("instance_id", flat=True)
+        .first()
+    )
+    if instance_id is None:
+        return None
+    instance = (
+        TaskInstance.objects.select_for_update(of=("self",), no_key=True)
+        .select_related("task_class", "principal", "runtime")
+        .get(pk=instance_id)
+    )
+    prompts = list(
+        with_light_instance(
+            Prompt.objects.filter(Q(state__in=LOOKED_AT) | Q(pk=prompt_id), instance=instance)
+            .select_related("slot", "belief", "belief__instance__runtime")
+            .order_by("id"),
+            "belief__instance",
+        )
+    )
+    (prompt,) = [p for p in prompts if p.pk == prompt_id]
+    last_turn = instance.beliefs.aggregate(m=Max("turn"))["m"] or 0
+    return AnswerRead(instance, prompt, prompts, last_turn)
+
+
+def instance_page(instance_id: Any, *, principal_id: int) -> PageRead | None:
+    """The principal's instance with task class, principal and receipt, its prompts in the
+    page's order, and when its latest belief was recorded."""
+    latest = Subquery(
+        Belief.objects.filter(instance=OuterRef("pk"))
+        .order_by()
+        .values("instance")
+        .annotate(at=Max("created_at"))
+        .values("at")
+    )
+    instance = (
+        TaskInstance.objects.select_related("task_class", "principal", "receipt")
+        .annotate(beliefs_at=latest)
+        .filter(Owner.of(principal_id=principal_id).q(), pk=instance_id)
+        .first()
+    )
+    if instance is None:
+        return None
+    return PageRead(instance, instance_prompts(instance), instance.beliefs_at)
+
+
+def instance_decisions(instance: TaskInstance) -> list[DecisionView]:
+    """The decisions of the instance's class, by id, each with its slots' keys."""
+    decisions = Decision.objects.filter(task_class_id=instance.task_class_id).order_by("id")
+    return [
+        DecisionView(d.key, d.label, frozenset(s.key for s in d.slots.all()))
+        for d in decisions.prefetch_related("slots")
+    ]
+
+
+def lanes_in_flight(
+    now: datetime, runtime_ids: Sequence[int] | None = None
+) -> list[tuple[int, int, str]]:
+    """The lanes being sent (their lease still running at `now`): (runtime, endpoint,
+    claimed_by), each once."""
+    found = WebhookDelivery.objects.filter(
+        state=WebhookDelivery.State.SENDING, lease_until__gte=now
+    )
+    if runtime_ids is not None:
+        found = found.filter(endpoint__runtime_id__in=runtime_ids)
+    return list(
+        found.order_by().values_list("endpoint__runtime_id", "endpoint_id", "claimed_by").distinct()
+    )
+
+
+def lock_runtimes(runtime_ids: Sequence[int]) -> list[int]:
+    """Lock the runtimes' rows in id order (no key update); the ids of those that exist."""
+    return list(
+        Runtime.objects.select_for_update(no_key=True)
+        .filter(pk__in=sorted(runtime_ids))
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )

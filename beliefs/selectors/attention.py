@@ -51,7 +51,7 @@ def recent_confirmations(principal_id: int, limit: int) -> list[Sample]:
     return [_sample(*row) for row in rows[: max(limit, 0)]]
 
 
-def _latest_friction_change(principal_id: int) -> QuerySet[AuditEvent]:
+def _latest_friction_change(principal_id: int) -> QuerySet[AuditEvent, Any]:
     """The kind of the person's latest change of friction, read off the friction events' own
     index (`audit_friction_by_person`, whose condition the kinds are written to match)."""
     return _friction_changes(principal_id).values("kind")[:1]

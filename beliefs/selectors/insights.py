@@ -21,18 +21,11 @@ from statistics import median
 from typing import Any
 
 from django.db import connection
-from django.db.models import (
-    Count,
-    Q,
-    QuerySet,
-    Sum,
-)
 
 from beliefs.domain.policy import Route
 from beliefs.domain.vocabulary import INSIGHTS_RUNS_SHOWN
 from beliefs.models import Prompt, PromptState, TaskClass, TaskInstance
 from beliefs.selectors import rows
-from beliefs.selectors.written import Written
 
 
 @dataclass(frozen=True)
@@ -78,28 +71,37 @@ FAST_SECONDS = 2.0
 WINDOW = 1000
 
 
-def _window() -> QuerySet[TaskInstance, dict[str, Any]]:
-    """The ids of the latest WINDOW planned instances of the first runs."""
-    early = Q(planned_at__isnull=False, run_number__lte=Written(INSIGHTS_RUNS_SHOWN))
-    return TaskInstance.objects.filter(early).order_by("-planned_at").values("pk")[:WINDOW]
+@cache
+def _convergence_sql() -> str:
+    """Instances and their blocking prompts per (task class, run) over the window: the window
+    read through the partial index that holds only planned instances of the first runs (its
+    condition written out as the index has it, so every database sees it is usable), summed by
+    the database, so a few rows come back whatever the window's size."""
+    col = rows.column
+    window = (
+        f"SELECT {col(TaskInstance, 'task_class')} AS task_class_id,"
+        f" {col(TaskInstance, 'run_number')} AS run_number,"
+        f" {col(TaskInstance, 'blocking_asked')} AS asked"
+        f" FROM {rows.table(TaskInstance)}"
+        f" WHERE {col(TaskInstance, 'planned_at')} IS NOT NULL"
+        f" AND {col(TaskInstance, 'run_number')} <= {int(INSIGHTS_RUNS_SHOWN)}"
+        f" ORDER BY {col(TaskInstance, 'planned_at')} DESC LIMIT %s"
+    )
+    return (
+        f"SELECT task_class_id, run_number, COUNT(*), SUM(asked) FROM ({window}) AS w"
+        " GROUP BY task_class_id, run_number ORDER BY task_class_id, run_number"
+    )
 
 
 def convergence() -> list[Convergence]:
     """Blocking prompts per instance, by run number, for every task class (two queries).
 
     Each instance brings the count of its blocking prompts that planning keeps on it, so no
-    prompt is read. The window is read through the partial index that holds only planned
-    instances of the first runs (its condition written into the query, so that every database
-    sees it is usable), and summed by the database, so a few rows come back whatever the
-    window's size.
+    prompt is read. Fixed SQL; `tests.oracles.convergence` is the same read through the ORM.
     """
-    found = (
-        TaskInstance.objects.filter(pk__in=_window())
-        .order_by()
-        .values_list("task_class_id", "run_number")
-        .annotate(instances=Count("pk"), asked=Sum("blocking_asked"))
-    )
-    totals = {(tc, run): (n, asked) for tc, run, n, asked in found}
+    with connection.cursor() as cursor:
+        cursor.execute(_convergence_sql(), [WINDOW])
+        totals = {(tc, run): (int(n), int(asked)) for tc, run, n, asked in cursor.fetchall()}
     return convergence_of(totals)
 
 

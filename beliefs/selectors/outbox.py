@@ -1,10 +1,10 @@
-"""The reads of a worker's claim of webhook deliveries.
+"""The reads of a worker's claim of webhook deliveries, as fixed SQL.
 
-A worker claims deliveries for every event a person's answer causes. The claim itself is fixed
-SQL (`claimable_deliveries`): at a trickle (events arriving one at a time, tens a second)
-building it through the ORM cost the worker several times what sending the webhook did; its
-ORM version is `tests.oracles.claimable_deliveries`, and `tests/services/test_read_parity.py`
-holds the two equal.
+A worker claims deliveries for every event a person's answer causes: at a trickle (events
+arriving one at a time, tens a second) building the claim's queries through the ORM cost the
+worker several times what sending the webhook did. Each read here has its straightforward ORM
+version of the same name and signature in `tests/oracles.py`, and
+`tests/services/test_read_parity.py` holds the two equal.
 
 They run inside the claiming transaction: `claimable_deliveries` locks the rows it reads
 (PostgreSQL: FOR UPDATE … SKIP LOCKED, so two workers never read the same delivery; SQLite
@@ -62,7 +62,7 @@ def _claimable_sql(
 
 class Claimable(TypedDict, total=False):
     """What a claim asks `claimable_deliveries` for, as keywords (its ORM version in
-    `tests.oracles` takes the same): the pending deliveries due by `due_at`, at most
+    `tests/oracles.py` takes the same): the pending deliveries due by `due_at`, at most
     `limit`; only the one `only` names (if given), only those of the endpoint `endpoint_id` (if
     given), and none of the endpoints and runtimes left out."""
 
@@ -108,6 +108,20 @@ def claimable_deliveries(**ask: Unpack[Claimable]) -> list[WebhookDelivery]:
     return deliveries
 
 
+@cache
+def _lanes_sql(runtimes: int | None) -> str:
+    d, p = WebhookDelivery, WebhookEndpoint
+    sql = (
+        f"SELECT DISTINCT {rows.column(p, 'runtime')}, {rows.column(d, 'endpoint')},"
+        f" {rows.column(d, 'claimed_by')} FROM {rows.table(d)}"
+        f" INNER JOIN {rows.table(p)} ON {rows.column(p, 'id')} = {rows.column(d, 'endpoint')}"
+        f" WHERE {rows.column(d, 'state')} = %s AND {rows.column(d, 'lease_until')} >= %s"
+    )
+    if runtimes is not None:
+        sql += f" AND {rows.column(p, 'runtime')} IN ({rows.placeholders(runtimes)})"
+    return sql
+
+
 def lanes_in_flight(
     now: datetime, runtime_ids: Sequence[int] | None = None
 ) -> list[tuple[int, int, str]]:
@@ -115,13 +129,29 @@ def lanes_in_flight(
     (runtime, endpoint, claimed_by), each once, in no order."""
     if runtime_ids is not None and not runtime_ids:
         return []
-    found = WebhookDelivery.objects.filter(
-        state=WebhookDelivery.State.SENDING, lease_until__gte=now
+    sql = _lanes_sql(None if runtime_ids is None else len(runtime_ids))
+    params: list[object] = [
+        WebhookDelivery.State.SENDING,
+        rows.prepare(WebhookDelivery, "lease_until", now),
+        *(runtime_ids or ()),
+    ]
+    fields = ((WebhookEndpoint, "runtime_id"), (WebhookDelivery, "endpoint_id"))
+    return [
+        (runtime, endpoint, claimed_by)
+        for runtime, endpoint, claimed_by in rows.fetch(
+            sql, params, (*fields, (WebhookDelivery, "claimed_by"))
+        )
+    ]
+
+
+@cache
+def _lock_sql(vendor: str, runtimes: int) -> str:
+    sql = (
+        f"SELECT {rows.column(Runtime, 'id')} FROM {rows.table(Runtime)}"
+        f" WHERE {rows.column(Runtime, 'id')} IN ({rows.placeholders(runtimes)})"
+        f" ORDER BY {rows.column(Runtime, 'id')} ASC"
     )
-    if runtime_ids is not None:
-        found = found.filter(endpoint__runtime_id__in=runtime_ids)
-    lanes = found.order_by().values_list("endpoint__runtime_id", "endpoint_id", "claimed_by")
-    return list(lanes.distinct())
+    return sql + " FOR NO KEY UPDATE" if vendor == "postgresql" else sql
 
 
 def lock_runtimes(runtime_ids: Sequence[int]) -> list[int]:
@@ -130,9 +160,6 @@ def lock_runtimes(runtime_ids: Sequence[int]) -> list[int]:
     inserting rows that refer to it are not held up. The ids of those that exist."""
     if not runtime_ids:
         return []
-    return list(
-        Runtime.objects.select_for_update(no_key=True)
-        .filter(pk__in=sorted(runtime_ids))
-        .order_by("pk")
-        .values_list("pk", flat=True)
-    )
+    sql = _lock_sql(rows.vendor(), len(runtime_ids))
+    found = rows.fetch(sql, sorted(runtime_ids), ((Runtime, "id"),))
+    return [runtime_id for (runtime_id,) in found]

@@ -1,20 +1,41 @@
 """What the instance page shows: the instance with its task class, principal and receipt, when
 its latest belief was recorded, and every prompt with its slot and belief (`instance_page`); the
 decisions it restates (`instance_decisions`); once it is finished, the next instance waiting for
-the person (`next_waiting`). The page, its live updates and the answer to each click read them."""
+the person (`next_waiting`). The page, its live updates and the answer to each click read the
+first two, in fixed SQL (named, with its figure, in the read layer's docstring; their ORM
+versions are in `tests/oracles.py`, held equal by `tests/services/test_read_parity.py`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db.models import Max, OuterRef, Subquery
+from django.db.models import Model
 
-from beliefs.models import Belief, Decision, Prompt, TaskInstance
-from beliefs.selectors.access import Owner
-from beliefs.selectors.instances import instance_prompts
+from beliefs.models import (
+    Belief,
+    Decision,
+    Prompt,
+    Receipt,
+    Slot,
+    TaskClass,
+    TaskInstance,
+)
+from beliefs.selectors import rows
+from beliefs.selectors.access import Owner, owned_rows
+from beliefs.selectors.prompts import Order
+from beliefs.selectors.prompts import fetch as fetch_prompts
+
+_COLUMNS: tuple[tuple[type[Model], str], ...] = (
+    *rows.concrete(TaskInstance),
+    *rows.concrete(TaskClass),
+    *rows.concrete(User),
+    *rows.concrete(Receipt),
+    (Belief, "created_at"),
+)
 
 
 @dataclass(frozen=True)
@@ -27,24 +48,47 @@ class PageRead:
     beliefs_at: datetime | None
 
 
+def instance_sql(related: tuple[type[Model], str], last: tuple[str, str], where: str) -> str:
+    """SQL for one instance with every column of it, its task class, its principal and the
+    `related` model its field names (left joined), then the highest value of one column of
+    its beliefs (`last`: the column, and its alias), WHERE `where`."""
+    col = rows.column
+    model, field = related
+    column, alias = last
+    columns = [*rows.concrete(TaskInstance), *rows.concrete(TaskClass), *rows.concrete(User)]
+    columns += rows.concrete(model)
+    highest = (
+        f"(SELECT MAX({col(Belief, column, alias)}) FROM {rows.table(Belief, alias)}"
+        f" WHERE {col(Belief, 'instance', alias)} = {col(TaskInstance, 'id')})"
+    )
+    return (
+        f"SELECT {', '.join(col(m, n) for m, n in columns)}, {highest}"
+        f" FROM {rows.table(TaskInstance)}"
+        f" INNER JOIN {rows.table(TaskClass)}"
+        f" ON {col(TaskClass, 'id')} = {col(TaskInstance, 'task_class')}"
+        f" INNER JOIN {rows.table(User)} ON {col(User, 'id')} = {col(TaskInstance, 'principal')}"
+        f" LEFT OUTER JOIN {rows.table(model)}"
+        f" ON {col(model, model._meta.pk.attname)} = {col(TaskInstance, field)}"
+        f" WHERE {where}"
+    )
+
+
+@cache
+def _instance_sql(owner: str) -> str:
+    where = f"{rows.column(TaskInstance, 'id')} = %s AND {owner}"
+    return instance_sql((Receipt, "receipt"), ("created_at", "l"), where)
+
+
 def instance_page(instance_id: Any, *, principal_id: int) -> PageRead | None:
     """The instance page's read, if `principal_id` is the instance's principal; else None."""
-    latest = Subquery(
-        Belief.objects.filter(instance=OuterRef("pk"))
-        .order_by()
-        .values("instance")
-        .annotate(at=Max("created_at"))
-        .values("at")
-    )
-    instance = (
-        TaskInstance.objects.select_related("task_class", "principal", "receipt")
-        .annotate(beliefs_at=latest)
-        .filter(Owner.of(principal_id=principal_id).q(), pk=instance_id)
-        .first()
-    )
-    if instance is None:
+    found = owned_rows(_instance_sql, instance_id, Owner.of(principal_id=principal_id), _COLUMNS)
+    if not found:
         return None
-    return PageRead(instance, instance_prompts(instance), instance.beliefs_at)
+    instance, instance.task_class, instance.principal, instance.receipt, beliefs_at = (
+        rows.models_of(found[0], (TaskInstance, TaskClass, User, Receipt))
+    )
+    prompts = fetch_prompts(instance, "1 = 1", [], Order.SLOTS)
+    return PageRead(instance, prompts, beliefs_at)
 
 
 @dataclass(frozen=True)
@@ -56,13 +100,27 @@ class DecisionView:
     slot_keys: frozenset[str]
 
 
+@cache
+def _decisions_sql() -> str:
+    col = rows.column
+    through: type[Model] = Decision.slots.through
+    return (
+        f"SELECT {col(Decision, 'id')}, {col(Decision, 'key')}, {col(Decision, 'label')},"
+        f" {col(Slot, 'key')} FROM {rows.table(Decision)}"
+        f" LEFT OUTER JOIN {rows.table(through)}"
+        f" ON {col(through, 'decision')} = {col(Decision, 'id')}"
+        f" LEFT OUTER JOIN {rows.table(Slot)} ON {col(Slot, 'id')} = {col(through, 'slot')}"
+        f" WHERE {col(Decision, 'task_class')} = %s ORDER BY {col(Decision, 'id')}"
+    )
+
+
 def instance_decisions(instance: TaskInstance) -> list[DecisionView]:
     """The decisions of the instance's task class, each with its slots' keys, in declared
     order (one query): what the pages restate and check an answer against."""
-    found = (
-        Decision.objects.filter(task_class_id=instance.task_class_id)
-        .order_by("id")
-        .values_list("id", "key", "label", "slots__key")
+    found = rows.fetch(
+        _decisions_sql(),
+        [instance.task_class_id],
+        ((Decision, "id"), (Decision, "key"), (Decision, "label"), (Slot, "key")),
     )
     decisions: dict[int, tuple[str, str, set[str]]] = {}
     for pk, key, label, slot_key in found:

@@ -26,7 +26,7 @@ class Written(Expression):
             raise ValueError(f"Written does not write {value!r}: a quote, % or \\")
         self.value = value
 
-    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:  # noqa: ANN401
+    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, tuple[str | int, ...]]:  # noqa: ANN401
         if isinstance(self.value, int):
-            return str(int(self.value)), []
-        return f"'{self.value}'", []
+            return str(int(self.value)), ()
+        return f"'{self.value}'", ()

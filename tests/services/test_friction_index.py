@@ -10,7 +10,6 @@ import pytest
 from django.contrib.auth.models import User
 from django.db import connection
 from django.db.models import QuerySet
-from django.utils import timezone
 
 from beliefs.domain.vocabulary import AuditKind
 from beliefs.models import AuditEvent
@@ -44,23 +43,3 @@ def test_a_persons_friction_is_read_off_its_index_not_the_whole_log(alice: User)
         plan = _plan(query)
         assert "audit_friction_by_person" in plan, plan
         assert "audit_newest_first" not in plan, plan
-
-
-@pytest.mark.django_db(transaction=False)
-def test_the_insights_window_is_read_off_the_early_runs_index(alice: User) -> None:
-    from beliefs.models import TaskClass, TaskInstance
-    from beliefs.selectors import insights
-
-    task_class = TaskClass.objects.create(key="window", name="window")
-    now = timezone.now()
-    # Later runs outnumber the first ones by far, as they do after months of use.
-    TaskInstance.objects.bulk_create(
-        TaskInstance(task_class=task_class, principal=alice, run_number=n + 1, planned_at=now)
-        for n in range(LOG)
-    )
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")
-
-    plan = _plan(insights._window())
-
-    assert "instance_early_runs_planned" in plan, plan

@@ -35,13 +35,16 @@ from beliefs.models import (
     WebhookEndpoint,
     WebhookEvent,
 )
+from beliefs.selectors import answering as fast_answering
 from beliefs.selectors import beliefs as fast_beliefs
 from beliefs.selectors import insights as fast_insights
 from beliefs.selectors import instances as fast_instances
 from beliefs.selectors import outbox as fast_outbox
+from beliefs.selectors import pages as fast_pages
 from beliefs.selectors import runtimes as fast_runtimes
 from beliefs.services.audit import SYSTEM
 from beliefs.services.planning import instance_plan
+from beliefs.services.responses import prompt_respond
 from tests import oracles
 
 pytestmark = pytest.mark.django_db
@@ -217,6 +220,103 @@ def test_the_fast_reads_answer_as_the_orm(seed: int, alice: User, mallory: User)
         for i, chosen in slow_choice.items()
     }
     assert any(chosen for chosen in slow_choice.values()), "some slot binds a belief"
+
+
+def _full_prompt_view(prompt: Prompt) -> tuple[Any, ...]:
+    return (_fields(prompt), _fields(prompt.slot), _belief_view(prompt.belief))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_page_and_answer_reads_answer_as_the_orm(seed: int, alice: User, mallory: User) -> None:
+    made = _generate(seed, [alice, mallory])
+    instances = list(TaskInstance.objects.filter(pk__in=[i.pk for i in made]).order_by("pk"))
+    # One is answered to the end: a ready instance, with its receipt and answered prompts.
+    now = timezone.now()
+    ready = next(
+        i
+        for i in instances
+        if i.status == InstanceStatus.AWAITING_USER and not i.prompts.overdue(now).exists()
+    )
+    for _ in range(5):  # (an answer may re-plan what another question shows: answer again)
+        for prompt in Prompt.objects.filter(instance=ready, state=PromptState.OPEN, blocking=True):
+            confirm = prompt.route == "CONFIRM"
+            prompt_respond(
+                prompt_id=prompt.pk,
+                user=ready.principal,
+                action="confirm" if confirm else "answer",
+                version=prompt.version,
+                value=None if confirm else "typed",
+                value_confirmation=None if confirm else "typed",
+                acknowledged=[d["key"] for d in prompt.world_diff],
+            )
+    ready.refresh_from_db()
+    assert ready.status == InstanceStatus.READY and ready.receipt_id is not None
+    # Two wait for a passkey signature, one of them past its time.
+    signing = [i for i in instances if i.status == InstanceStatus.AWAITING_USER][-2:]
+    for instance, due in zip(signing, (timedelta(hours=-1), timedelta(hours=1)), strict=False):
+        TaskInstance.objects.filter(pk=instance.pk).update(
+            status=InstanceStatus.AWAITING_SIGNATURE, signature_due_at=timezone.now() + due
+        )
+    instances = list(TaskInstance.objects.filter(pk__in=[i.pk for i in made]).order_by("pk"))
+    for instance in instances:
+        other = mallory if instance.principal_id == alice.pk else alice
+        assert fast_pages.instance_decisions(instance) == oracles.instance_decisions(instance)
+        for person in (instance.principal, other):
+            fast_page = fast_pages.instance_page(instance.pk, principal_id=person.pk)
+            slow_page = oracles.instance_page(instance.pk, principal_id=person.pk)
+            if fast_page is None or slow_page is None:
+                assert fast_page is None and slow_page is None and person == other
+                continue
+            slow_fields = {
+                k: v for k, v in _fields(slow_page.instance).items() if k != "beliefs_at"
+            }
+            assert _fields(fast_page.instance) == slow_fields
+            for related in ("task_class", "principal", "receipt"):
+                fast_related = getattr(fast_page.instance, related)
+                slow_related = getattr(slow_page.instance, related)
+                assert (fast_related is None) == (slow_related is None), related
+                if fast_related is not None:
+                    assert _fields(fast_related) == _fields(slow_related), related
+            assert fast_page.beliefs_at == slow_page.beliefs_at
+            assert [_full_prompt_view(p) for p in fast_page.prompts] == [
+                _full_prompt_view(p) for p in slow_page.prompts
+            ]
+        for prompt in Prompt.objects.filter(instance=instance):
+            for person, instance_id in (
+                (instance.principal, instance.pk),
+                (other, instance.pk),
+                (instance.principal, uuid4()),
+            ):
+                fast_p = fast_answering.prompt_to_answer(
+                    instance_id, prompt.pk, principal_id=person.pk
+                )
+                slow_p = oracles.prompt_to_answer(instance_id, prompt.pk, principal_id=person.pk)
+                if fast_p is None or slow_p is None:
+                    assert fast_p is None and slow_p is None
+                    continue
+                assert (_fields(fast_p), _fields(fast_p.slot), fast_p.instance.status) == (
+                    _fields(slow_p),
+                    _fields(slow_p.slot),
+                    slow_p.instance.status,
+                )
+            for person in (instance.principal, other):
+                fast_a = fast_answering.answer_under_lock(prompt.pk, principal_id=person.pk)
+                slow_a = oracles.answer_under_lock(prompt.pk, principal_id=person.pk)
+                if fast_a is None or slow_a is None:
+                    assert fast_a is None and slow_a is None and person == other
+                    continue
+                assert _fields(fast_a.instance) == _fields(slow_a.instance)
+                for related in ("task_class", "principal", "runtime"):
+                    fast_related = getattr(fast_a.instance, related)
+                    slow_related = getattr(slow_a.instance, related)
+                    assert (fast_related is None) == (slow_related is None), related
+                    if fast_related is not None:
+                        assert _fields(fast_related) == _fields(slow_related), related
+                assert fast_a.prompt.pk == slow_a.prompt.pk == prompt.pk
+                assert [_full_prompt_view(p) for p in fast_a.prompts] == [
+                    _full_prompt_view(p) for p in slow_a.prompts
+                ]
+                assert fast_a.last_turn == slow_a.last_turn
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -435,10 +535,11 @@ def test_the_claim_reads_answer_as_the_orm(seed: int) -> None:
         slow = oracles.claimable_deliveries(**ask)
         assert [_delivery_view(d) for d in fast] == [_delivery_view(d) for d in slow], ask
     assert oracles.claimable_deliveries(due_at=now, limit=100), "some are due"
-    assert fast_outbox.lanes_in_flight(now - timedelta(seconds=1)), "some are in flight"
-    assert fast_outbox.lanes_in_flight(now, []) == []
-    assert fast_outbox.lock_runtimes([]) == []
-    assert fast_outbox.lock_runtimes([runtimes[2].pk, runtimes[0].pk]) == sorted(
-        [runtimes[2].pk, runtimes[0].pk]
-    )
-    assert fast_outbox.lock_runtimes([runtimes[1].pk, 10**9]) == [runtimes[1].pk]
+    for runtime_ids in (None, [], [runtimes[0].pk], [r.pk for r in runtimes]):
+        for at in (now - timedelta(seconds=1), now):
+            fast_lanes = fast_outbox.lanes_in_flight(at, runtime_ids)
+            slow_lanes = oracles.lanes_in_flight(at, runtime_ids)
+            assert sorted(fast_lanes) == sorted(slow_lanes), runtime_ids
+    assert oracles.lanes_in_flight(now - timedelta(seconds=1)), "some are in flight"
+    for asked in ([], [runtimes[2].pk, runtimes[0].pk], [runtimes[1].pk, 10**9]):
+        assert fast_outbox.lock_runtimes(asked) == oracles.lock_runtimes(asked)
