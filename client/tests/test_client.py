@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from typing import Any
 
 import httpx
@@ -25,7 +26,7 @@ from console_client import (
     WaitTimeout,
 )
 from console_client._core import MAX_DROPS
-from console_client.errors import ApiError
+from console_client.errors import ApiError, ConsoleError, ConsoleTimeout, ConsoleUnavailable
 
 PATH = f"instances/{INSTANCE_ID}/"
 
@@ -520,8 +521,10 @@ def test_wait_raises_the_drop_when_the_console_stays_unreachable(
     console: Console, fake: FakeConsole, sleeps: list[float]
 ) -> None:
     _dropping(fake, 100, ready({"a": 1}))
-    with pytest.raises(httpx.RemoteProtocolError):
+    with pytest.raises(ConsoleUnavailable) as raised:
         console.wait(INSTANCE_ID)
+    assert isinstance(raised.value.__cause__, httpx.RemoteProtocolError)
+    assert raised.value.url.endswith(PATH) and "Is it running" in str(raised.value)
     assert len(fake.requests) == MAX_DROPS + 1
     assert len(sleeps) == MAX_DROPS
 
@@ -547,20 +550,29 @@ def test_wait_asks_again_after_a_long_poll_that_brings_no_answer_in_its_time(
 
 
 @pytest.mark.parametrize(
-    "error",
-    [httpx.ReadTimeout("timed out"), httpx.RemoteProtocolError("Server disconnected")],
-    ids=["timeout", "drop"],
+    ("error", "raised"),
+    [
+        (httpx.ReadTimeout("timed out"), ConsoleTimeout),
+        (httpx.RemoteProtocolError("Server disconnected"), ConsoleUnavailable),
+        (httpx.ConnectError("[Errno 111] Connection refused"), ConsoleUnavailable),
+    ],
+    ids=["timeout", "drop", "refused"],
 )
 def test_a_write_that_brings_no_answer_is_never_sent_again(
-    console: Console, fake: FakeConsole, error: Exception
+    console: Console, fake: FakeConsole, error: Exception, raised: type[ConsoleError]
 ) -> None:
     def fail(request: httpx.Request) -> httpx.Response:
         raise error
 
     fake.on("POST", f"instances/{INSTANCE_ID}/cancel/", fail)
-    with pytest.raises(type(error)):
+    with pytest.raises(raised) as found:
         console.cancel(INSTANCE_ID, "no longer needed")
     assert len(fake.requests) == 1
+    assert found.value.__cause__ is error
+    # It says where it asked, the cause, and what to do about a write.
+    assert f"instances/{INSTANCE_ID}/cancel/" in str(found.value)
+    assert type(error).__name__ in str(found.value)
+    assert "same Idempotency-Key" in str(found.value)
 
 
 def test_a_write_whose_connection_drops_is_never_sent_again(
@@ -570,6 +582,51 @@ def test_a_write_whose_connection_drops_is_never_sent_again(
         raise httpx.RemoteProtocolError("Server disconnected without sending a response.")
 
     fake.on("POST", f"instances/{INSTANCE_ID}/cancel/", drop)
-    with pytest.raises(httpx.RemoteProtocolError):
+    with pytest.raises(ConsoleUnavailable) as raised:
         console.cancel(INSTANCE_ID, "no longer needed")
+    assert isinstance(raised.value.__cause__, httpx.RemoteProtocolError)
     assert len(fake.requests) == 1
+
+
+def test_a_console_not_listening_is_unavailable_and_says_where_it_asked() -> None:
+    """A real connection to a port nobody listens on, not a fake transport."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # bound, never listening: connections are refused
+        with (
+            Console(f"http://127.0.0.1:{port}", "k.secret") as console,
+            pytest.raises(ConsoleUnavailable) as raised,
+        ):
+            console.cancel(INSTANCE_ID, "no longer needed")
+    assert isinstance(raised.value.__cause__, httpx.ConnectError)
+    assert f"http://127.0.0.1:{port}/api/v1/instances/{INSTANCE_ID}/cancel/" in str(raised.value)
+    assert "CONSOLE_URL" in str(raised.value)
+
+
+def test_a_console_that_never_answers_is_a_timeout() -> None:
+    """A real server that accepts the connection and never answers."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        with (
+            Console(f"http://127.0.0.1:{port}", "k.secret", timeout=0.5) as console,
+            pytest.raises(ConsoleTimeout) as raised,
+        ):
+            console.get(INSTANCE_ID)
+    assert isinstance(raised.value.__cause__, httpx.TimeoutException)
+    assert "did not answer in time" in str(raised.value)
+    assert "Idempotency-Key" not in str(raised.value)  # a read: nothing to send again
+
+
+def test_the_async_client_raises_the_same_errors() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+
+        async def cancel() -> None:
+            async with AsyncConsole(f"http://127.0.0.1:{port}", "k.secret") as console:
+                await console.cancel(INSTANCE_ID, "no longer needed")
+
+        with pytest.raises(ConsoleUnavailable):
+            asyncio.run(cancel())

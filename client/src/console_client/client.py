@@ -21,6 +21,7 @@ import httpx
 
 from console_client import _core
 from console_client._core import Call, Program, Sleep
+from console_client.errors import ConsoleError, ConsoleTimeout, ConsoleUnavailable
 from console_client.models import AWAITING_USER, OPEN, READY, Resolution, page_url
 from console_client.receipts import Receipt, Redemption
 
@@ -316,7 +317,7 @@ class Console(
         try:
             response = self._http.request(**_request(step))
         except _DROPS as exc:
-            return _dropped(step, exc)
+            return _dropped(step, _unreachable(exc, self._http.base_url, step))
         return step.parse(response)
 
 
@@ -372,7 +373,7 @@ class AsyncConsole(
         try:
             response = await self._http.request(**_request(step))
         except _DROPS as exc:
-            return _dropped(step, exc)
+            return _dropped(step, _unreachable(exc, self._http.base_url, step))
         return step.parse(response)
 
 
@@ -395,7 +396,36 @@ def _request(call: Call) -> dict[str, Any]:
     }
 
 
-def _dropped(call: Call, error: Exception) -> _core.Dropped:
+def _unreachable(error: Exception, base_url: httpx.URL, call: Call) -> ConsoleError:
+    """The client's own error for a request that brought no answer, saying what to do, with
+    httpx's error as its cause."""
+    url = str(base_url.join(call.path))
+    what = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    write = call.method not in ("GET", "HEAD")
+    after = (
+        " A write is never sent again on its own: read the instance to see whether it took"
+        " effect, or send it again with the same Idempotency-Key."
+        if write
+        else ""
+    )
+    found: ConsoleError
+    if isinstance(error, httpx.TimeoutException):
+        found = ConsoleTimeout(
+            f"The console at {url} did not answer in time ({what}). It may be busy or"
+            f" unreachable; raise timeout= if it is slow.{after}",
+            url,
+        )
+    else:
+        found = ConsoleUnavailable(
+            f"The console at {url} could not be reached ({what}). Is it running, and is"
+            f" CONSOLE_URL (or base_url=) right?{after}",
+            url,
+        )
+    found.__cause__ = error
+    return found
+
+
+def _dropped(call: Call, error: ConsoleError) -> _core.Dropped:
     """What a dropped connection answers: a `Dropped` for a read that may be asked again (its
     program decides), else the error itself (a write is never sent twice on its own)."""
     if call.retryable:

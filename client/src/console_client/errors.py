@@ -66,6 +66,28 @@ ERRORS_BY_STATUS: dict[int, type[ApiError]] = {
 }
 
 
+class ConsoleUnavailable(ConsoleError):
+    """The console could not be reached, or closed the connection before it answered
+    (refused, reset, no route, a name that does not resolve). `url` is where the client
+    asked; the transport's own error is the `__cause__`. A write is never sent again on its
+    own: read the instance to see whether it took effect, or send it again with the same
+    Idempotency-Key."""
+
+    def __init__(self, message: str, url: str) -> None:
+        super().__init__(message)
+        self.url = url
+
+
+class ConsoleTimeout(ConsoleError):
+    """The console took longer than the client's timeout to connect or to answer. `url` is
+    where the client asked; the transport's own error is the `__cause__`. As with
+    `ConsoleUnavailable`, a write may or may not have taken effect."""
+
+    def __init__(self, message: str, url: str) -> None:
+        super().__init__(message)
+        self.url = url
+
+
 class WaitEnded(ConsoleError):
     """A wait ended without bindings; `instance` is the instance as last read."""
 
