@@ -630,7 +630,6 @@ def instance_read(
 # Planning reads its instance on every request: unlocked (the commonest plan, which changes
 # nothing, needs no lock) and, to write, under the lock every writer of an instance takes.
 
-
 # Under the lock, the instance comes with its task class and principal. Unlocked, it comes
 # alone and without its stored plan: its task class and principal are for the writes that
 # only happen under the lock, and the stored plan is compared by its digest (either is read on
