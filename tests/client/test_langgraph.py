@@ -10,15 +10,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
-from console_client import InstanceExpired, ReceiptRedeemed, bindings_digest
+from console_client import InstanceExpired, bindings_digest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 
 from beliefs.models import TaskInstance
 from tests.client.conftest import LiveConsole, Person, subprocess_environment
-from tests.client.transfer_graph import build
+from tests.client.transfer_graph import DEPOSIT, RENT, build, build_two
 from tests.client.transfer_tool import ARGUMENTS, SANDBOX, TRANSFER, Ledger
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,6 +31,16 @@ CORRECTED = "NL91 ABNA 0417 1643 00"
 def _instances(console: LiveConsole) -> list[TaskInstance]:
     with console.exclusive():
         return list(TaskInstance.objects.all())
+
+
+def _receipt_state(console: LiveConsole, instance: TaskInstance) -> str:
+    """The receipt's state as the runtime reads it."""
+    response = httpx.get(
+        f"{console.url}/api/v1/instances/{instance.pk}/",
+        headers={"Authorization": f"Api-Key {console.key}"},
+    )
+    assert response.status_code == 200, response.text
+    return str(response.json()["receipt_state"])
 
 
 def test_a_silent_plan_runs_the_node_through(console: LiveConsole) -> None:
@@ -103,7 +114,7 @@ RESUME = """
 import json, sqlite3, sys
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
-from tests.client.transfer_graph import build
+from tests.client.transfer_graph import DEPOSIT, RENT, build, build_two
 from tests.client.transfer_tool import TRANSFER, Ledger
 
 url, key, path, config = sys.argv[1:]
@@ -200,8 +211,54 @@ def test_a_replay_from_an_old_checkpoint_does_not_act_twice(
     person.answer("confirm")
     graph.invoke(Command(resume=True), CONFIG)
     assert ledger.calls == [ARGUMENTS]
-    # Replaying the paused checkpoint runs the node again on the same confirmation.
+    # Replaying the paused checkpoint runs the node again on the same confirmation: confirm()
+    # says it is a replay, and the node does not send again.
     paused = next(s for s in graph.get_state_history(CONFIG) if s.next == ("send",))
-    with pytest.raises(ReceiptRedeemed):
-        graph.invoke(Command(resume=True), paused.config)
+    result = graph.invoke(Command(resume=True), paused.config)
+    assert result["replayed"] is True and "receipt" not in result
     assert ledger.calls == [ARGUMENTS]
+    (instance,) = _instances(console)
+    assert _receipt_state(console, instance) == "redeemed"
+
+
+# --- several confirm() in one node ----------------------------------------------------------
+
+
+def _prompt_for(person: Person, account: str) -> dict[str, Any]:
+    prompt = person.wait_for_prompt()
+    assert prompt["prefill"] == account, "the person is asked about the other transfer"
+    return prompt
+
+
+@pytest.mark.parametrize("answered_before_resume", [True, False])
+def test_two_confirmations_in_one_node_each_run_their_action_once(
+    console: LiveConsole, person: Person, answered_before_resume: bool
+) -> None:
+    """LangGraph runs the node from its top on each resume: the first confirm() passes again
+    (a replay, its transfer not sent again) and the second one's pause keeps its own resume
+    value, whether the person answered before the graph was resumed or while it waited."""
+    ledger = Ledger()
+    graph = build_two(console.url, console.key, ledger, InMemorySaver(), TRANSFER)
+    paused = graph.invoke({}, CONFIG)
+    assert [i.value["name"] for i in paused["__interrupt__"]] == ["rent"]
+    assert ledger.calls == []
+
+    def resume_after(account: str) -> dict[str, Any]:
+        prompt = _prompt_for(person, account)
+        if answered_before_resume:
+            person.respond(prompt, "confirm")
+            return graph.invoke(Command(resume=True), CONFIG)
+        answered = person.answer_when_asked("confirm")
+        result = graph.invoke(Command(resume=True), CONFIG)
+        answered.result(timeout=30)
+        return result
+
+    paused = resume_after(RENT["recipient_account"])
+    assert [i.value["name"] for i in paused["__interrupt__"]] == ["deposit"]
+    assert ledger.calls == [RENT]
+    done = resume_after(DEPOSIT["recipient_account"])
+    assert "__interrupt__" not in done and done["receipt"] == "both sent"
+    assert ledger.calls == [RENT, DEPOSIT]
+    instances = _instances(console)
+    assert sorted(i.status for i in instances) == ["ready", "ready"]
+    assert {_receipt_state(console, i) for i in instances} == {"redeemed"}

@@ -19,6 +19,7 @@ class Transfer(TypedDict, total=False):
     memo: str
     receipt: str
     rejected: str
+    replayed: bool
 
 
 def build(
@@ -44,6 +45,8 @@ def build(
                 )
             except Rejected as rejection:
                 return {"rejected": rejection.reason or ""}
+        if bindings.replayed:  # sent by an earlier run of this node: not again
+            return {"replayed": True}
         return {"receipt": ledger.send_transfer(**bindings)}
 
     def send(state: Transfer) -> Transfer:
@@ -57,6 +60,8 @@ def build(
             return {"rejected": rejection.reason or ""}
         finally:
             console.close()
+        if bindings.replayed:  # sent by an earlier run of this node: not again
+            return {"replayed": True}
         return {"receipt": ledger.send_transfer(**bindings)}
 
     builder = StateGraph(Transfer)
@@ -65,4 +70,42 @@ def build(
     builder.add_edge(START, "draft")
     builder.add_edge("draft", "send")
     builder.add_edge("send", END)
+    return builder.compile(checkpointer=checkpointer)
+
+
+RENT = {"recipient_account": "DE89 3704 0044 0532 0130 00", "memo": "rent"}
+DEPOSIT = {"recipient_account": "NL91 ABNA 0417 1643 00", "memo": "deposit"}
+
+
+def build_two(
+    url: str, key: str, ledger: Ledger, checkpointer: BaseCheckpointSaver[Any], task_class: str
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """A graph whose one node confirms and sends two transfers, the way the README shows:
+    each action runs only when its confirmation is not a replay (LangGraph runs the node from
+    its top on every resume)."""
+
+    def pay_both(state: Transfer) -> Transfer:
+        with Console(url, key, poll_interval=0.05) as console:
+            rent = confirm(
+                task_class, "alice", RENT, world=WORLD, console=console, name="rent", timeout=30
+            )
+            if not rent.replayed:
+                ledger.send_transfer(**rent)
+            deposit = confirm(
+                task_class,
+                "alice",
+                DEPOSIT,
+                world=WORLD,
+                console=console,
+                name="deposit",
+                timeout=30,
+            )
+            if not deposit.replayed:
+                ledger.send_transfer(**deposit)
+        return {"receipt": "both sent"}
+
+    builder = StateGraph(Transfer)
+    builder.add_node("pay_both", pay_both)
+    builder.add_edge(START, "pay_both")
+    builder.add_edge("pay_both", END)
     return builder.compile(checkpointer=checkpointer)

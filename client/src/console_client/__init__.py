@@ -48,7 +48,7 @@ from console_client.errors import (
     WaitTimeout,
     WebhookVerificationError,
 )
-from console_client.models import Resolution
+from console_client.models import Confirmation, Resolution
 from console_client.passkeys import SignatureInvalid, signature_challenge, verify_signature
 from console_client.receipts import Approval, Bound, Receipt, Redemption, verify_receipt
 from console_client.webhooks import WebhookEvent, verify_webhook
@@ -60,6 +60,7 @@ __all__ = [
     "AsyncConsole",
     "BadRequest",
     "Bound",
+    "Confirmation",
     "Conflict",
     "Console",
     "ConsoleError",

@@ -18,8 +18,16 @@ from urllib.parse import quote
 
 import httpx
 
-from console_client.errors import InstanceExpired, WaitTimeout, error_for
-from console_client.models import EXPIRED, WAITING, PlanBody, Resolution
+from console_client.errors import InstanceExpired, ReceiptRedeemed, WaitTimeout, error_for
+from console_client.models import (
+    EXPIRED,
+    REDEEM_AGENT,
+    REDEEM_MODES,
+    WAITING,
+    Confirmation,
+    PlanBody,
+    Resolution,
+)
 from console_client.receipts import JWKS_PATH, Receipt, Redemption, key_id, verify_receipt
 
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -253,6 +261,14 @@ def _redemption(response: httpx.Response) -> Redemption:
     return Redemption.from_payload(decode(response))
 
 
+def _redemption_or_none(response: httpx.Response) -> Redemption | None:
+    """The redemption; None when the receipt was already redeemed (a replay)."""
+    try:
+        return _redemption(response)
+    except ReceiptRedeemed:
+        return None
+
+
 def person_passkeys(username: str) -> Call:
     return Call("GET", f"people/{quote(username, safe='')}/passkeys/")
 
@@ -426,6 +442,44 @@ def verified(token: str, keys: KeyCache, base_url: str, checks: ReceiptChecks) -
         audience=checks.audience,
         issuer=checks.issuer,
         person_required=checks.person_required,
+    )
+
+
+def confirmation(
+    resolution: Resolution,
+    keys: KeyCache,
+    base_url: str,
+    *,
+    bindings: Mapping[str, Any] | None = None,
+    audience: str | None = None,
+    redeem: str = REDEEM_AGENT,
+) -> Program[Confirmation]:
+    """A ready resolution as a `Confirmation` of `bindings` (default: its own, digest checked).
+
+    A receipt already redeemed makes a replayed confirmation (the action it guards was handed
+    over before: do not run it again). Otherwise the receipt is verified against the bindings
+    and `audience`, and redeemed here (`redeem="agent"`) or handed on with the confirmation for
+    the tool server to redeem (`redeem="tool"`). Two runs racing: one redeems, the other is
+    the replay."""
+    if redeem not in REDEEM_MODES:
+        raise ValueError(f"redeem must be one of {', '.join(REDEEM_MODES)}, not {redeem!r}")
+    confirmed = resolution.verified_bindings() if bindings is None else dict(bindings)
+    if resolution.receipt_state == "redeemed":
+        return Confirmation(confirmed, instance_id=resolution.instance_id, replayed=True)
+    checks = ReceiptChecks(bindings=confirmed, audience=audience)
+    receipt = yield from verified(resolution.usable_receipt(), keys, base_url, checks)
+    if redeem != REDEEM_AGENT:
+        return Confirmation(confirmed, instance_id=resolution.instance_id, receipt=receipt.token)
+    used = yield Call(
+        "POST",
+        "receipts/redeem/",
+        {"receipt": receipt.token, "bindings_digest": receipt.bindings_digest},
+        parse=_redemption_or_none,
+    )
+    if used is None:  # redeemed meanwhile by another run of the same code
+        return Confirmation(confirmed, instance_id=resolution.instance_id, replayed=True)
+    return Confirmation(
+        confirmed, instance_id=resolution.instance_id, receipt=receipt.token, redeemed=True
     )
 
 

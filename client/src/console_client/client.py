@@ -22,7 +22,15 @@ import httpx
 from console_client import _core
 from console_client._core import Call, Program, Sleep
 from console_client.errors import ConsoleError, ConsoleTimeout, ConsoleUnavailable
-from console_client.models import AWAITING_USER, OPEN, READY, Resolution, page_url
+from console_client.models import (
+    AWAITING_USER,
+    OPEN,
+    READY,
+    REDEEM_AGENT,
+    Confirmation,
+    Resolution,
+    page_url,
+)
 from console_client.receipts import Receipt, Redemption
 
 DEFAULT_POLL_INTERVAL = 0.5
@@ -39,6 +47,7 @@ JsonResult = TypeVar("JsonResult")
 ResolutionResult = TypeVar("ResolutionResult")
 RedemptionResult = TypeVar("RedemptionResult")
 ReceiptResult = TypeVar("ReceiptResult")
+ConfirmationResult = TypeVar("ConfirmationResult")
 # What the constructor takes as `transport` and `sleep`: httpx's sync or async transport, and a
 # sleep that returns or one that is awaited.
 Transport = TypeVar("Transport", httpx.BaseTransport, httpx.AsyncBaseTransport)
@@ -46,7 +55,16 @@ Sleeper = TypeVar("Sleeper")
 
 
 class _Api(
-    ABC, Generic[JsonResult, ResolutionResult, RedemptionResult, ReceiptResult, Transport, Sleeper]
+    ABC,
+    Generic[
+        JsonResult,
+        ResolutionResult,
+        RedemptionResult,
+        ReceiptResult,
+        ConfirmationResult,
+        Transport,
+        Sleeper,
+    ],
 ):
     """The API, one method per endpoint, plus `wait` and `resolve`; sync or async by subclass.
 
@@ -203,6 +221,32 @@ class _Api(
         result: ReceiptResult = self._run(program)
         return result
 
+    def confirmation(
+        self,
+        resolution: Resolution,
+        *,
+        bindings: Mapping[str, Any] | None = None,
+        audience: str | None = None,
+        redeem: str = REDEEM_AGENT,
+    ) -> ConfirmationResult:
+        """A ready resolution as a `Confirmation`: its bindings (or `bindings`, a subset the
+        action takes) with the receipt verified against them and `audience`, then redeemed
+        here (`redeem="agent"`) or left for the tool server it is handed to (`redeem="tool"`,
+        the token in `Confirmation.receipt`). A receipt already redeemed gives a confirmation
+        marked `replayed` instead of an error: the action it guards was handed over before,
+        so do not run it again. Raises `NotReady` unless ready, `ReceiptRevoked` once the
+        person vetoed it, and a `ReceiptError` when the receipt does not vouch for them."""
+        program = _core.confirmation(
+            resolution,
+            self._keys,
+            self.base_url,
+            bindings=bindings,
+            audience=audience,
+            redeem=redeem,
+        )
+        result: ConfirmationResult = self._run(program)
+        return result
+
     # --- waiting and the common case -----------------------------------------------------
 
     def wait(self, instance_id: str, timeout: float | None = None) -> ResolutionResult:
@@ -269,7 +313,15 @@ class _Api(
 
 
 class Console(
-    _Api[Json, Resolution, Redemption, Receipt, httpx.BaseTransport, Callable[[float], None]]
+    _Api[
+        Json,
+        Resolution,
+        Redemption,
+        Receipt,
+        Confirmation,
+        httpx.BaseTransport,
+        Callable[[float], None],
+    ]
 ):
     """A runtime's client. `Console()` reads CONSOLE_URL and CONSOLE_API_KEY from the environment.
 
@@ -327,6 +379,7 @@ class AsyncConsole(
         Coroutine[Any, Any, Resolution],
         Coroutine[Any, Any, Redemption],
         Coroutine[Any, Any, Receipt],
+        Coroutine[Any, Any, Confirmation],
         httpx.AsyncBaseTransport,
         Callable[[float], Awaitable[None]],
     ]

@@ -36,7 +36,16 @@ from langgraph.types import interrupt
 from console_client.client import AsyncConsole, Console
 from console_client.digest import bindings_digest
 from console_client.errors import ApiError, NotReady, Rejected
-from console_client.models import AWAITING_USER, CANCELLED, Resolution
+from console_client.models import (
+    AWAITING_USER,
+    CANCELLED,
+    REDEEM_AGENT,
+    REDEEM_MODES,
+    REDEEM_TOOL,
+    WAITING,
+    Confirmation,
+    Resolution,
+)
 
 INTERRUPT_TYPE = "console_confirmation"
 MAX_KEY_LENGTH = 200
@@ -100,6 +109,7 @@ def _resolve_arguments(
     world: Mapping[str, Any] | None,
     name: str,
     slots: Sequence[str] | None,
+    audience: str | None = None,
 ) -> dict[str, Any]:
     """What confirm and aconfirm ask the console to resolve: `values` for the action's `slots`
     (default: the keys of `values`), under this node run's idempotency key, without waiting
@@ -113,6 +123,7 @@ def _resolve_arguments(
         "idempotency_key": idempotency_key(name, values, world, slots),
         "wait": False,
         "slots": slots,
+        "audience": audience,
     }
 
 
@@ -189,6 +200,25 @@ def _cancel_reason(current: str) -> str:
     return f"superseded: the graph asked again with other values (instance {current})"
 
 
+def _asked_the_person(resolution: Resolution) -> bool:
+    """Whether this instance needs, or needed, the person: it waits for people, or it had a
+    blocking prompt (answered since, or rejected). Its confirm() paused the graph on the first
+    run, so it calls `interrupt()` on every later run of the node too: LangGraph matches resume
+    values to a node's `interrupt()` calls by their order, and a confirm() that skipped its
+    call once answered would hand the next confirm() its resume value."""
+    if resolution.status in WAITING:
+        return True
+    prompts = resolution.instance.get("prompts") or []
+    return any(isinstance(p, Mapping) and p.get("blocking") for p in prompts)
+
+
+def _checked(redeem: str, audience: str | None) -> None:
+    if redeem not in REDEEM_MODES:
+        raise ValueError(f"redeem must be one of {', '.join(REDEEM_MODES)}, not {redeem!r}")
+    if redeem == REDEEM_TOOL and not audience:
+        raise ValueError('redeem="tool" needs the audience= the tool server verifies')
+
+
 def confirm(
     task_class: str,
     principal: str,
@@ -199,34 +229,42 @@ def confirm(
     name: str = "",
     timeout: float | None = DEFAULT_TIMEOUT,
     slots: Sequence[str] | None = None,
-) -> dict[str, Any]:
-    """Inside a node: the bindings the console confirms for `values` (beliefs of source
-    `inference`, with `world`), verified against their receipt, which is redeemed. Returns at
-    once when nothing blocks; else pauses the graph with `interrupt()` and, once resumed,
-    waits for the console (at most `timeout` seconds, then `WaitTimeout`; the instance stays
-    open and a later resume waits again).
+    audience: str | None = None,
+    redeem: str = REDEEM_AGENT,
+) -> Confirmation:
+    """Inside a node: the `Confirmation` (a dict of the bindings) the console gives for
+    `values` (beliefs of source `inference`, with `world`), its receipt verified against them.
+    Returns at once when nothing blocks; else pauses the graph with `interrupt()` and, once
+    resumed, waits for the console (at most `timeout` seconds, then `WaitTimeout`; the
+    instance stays open and a later resume waits again).
 
-    Raises `Rejected` (with the person's `reason`) when the person rejected it,
-    `InstanceExpired` when they did not answer in time, and `ReceiptRedeemed` when this
-    confirmation was already returned once. `name` tells apart several confirm() calls in one
-    node. `slots` are the action's slots (default: the keys of `values`).
+    The receipt is redeemed here (`redeem="agent"`), or handed on in `Confirmation.receipt`
+    for the tool server to verify and redeem (`redeem="tool"`, with the `audience` it checks).
+    When the confirmation was already used by an earlier run of this node (LangGraph runs a
+    node from its top again on every resume, so a node with two confirm() calls passes the
+    first one again), it is returned with `replayed=True`: skip the action it guards, which
+    was handed over then. So each action runs at most once.
+
+    Raises `Rejected` (with the person's `reason`) when the person rejected it, and
+    `InstanceExpired` when they did not answer in time. `name` tells apart several confirm()
+    calls in one node. `slots` are the action's slots (default: the keys of `values`).
     """
+    _checked(redeem, audience)
     _, _, _, node = _node_identity(name)
     own = console is None
     console = console or Console()
     try:
         resolution = console.resolve(
-            **_resolve_arguments(task_class, principal, values, world, name, slots)
+            **_resolve_arguments(task_class, principal, values, world, name, slots, audience)
         )
         for earlier in _superseded(node, name, resolution.instance_id):
             _cancel_if_waiting(console, earlier, _cancel_reason(resolution.instance_id))
-        if resolution.status == AWAITING_USER:
+        if _asked_the_person(resolution):
             interrupt(interrupt_payload(resolution, task_class, principal, node, name))
-            resolution = console.wait(resolution.instance_id, timeout)
-        bindings = _confirmed_bindings(resolution)
-        receipt = console.verify_receipt(resolution.usable_receipt(), bindings=bindings)
-        console.redeem(receipt.token, bindings_digest=receipt.bindings_digest)
-        return bindings
+            if resolution.status in WAITING:
+                resolution = console.wait(resolution.instance_id, timeout)
+        _confirmed_bindings(resolution)
+        return console.confirmation(resolution, audience=audience, redeem=redeem)
     finally:
         if own:
             console.close()
@@ -258,24 +296,26 @@ async def aconfirm(
     name: str = "",
     timeout: float | None = DEFAULT_TIMEOUT,
     slots: Sequence[str] | None = None,
-) -> dict[str, Any]:
+    audience: str | None = None,
+    redeem: str = REDEEM_AGENT,
+) -> Confirmation:
     """`confirm` for async nodes: the same, with `AsyncConsole`, never blocking the loop."""
+    _checked(redeem, audience)
     _, _, _, node = _node_identity(name)
     own = console is None
     console = console or AsyncConsole()
     try:
         resolution = await console.resolve(
-            **_resolve_arguments(task_class, principal, values, world, name, slots)
+            **_resolve_arguments(task_class, principal, values, world, name, slots, audience)
         )
         for earlier in await _asuperseded(node, name, resolution.instance_id):
             await _acancel_if_waiting(console, earlier, _cancel_reason(resolution.instance_id))
-        if resolution.status == AWAITING_USER:
+        if _asked_the_person(resolution):
             interrupt(interrupt_payload(resolution, task_class, principal, node, name))
-            resolution = await console.wait(resolution.instance_id, timeout)
-        bindings = _confirmed_bindings(resolution)
-        receipt = await console.verify_receipt(resolution.usable_receipt(), bindings=bindings)
-        await console.redeem(receipt.token, bindings_digest=receipt.bindings_digest)
-        return bindings
+            if resolution.status in WAITING:
+                resolution = await console.wait(resolution.instance_id, timeout)
+        _confirmed_bindings(resolution)
+        return await console.confirmation(resolution, audience=audience, redeem=redeem)
     finally:
         if own:
             await console.close()

@@ -119,6 +119,50 @@ class Resolution:
         )
 
 
+# Who uses a confirmation's receipt: the agent's process (`confirm()` and the adapters verify and
+# redeem it before handing the bindings over), or the tool server the receipt is passed to (the
+# adapters verify it and hand it on; the tool server verifies it again and redeems it).
+REDEEM_AGENT = "agent"
+REDEEM_TOOL = "tool"
+REDEEM_MODES = (REDEEM_AGENT, REDEEM_TOOL)
+
+
+class Confirmation(dict[str, Any]):
+    """The bindings the person confirmed, as a dict (pass it to the action as keyword
+    arguments), and what vouches for them.
+
+    `replayed` is True when this confirmation was already used: its receipt was redeemed
+    before, by an earlier run of the same code (LangGraph runs a node again from its top when
+    it resumes) or by the tool server it was handed to. The action it guards may have run
+    then: do not run it again. `receipt` is the signed receipt (compact JWS) for the service
+    the action calls to verify (and, with `redeem="tool"`, to redeem); None for a replay.
+    `redeemed` says whether this call redeemed it."""
+
+    def __init__(
+        self,
+        bindings: Mapping[str, Any],
+        *,
+        instance_id: str,
+        receipt: str | None = None,
+        replayed: bool = False,
+        redeemed: bool = False,
+    ) -> None:
+        super().__init__(bindings)
+        self.instance_id = instance_id
+        self.receipt = receipt
+        self.replayed = replayed
+        self.redeemed = redeemed
+
+    @property
+    def bindings(self) -> dict[str, Any]:
+        """The bindings as a plain dict."""
+        return dict(self)
+
+    def __repr__(self) -> str:
+        state = "replayed" if self.replayed else ("redeemed" if self.redeemed else "unused")
+        return f"Confirmation({dict(self)!r}, instance_id={self.instance_id!r}, {state})"
+
+
 class PlanBody(dict[str, Any]):
     """The JSON of a plan's answer. Its instance is `id`; `instance`, the name the console
     also sent before, still reads as `id` for this release, with a DeprecationWarning: it goes

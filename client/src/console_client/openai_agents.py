@@ -16,18 +16,23 @@ reused with other arguments is another instance, asked again.
 
 Before the wrapped function runs, the tool checks the instance's signed receipt against the
 exact arguments it passes (the confirmed bindings, an edit made in the console included) and
-redeems it: a confirmation runs the function once; running it again raises `ReceiptRedeemed`
-and never calls the function. When the person changed a value, the tool's output says so, so
-the model does not go on believing its own. `instance_of(interruption)` names the instance and
-its page, to send the person there.
+`audience=`, and redeems it: a confirmation runs the function once; a run resumed again from
+the same state finds it used, does not call the function, and tells the model so. A function
+with a `receipt` parameter is handed the receipt (the model never sees that parameter); with
+`redeem="tool"` the tool leaves the redemption to the tool server the function passes it to.
+When the person changed a value, the tool's output says so, so the model does not go on
+believing its own. `instance_of(interruption)` names the instance and its page, to send the
+person there.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import inspect
 import json
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -42,7 +47,16 @@ from console_client import _core
 from console_client.client import AsyncConsole
 from console_client.digest import bindings_digest
 from console_client.errors import NotReady
-from console_client.models import AWAITING_USER, CANCELLED, OPEN, READY, Resolution
+from console_client.models import (
+    AWAITING_USER,
+    CANCELLED,
+    OPEN,
+    READY,
+    REDEEM_AGENT,
+    REDEEM_MODES,
+    REDEEM_TOOL,
+    Resolution,
+)
 
 World = Mapping[str, Mapping[str, Any]]
 WorldSource = World | Callable[[Mapping[str, Any]], World] | None
@@ -50,6 +64,13 @@ ConsoleFactory = Callable[[], AsyncConsole]
 
 _SPEC_ATTRIBUTE = "_console_spec"
 MAX_KEY_LENGTH = 200
+# A wrapped function's parameter that receives the receipt (hidden from the model).
+RECEIPT_PARAMETER = "receipt"
+# What the model reads when a call's confirmation was already used (a state resumed twice).
+ALREADY_DONE = (
+    "This call was already confirmed in the console and carried out once; it was not run "
+    "again. Do not retry it."
+)
 
 
 @dataclass(frozen=True)
@@ -67,6 +88,7 @@ class _Spec:
     principal: str
     world: WorldSource
     console: ConsoleFactory
+    audience: str | None = None
 
     def key(self, tool_name: str, call_id: str, arguments: Mapping[str, Any]) -> str:
         """The call's Idempotency-Key: its arguments' digest is part of it, so another set of
@@ -93,6 +115,7 @@ class _Spec:
             beliefs=_core.beliefs_from_values(arguments, world, "inference", None),
             idempotency_key=self.key(tool_name, call_id, arguments),
             slots=list(arguments),
+            audience=self.audience,
         )
 
     async def plan(self, tool_name: str, call_id: str, arguments: Mapping[str, Any]) -> str:
@@ -134,6 +157,25 @@ def changes_message(arguments: Mapping[str, Any], bindings: Mapping[str, Any]) -
     )
 
 
+def _shown_to_the_model(func: Callable[..., Any]) -> Callable[..., Any]:
+    """`func` as the model sees it: without its `receipt` parameter (the tool hands the
+    receipt over itself). The signature and annotations are `func`'s own, resolved."""
+    signature = inspect.signature(func)
+    if RECEIPT_PARAMETER not in signature.parameters:
+        return func
+    hints = typing.get_type_hints(func, include_extras=True)
+
+    @functools.wraps(func)
+    def shown(*args: Any, **kwargs: Any) -> Any:  # pragma: no cover - never called
+        raise NotImplementedError
+
+    del shown.__wrapped__  # the schema reads this signature, not func's
+    parameters = [p for n, p in signature.parameters.items() if n != RECEIPT_PARAMETER]
+    shown.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    shown.__annotations__ = {n: h for n, h in hints.items() if n != RECEIPT_PARAMETER}
+    return shown
+
+
 def console_tool(
     func: Callable[..., Any],
     *,
@@ -143,17 +185,39 @@ def console_tool(
     console: ConsoleFactory = AsyncConsole,
     name: str | None = None,
     description: str | None = None,
+    audience: str | None = None,
+    redeem: str = REDEEM_AGENT,
 ) -> FunctionTool:
     """A FunctionTool for `func` (sync or async; its parameters are slots of the task class)
     whose every call the console plans, and which runs once, with the confirmed bindings, on a
-    verified and redeemed receipt.
+    verified receipt.
 
     `world` is the runtime's statement of the world per slot, or a function of the call's
     arguments that returns it. `console` makes a client (default: `AsyncConsole()` from
-    CONSOLE_URL and CONSOLE_API_KEY).
+    CONSOLE_URL and CONSOLE_API_KEY). `audience` names who the receipt is for (the tool server
+    that checks it). A `receipt` parameter of `func` is not shown to the model: it receives the
+    receipt, for the service `func` calls to verify. The tool redeems the receipt before `func`
+    runs (`redeem="agent"`), or leaves that to the service (`redeem="tool"`: `func` must take
+    `receipt`, and `audience` is required).
     """
-    schema = function_schema(func, name_override=name, description_override=description)
-    spec = _Spec(task_class=task_class, principal=principal, world=world, console=console)
+    if redeem not in REDEEM_MODES:
+        raise ValueError(f"redeem must be one of {', '.join(REDEEM_MODES)}, not {redeem!r}")
+    hands_receipt = RECEIPT_PARAMETER in inspect.signature(func).parameters
+    if redeem == REDEEM_TOOL and not (hands_receipt and audience):
+        raise ValueError(
+            'redeem="tool" leaves the receipt to the service the function calls: the function '
+            "needs a `receipt` parameter to pass it on, and audience= names that service"
+        )
+    schema = function_schema(
+        _shown_to_the_model(func), name_override=name, description_override=description
+    )
+    spec = _Spec(
+        task_class=task_class,
+        principal=principal,
+        world=world,
+        console=console,
+        audience=audience,
+    )
 
     async def needs_approval(
         ctx: RunContextWrapper[Any], arguments: dict[str, Any], call_id: str
@@ -177,10 +241,14 @@ def console_tool(
             bindings = resolution.verified_bindings()
             accepted = {k: v for k, v in bindings.items() if k in schema.signature.parameters}
             # The receipt must approve exactly what the function is given, and only once.
-            token = resolution.usable_receipt()
-            receipt = await client.verify_receipt(token, bindings=accepted)
-            await client.redeem(receipt.token, bindings_digest=receipt.bindings_digest)
+            confirmation = await client.confirmation(
+                resolution, bindings=accepted, audience=audience, redeem=redeem
+            )
+        if confirmation.replayed:
+            return ALREADY_DONE
         args, kwargs = schema.to_call_args(schema.params_pydantic_model(**accepted))
+        if hands_receipt:
+            kwargs[RECEIPT_PARAMETER] = confirmation.receipt
         if inspect.iscoroutinefunction(func):
             output = await func(*args, **kwargs)
         else:
