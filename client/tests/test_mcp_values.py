@@ -49,3 +49,52 @@ def test_an_edit_comes_back_in_the_original_type(original: Any, edited: Any, exp
 def test_an_edit_that_is_not_the_original_type_is_refused(original: Any, edited: Any) -> None:
     with pytest.raises(ValueError):
         as_original_type(original, edited)
+
+
+# --- failures are denies that say why ---------------------------------------------------------
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_an_unreachable_console_is_a_deny_that_names_the_cause(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import asyncio
+    import json
+
+    from console_client.mcp import permission
+
+    url = f"http://127.0.0.1:{_closed_port()}"
+    monkeypatch.setenv("CONSOLE_URL", url)
+    monkeypatch.setenv("CONSOLE_API_KEY", "key")
+    monkeypatch.setenv("CONSOLE_PRINCIPAL", "alice")
+    answer = json.loads(asyncio.run(permission("Bash", {"command": "ls"}, "toolu_1")))
+    assert answer["behavior"] == "deny"
+    assert answer["message"].startswith("Nothing was confirmed: ")
+    assert url in answer["message"] and "could not be reached" in answer["message"]
+
+
+def test_an_unexpected_failure_is_a_deny_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+    import json
+
+    import console_client.mcp as mcp
+
+    monkeypatch.setenv("CONSOLE_API_KEY", "key")
+    monkeypatch.setenv("CONSOLE_PRINCIPAL", "alice")
+
+    def broken() -> Any:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(mcp, "_console", broken)
+    answer = json.loads(asyncio.run(mcp.permission("Bash", {"command": "ls"})))
+    assert answer == {
+        "behavior": "deny",
+        "message": "Nothing was confirmed: the permission tool failed (RuntimeError('disk full'))",
+    }

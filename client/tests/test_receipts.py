@@ -31,6 +31,7 @@ from console_client import (
     ReceiptRevoked,
     ReceiptSignatureInvalid,
     Redemption,
+    Resolution,
     bindings_digest,
     verify_receipt,
     worlds_digest,
@@ -516,3 +517,58 @@ def test_a_ready_instance_without_its_token_names_why(
         Resolution.from_payload(payload, BASE).usable_receipt()
     valid = ready(BINDINGS) | {"receipt": "tok", "receipt_state": "valid"}
     assert Resolution.from_payload(valid, BASE).usable_receipt() == "tok"
+
+
+# --- a confirmation: verified, then redeemed here or handed on ------------------------------
+
+REDEEMED = {"jti": "j", "instance": INSTANCE_ID, "bindings_digest": bindings_digest(BINDINGS)}
+
+
+@pytest.mark.parametrize("redeem", ["agent", "tool"])
+@pytest.mark.parametrize("state", ["valid", "redeemed", "raced", "revoked", "expired"])
+def test_a_confirmation_over_every_receipt_state_and_redeem_mode(
+    fake: FakeConsole, first: Signer, state: str, redeem: str
+) -> None:
+    """An unused receipt is verified, then redeemed by the agent or handed on for the tool
+    server; a used one (or one used by a racing run between the read and the redemption) makes
+    a replay, never an error; a revoked or expired one raises."""
+    _serve_jwks(fake, _jwks(first))
+    token = first.sign(aud="payments-service")
+    held = {"valid": token, "raced": token}.get(state)
+    payload = ready(BINDINGS) | {"receipt": held, "receipt_state": state}
+    if state == "raced":
+        payload["receipt_state"] = "valid"
+        fake.on("POST", "receipts/redeem/", (409, {"error": "receipt_redeemed", "fields": {}}))
+    else:
+        fake.on("POST", "receipts/redeem/", REDEEMED)
+    resolution = Resolution.from_payload(payload, BASE)
+    console = _console(fake)
+    if state in ("revoked", "expired"):
+        with pytest.raises(ReceiptRevoked if state == "revoked" else ReceiptExpired):
+            console.confirmation(resolution, audience="payments-service", redeem=redeem)
+        return
+    confirmation = console.confirmation(resolution, audience="payments-service", redeem=redeem)
+    assert confirmation == BINDINGS and confirmation.instance_id == INSTANCE_ID
+    redeemed_here = [r for r in fake.requests if r.url.path.endswith("/receipts/redeem/")]
+    replay = state == "redeemed" or (state == "raced" and redeem == "agent")
+    assert confirmation.replayed is replay
+    assert confirmation.redeemed is (not replay and redeem == "agent")
+    assert confirmation.receipt == (None if replay else token)
+    assert len(redeemed_here) == (1 if state in ("valid", "raced") and redeem == "agent" else 0)
+
+
+def test_a_confirmation_checks_the_audience_and_the_bindings_it_hands_over(
+    fake: FakeConsole, first: Signer
+) -> None:
+    _serve_jwks(fake, _jwks(first))
+    fake.on("POST", "receipts/redeem/", REDEEMED)
+    token = first.sign()
+    resolution = Resolution.from_payload(ready(BINDINGS) | {"receipt": token}, BASE)
+    console = _console(fake)
+    with pytest.raises(ReceiptAudienceMismatch):
+        console.confirmation(resolution, audience="payments-service")
+    with pytest.raises(ReceiptDigestMismatch):  # a subset the receipt does not vouch for
+        console.confirmation(resolution, bindings={"amount": 120})
+    with pytest.raises(ValueError, match="redeem must be one of"):
+        console.confirmation(resolution, redeem="server")
+    assert not any(r.url.path.endswith("/receipts/redeem/") for r in fake.requests)

@@ -414,7 +414,7 @@ def test_the_same_tool_use_is_allowed_once(
     answers, asked = _permission_over_stdio(stdio, person, [call, call])
     assert answers[0] == {"behavior": "allow", "updatedInput": {"command": "ls"}}
     assert answers[1]["behavior"] == "deny"
-    assert "receipt_redeemed" in answers[1]["message"]
+    assert "already allowed once" in answers[1]["message"]
     assert asked == ["command"]  # the repeat found the same instance: asked once
 
 

@@ -280,3 +280,26 @@ def test_a_streamed_run_resolves(console: LiveConsole, person: Person) -> None:
     result = asyncio.run(resume())
     assert ledger.calls == [{"recipient_account": corrected, "memo": "rent"}]
     assert result.final_output == SAID + "sent to " + corrected + "\n\n" + _changed(corrected)
+
+
+def test_an_unreachable_console_fails_the_run_with_the_cause_named() -> None:
+    import socket
+
+    from agents.exceptions import UserError
+    from console_client import AsyncConsole, ConsoleUnavailable
+    from console_client.openai_agents import console_tool
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}"  # closed once the block ends
+    tool = console_tool(
+        Ledger().send_transfer,
+        task_class=TRANSFER,
+        principal="alice",
+        console=lambda: AsyncConsole(url, "key"),
+    )
+    with pytest.raises(UserError) as failed:
+        asyncio.run(_run(tool, "pay Bob his rent"))
+    assert isinstance(failed.value.__cause__, ConsoleUnavailable)
+    message = str(failed.value)
+    assert "send_transfer" in message and url in message and "could not be reached" in message

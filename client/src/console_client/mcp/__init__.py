@@ -26,7 +26,10 @@ for them with a progress token) every CONSOLE_PROGRESS_INTERVAL seconds.
 Environment: CONSOLE_URL (default http://127.0.0.1:8000), CONSOLE_API_KEY (required),
 CONSOLE_PRINCIPAL (the person request_permission asks), CONSOLE_TASK_CLASS_PREFIX (default
 "claude-code."), CONSOLE_WAIT_TIMEOUT (seconds; default: until the console expires it),
-CONSOLE_POLL_INTERVAL (seconds, default 0.5), CONSOLE_PROGRESS_INTERVAL (seconds, default 5).
+CONSOLE_POLL_INTERVAL (seconds, default 0.5), CONSOLE_PROGRESS_INTERVAL (seconds, default 5),
+CONSOLE_AUDIENCE (who receipts are for; registered for the runtime in the console's admin).
+A failure of any kind is a deny that says what went wrong ("Nothing was confirmed: ..."),
+never an allow.
 """
 
 from __future__ import annotations
@@ -52,6 +55,8 @@ from console_client.errors import (
     WaitTimeout,
 )
 from console_client.models import AWAITING_USER, CANCELLED, Resolution
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_PROGRESS_INTERVAL = 5.0
 MAX_KEY_LENGTH = 200
@@ -141,11 +146,14 @@ def build_server() -> MCPServer:
         world: dict[str, Any] | None = None,
         idempotency_key: str | None = None,
         slots: list[str] | None = None,
+        audience: str | None = None,
     ) -> dict[str, Any]:
         """Open a console instance with these values (slot → value, source inference) and the
         world as you see it, plan it, and say whether a person must confirm. When the status is
         "awaiting_user", send the person to `url` and call wait_for_confirmation. `slots` names
-        the slots the action uses (default: every slot of the task class)."""
+        the slots the action uses (default: every slot of the task class); `audience` names
+        the service that will verify the receipt (default: CONSOLE_AUDIENCE, else the
+        runtime)."""
         try:
             async with _console() as console:
                 resolution = await console.resolve(
@@ -156,6 +164,7 @@ def build_server() -> MCPServer:
                     idempotency_key=idempotency_key,
                     wait=False,
                     slots=slots,
+                    audience=audience or os.environ.get("CONSOLE_AUDIENCE") or None,
                 )
                 return _summary(resolution)
         except ConsoleError as error:
@@ -252,6 +261,8 @@ async def permission(
     values = dict(tool_input)
     timeout = _float("CONSOLE_WAIT_TIMEOUT")
 
+    audience = os.environ.get("CONSOLE_AUDIENCE") or None
+
     async def open_and_plan(console: AsyncConsole) -> Resolution:
         return await console.resolve(
             task_class,
@@ -260,6 +271,7 @@ async def permission(
             idempotency_key=_permission_key(tool_use_id, values),
             wait=False,
             slots=list(values),  # exactly this call's keys: asked, and returned
+            audience=audience,
         )
 
     async def register(console: AsyncConsole) -> None:
@@ -295,16 +307,22 @@ async def permission(
                 return _deny(f"The console returned a value of the wrong type: {wrong}")
             # Allow exactly what the person approved, once: the receipt must approve these
             # bindings, and redeeming it refuses any second use of the same confirmation.
-            token = resolution.usable_receipt()
-            receipt = await console.verify_receipt(token, bindings=bindings)
-            await console.redeem(receipt.token, bindings_digest=receipt.bindings_digest)
+            confirmation = await console.confirmation(resolution, audience=audience)
+            if confirmation.replayed:
+                return _deny(
+                    "This call was already allowed once with this confirmation "
+                    f"(instance {resolution.instance_id}); it is not allowed twice."
+                )
     except WaitTimeout as timed_out:
         await _cancel(pending, f"no answer within {timeout} s")
         return _deny(f"{timed_out} (cancelled; nothing of it will run)")
     except WaitEnded as ended:
         return _deny(str(ended))
     except ConsoleError as error:
-        return _deny(f"The console refused: {error}")
+        return _deny(f"Nothing was confirmed: {error}")
+    except Exception as error:  # fail closed, and say why: never an allow, never a bare error
+        logger.exception("request_permission failed")
+        return _deny(f"Nothing was confirmed: the permission tool failed ({error!r})")
     return json.dumps({"behavior": "allow", "updatedInput": updated})
 
 
