@@ -348,6 +348,11 @@ class TaskInstance(models.Model):
         ]
         indexes = [
             models.Index(fields=["principal", "status", "-created_at"]),
+            # GET /api/v1/instances/: a runtime's instances newest first, all or of one status.
+            models.Index(fields=["runtime", "-created_at"], name="instance_by_runtime"),
+            models.Index(
+                fields=["runtime", "status", "-created_at"], name="instance_by_runtime_status"
+            ),
             # /insights/ reads the latest planned instances of the first runs, newest first:
             # only those rows are in the index, so the read walks exactly the rows it shows
             # (a plain planned_at index left PostgreSQL scanning every instance once the

@@ -34,7 +34,7 @@ from beliefs.domain.vocabulary import (
     Action,
 )
 from beliefs.errors import InvalidInput
-from beliefs.models import PromptState, Slot
+from beliefs.models import InstanceStatus, PromptState, Slot
 from beliefs.services import limits
 from beliefs.services.instances import BeliefSpec
 from beliefs.services.limits import Limit
@@ -536,6 +536,11 @@ class PageQuery(StrictSerializer):
 
 class PromptQuery(PageQuery):
     state = serializers.ChoiceField(choices=PromptState.values, required=False)
+
+
+class InstanceQuery(PageQuery):
+    status = serializers.ChoiceField(choices=InstanceStatus.values, required=False)
+    principal = serializers.CharField(max_length=150, required=False)
 
 
 # --- proposals -----------------------------------------------------------------------------

@@ -116,6 +116,8 @@ ApprovalOut = serializer_for(shapes.ApprovalJSON)
 PersonPasskeysOut = serializer_for(shapes.PersonPasskeysJSON)
 ValidateOut = serializer_for(shapes.ValidateJSON)
 ValidationSummaryOut = serializer_for(shapes.ValidationSummaryJSON)
+InstanceSummaryOut = serializer_for(shapes.InstanceSummaryJSON)
+TaskClassSummaryOut = serializer_for(shapes.TaskClassSummaryJSON)
 
 
 # --- prompts and responses -----------------------------------------------------------------
@@ -126,6 +128,20 @@ class PromptPageOut(serializers.Serializer):
     next = serializers.URLField(allow_null=True)
     previous = serializers.URLField(allow_null=True)
     results = PromptOut(many=True)
+
+
+class InstanceSummaryPageOut(serializers.Serializer):
+    count = serializers.IntegerField()
+    next = serializers.URLField(allow_null=True)
+    previous = serializers.URLField(allow_null=True)
+    results = InstanceSummaryOut(many=True)
+
+
+class TaskClassSummaryPageOut(serializers.Serializer):
+    count = serializers.IntegerField()
+    next = serializers.URLField(allow_null=True)
+    previous = serializers.URLField(allow_null=True)
+    results = TaskClassSummaryOut(many=True)
 
 
 # --- proposals -----------------------------------------------------------------------------

@@ -19,6 +19,7 @@ def api_path(route: str, view: type[APIView], name: str) -> URLPattern:
 
 
 task_class_and_instance_patterns = [
+    api_path("task-classes/", views.TaskClassListApi, "api-task-classes"),
     api_path("task-classes/<str:key>/", views.TaskClassApi, "api-task-class"),
     api_path("task-classes/<str:key>/shares/", views.TaskClassSharesApi, "api-task-class-shares"),
     api_path(

@@ -8,7 +8,7 @@ it is written for the runtimes' developers who read that document.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 from uuid import UUID
 
 from django.contrib.auth.models import User
@@ -26,7 +26,13 @@ from beliefs.api.auth import IsPerson, IsRuntime, is_runtime
 from beliefs.api.conditional import conditional_response, json_response
 from beliefs.errors import InvalidInput, NotFound
 from beliefs.models import RuntimeAPIKey, TaskInstance
-from beliefs.selectors.shapes import ApprovalJSON, BeliefJSON, RedeemJSON, RespondJSON
+from beliefs.selectors.shapes import (
+    ApprovalJSON,
+    BeliefJSON,
+    RedeemJSON,
+    RespondJSON,
+    WorldDiffJSON,
+)
 from beliefs.services import idempotency
 from beliefs.services.access import instance_for_principal, instance_for_runtime
 from beliefs.services.approvals import (
@@ -153,6 +159,27 @@ def action_schema(answer: Any, **described: Any) -> Any:
 # --- task classes --------------------------------------------------------------------------
 
 
+class TaskClassListApi(APIView):
+    @read_schema(
+        s.TaskClassSummaryPageOut,
+        parameters=[schemas.PageQuery],
+        summary="The task classes you may use, newest change first (runtimes and people)",
+        operation_id="task_classes_list",
+    )
+    def get(self, request: Request) -> Response:
+        """A runtime lists the classes it owns, those shared with it and those nobody owns
+        yet; a signed-in person lists every class. Each names its slots and which of them no
+        classifier has decided yet (irreversible until one does)."""
+        query(schemas.PageQuery, request)
+        reader = runtime_key(request).runtime if is_runtime(request) else None
+        paginator = LimitOffsetPagination()
+        found = selectors.task_classes_for(reader)
+        page = paginator.paginate_queryset(found, request, view=self) or []
+        return paginator.get_paginated_response(
+            [selectors.task_class_summary(c, reader) for c in page]
+        )
+
+
 class TaskClassApi(APIView):
     def get_permissions(self) -> list[Any]:
         return [IsRuntime()] if self.request.method == "PUT" else list(super().get_permissions())
@@ -255,6 +282,26 @@ class TaskClassShareApi(APIView):
 class InstanceCreateApi(APIView):
     permission_classes = [IsRuntime]
 
+    @read_schema(
+        s.InstanceSummaryPageOut,
+        parameters=[schemas.InstanceQuery],
+        summary="Your runtime's instances, newest first (runtimes)",
+        operation_id="instances_list",
+    )
+    def get(self, request: Request) -> Response:
+        """The instances your runtime opened (through any of its keys), newest first, `limit`
+        (at most 1000) from `offset`; `status` and `principal` (a username) narrow them. Read
+        one whole at its own URL."""
+        filters = query(schemas.InstanceQuery, request)
+        found = selectors.instances_of_runtime(
+            runtime_key(request).runtime_id,
+            status=filters.get("status"),
+            principal=filters.get("principal"),
+        )
+        paginator = LimitOffsetPagination()
+        page = paginator.paginate_queryset(found, request, view=self) or []
+        return paginator.get_paginated_response([selectors.instance_summary(i) for i in page])
+
     @extend_schema(
         request=schemas.InstanceIn,
         responses={201: s.InstanceOut, 200: s.InstanceOut, **WRITES},
@@ -270,7 +317,14 @@ class InstanceCreateApi(APIView):
                 },
                 OpenApiParameter.HEADER,
                 description="the same key and body again returns the first instance",
-            )
+            ),
+            OpenApiParameter(
+                "Idempotent-Replayed",
+                {"type": "string", "enum": ["true"]},
+                OpenApiParameter.HEADER,
+                description="`true` when this is the instance a request with the same key opened",
+                response=[200],
+            ),
         ],
     )
     def post(self, request: Request) -> Response:
@@ -314,6 +368,20 @@ class InstanceDetailApi(APIView):
         summary="An instance, its plan, prompts and (once ready) final bindings",
         parameters=[
             OpenApiParameter("If-None-Match", str, OpenApiParameter.HEADER),
+            OpenApiParameter(
+                "ETag",
+                str,
+                OpenApiParameter.HEADER,
+                description="the body's tag: send it back in If-None-Match",
+                response=[200, 304],
+            ),
+            OpenApiParameter(
+                "Preference-Applied",
+                str,
+                OpenApiParameter.HEADER,
+                description="`wait=N` when the answer waited as `Prefer: wait=N` asked",
+                response=[200, 304],
+            ),
             OpenApiParameter(
                 "Prefer",
                 str,
@@ -519,7 +587,7 @@ def _approval_body(instance: TaskInstance, replayed: bool = False) -> ApprovalJS
                 "slot": shown.slot,
                 "label": shown.label,
                 "world_ref": shown.world_ref,
-                "changes": [d.as_data() for d in shown.changes],
+                "changes": [cast(WorldDiffJSON, d.as_data()) for d in shown.changes],
                 "acknowledge": shown.keys,
             }
             for shown in selectors.bound_world_changes(instance)

@@ -74,6 +74,12 @@ from beliefs.selectors.instances import (
     task_class_payload,
     task_class_with_slots,
 )
+from beliefs.selectors.lists import (
+    instance_summary,
+    instances_of_runtime,
+    task_class_summary,
+    task_classes_for,
+)
 from beliefs.selectors.pages import (
     DecisionView,
     PageRead,
@@ -96,6 +102,10 @@ from beliefs.selectors.quorum import (
 )
 
 __all__ = [
+    "instance_summary",
+    "instances_of_runtime",
+    "task_class_summary",
+    "task_classes_for",
     "DecisionView",
     "PageRead",
     "expiry_due",

@@ -46,12 +46,14 @@ from beliefs.selectors.passkeys import instance_signature
 from beliefs.selectors.quorum import approval_due, quorum_payload
 from beliefs.selectors.shapes import (
     BeliefSummaryJSON,
+    BoundJSON,
     DecisionJSON,
     InstanceJSON,
     PlanItemJSON,
     PlanJSON,
     PromptFormJSON,
     PromptJSON,
+    QuorumJSON,
     ShareJSON,
     ShareListJSON,
     SignatureJSON,
@@ -319,7 +321,7 @@ def instance_body(
     created_at: datetime,
     updated_at: datetime,
     signature: SignatureJSON | None = None,
-    quorum: dict[str, Any] | None = None,
+    quorum: QuorumJSON | None = None,
     worlds_digest: str = "",
 ) -> InstanceJSON:
     """An instance as the API shows it, from plain values: the one builder of that body, fed by
@@ -343,7 +345,8 @@ def instance_body(
         "worlds_digest": worlds_digest or None,
         # Once the values are settled: who vouched for each (console, runtime or policy), and
         # the irreversible ones no person confirmed in the console, as the receipt says.
-        "bound": bound_claims(plan) if settled else None,
+        # (the domain's claims, in the shape BoundJSON documents)
+        "bound": cast(dict[str, BoundJSON], bound_claims(plan)) if settled else None,
         "vouched_by_runtime": vouched_by_runtime(plan) if settled else None,
         "receipt": receipt if receipt_state == "valid" else None,
         "receipt_state": receipt_state,

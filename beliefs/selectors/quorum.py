@@ -34,6 +34,7 @@ from beliefs.models import (
     TaskInstance,
 )
 from beliefs.selectors.passkeys import FedDecision, decisions_fed
+from beliefs.selectors.shapes import ApprovalClaimJSON, QuorumJSON
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ class Quorum:
         away = {a.approver_id for a in self.away}
         return sorted(self.approvers - done - away)
 
-    def payload(self) -> dict[str, Any]:
+    def payload(self) -> QuorumJSON:
         """The `quorum` of the instance read and of the events: who approved, how many are
         missing, for which digest. Never a value."""
         return {
@@ -129,7 +130,7 @@ class Quorum:
         }
 
 
-def approval_claim(approval: Approval) -> dict[str, Any]:
+def approval_claim(approval: Approval) -> ApprovalClaimJSON:
     """One approval as the receipt, the instance read and the events name it."""
     return {
         "by": approval.approver.get_username(),
@@ -206,7 +207,7 @@ def quorum_of(
     )
 
 
-def quorum_payload(instance: TaskInstance) -> dict[str, Any] | None:
+def quorum_payload(instance: TaskInstance) -> QuorumJSON | None:
     """The instance read's `quorum`: while it waits for approvals, where they stand."""
     if instance.status != InstanceStatus.AWAITING_APPROVAL:
         return None

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal, NotRequired, TypedDict
 from beliefs.domain.contract import FINDING_CODES
 from beliefs.domain.policy import RiskClass, Route, Rule, Source
 from beliefs.domain.vocabulary import TRANSITION_POLICIES, VERDICTS, Action
+from beliefs.domain.vouch import Via
 from beliefs.domain.worlddiff import Change
 from beliefs.models import BeliefStatus, InstanceStatus, PromptState, RecordedVia, Slot
 
@@ -37,6 +38,7 @@ ROUTES = tuple(r.value for r in Route)
 RULES = tuple(r.value for r in Rule)
 RISKS = tuple(r.value for r in RiskClass)
 SOURCES = tuple(s.value for s in Source)
+VIAS = tuple(v.value for v in Via)
 PROMPT_STATES = tuple(PromptState.values)
 INSTANCE_STATUSES = tuple(InstanceStatus.values)
 RECEIPT_STATES = ("valid", "redeemed", "revoked", "expired")
@@ -103,6 +105,21 @@ class TaskClassJSON(TypedDict):
     ]
     slots: list[SlotJSON]
     decisions: list[DecisionJSON]
+
+
+class TaskClassSummaryJSON(TypedDict):
+    """A task class in a list: its slots by key, and which of them no classifier has decided."""
+
+    key: str
+    name: str
+    open_slots: bool
+    owned: Annotated[bool, Doc("the reading runtime owns it (false: shared with it, or unowned)")]
+    slots: Annotated[list[str], Doc("its slots' keys")]
+    unclassified: Annotated[
+        list[str],
+        Doc("slots no classifier has set a risk for yet: irreversible until one does"),
+    ]
+    updated_at: Annotated[str, TIME]
 
 
 class ShareJSON(TypedDict):
@@ -241,6 +258,75 @@ class SignatureJSON(TypedDict):
     assertion: SignatureEvidenceJSON | None
 
 
+class ApprovalClaimJSON(TypedDict):
+    """One approval, as the receipt, the instance read and the events name it."""
+
+    by: Annotated[str, Doc("the approver's username")]
+    at: Annotated[str, TIME]
+    bindings_digest: Annotated[str, Doc("the bindings approved")]
+    worlds_digest: str | None
+    via: Annotated[
+        str,
+        Doc(
+            "answers: the principal's own answers (the principal is an approver); "
+            "approve: an approver's Approve",
+            choices=("answers", "approve"),
+        ),
+    ]
+
+
+class QuorumRequirementJSON(TypedDict):
+    decision: str
+    approvers_group: str
+    approvals_required: int
+    approved: int
+    missing: int
+
+
+class AwayJSON(TypedDict):
+    approver: str
+    marked_by: str
+    at: Annotated[str, TIME]
+
+
+class QuorumJSON(TypedDict):
+    """While an instance awaits approvals: where they stand. Never a value."""
+
+    bindings_digest: Annotated[str | None, Doc("the bindings being approved")]
+    worlds_digest: str | None
+    missing: Annotated[int, Doc("approvals still missing, over every decision")]
+    requirements: list[QuorumRequirementJSON]
+    approvals: list[ApprovalClaimJSON]
+    away: Annotated[list[AwayJSON], Doc("approvers marked away: not waited for")]
+    reset: Annotated[
+        list[ApprovalClaimJSON],
+        Doc("approvals an edit voided: they were for other values, or another world"),
+    ]
+    expires_at: Annotated[str | None, TIME]
+
+
+class BoundJSON(TypedDict):
+    """How one slot's value was bound, and who vouched for it."""
+
+    route: Annotated[str, Doc(choices=ROUTES)]
+    rule: Annotated[str, Doc(choices=RULES)]
+    source: Annotated[str | None, Doc(choices=SOURCES)]
+    via: Annotated[str, Doc(choices=VIAS)]
+
+
+class InstanceSummaryJSON(TypedDict):
+    """An instance in a list; read it whole at its own URL."""
+
+    id: Annotated[str, UUID]
+    task_class: str
+    principal: str
+    run_number: int
+    status: Annotated[str, Doc(choices=INSTANCE_STATUSES)]
+    status_reason: str | None
+    created_at: Annotated[str, TIME]
+    updated_at: Annotated[str, TIME]
+
+
 class InstanceJSON(TypedDict):
     id: Annotated[str, UUID]
     task_class: str
@@ -261,7 +347,7 @@ class InstanceJSON(TypedDict):
         ),
     ]
     bound: Annotated[
-        dict[str, dict[str, Any]] | None,
+        dict[str, BoundJSON] | None,
         Doc(
             "once the values are settled, per bound slot: route, rule, source and via "
             "(console: the person gave or confirmed it in the console; runtime: bound on the "
@@ -293,7 +379,7 @@ class InstanceJSON(TypedDict):
     plan: list[PlanItemJSON]
     prompts: list[PromptJSON]
     quorum: Annotated[
-        dict[str, Any] | None,
+        QuorumJSON | None,
         Doc(
             "while awaiting_approval: who approved these exact bindings, how many are missing "
             "per decision, who is marked away, approvals an edit reset, and when it expires"
@@ -335,6 +421,14 @@ class RedeemJSON(TypedDict):
     redeemed_at: Annotated[str, TIME]
 
 
+class ApprovalWorldJSON(TypedDict):
+    slot: str
+    label: str
+    world_ref: dict[str, Any] | None
+    changes: list[WorldDiffJSON]
+    acknowledge: Annotated[list[str], Doc("the changed keys an approver must tick")]
+
+
 class ApprovalJSON(TypedDict):
     instance: Annotated[str, UUID]
     status: Annotated[str, Doc(choices=INSTANCE_STATUSES)]
@@ -345,13 +439,13 @@ class ApprovalJSON(TypedDict):
         str | None, Doc("the digest of the bound irreversible values' world references")
     ]
     worlds: Annotated[
-        list[dict[str, Any]],
+        list[ApprovalWorldJSON],
         Doc(
             "each bound irreversible value's world reference and what changed in it since the "
-            "value was first given ({slot, label, world_ref, changes, acknowledge})"
+            "value was first given"
         ),
     ]
-    quorum: dict[str, Any] | None
+    quorum: QuorumJSON | None
     replayed: Annotated[
         bool, Doc("true when you had already approved these bindings: counted once")
     ]

@@ -516,7 +516,7 @@ def test_it_answers_json_404_for_an_unknown_api_path(runtime: JsonClient) -> Non
 
 
 def test_it_answers_405_json_for_a_wrong_method(runtime: JsonClient, instance_id: str) -> None:
-    _error(runtime.get(f"{API}/instances/"), 405, code="method_not_allowed")
+    _error(runtime.delete(f"{API}/instances/"), 405, code="method_not_allowed")
     _error(runtime.delete(f"{API}/instances/{instance_id}/"), 405, code="method_not_allowed")
 
 

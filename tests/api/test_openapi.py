@@ -112,3 +112,74 @@ def test_a_key_of_white_space_alone_is_refused_as_the_document_says(
     # Around a key, white space is trimmed: this one is looked up, and is not there.
     body["task_class"] = f"{space}no.such.class{space}"
     assert runtime.post_json("/api/v1/instances/", body).json()["error"] == "unknown_task_class"
+
+
+# Free-form JSON by design: the values, worlds and graphs the runtimes and models send (data
+# the console stores and shows, never interprets beyond comparing), and a JWK.
+FREE_FORM = {
+    "value",
+    "value_confirmation",
+    "prefill",
+    "context_value",
+    "response_value",
+    "old",
+    "new",
+    "world",
+    "world_ref",
+    "world_now",
+    "bindings",
+    "graph",
+    "update",
+    "public_key_jwk",
+}
+
+
+def _free_form(prop: dict[str, Any]) -> bool:
+    """A property whose content the document does not describe: any JSON, or an object or a
+    list of objects with no declared keys."""
+    if any(k in prop for k in ("$ref", "allOf", "oneOf", "enum")):
+        return False
+    if "type" not in prop:
+        return True
+    items = prop.get("items") if prop.get("type") == "array" else None
+    if isinstance(items, dict) and items.get("type") == "object":
+        return "properties" not in items
+    return (
+        prop["type"] == "object"
+        and "properties" not in prop
+        and (prop.get("additionalProperties") in (None, True, {}, {"nullable": True}))
+    )
+
+
+def test_every_field_is_typed_but_the_data_it_carries(schema: dict[str, Any]) -> None:
+    untyped = {
+        f"{name}.{key}"
+        for name, component in schema["components"]["schemas"].items()
+        for key, prop in (component.get("properties") or {}).items()
+        if _free_form(prop) and key not in FREE_FORM
+    }
+    assert untyped == set()
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status", "header"),
+    [
+        ("get", "/api/v1/instances/{instance_id}/", "200", "ETag"),
+        ("get", "/api/v1/instances/{instance_id}/", "304", "ETag"),
+        ("get", "/api/v1/instances/{instance_id}/", "200", "Preference-Applied"),
+        ("get", "/api/v1/instances/{instance_id}/", "304", "Preference-Applied"),
+        ("post", "/api/v1/instances/", "200", "Idempotent-Replayed"),
+    ],
+)
+def test_the_headers_the_api_answers_with_are_declared(
+    schema: dict[str, Any], method: str, path: str, status: str, header: str
+) -> None:
+    response = schema["paths"][path][method]["responses"][status]
+    assert header in response.get("headers", {}), response
+
+
+def test_the_lists_have_their_own_operation_ids(schema: dict[str, Any]) -> None:
+    ids = [operation["operationId"] for _, _, operation in _operations(schema)]
+    assert len(ids) == len(set(ids))
+    assert {"instances_list", "task_classes_list"} <= set(ids)
+    assert not any(re.search(r"_\d+$", i) for i in ids), "a numbered id: a collision resolved"
