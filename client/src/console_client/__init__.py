@@ -51,6 +51,7 @@ from console_client.errors import (
 from console_client.models import Confirmation, Resolution
 from console_client.passkeys import SignatureInvalid, signature_challenge, verify_signature
 from console_client.receipts import Approval, Bound, Receipt, Redemption, verify_receipt
+from console_client.registration import Risk
 from console_client.webhooks import WebhookEvent, verify_webhook
 
 __all__ = [
@@ -87,6 +88,7 @@ __all__ = [
     "Redemption",
     "Rejected",
     "Resolution",
+    "Risk",
     "ServerError",
     "SignatureInvalid",
     "Unauthorized",

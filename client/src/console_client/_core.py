@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import httpx
 
@@ -153,6 +153,21 @@ def register_task_class(
     if subject_key is not None:
         data["subject_key"] = subject_key
     return Call("PUT", f"task-classes/{_key(key)}/", data)
+
+
+def _page(path: str, **query: Any) -> Call:
+    given = {k: str(v) for k, v in query.items() if v is not None}
+    return Call("GET", path + ("?" + urlencode(given) if given else ""))
+
+
+def list_instances(
+    status: str | None, principal: str | None, limit: int | None, offset: int | None
+) -> Call:
+    return _page("instances/", status=status, principal=principal, limit=limit, offset=offset)
+
+
+def list_task_classes(limit: int | None, offset: int | None) -> Call:
+    return _page("task-classes/", limit=limit, offset=offset)
 
 
 def open_instance(

@@ -136,6 +136,25 @@ class _Api(
         call = _core.register_task_class(key, name, slots, decisions, open_slots, subject_key)
         return self._send(call)
 
+    def list_instances(
+        self,
+        *,
+        status: str | None = None,
+        principal: str | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> JsonResult:
+        """A page of this runtime's instances, newest first (`count`, `next`, `previous`,
+        `results` of summaries); `status` and `principal` narrow it."""
+        return self._send(_core.list_instances(status, principal, limit, offset))
+
+    def list_task_classes(
+        self, *, limit: int | None = None, offset: int | None = None
+    ) -> JsonResult:
+        """A page of the task classes this runtime may use, each with its slots and those that
+        wait for a classifier (`unclassified`)."""
+        return self._send(_core.list_task_classes(limit, offset))
+
     def open_instance(
         self,
         task_class: str,

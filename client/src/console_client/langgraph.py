@@ -46,6 +46,12 @@ from console_client.models import (
     Confirmation,
     Resolution,
 )
+from console_client.registration import (
+    log_registered,
+    needs_registration,
+    registration,
+    slots_from_values,
+)
 
 INTERRUPT_TYPE = "console_confirmation"
 MAX_KEY_LENGTH = 200
@@ -231,6 +237,8 @@ def confirm(
     slots: Sequence[str] | None = None,
     audience: str | None = None,
     redeem: str = REDEEM_AGENT,
+    register: bool = True,
+    risks: Mapping[str, str] | None = None,
 ) -> Confirmation:
     """Inside a node: the `Confirmation` (a dict of the bindings) the console gives for
     `values` (beliefs of source `inference`, with `world`), its receipt verified against them.
@@ -248,15 +256,25 @@ def confirm(
     Raises `Rejected` (with the person's `reason`) when the person rejected it, and
     `InstanceExpired` when they did not answer in time. `name` tells apart several confirm()
     calls in one node. `slots` are the action's slots (default: the keys of `values`).
+
+    A class the console does not know is registered on first use (`register=True`): a slot
+    per key of `values`, typed from its value, suggesting the risk `risks` names, and one
+    decision named after the node; unclassified (so irreversible) until a classifier decides.
     """
     _checked(redeem, audience)
     _, _, _, node = _node_identity(name)
     own = console is None
     console = console or Console()
     try:
-        resolution = console.resolve(
-            **_resolve_arguments(task_class, principal, values, world, name, slots, audience)
-        )
+        arguments = _resolve_arguments(task_class, principal, values, world, name, slots, audience)
+        try:
+            resolution = console.resolve(**arguments)
+        except ApiError as refused:
+            if not (register and needs_registration(refused)):
+                raise
+            form = registration(task_class, slots_from_values(values, risks), node)
+            log_registered(console.base_url, task_class, console.register_task_class(**form))
+            resolution = console.resolve(**arguments)
         for earlier in _superseded(node, name, resolution.instance_id):
             _cancel_if_waiting(console, earlier, _cancel_reason(resolution.instance_id))
         if _asked_the_person(resolution):
@@ -298,6 +316,8 @@ async def aconfirm(
     slots: Sequence[str] | None = None,
     audience: str | None = None,
     redeem: str = REDEEM_AGENT,
+    register: bool = True,
+    risks: Mapping[str, str] | None = None,
 ) -> Confirmation:
     """`confirm` for async nodes: the same, with `AsyncConsole`, never blocking the loop."""
     _checked(redeem, audience)
@@ -305,9 +325,16 @@ async def aconfirm(
     own = console is None
     console = console or AsyncConsole()
     try:
-        resolution = await console.resolve(
-            **_resolve_arguments(task_class, principal, values, world, name, slots, audience)
-        )
+        arguments = _resolve_arguments(task_class, principal, values, world, name, slots, audience)
+        try:
+            resolution = await console.resolve(**arguments)
+        except ApiError as refused:
+            if not (register and needs_registration(refused)):
+                raise
+            form = registration(task_class, slots_from_values(values, risks), node)
+            body = await console.register_task_class(**form)
+            log_registered(console.base_url, task_class, body)
+            resolution = await console.resolve(**arguments)
         for earlier in await _asuperseded(node, name, resolution.instance_id):
             await _acancel_if_waiting(console, earlier, _cancel_reason(resolution.instance_id))
         if _asked_the_person(resolution):

@@ -46,7 +46,7 @@ from agents.tool_context import ToolContext
 from console_client import _core
 from console_client.client import AsyncConsole
 from console_client.digest import bindings_digest
-from console_client.errors import NotReady
+from console_client.errors import ApiError, NotReady
 from console_client.models import (
     AWAITING_USER,
     CANCELLED,
@@ -56,6 +56,12 @@ from console_client.models import (
     REDEEM_MODES,
     REDEEM_TOOL,
     Resolution,
+)
+from console_client.registration import (
+    log_registered,
+    needs_registration,
+    registration,
+    slots_from_signature,
 )
 
 World = Mapping[str, Mapping[str, Any]]
@@ -89,6 +95,9 @@ class _Spec:
     world: WorldSource
     console: ConsoleFactory
     audience: str | None = None
+    # What registers the class on first use (None: never): its slots, and the decision.
+    slots: tuple[dict[str, Any], ...] | None = None
+    decision: str = ""
 
     def key(self, tool_name: str, call_id: str, arguments: Mapping[str, Any]) -> str:
         """The call's Idempotency-Key: its arguments' digest is part of it, so another set of
@@ -108,15 +117,26 @@ class _Spec:
         """The call's instance: opened the first time with its arguments, world and slots; the
         same request finds it again after that."""
         world = self.world_for(arguments)
-        return await console.open_instance(
-            self.task_class,
-            self.principal,
-            world=world or None,
-            beliefs=_core.beliefs_from_values(arguments, world, "inference", None),
-            idempotency_key=self.key(tool_name, call_id, arguments),
-            slots=list(arguments),
-            audience=self.audience,
-        )
+
+        async def open_() -> dict[str, Any]:
+            return await console.open_instance(
+                self.task_class,
+                self.principal,
+                world=world or None,
+                beliefs=_core.beliefs_from_values(arguments, world, "inference", None),
+                idempotency_key=self.key(tool_name, call_id, arguments),
+                slots=list(arguments),
+                audience=self.audience,
+            )
+
+        try:
+            return await open_()
+        except ApiError as refused:
+            if self.slots is None or not needs_registration(refused):
+                raise
+        form = registration(self.task_class, self.slots, self.decision)
+        log_registered(console.base_url, self.task_class, await console.register_task_class(**form))
+        return await open_()
 
     async def plan(self, tool_name: str, call_id: str, arguments: Mapping[str, Any]) -> str:
         async with self.console() as console:
@@ -187,6 +207,8 @@ def console_tool(
     description: str | None = None,
     audience: str | None = None,
     redeem: str = REDEEM_AGENT,
+    register: bool = True,
+    risks: Mapping[str, str] | None = None,
 ) -> FunctionTool:
     """A FunctionTool for `func` (sync or async; its parameters are slots of the task class)
     whose every call the console plans, and which runs once, with the confirmed bindings, on a
@@ -199,6 +221,11 @@ def console_tool(
     receipt, for the service `func` calls to verify. The tool redeems the receipt before `func`
     runs (`redeem="agent"`), or leaves that to the service (`redeem="tool"`: `func` must take
     `receipt`, and `audience` is required).
+
+    On first use (`register=True`), a class the console does not know is registered: a slot
+    per parameter, typed from its annotation, suggesting the risk of its
+    `Annotated[..., Risk("...")]` or of `risks`, and one decision named after the tool. Its
+    slots are unclassified (so irreversible) until a classifier decides; the tool logs where.
     """
     if redeem not in REDEEM_MODES:
         raise ValueError(f"redeem must be one of {', '.join(REDEEM_MODES)}, not {redeem!r}")
@@ -217,6 +244,8 @@ def console_tool(
         world=world,
         console=console,
         audience=audience,
+        slots=tuple(slots_from_signature(func, risks)) if register else None,
+        decision=schema.name,
     )
 
     async def needs_approval(
