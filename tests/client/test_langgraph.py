@@ -180,11 +180,18 @@ def test_an_async_node_pauses_and_resumes_with_the_edit(
     assert instance.status == "ready"
 
 
+@pytest.mark.parametrize("explicit", [False, True], ids=["handed", "named"])
 def test_update_state_cancels_the_superseded_instance_and_asks_for_the_new_one(
-    console: LiveConsole, person: Person
+    console: LiveConsole, person: Person, monkeypatch: pytest.MonkeyPatch, explicit: bool
 ) -> None:
+    """The node finds its earlier run's instance in the checkpointer LangGraph hands it, or,
+    where LangGraph no longer exports that key, in the one it names to confirm()."""
+    if explicit:
+        monkeypatch.setattr("console_client.langgraph._CHECKPOINTER", None)
     ledger = Ledger()
-    graph = build(console.url, console.key, ledger, InMemorySaver(), TRANSFER)
+    graph = build(
+        console.url, console.key, ledger, InMemorySaver(), TRANSFER, explicit_checkpointer=explicit
+    )
     graph.invoke(INPUT, CONFIG)
     (first,) = _instances(console)
     graph.update_state(CONFIG, {"recipient_account": CORRECTED})

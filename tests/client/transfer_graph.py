@@ -30,8 +30,11 @@ def build(
     task_class: str,
     *,
     asynchronous: bool = False,
+    explicit_checkpointer: bool = False,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
-    """The graph; with `asynchronous`, its send node is async and uses aconfirm."""
+    """The graph; with `asynchronous`, its send node is async and uses aconfirm; with
+    `explicit_checkpointer`, the node names the checkpointer to confirm()."""
+    given = checkpointer if explicit_checkpointer else None
 
     def draft(state: Transfer) -> Transfer:
         return {"memo": state.get("memo") or "rent"}
@@ -54,7 +57,13 @@ def build(
         console = Console(url, key, poll_interval=0.05)
         try:
             bindings = confirm(
-                task_class, "alice", values, world=WORLD, console=console, timeout=30
+                task_class,
+                "alice",
+                values,
+                world=WORLD,
+                console=console,
+                timeout=30,
+                checkpointer=given,
             )
         except Rejected as rejection:
             return {"rejected": rejection.reason or ""}

@@ -58,9 +58,13 @@ MAX_KEY_LENGTH = 200
 DEFAULT_TIMEOUT = 300.0  # seconds a resumed node waits for the person before WaitTimeout
 # How far back a node looks for the instance of an earlier run that its new values supersede.
 SUPERSEDED_LOOKBACK = 20
-# LangGraph hands a node its checkpointer in the config under this key (langgraph's
-# CONFIG_KEY_CHECKPOINTER, internal there, so spelled out here).
-_CHECKPOINTER = "__pregel_checkpointer"
+
+try:  # The key LangGraph hands a node its checkpointer under, exported for compatibility only.
+    from langgraph.constants import CONFIG_KEY_CHECKPOINTER
+
+    _CHECKPOINTER: str | None = CONFIG_KEY_CHECKPOINTER
+except ImportError:  # (LangGraph 2 may drop it: pass checkpointer= to keep the clean-up)
+    _CHECKPOINTER = None
 
 
 def _node_identity(name: str) -> tuple[str, str, str, str]:
@@ -171,10 +175,14 @@ def _earlier_instances(
     return found
 
 
-def _history_config() -> tuple[BaseCheckpointSaver[Any] | None, dict[str, Any]]:
+def _history_config(
+    given: BaseCheckpointSaver[Any] | None,
+) -> tuple[BaseCheckpointSaver[Any] | None, dict[str, Any]]:
+    """The checkpointer to read the node's earlier runs from (`given`, else the one the config
+    hands the node) and the config of the thread's history."""
     config = get_config()
     configurable = config.get("configurable", {})
-    checkpointer = configurable.get(_CHECKPOINTER)
+    checkpointer = given or (configurable.get(_CHECKPOINTER) if _CHECKPOINTER else None)
     namespace = str(configurable.get("checkpoint_ns") or "")
     parent = namespace.rsplit("|", 1)[0] if "|" in namespace else ""
     history = {
@@ -183,22 +191,26 @@ def _history_config() -> tuple[BaseCheckpointSaver[Any] | None, dict[str, Any]]:
     return (checkpointer if isinstance(checkpointer, BaseCheckpointSaver) else None), history
 
 
-def _superseded(node: str, name: str, current: str) -> set[str]:
-    checkpointer, history = _history_config()
+def _superseded(
+    node: str, name: str, current: str, given: BaseCheckpointSaver[Any] | None = None
+) -> set[str]:
+    checkpointer, history = _history_config(given)
     if checkpointer is None:
         return set()
     tuples = checkpointer.list(history, limit=SUPERSEDED_LOOKBACK)  # type: ignore[arg-type]
     return _earlier_instances(tuples, node, name, current)
 
 
-async def _asuperseded(node: str, name: str, current: str) -> set[str]:
-    checkpointer, history = _history_config()
+async def _asuperseded(
+    node: str, name: str, current: str, given: BaseCheckpointSaver[Any] | None = None
+) -> set[str]:
+    checkpointer, history = _history_config(given)
     if checkpointer is None:
         return set()
     try:
         tuples = [t async for t in checkpointer.alist(history, limit=SUPERSEDED_LOOKBACK)]  # type: ignore[arg-type]
     except NotImplementedError:  # a sync-only checkpointer (SqliteSaver) in an async graph
-        return await asyncio.to_thread(_superseded, node, name, current)
+        return await asyncio.to_thread(_superseded, node, name, current, checkpointer)
     return _earlier_instances(tuples, node, name, current)
 
 
@@ -239,6 +251,7 @@ def confirm(
     redeem: str = REDEEM_AGENT,
     register: bool = True,
     risks: Mapping[str, str] | None = None,
+    checkpointer: BaseCheckpointSaver[Any] | None = None,
 ) -> Confirmation:
     """Inside a node: the `Confirmation` (a dict of the bindings) the console gives for
     `values` (beliefs of source `inference`, with `world`), its receipt verified against them.
@@ -260,6 +273,8 @@ def confirm(
     A class the console does not know is registered on first use (`register=True`): a slot
     per key of `values`, typed from its value, suggesting the risk `risks` names, and one
     decision named after the node; unclassified (so irreversible) until a classifier decides.
+    `checkpointer` is the graph's, where the node finds the instances of its earlier runs to
+    cancel (default: the one LangGraph hands the node).
     """
     _checked(redeem, audience)
     _, _, _, node = _node_identity(name)
@@ -275,7 +290,7 @@ def confirm(
             form = registration(task_class, slots_from_values(values, risks), node)
             log_registered(console.base_url, task_class, console.register_task_class(**form))
             resolution = console.resolve(**arguments)
-        for earlier in _superseded(node, name, resolution.instance_id):
+        for earlier in _superseded(node, name, resolution.instance_id, checkpointer):
             _cancel_if_waiting(console, earlier, _cancel_reason(resolution.instance_id))
         if _asked_the_person(resolution):
             interrupt(interrupt_payload(resolution, task_class, principal, node, name))
@@ -318,6 +333,7 @@ async def aconfirm(
     redeem: str = REDEEM_AGENT,
     register: bool = True,
     risks: Mapping[str, str] | None = None,
+    checkpointer: BaseCheckpointSaver[Any] | None = None,
 ) -> Confirmation:
     """`confirm` for async nodes: the same, with `AsyncConsole`, never blocking the loop."""
     _checked(redeem, audience)
@@ -335,7 +351,7 @@ async def aconfirm(
             body = await console.register_task_class(**form)
             log_registered(console.base_url, task_class, body)
             resolution = await console.resolve(**arguments)
-        for earlier in await _asuperseded(node, name, resolution.instance_id):
+        for earlier in await _asuperseded(node, name, resolution.instance_id, checkpointer):
             await _acancel_if_waiting(console, earlier, _cancel_reason(resolution.instance_id))
         if _asked_the_person(resolution):
             interrupt(interrupt_payload(resolution, task_class, principal, node, name))
