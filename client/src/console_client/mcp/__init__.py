@@ -34,7 +34,6 @@ never an allow.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
@@ -45,21 +44,19 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from console_client.client import DEFAULT_POLL_INTERVAL, AsyncConsole
-from console_client.digest import bindings_digest
-from console_client.errors import (
-    ApiError,
-    BadRequest,
-    ConsoleError,
-    NotFound,
-    WaitEnded,
-    WaitTimeout,
-)
+from console_client.errors import ApiError, ConsoleError
 from console_client.models import AWAITING_USER, CANCELLED, Resolution
+from console_client.permissions import (
+    DEFAULT_PROGRESS_INTERVAL,
+    PermissionSettings,
+    as_original_type,
+    decide,
+    deny,
+    waiting,
+)
+from console_client.registration import value_type_of as value_type
 
-logger = logging.getLogger(__name__)
-
-DEFAULT_PROGRESS_INTERVAL = 5.0
-MAX_KEY_LENGTH = 200
+__all__ = ["as_original_type", "build_server", "main", "permission", "value_type"]
 
 
 def _float(name: str) -> float | None:
@@ -92,41 +89,6 @@ def _tool_error(error: ConsoleError) -> ToolError:
     if isinstance(error, ApiError):
         return ToolError(f"The console refused: {error.detail or error.error} ({error.status})")
     return ToolError(str(error))
-
-
-def deny_message(resolution: Resolution) -> str:
-    reason = resolution.reason or "no reason given"
-    return f"The person rejected this in the confirmation console: {reason}"
-
-
-async def waiting(
-    console: AsyncConsole,
-    resolution: Resolution,
-    timeout: float | None,
-    ctx: Context | None,
-) -> Resolution:
-    """Wait for the person, sending a progress notification every CONSOLE_PROGRESS_INTERVAL
-    seconds meanwhile (a no-op when the caller sent no progress token): an agent host that
-    shows progress, or resets its own timeout on it, sees the wait is alive."""
-    if not resolution.awaiting_user:
-        return resolution
-    interval = _float("CONSOLE_PROGRESS_INTERVAL") or DEFAULT_PROGRESS_INTERVAL
-    wait = asyncio.ensure_future(console.wait(resolution.instance_id, timeout))
-    waited = 0.0
-    try:
-        while True:
-            done, _ = await asyncio.wait({wait}, timeout=interval)
-            if done:
-                return wait.result()
-            waited += interval
-            if ctx is not None:
-                await ctx.report_progress(
-                    waited,
-                    timeout,
-                    f"waiting for the person to answer in the console: {resolution.url}",
-                )
-    finally:
-        wait.cancel()
 
 
 def build_server() -> MCPServer:
@@ -183,7 +145,10 @@ def build_server() -> MCPServer:
                 pending = Resolution.from_payload(await console.get(instance_id), console.base_url)
                 if pending.status != AWAITING_USER:  # answered already: the same as a wait
                     return _summary(await console.wait(instance_id, 0))
-                return _summary(await waiting(console, pending, timeout, ctx))
+                progress = _progress_interval()
+                return _summary(
+                    await waiting(console, pending, timeout, ctx.report_progress, progress)
+                )
         except ConsoleError as error:
             raise _tool_error(error) from None
 
@@ -198,53 +163,23 @@ def build_server() -> MCPServer:
     return server
 
 
-def value_type(value: Any) -> str:
-    """The console's value type for a JSON value, so that the person's edit is stored as one."""
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "json"
+def _progress_interval() -> float:
+    return _float("CONSOLE_PROGRESS_INTERVAL") or DEFAULT_PROGRESS_INTERVAL
 
 
-def as_original_type(original: Any, value: Any) -> Any:
-    """The person's value in the JSON type of the tool's original value (a boolean stays a
-    boolean, a number a number): the tool gets the type it asked with. ValueError when the
-    value cannot be read as that type."""
-    if original is None or type(value) is type(original):
-        return value
-    if isinstance(original, bool):
-        if isinstance(value, str) and value.strip().lower() in {"true", "false"}:
-            return value.strip().lower() == "true"
-    elif isinstance(original, int | float) and not isinstance(value, bool):
-        if isinstance(value, str):
-            value = json.loads(value.strip())
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            if isinstance(original, int) and float(value).is_integer():
-                return int(value)
-            return float(value)
-    elif isinstance(original, str):
-        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    elif isinstance(original, dict | list):
-        parsed = json.loads(value) if isinstance(value, str) else value
-        if isinstance(parsed, type(original)):
-            return parsed
-    raise ValueError(f"{value!r} is not a {type(original).__name__}")
-
-
-def _permission_key(tool_use_id: str | None, tool_input: Mapping[str, Any]) -> str | None:
-    """The call's Idempotency-Key: its tool use and the digest of its input, so the same call
-    finds its instance again and another input under a reused id is a new one."""
-    if not tool_use_id:
+def settings_from_environment() -> PermissionSettings | None:
+    """The permission tool's settings, from the environment; None without CONSOLE_PRINCIPAL."""
+    principal = os.environ.get("CONSOLE_PRINCIPAL")
+    if not principal:
         return None
-    key = f"claude-code:{tool_use_id}:{bindings_digest(tool_input)}"
-    return key if len(key) <= MAX_KEY_LENGTH else "claude-code:" + bindings_digest({"k": key})
-
-
-def _deny(message: str) -> str:
-    return json.dumps({"behavior": "deny", "message": message})
+    return PermissionSettings(
+        principal=principal,
+        task_class_prefix=os.environ.get("CONSOLE_TASK_CLASS_PREFIX", "claude-code."),
+        timeout=_float("CONSOLE_WAIT_TIMEOUT"),
+        audience=os.environ.get("CONSOLE_AUDIENCE") or None,
+        console=_console,
+        progress_interval=_progress_interval(),
+    )
 
 
 async def permission(
@@ -254,84 +189,11 @@ async def permission(
     ctx: Context | None = None,
 ) -> str:
     """The permission-prompt answer, as JSON text."""
-    principal = os.environ.get("CONSOLE_PRINCIPAL")
-    if not principal:
-        return _deny("CONSOLE_PRINCIPAL is not set")
-    task_class = os.environ.get("CONSOLE_TASK_CLASS_PREFIX", "claude-code.") + tool_name
-    values = dict(tool_input)
-    timeout = _float("CONSOLE_WAIT_TIMEOUT")
-
-    audience = os.environ.get("CONSOLE_AUDIENCE") or None
-
-    async def open_and_plan(console: AsyncConsole) -> Resolution:
-        return await console.resolve(
-            task_class,
-            principal,
-            values,
-            idempotency_key=_permission_key(tool_use_id, values),
-            wait=False,
-            slots=list(values),  # exactly this call's keys: asked, and returned
-            audience=audience,
-        )
-
-    async def register(console: AsyncConsole) -> None:
-        # A passthrough class: any key the tool takes may come, each unclassified (so
-        # irreversible) until a classifier says otherwise, and typed as the call's value.
-        await console.register_task_class(
-            task_class,
-            name=f"Claude Code: {tool_name}",
-            slots=[{"key": key, "value_type": value_type(v)} for key, v in values.items()],
-            open_slots=True,
-        )
-
-    pending: Resolution | None = None
-    try:
-        async with _console() as console:
-            try:
-                pending = await open_and_plan(console)
-            except (NotFound, BadRequest) as refused:
-                # A tool seen for the first time, or a class registered before open_slots.
-                if refused.error not in {"unknown_task_class", "unknown_slot"}:
-                    raise
-                await register(console)
-                pending = await open_and_plan(console)
-            resolution = await waiting(console, pending, timeout, ctx)
-            if not resolution.ready:
-                return _deny(deny_message(resolution))
-            bindings = resolution.verified_bindings()
-            if set(bindings) != set(values):
-                return _deny(f"The console confirmed {sorted(bindings)}, not {sorted(values)}")
-            try:
-                updated = {k: as_original_type(v, bindings[k]) for k, v in values.items()}
-            except ValueError as wrong:
-                return _deny(f"The console returned a value of the wrong type: {wrong}")
-            # Allow exactly what the person approved, once: the receipt must approve these
-            # bindings, and redeeming it refuses any second use of the same confirmation.
-            confirmation = await console.confirmation(resolution, audience=audience)
-            if confirmation.replayed:
-                return _deny(
-                    "This call was already allowed once with this confirmation "
-                    f"(instance {resolution.instance_id}); it is not allowed twice."
-                )
-    except WaitTimeout as timed_out:
-        await _cancel(pending, f"no answer within {timeout} s")
-        return _deny(f"{timed_out} (cancelled; nothing of it will run)")
-    except WaitEnded as ended:
-        return _deny(str(ended))
-    except ConsoleError as error:
-        return _deny(f"Nothing was confirmed: {error}")
-    except Exception as error:  # fail closed, and say why: never an allow, never a bare error
-        logger.exception("request_permission failed")
-        return _deny(f"Nothing was confirmed: the permission tool failed ({error!r})")
-    return json.dumps({"behavior": "allow", "updatedInput": updated})
-
-
-async def _cancel(pending: Resolution | None, reason: str) -> None:
-    """Cancel the instance a timed-out wait leaves behind, so no one answers a dead request."""
-    if pending is None:
-        return
-    async with _console() as console:
-        await console.cancel(pending.instance_id, reason)
+    settings = settings_from_environment()
+    if settings is None:
+        return json.dumps(deny("CONSOLE_PRINCIPAL is not set"))
+    progress = ctx.report_progress if ctx is not None else None
+    return json.dumps(await decide(tool_name, tool_input, tool_use_id, settings, progress))
 
 
 def main() -> None:

@@ -1,0 +1,212 @@
+"""A tool call's permission, asked of the person in the console: what the MCP server's
+`request_permission` and the Claude Agent SDK's `can_use_tool` both answer.
+
+A call of tool `T` is planned as task class `{prefix}T` for the principal. The class is
+registered on first use with `open_slots`, and each call names exactly its own keys as the
+action's slots, so a call is asked about its keys only; a key seen for the first time is
+unclassified, so irreversible until a classifier decides. The answer allows the input the person
+confirmed (their edits included, each value in its original JSON type) once the receipt is
+verified against that input and redeemed (the same call again is denied, never allowed twice),
+or denies with the person's reason. Whatever fails, the answer is a deny that says why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from console_client.client import AsyncConsole
+from console_client.digest import bindings_digest
+from console_client.errors import BadRequest, ConsoleError, NotFound, WaitEnded, WaitTimeout
+from console_client.models import Resolution
+from console_client.registration import value_type_of
+
+logger = logging.getLogger("console_client")
+
+DEFAULT_PROGRESS_INTERVAL = 5.0
+MAX_KEY_LENGTH = 200
+# Called while the person has not answered yet: (seconds waited, the timeout, a message).
+Progress = Callable[[float, float | None, str], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class PermissionSettings:
+    """Whom a tool call is asked of and how: `principal` answers in the console; the class is
+    `task_class_prefix` + the tool's name; a wait of more than `timeout` seconds cancels the
+    instance and denies; `audience` names whom the receipts are for."""
+
+    principal: str
+    task_class_prefix: str = "claude-code."
+    timeout: float | None = None
+    audience: str | None = None
+    console: Callable[[], AsyncConsole] = AsyncConsole
+    progress_interval: float = DEFAULT_PROGRESS_INTERVAL
+    # Tools that are never asked about (reading a file, say): allowed as they are.
+    passthrough: frozenset[str] = field(default_factory=frozenset)
+
+
+def allow(updated_input: Mapping[str, Any]) -> dict[str, Any]:
+    return {"behavior": "allow", "updatedInput": dict(updated_input)}
+
+
+def deny(message: str) -> dict[str, Any]:
+    return {"behavior": "deny", "message": message}
+
+
+def deny_message(resolution: Resolution) -> str:
+    reason = resolution.reason or "no reason given"
+    return f"The person rejected this in the confirmation console: {reason}"
+
+
+def as_original_type(original: Any, value: Any) -> Any:
+    """The person's value in the JSON type of the tool's original value (a boolean stays a
+    boolean, a number a number): the tool gets the type it asked with. ValueError when the
+    value cannot be read as that type."""
+    if original is None or type(value) is type(original):
+        return value
+    if isinstance(original, bool):
+        if isinstance(value, str) and value.strip().lower() in {"true", "false"}:
+            return value.strip().lower() == "true"
+    elif isinstance(original, int | float) and not isinstance(value, bool):
+        if isinstance(value, str):
+            value = json.loads(value.strip())
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            if isinstance(original, int) and float(value).is_integer():
+                return int(value)
+            return float(value)
+    elif isinstance(original, str):
+        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    elif isinstance(original, dict | list):
+        parsed = json.loads(value) if isinstance(value, str) else value
+        if isinstance(parsed, type(original)):
+            return parsed
+    raise ValueError(f"{value!r} is not a {type(original).__name__}")
+
+
+def permission_key(tool_use_id: str | None, tool_input: Mapping[str, Any]) -> str | None:
+    """The call's Idempotency-Key: its tool use and the digest of its input, so the same call
+    finds its instance again and another input under a reused id is a new one."""
+    if not tool_use_id:
+        return None
+    key = f"claude-code:{tool_use_id}:{bindings_digest(tool_input)}"
+    return key if len(key) <= MAX_KEY_LENGTH else "claude-code:" + bindings_digest({"k": key})
+
+
+async def waiting(
+    console: AsyncConsole,
+    resolution: Resolution,
+    timeout: float | None,
+    progress: Progress | None,
+    interval: float = DEFAULT_PROGRESS_INTERVAL,
+) -> Resolution:
+    """Wait for the person, calling `progress` every `interval` seconds meanwhile: an agent
+    host that shows progress, or resets its own timeout on it, sees the wait is alive."""
+    if not resolution.awaiting_user:
+        return resolution
+    wait = asyncio.ensure_future(console.wait(resolution.instance_id, timeout))
+    waited = 0.0
+    try:
+        while True:
+            done, _ = await asyncio.wait({wait}, timeout=interval)
+            if done:
+                return wait.result()
+            waited += interval
+            if progress is not None:
+                await progress(
+                    waited,
+                    timeout,
+                    f"waiting for the person to answer in the console: {resolution.url}",
+                )
+    finally:
+        wait.cancel()
+
+
+async def decide(
+    tool_name: str,
+    tool_input: Mapping[str, Any],
+    tool_use_id: str | None,
+    settings: PermissionSettings,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """`{"behavior": "allow", "updatedInput": {...}}` with the input the person confirmed, or
+    `{"behavior": "deny", "message": "..."}` with their reason or what went wrong."""
+    if tool_name in settings.passthrough:
+        return allow(tool_input)
+    task_class = settings.task_class_prefix + tool_name
+    values = dict(tool_input)
+
+    async def open_and_plan(console: AsyncConsole) -> Resolution:
+        return await console.resolve(
+            task_class,
+            settings.principal,
+            values,
+            idempotency_key=permission_key(tool_use_id, values),
+            wait=False,
+            slots=list(values),  # exactly this call's keys: asked, and returned
+            audience=settings.audience,
+        )
+
+    async def register(console: AsyncConsole) -> None:
+        # A passthrough class: any key the tool takes may come, each unclassified (so
+        # irreversible) until a classifier says otherwise, and typed as the call's value.
+        await console.register_task_class(
+            task_class,
+            name=f"Claude Code: {tool_name}",
+            slots=[{"key": key, "value_type": value_type_of(v)} for key, v in values.items()],
+            open_slots=True,
+        )
+
+    pending: Resolution | None = None
+    try:
+        async with settings.console() as console:
+            try:
+                pending = await open_and_plan(console)
+            except (NotFound, BadRequest) as refused:
+                # A tool seen for the first time, or a class registered before open_slots.
+                if refused.error not in {"unknown_task_class", "unknown_slot"}:
+                    raise
+                await register(console)
+                pending = await open_and_plan(console)
+            resolution = await waiting(
+                console, pending, settings.timeout, progress, settings.progress_interval
+            )
+            if not resolution.ready:
+                return deny(deny_message(resolution))
+            bindings = resolution.verified_bindings()
+            if set(bindings) != set(values):
+                return deny(f"The console confirmed {sorted(bindings)}, not {sorted(values)}")
+            try:
+                updated = {k: as_original_type(v, bindings[k]) for k, v in values.items()}
+            except ValueError as wrong:
+                return deny(f"The console returned a value of the wrong type: {wrong}")
+            # Allow exactly what the person approved, once: the receipt must approve these
+            # bindings, and redeeming it refuses any second use of the same confirmation.
+            confirmation = await console.confirmation(resolution, audience=settings.audience)
+            if confirmation.replayed:
+                return deny(
+                    "This call was already allowed once with this confirmation "
+                    f"(instance {resolution.instance_id}); it is not allowed twice."
+                )
+    except WaitTimeout as timed_out:
+        await _cancel(settings, pending, f"no answer within {settings.timeout} s")
+        return deny(f"{timed_out} (cancelled; nothing of it will run)")
+    except WaitEnded as ended:
+        return deny(str(ended))
+    except ConsoleError as error:
+        return deny(f"Nothing was confirmed: {error}")
+    except Exception as error:  # fail closed, and say why: never an allow, never a bare error
+        logger.exception("the permission of a %s call failed", tool_name)
+        return deny(f"Nothing was confirmed: the permission tool failed ({error!r})")
+    return allow(updated)
+
+
+async def _cancel(settings: PermissionSettings, pending: Resolution | None, reason: str) -> None:
+    """Cancel the instance a timed-out wait leaves behind, so no one answers a dead request."""
+    if pending is None:
+        return
+    async with settings.console() as console:
+        await console.cancel(pending.instance_id, reason)
