@@ -567,7 +567,7 @@ def test_a_confirmation_checks_the_audience_and_the_bindings_it_hands_over(
     console = _console(fake)
     with pytest.raises(ReceiptAudienceMismatch):
         console.confirmation(resolution, audience="payments-service")
-    with pytest.raises(ReceiptDigestMismatch):  # a subset the receipt does not vouch for
+    with pytest.raises(DigestMismatch):  # a subset: not what the person confirmed
         console.confirmation(resolution, bindings={"amount": 120})
     with pytest.raises(ValueError, match="redeem must be one of"):
         console.confirmation(resolution, redeem="server")

@@ -18,6 +18,7 @@ from urllib.parse import quote, urlencode
 
 import httpx
 
+from console_client.digest import verify_bindings
 from console_client.errors import InstanceExpired, ReceiptRedeemed, WaitTimeout, error_for
 from console_client.models import (
     EXPIRED,
@@ -478,7 +479,9 @@ def confirmation(
     the replay."""
     if redeem not in REDEEM_MODES:
         raise ValueError(f"redeem must be one of {', '.join(REDEEM_MODES)}, not {redeem!r}")
-    confirmed = resolution.verified_bindings() if bindings is None else dict(bindings)
+    confirmed = resolution.verified_bindings()
+    if bindings is not None:  # what the action is given must be what the person confirmed
+        confirmed = verify_bindings(bindings, resolution.digest)
     if resolution.receipt_state == "redeemed":
         return Confirmation(confirmed, instance_id=resolution.instance_id, replayed=True)
     checks = ReceiptChecks(bindings=confirmed, audience=audience)
