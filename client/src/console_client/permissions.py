@@ -17,7 +17,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from console_client.client import AsyncConsole
 from console_client.digest import bindings_digest
@@ -31,6 +31,16 @@ DEFAULT_PROGRESS_INTERVAL = 5.0
 MAX_KEY_LENGTH = 200
 # Called while the person has not answered yet: (seconds waited, the timeout, a message).
 Progress = Callable[[float, float | None, str], Awaitable[None]]
+
+
+class Elicitation(Protocol):
+    """Sends the person to the console's page through the agent host (MCP's URL-mode
+    elicitation): `ask` returns the person's action (accept, decline or cancel), `complete`
+    says the page has been answered."""
+
+    async def ask(self, resolution: Resolution) -> str: ...
+
+    async def complete(self, resolution: Resolution) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -131,9 +141,13 @@ async def decide(
     tool_use_id: str | None,
     settings: PermissionSettings,
     progress: Progress | None = None,
+    elicitation: Elicitation | None = None,
 ) -> dict[str, Any]:
     """`{"behavior": "allow", "updatedInput": {...}}` with the input the person confirmed, or
-    `{"behavior": "deny", "message": "..."}` with their reason or what went wrong."""
+    `{"behavior": "deny", "message": "..."}` with their reason or what went wrong.
+
+    With `elicitation`, a call that waits for the person sends them to its page through the
+    agent host first; declining to go there cancels the instance and denies."""
     if tool_name in settings.passthrough:
         return allow(tool_input)
     task_class = settings.task_class_prefix + tool_name
@@ -171,9 +185,20 @@ async def decide(
                     raise
                 await register(console)
                 pending = await open_and_plan(console)
+            asked = elicitation is not None and pending.awaiting_user
+            if elicitation is not None and asked:
+                action = await elicitation.ask(pending)
+                if action != "accept":
+                    await console.cancel(pending.instance_id, f"the person chose {action}")
+                    return deny(
+                        f"The person did not open the confirmation page ({action}): "
+                        "nothing was confirmed, and the request is cancelled."
+                    )
             resolution = await waiting(
                 console, pending, settings.timeout, progress, settings.progress_interval
             )
+            if elicitation is not None and asked:
+                await elicitation.complete(pending)
             if not resolution.ready:
                 return deny(deny_message(resolution))
             bindings = resolution.verified_bindings()

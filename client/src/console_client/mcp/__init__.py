@@ -20,8 +20,14 @@ Tools:
   denied, never allowed twice), or `{"behavior": "deny", "message": "..."}` with the person's
   reason. A wait that times out cancels the instance first, so nothing is left to answer.
 
-While a tool waits for the person it sends MCP progress notifications (when the caller asked
-for them with a progress token) every CONSOLE_PROGRESS_INTERVAL seconds.
+Where the client supports MCP's URL-mode elicitation, a tool that waits for the person first
+sends them to the instance's page through the client (`elicitation/create` with the page's URL,
+the instance's id as the elicitation's), and says when the page is answered
+(`notifications/elicitation/complete`); a person who declines to go there is denied, and
+request_permission cancels the instance. Values are never asked in the client's own form: the
+console's page is where a person confirms. While a tool waits for the person it sends MCP
+progress notifications (when the caller asked for them with a progress token) every
+CONSOLE_PROGRESS_INTERVAL seconds.
 
 Environment: CONSOLE_URL (default http://127.0.0.1:8000), CONSOLE_API_KEY (required),
 CONSOLE_PRINCIPAL (the person request_permission asks), CONSOLE_TASK_CLASS_PREFIX (default
@@ -138,17 +144,27 @@ def build_server() -> MCPServer:
     ) -> dict[str, Any]:
         """Wait until the person has answered: the confirmed bindings and their receipt
         ("ready"), or the rejection and its reason ("cancelled"). Fails when the instance
-        expired, or when timeout_seconds pass first (the instance stays open: call again)."""
+        expired, when timeout_seconds pass first, or when the person would not open the page
+        the client showed them (the instance stays open: call again)."""
         try:
             async with _console() as console:
                 timeout = timeout_seconds or _float("CONSOLE_WAIT_TIMEOUT")
                 pending = Resolution.from_payload(await console.get(instance_id), console.base_url)
                 if pending.status != AWAITING_USER:  # answered already: the same as a wait
                     return _summary(await console.wait(instance_id, 0))
+                elicitation = UrlElicitation.of(ctx)
+                if elicitation is not None:
+                    action = await elicitation.ask(pending)
+                    if action != "accept":
+                        raise ToolError(
+                            f"The person did not open the confirmation page ({action}); "
+                            f"instance {instance_id} stays open."
+                        )
                 progress = _progress_interval()
-                return _summary(
-                    await waiting(console, pending, timeout, ctx.report_progress, progress)
-                )
+                answered = await waiting(console, pending, timeout, ctx.report_progress, progress)
+                if elicitation is not None:
+                    await elicitation.complete(pending)
+                return _summary(answered)
         except ConsoleError as error:
             raise _tool_error(error) from None
 
@@ -165,6 +181,37 @@ def build_server() -> MCPServer:
 
 def _progress_interval() -> float:
     return _float("CONSOLE_PROGRESS_INTERVAL") or DEFAULT_PROGRESS_INTERVAL
+
+
+class UrlElicitation:
+    """MCP's URL-mode elicitation of the instance's page, for a client that supports it."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    @classmethod
+    def of(cls, ctx: Context | None) -> UrlElicitation | None:
+        """One for `ctx`'s client, if it declared URL-mode elicitation; else None (the tools
+        then send progress messages naming the page)."""
+        capabilities = ctx.session.client_capabilities if ctx is not None else None
+        elicitation = capabilities.elicitation if capabilities is not None else None
+        if ctx is None or elicitation is None or elicitation.url is None:
+            return None
+        return cls(ctx)
+
+    async def ask(self, resolution: Resolution) -> str:
+        answer = await self.ctx.elicit_url(
+            message=(
+                f"A person must answer in the confirmation console before this runs "
+                f"({resolution.blocking} question{'s' if resolution.blocking != 1 else ''})."
+            ),
+            url=resolution.url,
+            elicitation_id=resolution.instance_id,
+        )
+        return str(answer.action)
+
+    async def complete(self, resolution: Resolution) -> None:
+        await self.ctx.session.send_elicit_complete(resolution.instance_id)
 
 
 def settings_from_environment() -> PermissionSettings | None:
@@ -193,7 +240,9 @@ async def permission(
     if settings is None:
         return json.dumps(deny("CONSOLE_PRINCIPAL is not set"))
     progress = ctx.report_progress if ctx is not None else None
-    return json.dumps(await decide(tool_name, tool_input, tool_use_id, settings, progress))
+    elicitation = UrlElicitation.of(ctx)
+    answer = await decide(tool_name, tool_input, tool_use_id, settings, progress, elicitation)
+    return json.dumps(answer)
 
 
 def main() -> None:
