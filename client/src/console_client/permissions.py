@@ -23,7 +23,7 @@ from console_client.client import AsyncConsole
 from console_client.digest import bindings_digest
 from console_client.errors import BadRequest, ConsoleError, NotFound, WaitEnded, WaitTimeout
 from console_client.models import Resolution
-from console_client.registration import value_type_of
+from console_client.registration import log_registered, value_type_of
 
 logger = logging.getLogger("console_client")
 
@@ -142,21 +142,29 @@ async def decide(
     settings: PermissionSettings,
     progress: Progress | None = None,
     elicitation: Elicitation | None = None,
+    *,
+    task_class: str | None = None,
+    principal: str | None = None,
+    slots: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """`{"behavior": "allow", "updatedInput": {...}}` with the input the person confirmed, or
     `{"behavior": "deny", "message": "..."}` with their reason or what went wrong.
 
     With `elicitation`, a call that waits for the person sends them to its page through the
-    agent host first; declining to go there cancels the instance and denies."""
+    agent host first; declining to go there cancels the instance and denies. `task_class` and
+    `principal` replace the settings' for this call; `slots` are the class's slots to register
+    on first use (default: one per key of the input, typed from its value)."""
     if tool_name in settings.passthrough:
         return allow(tool_input)
-    task_class = settings.task_class_prefix + tool_name
+    task_class = task_class or settings.task_class_prefix + tool_name
+    principal = principal or settings.principal
     values = dict(tool_input)
+    registered = slots or [{"key": k, "value_type": value_type_of(v)} for k, v in values.items()]
 
     async def open_and_plan(console: AsyncConsole) -> Resolution:
         return await console.resolve(
             task_class,
-            settings.principal,
+            principal,
             values,
             idempotency_key=permission_key(tool_use_id, values),
             wait=False,
@@ -167,12 +175,10 @@ async def decide(
     async def register(console: AsyncConsole) -> None:
         # A passthrough class: any key the tool takes may come, each unclassified (so
         # irreversible) until a classifier says otherwise, and typed as the call's value.
-        await console.register_task_class(
-            task_class,
-            name=f"Claude Code: {tool_name}",
-            slots=[{"key": key, "value_type": value_type_of(v)} for key, v in values.items()],
-            open_slots=True,
+        body = await console.register_task_class(
+            task_class, name=f"{tool_name} (tool)", slots=registered, open_slots=True
         )
+        log_registered(console.base_url, task_class, body)
 
     pending: Resolution | None = None
     try:
