@@ -18,6 +18,7 @@ from agents import Runner, RunState
 from console_client import AsyncConsole, Console
 from console_client.langgraph import confirm
 from console_client.openai_agents import ALREADY_DONE, console_tool, resolve_interruptions
+from console_client.pydantic_ai import ALREADY_DONE as PYDANTIC_ALREADY_DONE
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
@@ -261,3 +262,51 @@ def test_redeem_by_the_tool_needs_a_receipt_parameter_and_an_audience() -> None:
         console_tool(with_receipt, task_class=TRANSFER, principal="alice", redeem="tool")
     with pytest.raises(ValueError, match="redeem must be one of"):
         console_tool(with_receipt, task_class=TRANSFER, principal="alice", redeem="server")
+
+
+# --- Pydantic AI ----------------------------------------------------------------------------
+
+
+def test_a_pydantic_ai_tool_passes_the_receipt_to_its_function_and_the_tool_server_redeems_it(
+    console: LiveConsole, person: Person, tool_server: ToolServer
+) -> None:
+    from console_client.pydantic_ai import console_tool as pydantic_tool
+    from console_client.pydantic_ai import resolve_approvals
+    from pydantic_ai import Agent
+    from pydantic_ai.tools import DeferredToolRequests
+
+    from tests.client.test_pydantic_ai import scripted
+
+    statuses: list[int] = []
+
+    def send_transfer(recipient_account: str, memo: str, receipt: str) -> str:
+        answer = tool_server.send({"recipient_account": recipient_account, "memo": memo}, receipt)
+        statuses.append(answer.status_code)
+        return f"sent to {recipient_account}" if answer.is_success else answer.text
+
+    def factory() -> AsyncConsole:
+        return AsyncConsole(console.url, console.key, poll_interval=0.05)
+
+    tool = pydantic_tool(
+        send_transfer,
+        task_class=TRANSFER,
+        principal="alice",
+        world=WORLD,
+        console=factory,
+        audience=AUDIENCE,
+        redeem="tool",
+    )
+    assert "receipt" not in tool.tool_def.parameters_json_schema["properties"]
+    agent = Agent(scripted(ARGUMENTS), tools=[tool], output_type=[str, DeferredToolRequests])
+    first = agent.run_sync("pay Bob his rent")
+    person.answer("edit", value=CORRECTED)
+    approvals = asyncio.run(resolve_approvals(first.output, console=factory, timeout=30))
+    history = first.all_messages()
+    done = agent.run_sync(message_history=history, deferred_tool_results=approvals)
+    assert done.output.startswith("The tool said: sent to " + CORRECTED)
+    assert statuses == [200]
+    assert tool_server.sent() == [{"recipient_account": CORRECTED, "memo": "rent"}]
+    # Run again on the same approval: the service used the receipt, so nothing is sent.
+    again = agent.run_sync(message_history=history, deferred_tool_results=approvals)
+    assert again.output == "The tool said: " + PYDANTIC_ALREADY_DONE
+    assert statuses == [200]
