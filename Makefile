@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: run serve test check install lock lint format bench docs clean
+.PHONY: run serve test check install lock lint format bench docs typescript clean
 
 ## Installs exactly what requirements.lock pins (with their hashes), then the project and the
 ## client without resolving anything again, so two installs a month apart are the same.
@@ -29,6 +29,12 @@ lock:
 	  --allow-unsafe --no-emit-index-url --no-emit-find-links --output-file requirements.lock \
 	  $(if $(filter all,$(UPGRADE)),--upgrade,$(if $(UPGRADE),--upgrade-package $(UPGRADE))) pyproject.toml client/pyproject.toml
 	rm -rf $(LOCKENV)
+
+## The TypeScript client's OpenAPI document and the types generated from it (commit both after
+## an API change; CI fails when they drift), then the contract its types must hold.
+typescript: $(STAMP)
+	$(PY) manage.py spectacular --format openapi-json --file clients/typescript/openapi.json
+	cd clients/typescript && npm ci --no-audit --no-fund && npm run types && npm run typecheck
 
 ## Serve the demo on http://localhost:8000 (bound to 127.0.0.1; a name, not an IP address,
 ## because passkeys refuse one) with one background worker beside it (SQLite unless

@@ -3,6 +3,7 @@ refuses for its shape."""
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from typing import Any
@@ -183,3 +184,18 @@ def test_the_lists_have_their_own_operation_ids(schema: dict[str, Any]) -> None:
     assert len(ids) == len(set(ids))
     assert {"instances_list", "task_classes_list"} <= set(ids)
     assert not any(re.search(r"_\d+$", i) for i in ids), "a numbered id: a collision resolved"
+
+
+def test_the_typescript_clients_document_is_the_current_one(tmp_path: Any) -> None:
+    """clients/typescript/openapi.json is what `make typescript` writes: regenerate and commit
+    it (and its types) with an API change."""
+    from pathlib import Path
+
+    from django.core.management import call_command
+
+    written = tmp_path / "openapi.json"
+    call_command("spectacular", "--format", "openapi-json", "--file", str(written))
+    committed = Path(__file__).resolve().parents[2] / "clients" / "typescript" / "openapi.json"
+    assert json.loads(committed.read_text()) == json.loads(written.read_text()), (
+        "the API changed: run `make typescript` and commit clients/typescript"
+    )
