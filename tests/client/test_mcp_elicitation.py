@@ -22,14 +22,19 @@ class Host:
     the person does with the page the host shows them; on accept, `open_page` runs (the person
     answering in the browser)."""
 
-    def __init__(self, action: str, open_page: Any = None) -> None:
+    def __init__(
+        self, action: str, open_page: Any = None, form: dict[str, Any] | None = None
+    ) -> None:
         self.action = action
         self.open_page = open_page
+        self.form = form  # what the person types into a form the client shows
         self.asked: list[Any] = []
         self.completed: list[str] = []
 
     async def elicit(self, context: Any, params: Any) -> types.ElicitResult:
         self.asked.append(params)
+        if params.mode == "form":
+            return types.ElicitResult(action=self.action, content=self.form)
         if self.action == "accept" and self.open_page is not None:
             asyncio.get_running_loop().run_in_executor(None, self.open_page)
         return types.ElicitResult(action=self.action)
@@ -112,3 +117,71 @@ def test_wait_for_confirmation_elicits_the_page_too(console: LiveConsole, person
     assert json.loads(waited.content[0].text)["status"] == "ready"
     assert [p.url for p in host.asked] == [summary["url"]]
     assert host.completed == [summary["instance_id"]]
+
+
+def _request(console: LiveConsole, task_class: str) -> dict[str, Any]:
+    """A confirmation of a memo whose recipient nobody gave: the console asks for it."""
+    opened = _with_host(
+        console,
+        Host("accept"),
+        "request_confirmation",
+        {
+            "task_class": task_class,
+            "principal": "alice",
+            "values": {"memo": "rent"},
+            "slots": ["recipient_account", "memo"],
+        },
+    )
+    summary: dict[str, Any] = json.loads(opened.content[0].text)
+    assert summary["status"] == "awaiting_user"
+    return summary
+
+
+def test_a_reversible_value_nobody_gave_is_asked_in_the_clients_form(
+    console: LiveConsole,
+) -> None:
+    summary = _request(console, "payments.sandbox")  # the recipient is reversible there
+    host = Host("accept", form={"recipient_account": "DE89 3704 0044 0532 0130 00"})
+    waited = _with_host(
+        console, host, "wait_for_confirmation", {"instance_id": summary["instance_id"]}
+    )
+    answer = json.loads(waited.content[0].text)
+    assert answer["status"] == "ready"
+    assert answer["bindings"] == {
+        "recipient_account": "DE89 3704 0044 0532 0130 00",
+        "memo": "rent",
+    }
+    (form,) = host.asked  # the form only: nothing left for the page
+    assert form.mode == "form"
+    assert form.requested_schema["properties"]["recipient_account"]["type"] == "string"
+    assert form.requested_schema["required"] == ["recipient_account"]
+
+
+def test_an_irreversible_value_is_never_asked_in_a_form(
+    console: LiveConsole, person: Person
+) -> None:
+    summary = _request(console, "payments.transfer")  # the recipient feeds a transfer
+    host = Host(
+        "accept",
+        open_page=lambda: person.answer("answer", value="DE89 3704 0044 0532 0130 00"),
+        form={"recipient_account": "GB00 FORGED"},
+    )
+    waited = _with_host(
+        console, host, "wait_for_confirmation", {"instance_id": summary["instance_id"]}
+    )
+    answer = json.loads(waited.content[0].text)
+    assert answer["bindings"]["recipient_account"] == "DE89 3704 0044 0532 0130 00"
+    assert [p.mode for p in host.asked] == ["url"]
+
+
+def test_a_declined_form_leaves_the_instance_open(console: LiveConsole) -> None:
+    summary = _request(console, "payments.sandbox")
+    waited = _with_host(
+        console,
+        Host("decline"),
+        "wait_for_confirmation",
+        {"instance_id": summary["instance_id"]},
+    )
+    assert waited.is_error and "declined the form" in waited.content[0].text
+    with console.exclusive():
+        assert TaskInstance.objects.get().status == "awaiting_user"

@@ -156,6 +156,10 @@ def register_task_class(
     return Call("PUT", f"task-classes/{_key(key)}/", data)
 
 
+def get_task_class(key: str) -> Call:
+    return Call("GET", f"task-classes/{_key(key)}/")
+
+
 def _page(path: str, **query: Any) -> Call:
     given = {k: str(v) for k, v in query.items() if v is not None}
     return Call("GET", path + ("?" + urlencode(given) if given else ""))

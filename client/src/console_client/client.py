@@ -136,6 +136,10 @@ class _Api(
         call = _core.register_task_class(key, name, slots, decisions, open_slots, subject_key)
         return self._send(call)
 
+    def get_task_class(self, key: str) -> JsonResult:
+        """A task class this runtime may use, with its slots' value types and risks."""
+        return self._send(_core.get_task_class(key))
+
     def list_instances(
         self,
         *,

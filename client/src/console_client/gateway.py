@@ -48,8 +48,12 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from console_client.client import DEFAULT_POLL_INTERVAL, AsyncConsole
-from console_client.models import Resolution
-from console_client.permissions import DEFAULT_PROGRESS_INTERVAL, PermissionSettings, decide
+from console_client.permissions import (
+    DEFAULT_PROGRESS_INTERVAL,
+    PermissionSettings,
+    SessionElicitation,
+    decide,
+)
 
 logger = logging.getLogger("console_client.gateway")
 
@@ -117,34 +121,6 @@ def slots_of(tool: types.Tool) -> list[dict[str, Any]]:
     return slots
 
 
-class SessionElicitation:
-    """URL-mode elicitation through a low-level server session, when the client supports it."""
-
-    def __init__(self, session: Any, request_id: Any) -> None:
-        self.session = session
-        self.request_id = request_id
-
-    @classmethod
-    def of(cls, ctx: Any) -> SessionElicitation | None:
-        capabilities = ctx.session.client_capabilities
-        elicitation = capabilities.elicitation if capabilities is not None else None
-        if elicitation is None or elicitation.url is None:
-            return None
-        return cls(ctx.session, ctx.request_id)
-
-    async def ask(self, resolution: Resolution) -> str:
-        answer = await self.session.elicit_url(
-            message="A person must answer in the confirmation console before this runs.",
-            url=resolution.url,
-            elicitation_id=resolution.instance_id,
-            related_request_id=self.request_id,
-        )
-        return str(answer.action)
-
-    async def complete(self, resolution: Resolution) -> None:
-        await self.session.send_elicit_complete(resolution.instance_id, self.request_id)
-
-
 def _error(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
@@ -192,7 +168,7 @@ class Gateway:
             None,
             settings,
             progress,
-            SessionElicitation.of(ctx),
+            SessionElicitation.of(ctx.session, ctx.request_id),
             task_class=route.task_class,
             principal=route.principal,
             slots=slots_of(self.tools[name]),

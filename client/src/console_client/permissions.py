@@ -17,7 +17,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from console_client.client import AsyncConsole
 from console_client.digest import bindings_digest
@@ -33,14 +33,99 @@ MAX_KEY_LENGTH = 200
 Progress = Callable[[float, float | None, str], Awaitable[None]]
 
 
-class Elicitation(Protocol):
-    """Sends the person to the console's page through the agent host (MCP's URL-mode
-    elicitation): `ask` returns the person's action (accept, decline or cancel), `complete`
-    says the page has been answered."""
+# JSON Schema types for the console's value types, in a form-mode elicitation.
+FORM_TYPES = {"string": "string", "number": "number", "boolean": "boolean", "date": "string"}
 
-    async def ask(self, resolution: Resolution) -> str: ...
 
-    async def complete(self, resolution: Resolution) -> None: ...
+class SessionElicitation:
+    """MCP elicitation through a server session, in the modes the client declared.
+
+    URL mode sends the person to the instance's page (`ask`), and says when it was answered
+    (`complete`). Form mode asks in the client's own form, and only for what the console asks
+    without a value to show (a blank ASK) of a slot that is not irreversible (`fill`): an
+    irreversible value is confirmed on the console's page, where the person is signed in."""
+
+    def __init__(self, session: Any, request_id: Any, url: bool, form: bool) -> None:
+        self.session = session
+        self.request_id = request_id
+        self.url = url
+        self.form = form
+
+    @classmethod
+    def of(cls, session: Any, request_id: Any) -> SessionElicitation | None:
+        """One for the client of `session`, if it declared elicitation; else None (the tools
+        then send progress messages naming the page)."""
+        capabilities = session.client_capabilities if session is not None else None
+        declared = capabilities.elicitation if capabilities is not None else None
+        if declared is None or (declared.url is None and declared.form is None):
+            return None
+        return cls(session, request_id, declared.url is not None, declared.form is not None)
+
+    async def ask(self, resolution: Resolution) -> str:
+        answer = await self.session.elicit_url(
+            message=(
+                f"A person must answer in the confirmation console before this runs "
+                f"({resolution.blocking} question{'s' if resolution.blocking != 1 else ''})."
+            ),
+            url=resolution.url,
+            elicitation_id=resolution.instance_id,
+            related_request_id=self.request_id,
+        )
+        return str(answer.action)
+
+    async def complete(self, resolution: Resolution) -> None:
+        await self.session.send_elicit_complete(resolution.instance_id, self.request_id)
+
+    async def fill(self, message: str, schema: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+        answer = await self.session.elicit_form(
+            message=message, requested_schema=schema, related_request_id=self.request_id
+        )
+        return str(answer.action), answer.content
+
+
+def form_prompts(resolution: Resolution) -> list[dict[str, Any]]:
+    """The open blocking prompts a form may ask: every one a blank ASK of a slot that is not
+    irreversible. Empty when any open blocking prompt is not (the page answers them all)."""
+    prompts = [
+        p
+        for p in resolution.instance.get("prompts") or []
+        if isinstance(p, Mapping) and p.get("blocking") and p.get("state") == "open"
+    ]
+    fits = all(
+        p.get("route") == "ASK" and p.get("effective_risk") != "irreversible" for p in prompts
+    )
+    return [dict(p) for p in prompts] if fits else []
+
+
+async def fill_by_form(
+    console: AsyncConsole, elicitation: SessionElicitation, resolution: Resolution
+) -> Resolution | None:
+    """Ask the values the console asks for in the client's form, where it may (see
+    `form_prompts`): record each as what the person said (source `user`) and plan again.
+    Returns the instance as it then stands, the same resolution when a form may not ask, and
+    None when the person declined or cancelled the form."""
+    prompts = form_prompts(resolution)
+    if not elicitation.form or not prompts:
+        return resolution
+    task_class = await console.get_task_class(str(resolution.instance.get("task_class")))
+    kinds = {s["key"]: s.get("value_type") for s in task_class.get("slots") or []}
+    properties = {
+        p["slot"]: {
+            "type": FORM_TYPES.get(str(kinds.get(p["slot"])), "string"),
+            "title": p.get("label") or p["slot"],
+            "description": p.get("reason") or "",
+        }
+        for p in prompts
+    }
+    schema = {"type": "object", "properties": properties, "required": sorted(properties)}
+    action, content = await elicitation.fill("The console needs these values.", schema)
+    if action != "accept" or content is None:
+        return None
+    for slot in properties:
+        await console.record_belief(resolution.instance_id, slot, content.get(slot), source="user")
+    await console.plan(resolution.instance_id)
+    payload = await console.get(resolution.instance_id)
+    return Resolution.from_payload(payload, console.base_url)
 
 
 @dataclass(frozen=True)
@@ -141,7 +226,7 @@ async def decide(
     tool_use_id: str | None,
     settings: PermissionSettings,
     progress: Progress | None = None,
-    elicitation: Elicitation | None = None,
+    elicitation: SessionElicitation | None = None,
     *,
     task_class: str | None = None,
     principal: str | None = None,
@@ -191,7 +276,13 @@ async def decide(
                     raise
                 await register(console)
                 pending = await open_and_plan(console)
-            asked = elicitation is not None and pending.awaiting_user
+            if elicitation is not None and pending.awaiting_user:
+                filled = await fill_by_form(console, elicitation, pending)
+                if filled is None:
+                    await console.cancel(pending.instance_id, "the person declined the form")
+                    return deny("The person declined the form: nothing was confirmed.")
+                pending = filled
+            asked = elicitation is not None and elicitation.url and pending.awaiting_user
             if elicitation is not None and asked:
                 action = await elicitation.ask(pending)
                 if action != "accept":

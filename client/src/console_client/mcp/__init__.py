@@ -24,8 +24,10 @@ Where the client supports MCP's URL-mode elicitation, a tool that waits for the 
 sends them to the instance's page through the client (`elicitation/create` with the page's URL,
 the instance's id as the elicitation's), and says when the page is answered
 (`notifications/elicitation/complete`); a person who declines to go there is denied, and
-request_permission cancels the instance. Values are never asked in the client's own form: the
-console's page is where a person confirms. While a tool waits for the person it sends MCP
+request_permission cancels the instance. Where the client supports form mode, a value the
+console asks for with nothing to show (a blank ASK) of a slot that is not irreversible is asked
+in the client's own form and recorded as what the person said (source `user`); an irreversible
+value is only ever confirmed on the console's page, where the person is signed in. While a tool waits for the person it sends MCP
 progress notifications (when the caller asked for them with a progress token) every
 CONSOLE_PROGRESS_INTERVAL seconds.
 
@@ -55,9 +57,11 @@ from console_client.models import AWAITING_USER, CANCELLED, Resolution
 from console_client.permissions import (
     DEFAULT_PROGRESS_INTERVAL,
     PermissionSettings,
+    SessionElicitation,
     as_original_type,
     decide,
     deny,
+    fill_by_form,
     waiting,
 )
 from console_client.registration import value_type_of as value_type
@@ -152,8 +156,16 @@ def build_server() -> MCPServer:
                 pending = Resolution.from_payload(await console.get(instance_id), console.base_url)
                 if pending.status != AWAITING_USER:  # answered already: the same as a wait
                     return _summary(await console.wait(instance_id, 0))
-                elicitation = UrlElicitation.of(ctx)
+                elicitation = SessionElicitation.of(ctx.session, ctx.request_id)
                 if elicitation is not None:
+                    filled = await fill_by_form(console, elicitation, pending)
+                    if filled is None:
+                        raise ToolError(
+                            f"The person declined the form; instance {instance_id} stays open."
+                        )
+                    pending = filled
+                asked = elicitation is not None and elicitation.url and pending.awaiting_user
+                if elicitation is not None and asked:
                     action = await elicitation.ask(pending)
                     if action != "accept":
                         raise ToolError(
@@ -162,7 +174,7 @@ def build_server() -> MCPServer:
                         )
                 progress = _progress_interval()
                 answered = await waiting(console, pending, timeout, ctx.report_progress, progress)
-                if elicitation is not None:
+                if elicitation is not None and asked:
                     await elicitation.complete(pending)
                 return _summary(answered)
         except ConsoleError as error:
@@ -181,37 +193,6 @@ def build_server() -> MCPServer:
 
 def _progress_interval() -> float:
     return _float("CONSOLE_PROGRESS_INTERVAL") or DEFAULT_PROGRESS_INTERVAL
-
-
-class UrlElicitation:
-    """MCP's URL-mode elicitation of the instance's page, for a client that supports it."""
-
-    def __init__(self, ctx: Context) -> None:
-        self.ctx = ctx
-
-    @classmethod
-    def of(cls, ctx: Context | None) -> UrlElicitation | None:
-        """One for `ctx`'s client, if it declared URL-mode elicitation; else None (the tools
-        then send progress messages naming the page)."""
-        capabilities = ctx.session.client_capabilities if ctx is not None else None
-        elicitation = capabilities.elicitation if capabilities is not None else None
-        if ctx is None or elicitation is None or elicitation.url is None:
-            return None
-        return cls(ctx)
-
-    async def ask(self, resolution: Resolution) -> str:
-        answer = await self.ctx.elicit_url(
-            message=(
-                f"A person must answer in the confirmation console before this runs "
-                f"({resolution.blocking} question{'s' if resolution.blocking != 1 else ''})."
-            ),
-            url=resolution.url,
-            elicitation_id=resolution.instance_id,
-        )
-        return str(answer.action)
-
-    async def complete(self, resolution: Resolution) -> None:
-        await self.ctx.session.send_elicit_complete(resolution.instance_id)
 
 
 def settings_from_environment() -> PermissionSettings | None:
@@ -240,7 +221,7 @@ async def permission(
     if settings is None:
         return json.dumps(deny("CONSOLE_PRINCIPAL is not set"))
     progress = ctx.report_progress if ctx is not None else None
-    elicitation = UrlElicitation.of(ctx)
+    elicitation = SessionElicitation.of(ctx.session, ctx.request_id) if ctx else None
     answer = await decide(tool_name, tool_input, tool_use_id, settings, progress, elicitation)
     return json.dumps(answer)
 
