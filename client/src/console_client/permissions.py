@@ -59,6 +59,10 @@ class SessionElicitation:
         declared = capabilities.elicitation if capabilities is not None else None
         if declared is None or (declared.url is None and declared.form is None):
             return None
+        if not getattr(session, "can_send_request", True):
+            # A channel that cannot carry a request mid-call (the 2026-07-28 protocol's
+            # input_required rounds, not used here): progress messages name the page instead.
+            return None
         return cls(session, request_id, declared.url is not None, declared.form is not None)
 
     async def ask(self, resolution: Resolution) -> str:
