@@ -185,3 +185,70 @@ def test_a_declined_form_leaves_the_instance_open(console: LiveConsole) -> None:
     assert waited.is_error and "declined the form" in waited.content[0].text
     with console.exclusive():
         assert TaskInstance.objects.get().status == "awaiting_user"
+
+
+# --- the 2026-07-28 protocol: the page as an input_required round ----------------------------
+
+
+def _in_rounds(console: LiveConsole, host: Host, tool: str, arguments: dict[str, Any]) -> Any:
+    from mcp import Client
+
+    params = _parameters(console.url, console.key)
+
+    async def run() -> Any:
+        async with Client(params, mode="2026-07-28", elicitation_callback=host.elicit) as client:
+            return await client.call_tool(tool, arguments)
+
+    return asyncio.run(run())
+
+
+def test_a_client_in_rounds_gets_the_page_as_an_input_request_then_the_answer(
+    console: LiveConsole, person: Person
+) -> None:
+    host = Host("accept", open_page=lambda: person.answer("edit", value="ls -la"))
+    call = {"tool_name": "Bash", "input": {"command": "ls"}, "tool_use_id": "toolu_9"}
+    result = _in_rounds(console, host, "request_permission", call)
+    assert json.loads(result.content[0].text) == {
+        "behavior": "allow",
+        "updatedInput": {"command": "ls -la"},
+    }
+    with console.exclusive():
+        (instance,) = TaskInstance.objects.all()
+    (asked,) = host.asked
+    assert (asked.mode, asked.url) == ("url", f"{console.url}/instances/{instance.pk}/")
+
+
+def test_in_rounds_a_declined_page_is_a_deny_and_cancels(console: LiveConsole) -> None:
+    call = {"tool_name": "Bash", "input": {"command": "rm -rf /"}}
+    result = _in_rounds(console, Host("decline"), "request_permission", call)
+    answer = json.loads(result.content[0].text)
+    assert answer["behavior"] == "deny" and "(decline)" in answer["message"]
+    with console.exclusive():
+        assert TaskInstance.objects.get().status == "cancelled"
+
+
+def test_a_round_state_is_sealed_to_its_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    from console_client.mcp import instance_of_state, round_state
+
+    monkeypatch.setenv("CONSOLE_API_KEY", "test-key")
+    state = round_state("instance-1", "Bash", {"command": "ls"})
+    assert instance_of_state(state, "Bash", {"command": "ls"}) == "instance-1"
+    assert instance_of_state(state, "Bash", {"command": "rm -rf /"}) is None
+    assert instance_of_state(state, "Write", {"command": "ls"}) is None
+    forged = "instance-2" + state.removeprefix("instance-1")
+    assert instance_of_state(forged, "Bash", {"command": "ls"}) is None
+
+
+def test_in_rounds_wait_for_confirmation_hands_over_the_page_too(
+    console: LiveConsole, person: Person
+) -> None:
+    summary = _request(console, "payments.transfer")
+    host = Host(
+        "accept", open_page=lambda: person.answer("answer", value="DE89 3704 0044 0532 0130 00")
+    )
+    result = _in_rounds(
+        console, host, "wait_for_confirmation", {"instance_id": summary["instance_id"]}
+    )
+    answer = json.loads(result.content[0].text)
+    assert answer["status"] == "ready"
+    assert [p.url for p in host.asked] == [summary["url"]]

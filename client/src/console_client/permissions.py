@@ -235,6 +235,8 @@ async def decide(
     task_class: str | None = None,
     principal: str | None = None,
     slots: list[dict[str, Any]] | None = None,
+    pause: bool = False,
+    resume: str | None = None,
 ) -> dict[str, Any]:
     """`{"behavior": "allow", "updatedInput": {...}}` with the input the person confirmed, or
     `{"behavior": "deny", "message": "..."}` with their reason or what went wrong.
@@ -242,7 +244,12 @@ async def decide(
     With `elicitation`, a call that waits for the person sends them to its page through the
     agent host first; declining to go there cancels the instance and denies. `task_class` and
     `principal` replace the settings' for this call; `slots` are the class's slots to register
-    on first use (default: one per key of the input, typed from its value)."""
+    on first use (default: one per key of the input, typed from its value).
+
+    In rounds (the 2026-07-28 protocol's `input_required`): with `pause`, a call that must wait
+    for the person answers `{"behavior": "pending", "instance_id", "url"}` at once instead of
+    waiting; the next round passes that instance as `resume` (the caller vouches it is this
+    call's) and waits for it."""
     if tool_name in settings.passthrough:
         return allow(tool_input)
     task_class = task_class or settings.task_class_prefix + tool_name
@@ -272,14 +279,23 @@ async def decide(
     pending: Resolution | None = None
     try:
         async with settings.console() as console:
-            try:
-                pending = await open_and_plan(console)
-            except (NotFound, BadRequest) as refused:
-                # A tool seen for the first time, or a class registered before open_slots.
-                if refused.error not in {"unknown_task_class", "unknown_slot"}:
-                    raise
-                await register(console)
-                pending = await open_and_plan(console)
+            if resume is not None:
+                pending = Resolution.from_payload(await console.get(resume), console.base_url)
+            else:
+                try:
+                    pending = await open_and_plan(console)
+                except (NotFound, BadRequest) as refused:
+                    # A tool seen for the first time, or a class registered before open_slots.
+                    if refused.error not in {"unknown_task_class", "unknown_slot"}:
+                        raise
+                    await register(console)
+                    pending = await open_and_plan(console)
+                if pause and pending.awaiting_user:
+                    return {
+                        "behavior": "pending",
+                        "instance_id": pending.instance_id,
+                        "url": pending.url,
+                    }
             if elicitation is not None and pending.awaiting_user:
                 filled = await fill_by_form(console, elicitation, pending)
                 if filled is None:

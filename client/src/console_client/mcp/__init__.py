@@ -27,9 +27,11 @@ the instance's id as the elicitation's), and says when the page is answered
 request_permission cancels the instance. Where the client supports form mode, a value the
 console asks for with nothing to show (a blank ASK) of a slot that is not irreversible is asked
 in the client's own form and recorded as what the person said (source `user`); an irreversible
-value is only ever confirmed on the console's page, where the person is signed in. While a tool waits for the person it sends MCP
-progress notifications (when the caller asked for them with a progress token) every
-CONSOLE_PROGRESS_INTERVAL seconds.
+value is only ever confirmed on the console's page, where the person is signed in. A client that
+speaks the 2026-07-28 protocol's rounds gets the page as an `input_required` result (a URL-mode
+input request, and a state sealed to the call) and the answer when it asks again. While a tool
+waits for the person it sends MCP progress notifications (when the caller asked for them with a
+progress token) every CONSOLE_PROGRESS_INTERVAL seconds.
 
 Environment: CONSOLE_URL (default http://127.0.0.1:8000), CONSOLE_API_KEY (required),
 CONSOLE_PRINCIPAL (the person request_permission asks), CONSOLE_TASK_CLASS_PREFIX (default
@@ -42,6 +44,8 @@ never an allow.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import logging
 import os
@@ -50,8 +54,10 @@ from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ElicitRequest, ElicitRequestURLParams, InputRequiredResult
 
 from console_client.client import DEFAULT_POLL_INTERVAL, AsyncConsole
+from console_client.digest import bindings_digest
 from console_client.errors import ApiError, ConsoleError
 from console_client.models import AWAITING_USER, CANCELLED, Resolution
 from console_client.permissions import (
@@ -145,7 +151,7 @@ def build_server() -> MCPServer:
     @server.tool()
     async def wait_for_confirmation(
         instance_id: str, ctx: Context, timeout_seconds: float | None = None
-    ) -> dict[str, Any]:
+    ) -> dict[str, Any] | InputRequiredResult:
         """Wait until the person has answered: the confirmed bindings and their receipt
         ("ready"), or the rejection and its reason ("cancelled"). Fails when the instance
         expired, when timeout_seconds pass first, or when the person would not open the page
@@ -156,6 +162,15 @@ def build_server() -> MCPServer:
                 pending = Resolution.from_payload(await console.get(instance_id), console.base_url)
                 if pending.status != AWAITING_USER:  # answered already: the same as a wait
                     return _summary(await console.wait(instance_id, 0))
+                if in_rounds(ctx):  # 2026-07-28: the page is handed over as an input request
+                    if ctx.request_state is None:
+                        return page_request(pending.instance_id, pending.url, "asked")
+                    action = page_action(ctx)
+                    if action != "accept":
+                        raise ToolError(
+                            f"The person did not open the confirmation page ({action}); "
+                            f"instance {instance_id} stays open."
+                        )
                 elicitation = SessionElicitation.of(ctx.session, ctx.request_id)
                 if elicitation is not None:
                     filled = await fill_by_form(console, elicitation, pending)
@@ -183,7 +198,7 @@ def build_server() -> MCPServer:
     @server.tool()
     async def request_permission(
         tool_name: str, input: dict[str, Any], ctx: Context, tool_use_id: str | None = None
-    ) -> str:
+    ) -> str | InputRequiredResult:
         """Claude Code's permission prompt: ask the person in the console whether this tool call
         may run, and with which input."""
         return await permission(tool_name, input, tool_use_id, ctx)
@@ -210,19 +225,111 @@ def settings_from_environment() -> PermissionSettings | None:
     )
 
 
+# The input request that hands the person the instance's page, in rounds.
+PAGE = "console_page"
+
+
+def in_rounds(ctx: Context | None) -> bool:
+    """The client speaks the 2026-07-28 protocol's rounds (no request can reach it mid-call)
+    and takes URL-mode elicitation: the page is handed over as an `input_required` result."""
+    if ctx is None or ctx.session.can_send_request:
+        return False
+    capabilities = ctx.session.client_capabilities
+    declared = capabilities.elicitation if capabilities is not None else None
+    return declared is not None and declared.url is not None
+
+
+def page_request(instance_id: str, url: str, state: str) -> InputRequiredResult:
+    return InputRequiredResult(
+        input_requests={
+            PAGE: ElicitRequest(
+                params=ElicitRequestURLParams(
+                    message="A person must answer in the confirmation console before this runs.",
+                    url=url,
+                    elicitation_id=instance_id,
+                )
+            )
+        },
+        request_state=state,
+    )
+
+
+def page_action(ctx: Context) -> str:
+    """What the person did with the page the last round handed over (accept, decline...)."""
+    response = (ctx.input_responses or {}).get(PAGE)
+    return str(getattr(response, "action", None) or "no answer")
+
+
+def _state_secret() -> bytes:
+    return ("console_client.mcp:" + os.environ.get("CONSOLE_API_KEY", "")).encode("utf-8")
+
+
+def round_state(instance_id: str, tool_name: str, tool_input: Mapping[str, Any]) -> str:
+    """The state a round hands the client to echo: this call's instance, sealed to this call
+    (its tool and input) with the server's own secret, so an echo cannot swap in another."""
+    call = bindings_digest({"tool": tool_name, "input": dict(tool_input)})
+    body = f"{instance_id}.{call}"
+    seal = hmac.new(_state_secret(), body.encode("utf-8"), hashlib.sha256).hexdigest()
+    return f"{body}.{seal}"
+
+
+def instance_of_state(state: str, tool_name: str, tool_input: Mapping[str, Any]) -> str | None:
+    """The instance a state names, if the server sealed it for this very call; else None."""
+    instance_id = state.split(".", 1)[0]
+    expected = round_state(instance_id, tool_name, tool_input)
+    return instance_id if hmac.compare_digest(state, expected) else None
+
+
 async def permission(
     tool_name: str,
     tool_input: Mapping[str, Any],
     tool_use_id: str | None = None,
     ctx: Context | None = None,
-) -> str:
-    """The permission-prompt answer, as JSON text."""
+) -> str | InputRequiredResult:
+    """The permission-prompt answer, as JSON text (or, in rounds, the page to open first)."""
     settings = settings_from_environment()
     if settings is None:
         return json.dumps(deny("CONSOLE_PRINCIPAL is not set"))
     progress = ctx.report_progress if ctx is not None else None
+    if ctx is not None and in_rounds(ctx):
+        return await permission_in_rounds(tool_name, tool_input, tool_use_id, ctx, settings)
     elicitation = SessionElicitation.of(ctx.session, ctx.request_id) if ctx else None
     answer = await decide(tool_name, tool_input, tool_use_id, settings, progress, elicitation)
+    return json.dumps(answer)
+
+
+async def permission_in_rounds(
+    tool_name: str,
+    tool_input: Mapping[str, Any],
+    tool_use_id: str | None,
+    ctx: Context,
+    settings: PermissionSettings,
+) -> str | InputRequiredResult:
+    """The first round opens and plans the call; one that must wait for the person hands the
+    client the page and a sealed state. The next round, with the person's answer to the page,
+    waits for the console (or cancels and denies if they would not open it)."""
+    if ctx.request_state is None:
+        answer = await decide(tool_name, tool_input, tool_use_id, settings, pause=True)
+        if answer["behavior"] != "pending":
+            return json.dumps(answer)
+        state = round_state(answer["instance_id"], tool_name, tool_input)
+        return page_request(answer["instance_id"], answer["url"], state)
+    instance_id = instance_of_state(ctx.request_state, tool_name, tool_input)
+    if instance_id is None:
+        return json.dumps(deny("Nothing was confirmed: the request's state is not this call's."))
+    action = page_action(ctx)
+    if action != "accept":
+        async with settings.console() as console:
+            await console.cancel(instance_id, f"the person chose {action}")
+        return json.dumps(
+            deny(
+                f"The person did not open the confirmation page ({action}): nothing was "
+                "confirmed, and the request is cancelled."
+            )
+        )
+    answer = await decide(
+        tool_name, tool_input, tool_use_id, settings, ctx.report_progress, resume=instance_id
+    )
     return json.dumps(answer)
 
 
