@@ -18,18 +18,20 @@ def _write(tmp_path: Path, text: str) -> Path:
 def test_each_tool_goes_to_its_class_and_principal(tmp_path: Path) -> None:
     path = _write(
         tmp_path,
-        'principal = "alice"\npassthrough = ["read"]\ntimeout = 30\n'
+        'principal = "alice"\npassthrough = ["read"]\ntimeout = 30\naudience = "svc"\n'
         '[tools.pay]\ntask_class = "payments.transfer"\nprincipal = "bob"\n',
     )
     config = GatewayConfig.load(path, {})
     assert config.route("pay") == Route("payments.transfer", "bob")
     assert config.route("refund") == Route("mcp.refund", "alice")
     assert config.passthrough == {"read"} and config.timeout == 30
+    assert config.audience == "svc"
 
 
 def test_the_environment_fills_in(tmp_path: Path) -> None:
     config = GatewayConfig.load(None, {"CONSOLE_PRINCIPAL": "carol", "CONSOLE_WAIT_TIMEOUT": "5"})
     assert config.route("x") == Route("mcp.x", "carol") and config.timeout == 5
+    assert config.audience is None
 
 
 @pytest.mark.parametrize(

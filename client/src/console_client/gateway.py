@@ -22,6 +22,7 @@ The config file (TOML):
     task_class_prefix = "mcp."
     passthrough = ["get_balance"]  # never gated
     timeout = 600                  # seconds a call waits for the person (then cancelled)
+    audience = "payments-gateway"  # whom the receipts are for (default: CONSOLE_AUDIENCE)
 
     [tools.send_transfer]          # per tool: its task class and principal
     task_class = "payments.transfer"
@@ -75,6 +76,7 @@ class GatewayConfig:
     task_class_prefix: str = "mcp."
     passthrough: frozenset[str] = frozenset()
     timeout: float | None = None
+    audience: str | None = None
     tools: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     def route(self, tool: str) -> Route:
@@ -104,6 +106,7 @@ class GatewayConfig:
             task_class_prefix=str(data.get("task_class_prefix", "mcp.")),
             passthrough=frozenset(passthrough),
             timeout=float(timeout) if timeout else None,
+            audience=str(data.get("audience") or environ.get("CONSOLE_AUDIENCE") or "") or None,
             tools=tools,
         )
 
@@ -151,6 +154,7 @@ class Gateway:
         settings = PermissionSettings(
             principal=route.principal,
             timeout=self.config.timeout,
+            audience=self.config.audience,
             console=self.console,
             progress_interval=DEFAULT_PROGRESS_INTERVAL,
         )
