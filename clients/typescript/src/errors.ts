@@ -58,6 +58,10 @@ export class ConsoleTimeout extends ConsoleError {
 export class WaitTimeout extends ConsoleError {
   override name = "WaitTimeout";
 }
+/** The instance is not ready: the person has not confirmed it (yet). */
+export class NotReady extends ConsoleError {
+  override name = "NotReady";
+}
 /** The person did not answer in time: nothing of the instance binds. */
 export class InstanceExpired extends ConsoleError {
   override name = "InstanceExpired";
