@@ -3,7 +3,7 @@
 // her session, as her browser would.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -31,6 +31,10 @@ export interface LiveConsole {
 }
 
 export async function startConsole(): Promise<LiveConsole> {
+  if (!existsSync(PYTHON)) {
+    // A fresh clone: the console's virtualenv, as the repository's `make install` makes it.
+    execFileSync("make", ["install"], { cwd: ROOT, stdio: "inherit" });
+  }
   const dir = mkdtempSync(join(tmpdir(), "console-ts-"));
   const env: NodeJS.ProcessEnv = {
     ...process.env,
