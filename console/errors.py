@@ -33,7 +33,7 @@ def _answer(request: HttpRequest, status: int, detail: str = "", code: str = "")
     default_code, default = MESSAGES[status]
     code = code or default_code
     detail = detail or default
-    if request.path.startswith("/api/") or request.path == "/healthz":
+    if request.path.startswith("/api/") or request.path in ("/healthz", "/readyz"):
         return JsonResponse({"error": code, "detail": detail, "fields": {}}, status=status)
     context = {"status": status, "detail": detail}
     if getattr(request, "htmx", False):

@@ -9,7 +9,7 @@ from console.views import passkeys
 from console.views.account import account_page
 from console.views.help import glossary
 from console.views.insights import insights_page
-from console.views.public import healthz, jwks
+from console.views.public import healthz, jwks, readyz
 from console.views.runtimes import endpoint_send_test, runtimes_page
 from console.views.start import SignInView, home
 
@@ -38,6 +38,7 @@ runtimes = [
 
 urlpatterns = [
     path("healthz", login_not_required(healthz), name="healthz"),
+    path("readyz", login_not_required(readyz), name="readyz"),
     path(".well-known/jwks.json", login_not_required(jwks), name="jwks"),
     path("accounts/", include(sign_in)),
     path("api/v1/", include("beliefs.api.urls")),
