@@ -33,12 +33,15 @@ passkeys' relying party) and does not listen at all if one fails.
 from __future__ import annotations
 
 import argparse
+import atexit
 import logging
 import multiprocessing
 import os
+import shutil
 import signal
 import socket
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -46,6 +49,7 @@ from dataclasses import dataclass
 from multiprocessing import resource_tracker
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
+from pathlib import Path
 from types import FrameType
 
 APP = "console.asgi:application"
@@ -188,6 +192,7 @@ class Supervisor:
                 process.pid,
                 process.exitcode,
             )
+            forget_metrics_of(process.pid)
             self.children[n] = self.start()
 
     def reload(self) -> None:
@@ -233,6 +238,32 @@ class Supervisor:
             return False
 
 
+def metrics_directory() -> Path:
+    """The directory where the server processes keep what /metrics sums over them
+    (PROMETHEUS_MULTIPROC_DIR, set before any of them imports prometheus_client): the one
+    named in the environment, emptied of an earlier run's files, or a fresh one removed at
+    exit."""
+    named = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if named:
+        directory = Path(named)
+        directory.mkdir(parents=True, exist_ok=True)
+        for stale in directory.glob("*.db"):
+            stale.unlink()
+    else:
+        directory = Path(tempfile.mkdtemp(prefix="console-metrics-"))
+        atexit.register(shutil.rmtree, directory, True)
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(directory)
+    return directory
+
+
+def forget_metrics_of(pid: int | None) -> None:
+    """A server process that exited holds no waiters any more (its live gauges drop out)."""
+    if pid is not None and os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(pid)
+
+
 def startup_problems() -> list[str]:
     """With DEBUG off, what in the settings would let the server start and then fail people
     (the system checks tagged "startup": the receipts' signing keys, the passkeys' relying
@@ -274,6 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.workers < 1:
         parser.error("--workers must be at least 1")
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s:  %(message)s")
+    metrics_directory()
 
     # Before anything listens: a server that answered /healthz and then 500 to every receipt
     # would pass a deploy's health check.

@@ -6,6 +6,7 @@ Production (DEBUG off) refuses to start without DJANGO_SECRET_KEY and DJANGO_ALL
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -112,6 +113,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # Outermost: under WSGI a request that waits is answered again whole (see console.asgi).
     "console.middleware.WaitingMiddleware",
+    # Counts every answer by view and status (/metrics).
+    "console.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "console.middleware.ApiBodyLimitMiddleware",
     "console.middleware.NoStorePagesMiddleware",
@@ -405,6 +408,15 @@ CONSOLE_DATA_DIR = Path(
 CONSOLE_RECEIPT_SIGNING_KEYS = env_list("CONSOLE_RECEIPT_SIGNING_KEYS", [])
 # How long a receipt may be redeemed or verified after the instance became ready.
 CONSOLE_RECEIPT_TTL = timedelta(seconds=env_int("CONSOLE_RECEIPT_TTL_SECONDS", 24 * 3600))
+
+# --- Metrics -----------------------------------------------------------------------------------
+# /metrics answers a scraper that sends `Authorization: Bearer <CONSOLE_METRICS_TOKEN>`, or one
+# from these networks (comma-separated CIDRs; loopback by default); anyone else gets 404.
+CONSOLE_METRICS_TOKEN = os.environ.get("CONSOLE_METRICS_TOKEN", "")
+CONSOLE_METRICS_NETWORKS = [
+    ipaddress.ip_network(network.strip(), strict=False)
+    for network in env_list("CONSOLE_METRICS_NETWORKS", ["127.0.0.1/32", "::1/128"])
+]
 
 # --- Passkeys (WebAuthn) ----------------------------------------------------------------------
 # The relying party: passkeys are bound to this domain. Empty: the host the page was served on

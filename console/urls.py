@@ -5,6 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
 
+from console.metrics import metrics
 from console.views import passkeys
 from console.views.account import account_page
 from console.views.help import glossary
@@ -39,6 +40,7 @@ runtimes = [
 urlpatterns = [
     path("healthz", login_not_required(healthz), name="healthz"),
     path("readyz", login_not_required(readyz), name="readyz"),
+    path("metrics", login_not_required(metrics), name="metrics"),
     path(".well-known/jwks.json", login_not_required(jwks), name="jwks"),
     path("accounts/", include(sign_in)),
     path("api/v1/", include("beliefs.api.urls")),

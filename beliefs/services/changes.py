@@ -40,6 +40,7 @@ from typing import Any, TypeVar
 
 from django.db import connection, connections, transaction
 
+from beliefs.observed import WAITERS
 from beliefs.selectors import postgres
 
 CHANNEL = "console_instance"
@@ -72,16 +73,20 @@ def watch(key: str) -> asyncio.Future[None]:
     future: asyncio.Future[None] = loop.create_future()
     with _lock:
         _waiters.setdefault(key, set()).add((loop, future))
+    WAITERS.inc()
     return future
 
 
 def unwatch(key: str, future: asyncio.Future[None]) -> None:
     with _lock:
         entries = _waiters.get(key)
+        held = entries is not None and (future.get_loop(), future) in entries
         if entries is not None:
             entries.discard((future.get_loop(), future))
             if not entries:
                 del _waiters[key]
+    if held:
+        WAITERS.dec()
 
 
 # Waiters on ANY hear every instance's change (a person's inbox lists many, and new ones).

@@ -54,6 +54,7 @@ from beliefs.models import (
     Slot,
     TaskInstance,
 )
+from beliefs.observed import ANSWER_SECONDS
 from beliefs.selectors import attention
 from beliefs.selectors.access import Owner
 from beliefs.selectors.answering import AnswerRead, answer_under_lock
@@ -513,6 +514,9 @@ def _settle(prompt: Prompt, answer: Answer, state: PromptState) -> dict[str, Any
     prompt.response_reason = answer.reason
     prompt.responded_at = timezone.now()
     prompt.state = state
+    if prompt.blocking and prompt.created_at is not None:  # for /metrics, once it holds
+        waited = (prompt.responded_at - prompt.created_at).total_seconds()
+        transaction.on_commit(lambda: ANSWER_SECONDS.observe(waited))
     return {"action": answer.action.value, "version": prompt.version, "reason": answer.reason}
 
 

@@ -14,7 +14,8 @@ REPO = Path(__file__).resolve().parents[2]
 LAYERS: list[tuple[str, ...]] = [
     ("beliefs.domain",),
     # The infrastructure below the services that use it: the transports (beliefs.net for HTTP,
-    # beliefs.mail for SMTP) and the receipts' signing keys (beliefs.signing).
+    # beliefs.mail for SMTP), the receipts' signing keys (beliefs.signing) and the metrics the
+    # services observe (beliefs.observed).
     (
         "beliefs.errors",
         "beliefs.models",
@@ -23,6 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
         "beliefs.net",
         "beliefs.mail",
         "beliefs.signing",
+        "beliefs.observed",
     ),
     ("beliefs.selectors",),
     ("beliefs.services",),
