@@ -864,6 +864,8 @@ class WebhookEvent(models.Model):
     # Per instance, 1-based, so that a receiver can order what it gets.
     sequence = models.PositiveIntegerField(null=True, blank=True)
     payload = models.JSONField()
+    # The W3C traceparent of the request that caused it: its deliveries continue that trace.
+    traceparent = models.CharField(max_length=55, blank=True, default="", db_default="")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:

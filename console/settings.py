@@ -115,6 +115,8 @@ MIDDLEWARE = [
     "console.middleware.WaitingMiddleware",
     # Counts every answer by view and status (/metrics).
     "console.metrics.RequestMetricsMiddleware",
+    # The request's trace (W3C traceparent), carried into its webhooks and log lines.
+    "console.tracing.TraceContextMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "console.middleware.ApiBodyLimitMiddleware",
     "console.middleware.NoStorePagesMiddleware",
@@ -327,10 +329,17 @@ if not DEBUG:
     SECURE_HSTS_PRELOAD = True
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
+# LOG_FORMAT=json: one JSON object a line, with the trace id of the request or delivery.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {"json": {"()": "console.tracing.JsonFormatter"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            **({"formatter": "json"} if os.environ.get("LOG_FORMAT") == "json" else {}),
+        }
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
 }
 

@@ -25,6 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
         "beliefs.mail",
         "beliefs.signing",
         "beliefs.observed",
+        "beliefs.tracing",
     ),
     ("beliefs.selectors",),
     ("beliefs.services",),

@@ -22,6 +22,7 @@ from django.db.models import Count, Min, Q
 from django.utils import timezone
 from standardwebhooks.webhooks import Webhook
 
+from beliefs import tracing
 from beliefs.domain import webhooks as rules
 from beliefs.domain.vocabulary import AuditKind
 from beliefs.domain.webhooks import UnsafeDestination
@@ -462,7 +463,10 @@ def _post(delivery: WebhookDelivery, pool: Pool | None = None) -> Outcome:
         "User-Agent": USER_AGENT,
         **signature_headers(endpoint, event, body, timezone.now()),
     }
-    return post(dest, headers, body.encode("ascii"), deadline, pool)
+    if event.traceparent:  # the trace of the request that caused it, one hop on
+        headers["traceparent"] = tracing.child(event.traceparent)
+    with tracing.continued(headers.get("traceparent")):
+        return post(dest, headers, body.encode("ascii"), deadline, pool)
 
 
 def _finish(delivery: WebhookDelivery, outcome: Outcome, *, final: bool = False) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from beliefs import tracing
 from beliefs.domain import webhooks as rules
 from beliefs.domain.vocabulary import AuditKind
 from beliefs.errors import InvalidInput, NotFound
@@ -64,6 +65,7 @@ def emit_event(
         instance=instance,
         sequence=sequence,
         payload={"type": type, "timestamp": now.isoformat(), "data": body_data},
+        traceparent=tracing.current() or "",
     )
     if only_endpoint is not None:
         endpoints: Sequence[WebhookEndpoint] = [only_endpoint]
