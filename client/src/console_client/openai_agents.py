@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import hashlib
 import inspect
 import json
 import typing
@@ -45,7 +44,6 @@ from agents.tool_context import ToolContext
 
 from console_client import _core
 from console_client.client import AsyncConsole
-from console_client.digest import bindings_digest
 from console_client.errors import ApiError, NotReady
 from console_client.models import (
     AWAITING_USER,
@@ -63,20 +61,19 @@ from console_client.registration import (
     registration,
     slots_from_signature,
 )
+from console_client.tools import (
+    ALREADY_DONE,
+    RECEIPT_PARAMETER,
+    call_key,
+    changes_message,
+    rejection_message,
+)
 
 World = Mapping[str, Mapping[str, Any]]
 WorldSource = World | Callable[[Mapping[str, Any]], World] | None
 ConsoleFactory = Callable[[], AsyncConsole]
 
 _SPEC_ATTRIBUTE = "_console_spec"
-MAX_KEY_LENGTH = 200
-# A wrapped function's parameter that receives the receipt (hidden from the model).
-RECEIPT_PARAMETER = "receipt"
-# What the model reads when a call's confirmation was already used (a state resumed twice).
-ALREADY_DONE = (
-    "This call was already confirmed in the console and carried out once; it was not run "
-    "again. Do not retry it."
-)
 
 
 @dataclass(frozen=True)
@@ -102,10 +99,7 @@ class _Spec:
     def key(self, tool_name: str, call_id: str, arguments: Mapping[str, Any]) -> str:
         """The call's Idempotency-Key: its arguments' digest is part of it, so another set of
         arguments under the same call id can never find (and replay) this confirmation."""
-        key = f"openai-agents:{tool_name}:{call_id}:{bindings_digest(arguments)}"
-        if len(key) > MAX_KEY_LENGTH:
-            key = "openai-agents:" + hashlib.sha256(key.encode("utf-8")).hexdigest()
-        return key
+        return call_key("openai-agents", tool_name, call_id, arguments)
 
     def world_for(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         world = self.world(arguments) if callable(self.world) else self.world
@@ -159,22 +153,6 @@ class _Spec:
         async with self.console() as console:
             instance = await self.open(console, tool_name, call_id, arguments)
             return await console.wait(instance["id"], timeout)
-
-
-def changes_message(arguments: Mapping[str, Any], bindings: Mapping[str, Any]) -> str | None:
-    """What the model reads when the person changed its values; None when they did not."""
-    changed = [
-        f"{slot}: {json.dumps(arguments.get(slot), ensure_ascii=False)} → "
-        f"{json.dumps(value, ensure_ascii=False)}"
-        for slot, value in bindings.items()
-        if slot not in arguments or arguments[slot] != value
-    ]
-    if not changed:
-        return None
-    return (
-        "The person changed values in the confirmation console; the tool ran with theirs, "
-        "not yours: " + "; ".join(changed)
-    )
 
 
 def _shown_to_the_model(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -315,12 +293,6 @@ def _call_id(item: ToolApprovalItem) -> str:
     if not call_id:
         raise ValueError(f"interruption for {item.tool_name} has no call id")
     return str(call_id)
-
-
-def rejection_message(resolution: Resolution) -> str:
-    """What the model reads when the person rejected the call."""
-    reason = resolution.reason or "no reason given"
-    return f"The person rejected this call in the confirmation console. Their reason: {reason}"
 
 
 async def instance_of(item: ToolApprovalItem) -> ConsoleInstance:

@@ -25,7 +25,6 @@ console, never runs it. When the person changed a value, the tool's output says 
 from __future__ import annotations
 
 import functools
-import hashlib
 import inspect
 import typing
 from collections.abc import Callable, Mapping
@@ -37,7 +36,6 @@ from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolApp
 
 from console_client import _core
 from console_client.client import AsyncConsole
-from console_client.digest import bindings_digest
 from console_client.errors import ApiError, NotReady
 from console_client.models import (
     CANCELLED,
@@ -54,40 +52,19 @@ from console_client.registration import (
     registration,
     slots_from_signature,
 )
+from console_client.tools import (
+    ALREADY_DONE,
+    RECEIPT_PARAMETER,
+    call_key,
+    changes_message,
+    rejection_message,
+)
 
 ConsoleFactory = Callable[[], AsyncConsole]
-MAX_KEY_LENGTH = 200
-RECEIPT_PARAMETER = "receipt"
 # Where a console tool's approval request and its resolution name the instance.
 INSTANCE = "console_instance"
 URL = "console_url"
 ASKED = "console_asked"
-ALREADY_DONE = (
-    "This call was already confirmed in the console and carried out once; it was not run "
-    "again. Do not retry it."
-)
-
-
-def _key(tool_name: str, call_id: str, arguments: Mapping[str, Any]) -> str:
-    key = f"pydantic-ai:{tool_name}:{call_id}:{bindings_digest(arguments)}"
-    if len(key) > MAX_KEY_LENGTH:
-        key = "pydantic-ai:" + hashlib.sha256(key.encode("utf-8")).hexdigest()
-    return key
-
-
-def changes_message(asked: Mapping[str, Any], bindings: Mapping[str, Any]) -> str | None:
-    """What the model reads when the person changed its values; None when they did not."""
-    changed = [
-        f"{slot}: {asked.get(slot)!r} → {value!r}"
-        for slot, value in bindings.items()
-        if slot not in asked or asked[slot] != value
-    ]
-    if not changed:
-        return None
-    return (
-        "The person changed values in the confirmation console; the tool ran with theirs, "
-        "not yours: " + "; ".join(changed)
-    )
 
 
 def console_tool(
@@ -133,7 +110,7 @@ def console_tool(
                 principal,
                 world=world_of or None,
                 beliefs=_core.beliefs_from_values(arguments, world_of, "inference", None),
-                idempotency_key=_key(tool_name, call_id, arguments),
+                idempotency_key=call_key("pydantic-ai", tool_name, call_id, arguments),
                 slots=list(arguments),
                 audience=audience,
             )
@@ -230,12 +207,6 @@ def _as_tool_function(gated: Callable[..., Any], func: Callable[..., Any]) -> No
         "return": hints.get("return", Any),
     }
     del gated.__wrapped__  # type: ignore[attr-defined]
-
-
-def rejection_message(resolution: Resolution) -> str:
-    """What the model reads when the person rejected the call."""
-    reason = resolution.reason or "no reason given"
-    return f"The person rejected this call in the confirmation console. Their reason: {reason}"
 
 
 async def resolve_approvals(

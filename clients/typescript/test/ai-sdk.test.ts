@@ -7,32 +7,11 @@ import { generateText, type ModelMessage } from "ai";
 import { z } from "zod";
 
 import { consoleTool, hasApprovalRequests, resolveApprovals } from "../src/ai-sdk.js";
-import { Console } from "../src/client.js";
 import { ALREADY_DONE } from "../src/confirm.js";
-import { type LiveConsole, Person, startConsole } from "./live.js";
+import { TRANSFER, withTransferConsole } from "./live.js";
 import { SAID, scriptedModel } from "./scripted.js";
 
-let live: LiveConsole;
-let client: Console;
-let alice: Person;
-
-before(async () => {
-  live = await startConsole();
-  client = new Console({ baseUrl: live.url, apiKey: live.key });
-  alice = new Person(live.url);
-  await alice.signIn();
-  await client.registerTaskClass("payments.transfer", {
-    name: "Transfer",
-    slots: [{ key: "recipient_account" }, { key: "amount", value_type: "number" }],
-    decisions: [{ key: "send_transfer", slots: ["recipient_account", "amount"] }],
-  });
-});
-
-after(async () => {
-  await live?.stop();
-});
-
-const TRANSFER = { recipient_account: "DE89 3704 0044 0532 0130 00", amount: 120 };
+const setup = withTransferConsole({ before, after });
 
 function transferTools(sent: Array<Record<string, unknown>>) {
   return {
@@ -46,7 +25,7 @@ function transferTools(sent: Array<Record<string, unknown>>) {
       },
       taskClass: "payments.transfer",
       principal: "alice",
-      console: client,
+      console: setup.client,
     }),
   };
 }
@@ -69,8 +48,8 @@ async function run(callId: string, answer: () => Promise<void>) {
 
 test("a transfer waits for alice and runs with her edited amount, once", async () => {
   const { sent, done, messages, tools, model } = await run("call_edit", async () => {
-    await alice.answer("confirm", {}, "recipient_account");
-    await alice.answer("edit", { value: "99.5" }, "amount");
+    await setup.alice.answer("confirm", {}, "recipient_account");
+    await setup.alice.answer("edit", { value: "99.5" }, "amount");
   });
   assert.deepEqual(sent, [{ recipient_account: TRANSFER.recipient_account, amount: 99.5 }]);
   assert.ok(done.text.startsWith(`${SAID}sent 99.5 EUR to ${TRANSFER.recipient_account}`));
@@ -83,7 +62,7 @@ test("a transfer waits for alice and runs with her edited amount, once", async (
 
 test("a rejected transfer is refused with alice's reason and never runs", async () => {
   const { sent, done } = await run("call_reject", async () => {
-    await alice.answer("reject", { reason: "not this account" });
+    await setup.alice.answer("reject", { reason: "not this account" });
   });
   assert.deepEqual(sent, []);
   assert.match(done.text, /not run: .*Their reason: not this account/);

@@ -12,88 +12,68 @@ import {
   ReceiptRedeemed,
   WaitTimeout,
 } from "../src/errors.js";
-import { type LiveConsole, Person, startConsole } from "./live.js";
+import { TRANSFER, withTransferConsole } from "./live.js";
 
-let live: LiveConsole;
-let console_: Console;
-let alice: Person;
-
-before(async () => {
-  live = await startConsole();
-  console_ = new Console({ baseUrl: live.url, apiKey: live.key });
-  alice = new Person(live.url);
-  await alice.signIn();
-  await console_.registerTaskClass("payments.transfer", {
-    name: "Transfer",
-    slots: [{ key: "recipient_account" }, { key: "amount", value_type: "number" }],
-    decisions: [{ key: "send_transfer", slots: ["recipient_account", "amount"] }],
-  });
-});
-
-after(async () => {
-  await live?.stop();
-});
-
-const TRANSFER = { recipient_account: "DE89 3704 0044 0532 0130 00", amount: 120 };
+const setup = withTransferConsole({ before, after });
 
 test("a transfer waits for alice and binds her edited amount; the receipt is used once", async () => {
-  const pending = await console_.resolve("payments.transfer", "alice", TRANSFER, { wait: false });
+  const pending = await setup.client.resolve("payments.transfer", "alice", TRANSFER, { wait: false });
   assert.equal(pending.status, "awaiting_user");
-  assert.equal(pending.url, `${live.url}/instances/${pending.instanceId}/`);
+  assert.equal(pending.url, `${setup.live.url}/instances/${pending.instanceId}/`);
   const answering = (async () => {
-    await alice.answer("confirm", {}, "recipient_account");
-    await alice.answer("edit", { value: "99.5" }, "amount");
+    await setup.alice.answer("confirm", {}, "recipient_account");
+    await setup.alice.answer("edit", { value: "99.5" }, "amount");
   })();
-  const done = await console_.wait(pending.instanceId, { timeoutMs: 30_000 });
+  const done = await setup.client.wait(pending.instanceId, { timeoutMs: 30_000 });
   await answering;
   assert.equal(done.status, "ready");
   assert.deepEqual(done.bindings, { recipient_account: TRANSFER.recipient_account, amount: 99.5 });
   assert.ok(done.receipt);
-  const receipt = await console_.verifyReceipt(done.receipt, { bindings: done.bindings ?? {} });
+  const receipt = await setup.client.verifyReceipt(done.receipt, { bindings: done.bindings ?? {} });
   assert.equal(receipt.instanceId, done.instanceId);
   assert.equal(receipt.bound.amount?.via, "console");
   await assert.rejects(
-    console_.verifyReceipt(done.receipt, { bindings: TRANSFER }),
+    setup.client.verifyReceipt(done.receipt, { bindings: TRANSFER }),
     ReceiptDigestMismatch,
   );
-  const redeemed = await console_.redeem(done.receipt, receipt.bindingsDigest);
+  const redeemed = await setup.client.redeem(done.receipt, receipt.bindingsDigest);
   assert.equal(redeemed.jti, receipt.jti);
-  await assert.rejects(console_.redeem(done.receipt), ReceiptRedeemed);
+  await assert.rejects(setup.client.redeem(done.receipt), ReceiptRedeemed);
 });
 
 test("a rejection comes back with alice's reason", async () => {
-  const pending = await console_.resolve("payments.transfer", "alice", TRANSFER, { wait: false });
-  await alice.answer("reject", { reason: "not this account" });
-  const done = await console_.wait(pending.instanceId, { timeoutMs: 30_000 });
+  const pending = await setup.client.resolve("payments.transfer", "alice", TRANSFER, { wait: false });
+  await setup.alice.answer("reject", { reason: "not this account" });
+  const done = await setup.client.wait(pending.instanceId, { timeoutMs: 30_000 });
   assert.equal(done.status, "cancelled");
   assert.ok(done.rejected);
   assert.equal(done.reason, "not this account");
 });
 
 test("the same Idempotency-Key finds the same instance; the lists page through them", async () => {
-  const first = await console_.openInstance("payments.transfer", "alice", { idempotencyKey: "k-1" });
-  const again = await console_.openInstance("payments.transfer", "alice", { idempotencyKey: "k-1" });
+  const first = await setup.client.openInstance("payments.transfer", "alice", { idempotencyKey: "k-1" });
+  const again = await setup.client.openInstance("payments.transfer", "alice", { idempotencyKey: "k-1" });
   assert.equal(again.id, first.id);
-  const page = await console_.listInstances({ status: "open", limit: 10 });
+  const page = await setup.client.listInstances({ status: "open", limit: 10 });
   assert.ok(page.results.some((i) => i.id === first.id));
-  const classes = await console_.listTaskClasses();
+  const classes = await setup.client.listTaskClasses();
   assert.deepEqual(
     classes.results.map((c) => c.key),
     ["payments.transfer"],
   );
-  await console_.cancel(first.id, "not needed");
+  await setup.client.cancel(first.id, "not needed");
 });
 
 test("a wait that runs out, and refusals, are typed errors", async () => {
-  const pending = await console_.resolve("payments.transfer", "alice", TRANSFER, { wait: false });
-  await assert.rejects(console_.wait(pending.instanceId, { timeoutMs: 1_000 }), WaitTimeout);
-  await console_.cancel(pending.instanceId);
-  await assert.rejects(console_.openInstance("no.such.class", "alice"), NotFound);
+  const pending = await setup.client.resolve("payments.transfer", "alice", TRANSFER, { wait: false });
+  await assert.rejects(setup.client.wait(pending.instanceId, { timeoutMs: 1_000 }), WaitTimeout);
+  await setup.client.cancel(pending.instanceId);
+  await assert.rejects(setup.client.openInstance("no.such.class", "alice"), NotFound);
   await assert.rejects(
-    console_.resolve("payments.transfer", "alice", { nonsense: 1 }, { wait: false }),
+    setup.client.resolve("payments.transfer", "alice", { nonsense: 1 }, { wait: false }),
     BadRequest,
   );
-  const away = new Console({ baseUrl: "http://127.0.0.1:9", apiKey: live.key, timeoutMs: 2_000 });
+  const away = new Console({ baseUrl: "http://127.0.0.1:9", apiKey: setup.live.key, timeoutMs: 2_000 });
   await assert.rejects(away.get(pending.instanceId), (error: unknown) => {
     assert.ok(error instanceof ConsoleUnavailable);
     assert.match(error.message, /127\.0\.0\.1:9/);

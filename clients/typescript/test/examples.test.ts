@@ -5,39 +5,22 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { after, before, test } from "node:test";
 
-import { Console } from "../src/client.js";
-import { type LiveConsole, Person, startConsole } from "./live.js";
+import { withTransferConsole } from "./live.js";
 
-let live: LiveConsole;
-let alice: Person;
-
-before(async () => {
-  live = await startConsole();
-  alice = new Person(live.url);
-  await alice.signIn();
-  await new Console({ baseUrl: live.url, apiKey: live.key }).registerTaskClass("payments.transfer", {
-    name: "Transfer",
-    slots: [{ key: "recipient_account" }, { key: "amount", value_type: "number" }],
-    decisions: [{ key: "send_transfer", slots: ["recipient_account", "amount"] }],
-  });
-});
-
-after(async () => {
-  await live?.stop();
-});
+const setup = withTransferConsole({ before, after });
 
 async function example(name: string): Promise<string> {
   const script = fileURLToPath(new URL(`../examples/${name}.js`, import.meta.url));
   const child = spawn(process.execPath, [script], {
-    env: { ...process.env, CONSOLE_URL: live.url, CONSOLE_API_KEY: live.key },
+    env: { ...process.env, CONSOLE_URL: setup.live.url, CONSOLE_API_KEY: setup.live.key },
     stdio: ["ignore", "pipe", "inherit"],
   });
   let out = "";
   child.stdout.on("data", (chunk: Buffer) => {
     out += chunk.toString("utf8");
   });
-  await alice.answer("confirm", {}, "recipient_account");
-  await alice.answer("edit", { value: "99.5" }, "amount");
+  await setup.alice.answer("confirm", {}, "recipient_account");
+  await setup.alice.answer("edit", { value: "99.5" }, "amount");
   const code = await new Promise((done) => child.once("exit", done));
   assert.equal(code, 0, out);
   return out;

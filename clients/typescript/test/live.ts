@@ -9,6 +9,8 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
+import { Console } from "../src/client.js";
+
 const ROOT = resolve(fileURLToPath(import.meta.url), "../../../../..");
 const PYTHON = process.env.CONSOLE_PYTHON ?? join(ROOT, ".venv", "bin", "python");
 export const PASSWORD = "correct horse battery staple 42";
@@ -149,3 +151,29 @@ export class Person {
     throw new Error("no prompt reached alice");
   }
 }
+
+/** A live console with the transfer class registered and alice signed in, for a test file:
+ * `const setup = withTransferConsole();` then `setup.live`, `setup.client`, `setup.alice`. */
+export function withTransferConsole(hooks: {
+  before: (fn: () => Promise<void>) => void;
+  after: (fn: () => Promise<void>) => void;
+}): { live: LiveConsole; client: Console; alice: Person } {
+  const setup = {} as { live: LiveConsole; client: Console; alice: Person };
+  hooks.before(async () => {
+    setup.live = await startConsole();
+    setup.client = new Console({ baseUrl: setup.live.url, apiKey: setup.live.key });
+    setup.alice = new Person(setup.live.url);
+    await setup.alice.signIn();
+    await setup.client.registerTaskClass("payments.transfer", {
+      name: "Transfer",
+      slots: [{ key: "recipient_account" }, { key: "amount", value_type: "number" }],
+      decisions: [{ key: "send_transfer", slots: ["recipient_account", "amount"] }],
+    });
+  });
+  hooks.after(async () => {
+    await setup.live?.stop();
+  });
+  return setup;
+}
+
+export const TRANSFER = { recipient_account: "DE89 3704 0044 0532 0130 00", amount: 120 };

@@ -6,33 +6,12 @@ import { after, before, test } from "node:test";
 import { Agent, RunState, run } from "@openai/agents";
 import { z } from "zod";
 
-import { Console } from "../src/client.js";
 import { ALREADY_DONE } from "../src/confirm.js";
 import { consoleTool, resolveInterruptions } from "../src/openai-agents.js";
-import { type LiveConsole, Person, startConsole } from "./live.js";
+import { TRANSFER, withTransferConsole } from "./live.js";
 import { SAID, ScriptedModel } from "./scripted-agents.js";
 
-let live: LiveConsole;
-let client: Console;
-let alice: Person;
-
-before(async () => {
-  live = await startConsole();
-  client = new Console({ baseUrl: live.url, apiKey: live.key });
-  alice = new Person(live.url);
-  await alice.signIn();
-  await client.registerTaskClass("payments.transfer", {
-    name: "Transfer",
-    slots: [{ key: "recipient_account" }, { key: "amount", value_type: "number" }],
-    decisions: [{ key: "send_transfer", slots: ["recipient_account", "amount"] }],
-  });
-});
-
-after(async () => {
-  await live?.stop();
-});
-
-const TRANSFER = { recipient_account: "DE89 3704 0044 0532 0130 00", amount: 120 };
+const setup = withTransferConsole({ before, after });
 
 function agent(callId: string, sent: Array<Record<string, unknown>>) {
   const sendTransfer = consoleTool({
@@ -45,7 +24,7 @@ function agent(callId: string, sent: Array<Record<string, unknown>>) {
     },
     taskClass: "payments.transfer",
     principal: "alice",
-    console: client,
+    console: setup.client,
   });
   return new Agent({
     name: "payments",
@@ -62,8 +41,8 @@ test("a transfer waits for alice, resumes from a stored state, runs with her amo
   assert.equal(first.interruptions.length, 1, "the plan blocks: the call waits for approval");
   const stored = first.state.toString(); // as another process would keep it
   const answering = (async () => {
-    await alice.answer("confirm", {}, "recipient_account");
-    await alice.answer("edit", { value: "99.5" }, "amount");
+    await setup.alice.answer("confirm", {}, "recipient_account");
+    await setup.alice.answer("edit", { value: "99.5" }, "amount");
   })();
   const restored = await RunState.fromString(payments, stored);
   const state = await resolveInterruptions(restored, { timeoutMs: 30_000 });
@@ -83,7 +62,7 @@ test("a rejected transfer is refused with alice's reason and never runs", async 
   const sent: Array<Record<string, unknown>> = [];
   const payments = agent("call_reject", sent);
   const first = await run(payments, "Pay Bob 120 EUR");
-  const answering = alice.answer("reject", { reason: "not this account" });
+  const answering = setup.alice.answer("reject", { reason: "not this account" });
   const state = await resolveInterruptions(first.state, { timeoutMs: 30_000 });
   await answering;
   const done = await run(payments, state);
