@@ -1,8 +1,10 @@
 """LangGraph adapter: confirm an action from inside a node, pausing the graph with `interrupt()`.
 
     def send(state):
-        bindings = confirm("payments.transfer", "alice", {"recipient_account": state["iban"]})
-        return {"receipt": bank.transfer(**bindings)}   # the values the person confirmed
+        transfer = confirm("payments.transfer", "alice", {"recipient_account": state["iban"]})
+        if not transfer.replayed:                       # (a re-run of the node: done before)
+            bank.transfer(**transfer)                   # the values the person confirmed
+        return {"sent": True}
 
     async def send(state):                              # an async node: aconfirm
         bindings = await aconfirm("payments.transfer", "alice", {...})
@@ -17,9 +19,12 @@ the step, the node's task and the digest of the values, so the node's re-run aft
 finds the same instance, and a re-run with other values (after `update_state`) is a new
 instance: the one it supersedes is cancelled then, so the person's inbox never keeps a request
 nobody waits for. Before returning the bindings, `confirm` verifies the instance's signed
-receipt against them and redeems it: a confirmation is returned once; a replay of the node
-from an older checkpoint raises `ReceiptRedeemed` instead of acting twice. The resume value is
-not trusted for anything: the bindings always come from the console, digest checked.
+receipt against them and redeems it (or, with `redeem="tool"`, hands it on in the
+`Confirmation`): the confirmation is used once, and a later run of the node (LangGraph runs a
+node from its top on every resume, so a second confirm() in it makes the first run again; or a
+replay from an older checkpoint) gets it back marked `replayed`, so the action it guards is
+skipped, never run twice. The resume value is not trusted for anything: the bindings always
+come from the console, digest checked.
 """
 
 from __future__ import annotations
