@@ -22,7 +22,6 @@ from django.db.models import Count, Min, Q
 from django.utils import timezone
 from standardwebhooks.webhooks import Webhook
 
-from beliefs import tracing
 from beliefs.domain import webhooks as rules
 from beliefs.domain.vocabulary import AuditKind
 from beliefs.domain.webhooks import UnsafeDestination
@@ -32,6 +31,8 @@ from beliefs.selectors.outbox import claimable_deliveries, lanes_in_flight, lock
 from beliefs.services import outbox
 from beliefs.services.audit import Actor, audit
 from beliefs.services.webhooks.endpoints import resolve
+from beliefs.tracing import child as next_hop
+from beliefs.tracing import continued as in_trace
 
 USER_AGENT = "confirmation-console-webhooks/1"
 # At most this many deliveries in one lane (also bounded by the lease: see `lane_size`).
@@ -464,8 +465,8 @@ def _post(delivery: WebhookDelivery, pool: Pool | None = None) -> Outcome:
         **signature_headers(endpoint, event, body, timezone.now()),
     }
     if event.traceparent:  # the trace of the request that caused it, one hop on
-        headers["traceparent"] = tracing.child(event.traceparent)
-    with tracing.continued(headers.get("traceparent")):
+        headers["traceparent"] = next_hop(event.traceparent)
+    with in_trace(headers.get("traceparent")):
         return post(dest, headers, body.encode("ascii"), deadline, pool)
 
 

@@ -9,7 +9,6 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from beliefs import tracing
 from beliefs.domain import webhooks as rules
 from beliefs.domain.vocabulary import AuditKind
 from beliefs.errors import InvalidInput, NotFound
@@ -18,6 +17,7 @@ from beliefs.selectors.events import next_event_sequence, receiving_endpoints
 from beliefs.services import outbox
 from beliefs.services.audit import Actor
 from beliefs.services.webhooks.endpoints import endpoint_audit, endpoint_problem
+from beliefs.tracing import current as current_trace
 
 
 def _flag(endpoint: WebhookEndpoint, problem: str) -> None:
@@ -65,7 +65,7 @@ def emit_event(
         instance=instance,
         sequence=sequence,
         payload={"type": type, "timestamp": now.isoformat(), "data": body_data},
-        traceparent=tracing.current() or "",
+        traceparent=current_trace() or "",
     )
     if only_endpoint is not None:
         endpoints: Sequence[WebhookEndpoint] = [only_endpoint]
