@@ -23,11 +23,11 @@ from console_client.errors import InstanceExpired, ReceiptRedeemed, WaitTimeout,
 from console_client.models import (
     EXPIRED,
     REDEEM_AGENT,
-    REDEEM_MODES,
     WAITING,
     Confirmation,
     PlanBody,
     Resolution,
+    check_redeem,
 )
 from console_client.receipts import JWKS_PATH, Receipt, Redemption, key_id, verify_receipt
 
@@ -481,8 +481,7 @@ def confirmation(
     and `audience`, and redeemed here (`redeem="agent"`) or handed on with the confirmation for
     the tool server to redeem (`redeem="tool"`). Two runs racing: one redeems, the other is
     the replay."""
-    if redeem not in REDEEM_MODES:
-        raise ValueError(f"redeem must be one of {', '.join(REDEEM_MODES)}, not {redeem!r}")
+    check_redeem(redeem)
     confirmed = resolution.verified_bindings()
     if bindings is not None:  # what the action is given must be what the person confirmed
         confirmed = verify_bindings(bindings, resolution.digest)

@@ -45,11 +45,11 @@ from console_client.models import (
     AWAITING_USER,
     CANCELLED,
     REDEEM_AGENT,
-    REDEEM_MODES,
     REDEEM_TOOL,
     WAITING,
     Confirmation,
     Resolution,
+    check_redeem,
 )
 from console_client.registration import (
     log_registered,
@@ -236,8 +236,7 @@ def _asked_the_person(resolution: Resolution) -> bool:
 
 
 def _checked(redeem: str, audience: str | None) -> None:
-    if redeem not in REDEEM_MODES:
-        raise ValueError(f"redeem must be one of {', '.join(REDEEM_MODES)}, not {redeem!r}")
+    check_redeem(redeem)
     if redeem == REDEEM_TOOL and not audience:
         raise ValueError('redeem="tool" needs the audience= the tool server verifies')
 

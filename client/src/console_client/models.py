@@ -127,6 +127,12 @@ REDEEM_TOOL = "tool"
 REDEEM_MODES = (REDEEM_AGENT, REDEEM_TOOL)
 
 
+def check_redeem(redeem: str) -> None:
+    """ValueError unless `redeem` is one of REDEEM_MODES."""
+    if redeem not in REDEEM_MODES:
+        raise ValueError(f"redeem must be one of {', '.join(REDEEM_MODES)}, not {redeem!r}")
+
+
 class Confirmation(dict[str, Any]):
     """The bindings the person confirmed, as a dict (pass it to the action as keyword
     arguments), and what vouches for them.

@@ -51,8 +51,6 @@ from console_client.models import (
     OPEN,
     READY,
     REDEEM_AGENT,
-    REDEEM_MODES,
-    REDEEM_TOOL,
     Resolution,
 )
 from console_client.registration import (
@@ -66,6 +64,7 @@ from console_client.tools import (
     RECEIPT_PARAMETER,
     call_key,
     changes_message,
+    hands_receipt,
     rejection_message,
 )
 
@@ -205,14 +204,7 @@ def console_tool(
     `Annotated[..., Risk("...")]` or of `risks`, and one decision named after the tool. Its
     slots are unclassified (so irreversible) until a classifier decides; the tool logs where.
     """
-    if redeem not in REDEEM_MODES:
-        raise ValueError(f"redeem must be one of {', '.join(REDEEM_MODES)}, not {redeem!r}")
-    hands_receipt = RECEIPT_PARAMETER in inspect.signature(func).parameters
-    if redeem == REDEEM_TOOL and not (hands_receipt and audience):
-        raise ValueError(
-            'redeem="tool" leaves the receipt to the service the function calls: the function '
-            "needs a `receipt` parameter to pass it on, and audience= names that service"
-        )
+    takes_receipt = hands_receipt(func, redeem, audience)
     schema = function_schema(
         _shown_to_the_model(func), name_override=name, description_override=description
     )
@@ -254,7 +246,7 @@ def console_tool(
         if confirmation.replayed:
             return ALREADY_DONE
         args, kwargs = schema.to_call_args(schema.params_pydantic_model(**accepted))
-        if hands_receipt:
+        if takes_receipt:
             kwargs[RECEIPT_PARAMETER] = confirmation.receipt
         if inspect.iscoroutinefunction(func):
             output = await func(*args, **kwargs)

@@ -42,8 +42,6 @@ from console_client.models import (
     OPEN,
     READY,
     REDEEM_AGENT,
-    REDEEM_MODES,
-    REDEEM_TOOL,
     Resolution,
 )
 from console_client.registration import (
@@ -57,6 +55,7 @@ from console_client.tools import (
     RECEIPT_PARAMETER,
     call_key,
     changes_message,
+    hands_receipt,
     rejection_message,
 )
 
@@ -90,15 +89,7 @@ def console_tool(
     redemption to the service `func` passes the receipt to (`audience` required). An unknown
     class is registered on first use (`register=True`), as `openai_agents.console_tool` does.
     """
-    if redeem not in REDEEM_MODES:
-        raise ValueError(f"redeem must be one of {', '.join(REDEEM_MODES)}, not {redeem!r}")
-    signature = inspect.signature(func)
-    hands_receipt = RECEIPT_PARAMETER in signature.parameters
-    if redeem == REDEEM_TOOL and not (hands_receipt and audience):
-        raise ValueError(
-            'redeem="tool" leaves the receipt to the service the function calls: the function '
-            "needs a `receipt` parameter to pass it on, and audience= names that service"
-        )
+    takes_receipt = hands_receipt(func, redeem, audience)
     tool_name = name or func.__name__
     slots = slots_from_signature(func, risks) if register else None
     world_of = {slot: dict(ref) for slot, ref in (world or {}).items()}
@@ -168,7 +159,7 @@ def console_tool(
         if replayed:
             return ALREADY_DONE
         call = dict(arguments)
-        if hands_receipt:
+        if takes_receipt:
             call[RECEIPT_PARAMETER] = token
         output = func(**call)
         if inspect.isawaitable(output):

@@ -4,12 +4,13 @@ receipt's hidden parameter, and what the model reads of the person's answer."""
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from console_client.digest import bindings_digest
-from console_client.models import Resolution
+from console_client.models import REDEEM_TOOL, Resolution, check_redeem
 
 MAX_KEY_LENGTH = 200
 # A wrapped function's parameter that receives the receipt (hidden from the model).
@@ -19,6 +20,19 @@ ALREADY_DONE = (
     "This call was already confirmed in the console and carried out once; it was not run "
     "again. Do not retry it."
 )
+
+
+def hands_receipt(func: Callable[..., Any], redeem: str, audience: str | None) -> bool:
+    """Whether `func` takes the receipt (its `receipt` parameter); ValueError for a `redeem`
+    that is no mode, or `redeem="tool"` without that parameter and an `audience`."""
+    check_redeem(redeem)
+    takes = RECEIPT_PARAMETER in inspect.signature(func).parameters
+    if redeem == REDEEM_TOOL and not (takes and audience):
+        raise ValueError(
+            'redeem="tool" leaves the receipt to the service the function calls: the function '
+            "needs a `receipt` parameter to pass it on, and audience= names that service"
+        )
+    return takes
 
 
 def call_key(framework: str, tool_name: str, call_id: str, arguments: Mapping[str, Any]) -> str:
