@@ -21,9 +21,8 @@ after the page showed that version, so it is the newer.
 A notice that changed nothing the page shows costs a read, not a swap.
 
 Why a long-poll rather than server-sent events: it is the same wait the API already has (one
-code path, one test of it), it needs no htmx extension, a proxy or the test client handles it
-as a plain request, and the script must merge the answer into the page by hand anyway (cards
-being typed in are kept).
+code path, one test of it), and a proxy, the test client and htmx handle it as a plain request
+(the page's marker asks it with `hx-get`, and the answer is morphed in, `static/console/live.js`).
 """
 
 from __future__ import annotations

@@ -71,7 +71,8 @@ def test_its_rows_ask_their_live_endpoint(vendor: TaskInstance, alice_client: Cl
     html = alice_client.get("/").content.decode()
     assert 'data-live-url="/inbox/rows/"' in html
     assert re.search(r'data-live-version="[0-9]{16}" data-live-digest="[0-9a-f]{32}"', html)
-    assert "hx-trigger" not in html  # no more timed polling: the live endpoint waits for changes
+    # No timed polling: the rows ask when live.js triggers them, and the live endpoint waits.
+    assert re.findall(r'hx-trigger="([^"]*)"', html) == ["live-poll"]
 
 
 def test_it_renders_the_rows_partial_alone_with_its_own_trigger(
