@@ -9,3 +9,6 @@ class ConsoleConfig(AppConfig):
 
     def ready(self) -> None:
         from console import checks  # noqa: F401 - registers the system checks
+        from console.telemetry import configure_from_environment
+
+        configure_from_environment()

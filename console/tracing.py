@@ -29,8 +29,9 @@ class TraceContextMiddleware:
 
     @staticmethod
     def _traceparent(request: HttpRequest) -> str:
+        # With OpenTelemetry on, its request span (which continued the header) is the hop.
         given = tracing.parse(request.headers.get("traceparent"))
-        return tracing.child(given) if given else tracing.fresh()
+        return tracing.of_current_span() or (tracing.child(given) if given else tracing.fresh())
 
     def __call__(self, request: HttpRequest) -> Any:
         if self.is_async:

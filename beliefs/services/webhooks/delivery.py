@@ -20,6 +20,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Min, Q
 from django.utils import timezone
+from opentelemetry.trace import SpanKind
 from standardwebhooks.webhooks import Webhook
 
 from beliefs.domain import webhooks as rules
@@ -31,8 +32,8 @@ from beliefs.selectors.outbox import claimable_deliveries, lanes_in_flight, lock
 from beliefs.services import outbox
 from beliefs.services.audit import Actor, audit
 from beliefs.services.webhooks.endpoints import resolve
-from beliefs.tracing import child as next_hop
-from beliefs.tracing import continued as in_trace
+from beliefs.tracing import annotate
+from beliefs.tracing import span as traced
 
 USER_AGENT = "confirmation-console-webhooks/1"
 # At most this many deliveries in one lane (also bounded by the lease: see `lane_size`).
@@ -464,10 +465,21 @@ def _post(delivery: WebhookDelivery, pool: Pool | None = None) -> Outcome:
         "User-Agent": USER_AGENT,
         **signature_headers(endpoint, event, body, timezone.now()),
     }
-    if event.traceparent:  # the trace of the request that caused it, one hop on
-        headers["traceparent"] = next_hop(event.traceparent)
-    with in_trace(headers.get("traceparent")):
-        return post(dest, headers, body.encode("ascii"), deadline, pool)
+    # In the trace of the request that caused it, one hop on: the span of this HTTP request.
+    details: dict[str, str | int] = {
+        "http.request.method": "POST",
+        "server.address": dest.host,
+        "webhook.id": event.webhook_id,
+        "webhook.type": event.type,
+        "webhook.endpoint": endpoint.pk,
+    }
+    with traced("POST webhook", event.traceparent, details, SpanKind.CLIENT) as hop:
+        if hop:
+            headers["traceparent"] = hop
+        outcome = post(dest, headers, body.encode("ascii"), deadline, pool)
+        if outcome.status is not None:
+            annotate({"http.response.status_code": outcome.status})
+        return outcome
 
 
 def _finish(delivery: WebhookDelivery, outcome: Outcome, *, final: bool = False) -> str:
