@@ -85,7 +85,9 @@ test: $(STAMP)
 ## The inner loop: lint, then the tests that are neither `browser`, `servers` nor `fuzz` (see
 ## pyproject.toml's markers) in two processes, with mypy beside them as in `make test`. The
 ## test databases are kept between runs (pytest-django's --reuse-db: Django applies new
-## migrations to them; `make check PYTEST_ARGS=--create-db` builds them afresh).
+## migrations to them; `make check PYTEST_ARGS=--create-db` builds them afresh). The tests are
+## handed out one by one as a process frees up (worksteal): by file, the last big files kept
+## one process busy alone (80 s against 68 s on a 2-core machine).
 ## `make test` before pushing still runs everything.
 FAST := not browser and not servers and not fuzz
 check: export PYTHONDONTWRITEBYTECODE=
@@ -94,7 +96,7 @@ check: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 	@mkdir -p artifacts; \
 	$(VENV)/bin/mypy > artifacts/mypy.txt 2>&1 & mypy=$$!; \
-	$(PY) -m pytest -n 2 --dist loadfile --reuse-db -m "$(FAST)" $(PYTEST_ARGS); tests=$$?; \
+	$(PY) -m pytest -n 2 --dist worksteal --reuse-db -m "$(FAST)" $(PYTEST_ARGS); tests=$$?; \
 	wait $$mypy; typed=$$?; \
 	echo "--- mypy"; cat artifacts/mypy.txt; \
 	[ $$tests -eq 0 ] && [ $$typed -eq 0 ]
