@@ -92,6 +92,7 @@ class AuditKind(StrEnum):
     PASSKEY_REMOVED = "passkey.removed"
     PASSKEY_SIGNED_IN = "passkey.signed_in"
     PERSON_EMAIL_NOTIFICATIONS_SET = "person.email_notifications_set"
+    PERSON_EXPORTED = "person.exported"
     PROMPT_ANSWER = "prompt.answer"
     PROMPT_CONFIRM = "prompt.confirm"
     PROMPT_EDIT = "prompt.edit"
