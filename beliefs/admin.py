@@ -45,6 +45,7 @@ from beliefs.models import (
     WebhookEvent,
 )
 from beliefs.services.audit import Actor, audit
+from beliefs.services.erasure import task_class_set_retention
 from beliefs.services.runtimes import (
     check_audience_names,
     check_runtime_name,
@@ -569,12 +570,13 @@ class ShareInline(ReadOnlyInline):
 
 @admin.register(TaskClass)
 class TaskClassAdmin(Revealing):
-    """Only ownership is changed here; classification has its own audited pages."""
+    """Only ownership and retention are changed here; classification has its own audited
+    pages."""
 
-    list_display = ("key", "name", "owner", "open_slots")
+    list_display = ("key", "name", "owner", "open_slots", "retention_days")
     list_filter = ("owner",)
     search_fields = ("key", "name")
-    fields = ("key", "name", "owner", "open_slots")
+    fields = ("key", "name", "owner", "open_slots", "retention_days")
     readonly_fields = ("key", "name", "open_slots")
     inlines = (ShareInline,)
 
@@ -585,4 +587,6 @@ class TaskClassAdmin(Revealing):
         return False
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
-        task_class_transfer(task_class=obj, owner=obj.owner, actor=Actor.person(request.user))
+        actor = Actor.person(request.user)
+        task_class_transfer(task_class=obj, owner=obj.owner, actor=actor)
+        task_class_set_retention(task_class=obj, days=obj.retention_days, actor=actor)

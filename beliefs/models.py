@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import ClassVar
 
 from django.conf import settings
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Exists, F, Min, OuterRef, Q
 from rest_framework_api_key.models import AbstractAPIKey, APIKeyManager
@@ -92,6 +93,15 @@ class TaskClass(models.Model):
     # a refund's `order`: runs with different subjects are different tasks to a person, not
     # retries of one. Shown only; carrying and routing do not read it. "": none.
     subject_key = models.CharField(max_length=MAX_KEY_LENGTH, blank=True, default="", db_default="")
+    # Retention (services/erasure.py): a finished instance's values and world references are
+    # removed this many days after its last change. NULL: kept until erased on request.
+    retention_days = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="Days after a finished instance's last change when its values and world "
+        "references are removed (the audit keeps their digests). Empty: kept.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -330,6 +340,8 @@ class TaskInstance(models.Model):
         max_length=MAX_IDEMPOTENCY_KEY_LENGTH, null=True, blank=True
     )
     idempotency_hash = models.CharField(max_length=64, blank=True)
+    # When its values and world references were removed (services/erasure.py).
+    erased_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -361,6 +373,13 @@ class TaskInstance(models.Model):
                 fields=["-planned_at"],
                 condition=Q(planned_at__isnull=False, run_number__lte=INSIGHTS_RUNS_SHOWN),
                 name="instance_early_runs_planned",
+            ),
+            # Retention (services/erasure.py) reads a class's finished instances whose values
+            # are still held, oldest change first: erased ones leave the index.
+            models.Index(
+                fields=["task_class", "updated_at"],
+                condition=Q(erased_at__isnull=True),
+                name="instance_values_held",
             ),
         ]
 
@@ -396,6 +415,7 @@ class BeliefStatus(models.TextChoices):
     ACTIVE = "active"
     VETOED = "vetoed"
     SUPERSEDED = "superseded"
+    ERASED = "erased"  # its value removed (retention or a person's erasure): never carried
 
 
 class RecordedVia(models.TextChoices):

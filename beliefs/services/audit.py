@@ -8,6 +8,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 
+from beliefs.domain.canonical import json_digest
 from beliefs.domain.vocabulary import AuditKind, runtime_label
 from beliefs.models import (
     AuditEvent,
@@ -46,6 +47,13 @@ class Actor:
 
 
 SYSTEM = Actor()
+
+
+def digest_of(value: Any) -> str:
+    """What the audit keeps of a person's value, world reference or typed reason: the SHA-256
+    of its canonical JSON. It proves what was bound without holding it, so retention and
+    erasure (services/erasure.py) remove values without touching the append-only log."""
+    return "sha256:" + json_digest(value)
 
 
 def audit(
@@ -89,7 +97,8 @@ def audit_replaced(
     subject: str = "",
 ) -> AuditEvent:
     """The audit event of a value replaced by another, saved: its data is what the value was
-    and what it is now (the before and after that the activity page shows as the change)."""
+    and what it is now (the before and after that the activity page shows as the change).
+    Only for settings and names: a person's values go in as `digest_of`."""
     return audit(
         kind,
         actor=actor,

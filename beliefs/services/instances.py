@@ -24,7 +24,7 @@ from beliefs.models import (
     TaskInstance,
 )
 from beliefs.services import limits
-from beliefs.services.audit import Actor, audit, audit_all, audit_replaced
+from beliefs.services.audit import Actor, audit, audit_all, audit_replaced, digest_of
 from beliefs.services.lifecycle import close_instance, lock_instance, require_open
 from beliefs.services.planning import plan_locked
 from beliefs.services.retry import retry_on_race
@@ -117,7 +117,7 @@ def instance_open(
         data={
             "principal": principal,
             "run_number": instance.run_number,
-            "world": world,
+            "world_digest": digest_of(world),
             "slots": keys,
             **({"audience": audience} if audience else {}),
         },
@@ -203,10 +203,10 @@ def _recorded_event(
         subject=spec.slot,
         data={
             "belief": belief.pk,
-            "value": belief.value,
+            "value_digest": digest_of(belief.value),
             "source": spec.source.value,
             "turn": spec.turn,
-            "world_ref": spec.world_ref,
+            "world_ref_digest": digest_of(spec.world_ref),
             "superseded": superseded,
         },
         save=False,
@@ -278,7 +278,13 @@ def instance_set_world(*, instance: TaskInstance, world: World, actor: Actor) ->
     before = instance.world
     instance.world = world
     instance.save(update_fields=["world", "updated_at"])
-    audit_replaced(AuditKind.INSTANCE_WORLD_SET, before, world, actor=actor, instance=instance)
+    audit_replaced(
+        AuditKind.INSTANCE_WORLD_SET,
+        digest_of(before),
+        digest_of(world),
+        actor=actor,
+        instance=instance,
+    )
     _replan_if_planned(instance, actor)
     return instance
 

@@ -29,7 +29,7 @@ from beliefs.models import (
     TaskInstance,
 )
 from beliefs.services.access import instance_for_principal
-from beliefs.services.audit import Actor, audit
+from beliefs.services.audit import Actor, audit, digest_of
 from beliefs.services.lifecycle import lock_instance
 from beliefs.services.planning import plan_locked
 from beliefs.services.retry import retry_on_race
@@ -105,8 +105,8 @@ def prompt_reask_with_world(*, instance_id: Any, slot_key: Any, user: User) -> T
         instance=instance,
         subject=key,
         data={
-            "before": before,
-            "value": value,
+            "before": digest_of(before),
+            "after": digest_of(value),
             "belief": belief.pk,
             "superseded": superseded,
             "status_before": instance.status,

@@ -16,6 +16,7 @@ from django.utils import timezone
 from beliefs.domain.attention import (
     NO_ACTS,
     Acts,
+    ChangedDetail,
     Habit,
     Sample,
     change_needs_repeat,
@@ -60,7 +61,7 @@ from beliefs.selectors.access import Owner
 from beliefs.selectors.answering import AnswerRead, answer_under_lock
 from beliefs.selectors.beliefs import history_pool
 from beliefs.selectors.instances import fresh_prompt
-from beliefs.services.audit import Actor, audit
+from beliefs.services.audit import Actor, audit, digest_of
 from beliefs.services.changes import instance_changed
 from beliefs.services.expiry import expire_locked_if_due
 from beliefs.services.lifecycle import close_instance, require_open
@@ -517,7 +518,21 @@ def _settle(prompt: Prompt, answer: Answer, state: PromptState) -> dict[str, Any
     if prompt.blocking and prompt.created_at is not None:  # for /metrics, once it holds
         waited = (prompt.responded_at - prompt.created_at).total_seconds()
         transaction.on_commit(lambda: ANSWER_SECONDS.observe(waited))
-    return {"action": answer.action.value, "version": prompt.version, "reason": answer.reason}
+    data: dict[str, Any] = {"action": answer.action.value, "version": prompt.version}
+    if answer.reason:  # what the person typed: the audit keeps its digest, never the text
+        data["reason_digest"] = digest_of(answer.reason)
+    return data
+
+
+def _acknowledged(detail: ChangedDetail) -> dict[str, Any]:
+    """A changed detail the person acknowledged, as the audit keeps it: which key and how it
+    changed, the world's old and new values as digests."""
+    return {
+        "key": detail.key,
+        "change": detail.change,
+        "old_digest": digest_of(detail.old),
+        "new_digest": digest_of(detail.new),
+    }
 
 
 def _audit_response(
@@ -575,9 +590,15 @@ def _bind_user_value(d: Recorded) -> None:
     _record(d, d.new_value, belief)
     prompt.response_value = d.new_value
     prompt.save(update_fields=BOUND_FIELDS)
-    data.update({"value": d.new_value, "belief": belief.pk, "world_ref": world_seen})
+    data.update(
+        {
+            "value_digest": digest_of(d.new_value),
+            "belief": belief.pk,
+            "world_ref_digest": digest_of(world_seen),
+        }
+    )
     if d.acts.acknowledge:
-        data["acknowledged"] = [detail.as_data() for detail in d.acts.acknowledge]
+        data["acknowledged"] = [_acknowledged(detail) for detail in d.acts.acknowledge]
     if d.acts.type_tail and d.acts.habit is not None:
         data["friction"] = {"typed_tail": True, **d.acts.habit.as_data()}
     if answer.edited_to_same:

@@ -1,4 +1,5 @@
-"""The periodic sweep each worker runs: expiry, expiry warnings, stalled deliveries and emails."""
+"""The periodic sweep each worker runs: expiry, expiry warnings, stalled deliveries and emails,
+retention."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from django.utils import timezone
 from beliefs.domain.webhooks import EventType
 from beliefs.models import InstanceStatus, Prompt, TaskInstance
 from beliefs.selectors.quorum import approvals_expiring
+from beliefs.services.erasure import retention_apply
 from beliefs.services.expiry import instances_expire
 from beliefs.services.lifecycle import lock_instance
 from beliefs.services.notify import approvals_warn_expiring, emails_resume, instance_warn_expiring
@@ -63,4 +65,5 @@ def sweep(*, now: datetime | None = None) -> dict[str, int]:
         "warned": instances_warn_expiring(now=now),
         "deliveries_resumed": deliveries_resume(now=now),
         "emails_resumed": emails_resume(now=now),
+        "values_erased": retention_apply(now=now),
     }

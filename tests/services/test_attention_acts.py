@@ -21,7 +21,7 @@ from django.test import override_settings
 from beliefs.errors import InvalidInput
 from beliefs.models import AuditEvent, PromptState
 from beliefs.selectors import attention
-from beliefs.services.audit import Actor
+from beliefs.services.audit import Actor, digest_of
 from beliefs.services.responses import prompt_respond
 from tests.builders import transfer
 from tests.conftest import make_user, runtime_key_of
@@ -116,8 +116,8 @@ def test_a_confirm_is_taken_only_with_every_act_it_needs(
         assert event.data["acknowledged"][1] == {
             "key": "iban",
             "change": "changed",
-            "old": "DE89 3704",
-            "new": "DE02 1203",
+            "old_digest": digest_of("DE89 3704"),
+            "new_digest": digest_of("DE02 1203"),
         }
     else:
         assert "acknowledged" not in event.data

@@ -16,7 +16,7 @@ from django.utils import timezone
 from beliefs.domain.vocabulary import AuditKind
 from beliefs.models import AuditEvent, InstanceStatus, Prompt, RuntimeAPIKey
 from beliefs.selectors import attention
-from beliefs.services.audit import Actor, audit
+from beliefs.services.audit import Actor, audit, digest_of
 from beliefs.services.responses import prompt_respond
 from tests.builders import answer_all, open_prompt, transfer
 from tests.support.attention import (
@@ -256,6 +256,12 @@ def test_an_acknowledgement_shows_untrusted_details_as_text_with_hidden_characte
     )
     assert taken.status_code == 200
     event = AuditEvent.objects.get(kind="prompt.confirm", prompt_id=prompt.pk)
+    # The audit keeps the key and digests of the world's values, never the values.
     assert event.data["acknowledged"] == [
-        {"key": "no\u200bte", "change": "added", "old": None, "new": hostile}
+        {
+            "key": "no\u200bte",
+            "change": "added",
+            "old_digest": digest_of(None),
+            "new_digest": digest_of(hostile),
+        }
     ]

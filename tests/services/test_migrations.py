@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from django.apps.registry import Apps
-from django.db import connection
+from django.db import DatabaseError, connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 
 from beliefs.domain.canonical import legacy_canonical_json, text_digest
+from beliefs.services.audit import digest_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -180,3 +182,69 @@ def test_django_tasks_unfinished_jobs_of_another_kind_stop_the_migration() -> No
         with connection.cursor() as cursor:
             cursor.execute(f"DROP TABLE IF EXISTS {TASKS_TABLE}")
             cursor.execute("DELETE FROM django_migrations WHERE app = 'django_tasks_database'")
+
+
+@pytest.mark.usefixtures("at_the_latest_afterwards")
+def test_the_audit_s_values_become_digests_and_the_log_stays_append_only() -> None:
+    """Events written before 0035 held a person's values; after it, only their digests."""
+    old = _migrate(("beliefs", "0034_webhook_event_traceparent"))
+    Event = old.get_model("beliefs", "AuditEvent")
+    world = {"bank": {"owner": "A. Person"}}
+    written = {
+        "belief.recorded": {"belief": 1, "value": "NL91-SECRET", "world_ref": world, "turn": 1},
+        "prompt.edit": {
+            "action": "edit",
+            "value": "NL91-TYPED",
+            "world_ref": None,
+            "reason": "typed SECRET",
+            "acknowledged": [{"key": "owner", "change": "changed", "old": "A", "new": "B"}],
+        },
+        "prompt.confirm": {"action": "confirm", "value": 250, "reason": ""},
+        "prompt.reasked": {"before": "OLD-SECRET", "value": "NEW-SECRET", "belief": 2},
+        "instance.opened": {"principal": "p", "world": world, "slots": ["a"]},
+        "instance.world_set": {"before": {}, "after": world},
+        "classification.slot_risk": {"before": "unclassified", "after": "irreversible"},
+    }
+    for kind, data in written.items():
+        Event.objects.create(kind=kind, actor="p", data=data)
+
+    new = _migrate(("beliefs", "0035_erasure_and_retention"))
+    kept = dict(new.get_model("beliefs", "AuditEvent").objects.values_list("kind", "data"))
+    assert kept["belief.recorded"] == {
+        "belief": 1,
+        "value_digest": digest_of("NL91-SECRET"),
+        "world_ref_digest": digest_of(world),
+        "turn": 1,
+    }
+    assert kept["prompt.edit"] == {
+        "action": "edit",
+        "value_digest": digest_of("NL91-TYPED"),
+        "world_ref_digest": digest_of(None),
+        "reason_digest": digest_of("typed SECRET"),
+        "acknowledged": [
+            {
+                "key": "owner",
+                "change": "changed",
+                "old_digest": digest_of("A"),
+                "new_digest": digest_of("B"),
+            }
+        ],
+    }
+    assert kept["prompt.confirm"] == {"action": "confirm", "value_digest": digest_of(250)}
+    assert kept["prompt.reasked"] == {
+        "before": digest_of("OLD-SECRET"),
+        "after": digest_of("NEW-SECRET"),
+        "belief": 2,
+    }
+    assert kept["instance.opened"] == {
+        "principal": "p",
+        "world_digest": digest_of(world),
+        "slots": ["a"],
+    }
+    assert kept["instance.world_set"] == {"before": digest_of({}), "after": digest_of(world)}
+    # A classifier's change is not a person's value: as it was.
+    assert kept["classification.slot_risk"] == written["classification.slot_risk"]
+    assert "SECRET" not in json.dumps(list(kept.values()))
+    # The trigger is back: the log refuses an UPDATE again.
+    with pytest.raises(DatabaseError), transaction.atomic():
+        new.get_model("beliefs", "AuditEvent").objects.update(data={})

@@ -581,9 +581,10 @@ export interface components {
          * @description * `active` - active
          *     * `vetoed` - vetoed
          *     * `superseded` - superseded
+         *     * `erased` - erased
          * @enum {string}
          */
-        BeliefStatusEnum: "active" | "vetoed" | "superseded";
+        BeliefStatusEnum: "active" | "vetoed" | "superseded" | "erased";
         /** @description A belief as a plan item and a prompt show it. */
         BeliefSummaryOut: {
             /** Format: date-time */

@@ -55,6 +55,23 @@ def test_staff_transfer_a_task_class_in_the_admin(staff: Client, rt: Actor) -> N
     assert AuditEvent.objects.filter(kind="task_class.owner_changed").exists()
 
 
+def test_staff_set_a_task_class_s_retention_in_the_admin(staff: Client, rt: Actor) -> None:
+    open_transfer(rt)
+    task_class = TaskClass.objects.get(key="payments.transfer")
+    url = f"/admin/beliefs/taskclass/{task_class.pk}/change/"
+    inline = {"shares-TOTAL_FORMS": "0", "shares-INITIAL_FORMS": "0"}
+    form = {"owner": task_class.owner_id, "retention_days": "90", **inline}
+    assert staff.post(url, form).status_code == 302
+    assert TaskClass.objects.get(pk=task_class.pk).retention_days == 90
+    (event,) = AuditEvent.objects.filter(kind="task_class.retention_changed")
+    assert (event.data["before"], event.data["after"], event.subject) == (None, 90, task_class.key)
+    # A period of no days would erase what was just answered: the form says so.
+    refused = staff.post(url, {**form, "retention_days": "0"})
+    assert refused.status_code == 200 and b"greater than or equal to 1" in refused.content
+    assert staff.post(url, {**form, "retention_days": ""}).status_code == 302  # kept again
+    assert TaskClass.objects.get(pk=task_class.pk).retention_days is None
+
+
 def test_the_runtimes_page_is_for_staff_and_sends_a_test_event(
     staff: Client, rt: Actor, runtime: Any, alice: User
 ) -> None:
