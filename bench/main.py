@@ -537,6 +537,7 @@ class Bench:
                 (
                     Belief(
                         instance=instance,
+                        runtime=instance.runtime,
                         principal=user,
                         slot=slot,
                         value=f"{slot.key} of run {instance.run_number}",
@@ -567,6 +568,84 @@ class Bench:
             )
         )
         return planned["short"]
+
+    def shared_history_group(self) -> None:
+        """A class shared without its history: the measured run's runtime may carry none of the
+        other runtime's values, however many the person has."""
+        from django.contrib.auth.models import User
+
+        from beliefs.models import Belief, InstanceStatus, Runtime, TaskClassShare, TaskInstance
+
+        _progress(f"plan after 10 vs {self.scale.history:,} runs of another runtime")
+        key = "bench.shared"
+        task_class = self.task_class(key, 5)
+        other, _ = Runtime.objects.get_or_create(name="bench-owner")
+        task_class.owner = other
+        task_class.save(update_fields=["owner"])
+        measured = self.actor.runtime
+        assert measured is not None
+        TaskClassShare.objects.create(task_class=task_class, runtime=measured)
+        slots = list(task_class.slots.all())
+        now = datetime.now(UTC)
+        planned = {}
+        for name, earlier in (("short", 10), ("long", self.scale.history)):
+            user = User.objects.create_user(f"shared-{name}", password=None)
+            start = now - timedelta(days=earlier)
+            instances = TaskInstance.objects.bulk_create(
+                TaskInstance(
+                    task_class=task_class,
+                    principal=user,
+                    runtime=other,  # not the measured run's: none of it may be carried
+                    run_number=run,
+                    status=InstanceStatus.READY,
+                    planned_at=start + timedelta(days=run),
+                    world={s.key: {"ref": run} for s in slots},
+                    plan_items=[{"slot": s.key, "value": run} for s in slots],
+                    bindings={s.key: run for s in slots},
+                )
+                for run in range(1, earlier + 1)
+            )
+            Belief.objects.bulk_create(
+                (
+                    Belief(
+                        instance=instance,
+                        runtime=other,
+                        principal=user,
+                        slot=slot,
+                        value=f"{slot.key} of run {instance.run_number}",
+                        source="user",
+                        turn=1,
+                        acquired_at=start + timedelta(days=instance.run_number),
+                        world_ref={"ref": instance.run_number},
+                    )
+                    for instance in instances
+                    for slot in slots
+                ),
+                batch_size=5_000,
+            )
+            # The measured runtime's own earlier run, older than all of the other's: the one
+            # value it may carry, which planning must reach past the other's history.
+            mine = self.open_and_plan(
+                key,
+                user.username,
+                [{"slot": s.key, "value": "mine", "source": "user"} for s in slots],
+                {s.key: {"ref": 0} for s in slots},
+            )
+            Belief.objects.filter(instance=mine).update(acquired_at=start - timedelta(days=1))
+            world = {s.key: {"ref": 0} for s in slots}
+            planned[name] = self.open_and_plan(key, user.username, [], world)
+        self.analyze()
+        calls = {name: self.plan_call(run) for name, run in planned.items()}
+        times = side_by_side(calls, self.scale.samples)
+        _emit(
+            _ratio_row(
+                "plan by another runtime's history",
+                f"p50 plan, 10 vs {self.scale.history:,} runs of a class shared without history",
+                times["short"],
+                times["long"],
+                1.3,
+            )
+        )
 
     def other_principals_group(self, run: Any) -> None:
         group = "plan by others' beliefs"
@@ -967,6 +1046,8 @@ def child(
         bench.throughput_group(runs[5])
     if {"history", "others"} & set(only):
         short_history = bench.history_group(emit="history" in only)
+        if "history" in only:
+            bench.shared_history_group()
         if "others" in only:
             bench.other_principals_group(short_history)
 
