@@ -89,7 +89,7 @@ test: $(STAMP)
 ## handed out one by one as a process frees up (worksteal): by file, the last big files kept
 ## one process busy alone (80 s against 68 s on a 2-core machine).
 ## `make test` before pushing still runs everything.
-FAST := not browser and not servers and not fuzz
+FAST := not browser and not servers and not fuzz and not migrations
 check: export PYTHONDONTWRITEBYTECODE=
 check: $(STAMP)
 	$(VENV)/bin/ruff check .

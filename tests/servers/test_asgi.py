@@ -200,6 +200,7 @@ def test_a_client_that_goes_away_ends_its_wait(
     assert changes.waiting() == 0
 
 
+@pytest.mark.servers  # a Python that loads Django afresh, three times
 def test_the_pool_is_postgresqls_and_replaces_kept_connections() -> None:
     script = (
         "from django.conf import settings;"
@@ -249,6 +250,7 @@ def test_a_pool_smaller_than_the_request_threads_is_warned_of(
         assert f"DATABASE_POOL is {max_size}" in problem and f"the {threads} threads" in problem
 
 
+@pytest.mark.servers  # manage.py check, run twice
 def test_manage_py_check_warns_of_a_pool_smaller_than_the_request_threads() -> None:
     def check(pool: str) -> subprocess.CompletedProcess[str]:
         env = {

@@ -15,7 +15,7 @@ from django.db.migrations.executor import MigrationExecutor
 from beliefs.domain.canonical import legacy_canonical_json, text_digest
 from beliefs.services.audit import digest_of
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.migrations]
 
 BEFORE = ("beliefs", "0010_insights_early_runs_index")
 AFTER = ("beliefs", "0011_instance_blocking_asked")
