@@ -212,6 +212,11 @@ class SSOBackend(OIDCAuthenticationBackend):
         user: User | None = super().authenticate(request, **kwargs)
         return user
 
+    def get_user(self, user_id: int) -> User | None:
+        # Django's, not the library's: that one keeps a deactivated person's session alive.
+        user: User | None = ModelBackend.get_user(self, user_id)
+        return user
+
     def verify_token(self, token: str, **kwargs: Any) -> dict[str, Any]:
         try:
             payload: dict[str, Any] = super().verify_token(token, **kwargs)

@@ -17,14 +17,18 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from django.contrib.auth.models import Group, User
 from django.contrib.messages import get_messages
+from django.core import checks
+from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
 from beliefs.models import SignInIdentity
 from beliefs.roles import CLASSIFIERS_GROUP, REVIEWERS_GROUP, is_classifier, is_reviewer
 from console import sso
+from console.checks import check_sso_issuer
 from console.settings import env_group_roles
 from tests.conftest import PASSWORD, make_user
+from tests.project.test_deploy import settings_under
 
 pytestmark = pytest.mark.django_db
 
@@ -334,6 +338,19 @@ def test_a_deactivated_person_is_not_signed_in(provider: ForgedProvider) -> None
     assert "deactivated" in _messages(response)[0]
 
 
+def test_deactivating_a_person_ends_their_single_sign_on_session(
+    provider: ForgedProvider,
+) -> None:
+    provider.claims = {"sub": "s-1", "preferred_username": "dana"}
+    client = Client()
+    provider.sign_in(client)
+    assert client.get("/").status_code == 200
+    assert client.session["_auth_user_backend"] == "console.sso.SSOBackend"
+    User.objects.filter(username="dana").update(is_active=False)
+    response = client.get("/")
+    assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+
+
 def test_an_unreachable_provider_is_a_message_not_an_error(settings: Any) -> None:  # noqa: ANN401
     settings.OIDC_ISSUER = "http://127.0.0.1:9"  # discard: nothing answers
     settings.OIDC_CLIENT_ID, settings.OIDC_CLIENT_SECRET = CLIENT_ID, "secret"
@@ -458,9 +475,37 @@ def test_the_group_mapping_reads_pairs_or_json(monkeypatch: pytest.MonkeyPatch) 
     assert env_group_roles("X") == {"CN=Ops,OU=x": ["classifiers", "ops"], "b": ["reviewers"]}
     monkeypatch.delenv("X")
     assert env_group_roles("X") == {}
-    from django.core.exceptions import ImproperlyConfigured
-
     for bad in ("idp-a", "=x", '{"a": 1}', "{nope"):
         monkeypatch.setenv("X", bad)
         with pytest.raises(ImproperlyConfigured):
             env_group_roles("X")
+
+
+def test_the_settings_refuse_a_console_nobody_can_sign_in_to() -> None:
+    with pytest.raises(ImproperlyConfigured, match="needs OIDC_ISSUER"):
+        settings_under({"DEBUG": "true", "CONSOLE_PASSWORD_SIGN_IN": "false"})
+    with pytest.raises(ImproperlyConfigured, match="needs OIDC_CLIENT_ID"):
+        settings_under({"DEBUG": "true", "OIDC_ISSUER": ISSUER})
+    on = settings_under(
+        {
+            "DEBUG": "true",
+            "OIDC_ISSUER": ISSUER,
+            "OIDC_CLIENT_ID": CLIENT_ID,
+            "OIDC_CLIENT_SECRET": "s",
+            "OIDC_GROUP_ROLES": "console-classifiers=classifiers",
+            "CONSOLE_PASSWORD_SIGN_IN": "false",
+        }
+    )
+    assert on["OIDC_GROUP_ROLES"] == {"console-classifiers": ["classifiers"]}
+    assert on["CONSOLE_PASSWORD_SIGN_IN"] is False
+    assert on["AUTHENTICATION_BACKENDS"][0] == "axes.backends.AxesStandaloneBackend"
+
+
+def test_the_deploy_check_wants_an_https_issuer(settings: Any) -> None:  # noqa: ANN401
+    settings.OIDC_ISSUER = ""
+    assert check_sso_issuer() == []
+    settings.OIDC_ISSUER = "http://id.example.test"
+    (error,) = check_sso_issuer()
+    assert error.id == "console.E003" and error.level == checks.ERROR
+    settings.OIDC_ISSUER = ISSUER
+    assert check_sso_issuer() == []
