@@ -35,8 +35,9 @@ class LoopbackProvider:
 
 
 def _missing(reason: str) -> None:
-    # In CI (`.ci/run` sets CI) a provider that cannot start is a failure, never a skip.
-    if os.environ.get("CI"):
+    # In CI (`.ci/run` sets CONSOLE_CI; most CI services set CI) a provider that cannot start
+    # is a failure, never a skip.
+    if os.environ.get("CONSOLE_CI") or os.environ.get("CI"):
         pytest.fail(reason)
     pytest.skip(reason)
 
