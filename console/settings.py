@@ -238,6 +238,8 @@ CONSOLE_TRUSTED_PROXIES = env_int("CONSOLE_TRUSTED_PROXIES", 0)
 AXES_CLIENT_IP_CALLABLE = "console.client_ip.client_ip"
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# Single sign-on's callback is neither counted nor locked out (console.sso.exempt_from_lockout).
+AXES_WHITELIST_CALLABLE = "console.sso.exempt_from_lockout"
 # No "AXES: BEGIN" banner from every process that loads the app (make run starts four).
 AXES_VERBOSE = False
 

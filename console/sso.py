@@ -301,6 +301,14 @@ class SSOBackend(OIDCAuthenticationBackend):
         return f"{self.describe_user_by_claims(claims)} at {self.issuer}"
 
 
+def exempt_from_lockout(request: HttpRequest, credentials: dict[str, Any] | None) -> bool:
+    """AXES_WHITELIST_CALLABLE: the callback's authentication (it alone names a nonce and a
+    code verifier) is never counted or locked out. It has no password to guess (state, nonce
+    and PKCE guard it), and its failures carry no username: counted, they would lock out
+    everyone signing in through the provider from the same address."""
+    return bool(credentials) and {"nonce", "code_verifier"} <= set(credentials or {})
+
+
 class PasswordSignInGate:
     """After axes and before ModelBackend in AUTHENTICATION_BACKENDS: with password sign-in
     turned off (CONSOLE_PASSWORD_SIGN_IN), every password is refused before ModelBackend

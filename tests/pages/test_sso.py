@@ -509,3 +509,18 @@ def test_the_deploy_check_wants_an_https_issuer(settings: Any) -> None:  # noqa:
     assert error.id == "console.E003" and error.level == checks.ERROR
     settings.OIDC_ISSUER = ISSUER
     assert check_sso_issuer() == []
+
+
+def test_failed_single_sign_ons_lock_nobody_out(provider: ForgedProvider, settings: Any) -> None:  # noqa: ANN401
+    """A callback is no password to guess (state, nonce and PKCE guard it): its failures are
+    not counted by the lockout, which would otherwise lock everyone behind one address out."""
+    # Claims the console refuses: the backend answers None, a failed authentication.
+    provider.claims = {"sub": "s-1", "preferred_username": "dana", "groups": 7}
+    for _ in range(settings.AXES_FAILURE_LIMIT + 1):
+        assert _signed_in(client := Client()) is None
+        provider.sign_in(client)
+    provider.claims = {"sub": "s-2", "preferred_username": "erin"}
+    response = provider.sign_in(erin := Client())
+    assert response.status_code == 302 and response["Location"] == "/start/"
+    assert _signed_in(erin) == User.objects.get(username="erin")
+    assert not User.objects.filter(username="dana").exists()
