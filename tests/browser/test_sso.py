@@ -203,3 +203,17 @@ def test_with_passwords_off_the_page_offers_only_the_provider_and_fits(
     shoot(page, SCREENSHOTS / f"sso-sign-in-{width}.png")
     _sign_in_at_provider(page, at_console, "sub-dana-0001")
     expect(page.locator("header")).to_contain_text("dana")
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_beside_passwords_the_provider_comes_first_and_the_page_fits(
+    page: Page, at_console: str, width: int
+) -> None:
+    page.set_viewport_size({"width": width, "height": 800})
+    page.goto(f"{at_console}/accounts/login/?next=/classify/")
+    sso_link = page.get_by_role("link", name="Sign in with SSO")
+    expect(sso_link).to_have_attribute("href", "/accounts/oidc/start/?next=/classify/")
+    expect(page.get_by_label("Password")).to_be_visible()
+    expect(page.get_by_role("button", name="Use a passkey")).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    shoot(page, SCREENSHOTS / f"sso-beside-passwords-{width}.png")
