@@ -15,6 +15,7 @@ import logging
 import re
 import threading
 import time
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -145,15 +146,19 @@ def endpoints() -> Endpoints:
 
 # --- who signed in -------------------------------------------------------------------------------
 
-_NOT_IN_USERNAME = re.compile(r"[^\w.@+-]")
+_NOT_IN_USERNAME = re.compile(r"[^A-Za-z0-9_.@+-]")
 
 
 def username_for(claims: dict[str, Any]) -> str:
-    """A new person's username: the provider's preferred_username reduced to the characters
-    Django allows, else one made from the subject; made unique (ignoring case) with a number,
-    so a provider's "alice" never becomes the console's existing alice."""
+    """A new person's username: the provider's preferred_username in ASCII (accents dropped,
+    other letters left out, so no lookalike of another script can pass for an existing name),
+    else one made from the subject; made unique (ignoring case) with a number, so a provider's
+    "alice" never becomes the console's existing alice."""
     wanted = claims.get("preferred_username")
-    base = _NOT_IN_USERNAME.sub("", wanted)[:140] if isinstance(wanted, str) else ""
+    base = ""
+    if isinstance(wanted, str):
+        ascii_only = unicodedata.normalize("NFKD", wanted).encode("ascii", "ignore").decode()
+        base = _NOT_IN_USERNAME.sub("", ascii_only)[:140]
     if not base:
         base = "sso-" + hashlib.sha256(str(claims["sub"]).encode()).hexdigest()[:12]
     candidate, number = base, 2

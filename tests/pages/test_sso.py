@@ -207,6 +207,14 @@ def test_a_provider_username_never_takes_over_a_local_account(provider: ForgedPr
     assert _signed_in(again) == alice
 
 
+@pytest.mark.parametrize(
+    ("preferred", "username"),
+    [("jürgen.müller", "jurgen.muller"), ("\u0430lice", "lice"), ("bob smith\u200b", "bobsmith")],
+)
+def test_a_username_is_plain_ascii(preferred: str, username: str) -> None:
+    assert sso.username_for({"sub": "s", "preferred_username": preferred}) == username
+
+
 def test_a_username_is_made_from_the_subject_when_the_provider_gives_none(
     provider: ForgedProvider,
 ) -> None:
