@@ -64,13 +64,21 @@ serve: $(STAMP)
 	DATABASE_POOL=$${DATABASE_POOL:-12} \
 	  $(PY) -m console.serve --host 0.0.0.0 --port $(PORT) --workers $(WEB_CONCURRENCY)
 
+## The loopback OpenID Connect provider the single sign-on tests start (tests/oidc_provider/):
+## installed from its package-lock.json with npm (Node 20+) when missing or when the lock changed.
+OIDC_PROVIDER := tests/oidc_provider
+OIDC_PROVIDER_STAMP := $(OIDC_PROVIDER)/node_modules/.installed
+$(OIDC_PROVIDER_STAMP): $(OIDC_PROVIDER)/package.json $(OIDC_PROVIDER)/package-lock.json
+	cd $(OIDC_PROVIDER) && npm ci --no-audit --no-fund
+	touch $(OIDC_PROVIDER_STAMP)
+
 ## Lint, then the whole test suite in two processes (browser tests need /usr/bin/chromium)
 ## with mypy running beside it (its report is printed after pytest's), then the client's own
 ## tests. Fails if any of them fails. Bytecode is written even where PYTHONDONTWRITEBYTECODE
 ## is set: each test process would otherwise compile every module and redo pytest's assertion
 ## rewriting of ~700 modules (the test files and the pytest plugins' packages), 5 s a process.
 test: export PYTHONDONTWRITEBYTECODE=
-test: $(STAMP)
+test: $(STAMP) $(OIDC_PROVIDER_STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) manage.py makemigrations --check --dry-run

@@ -38,6 +38,7 @@ from beliefs.models import (
     OutgoingEmail,
     Runtime,
     RuntimeAPIKey,
+    SignInIdentity,
     TaskClass,
     TaskClassShare,
     WebhookDelivery,
@@ -590,3 +591,16 @@ class TaskClassAdmin(Revealing):
         actor = Actor.person(request.user)
         task_class_transfer(task_class=obj, owner=obj.owner, actor=actor)
         task_class_set_retention(task_class=obj, days=obj.retention_days, actor=actor)
+
+
+@admin.register(SignInIdentity)
+class SignInIdentityAdmin(admin.ModelAdmin):
+    """Who a single sign-on provider's subject is here. Adding a row links an existing account
+    (one that signed in with a password) to its subject at the provider, before its first
+    single sign-on; otherwise that sign-in creates a new person."""
+
+    list_display = ("user", "issuer", "subject", "last_sign_in_at")
+    list_select_related = ("user",)
+    search_fields = ("user__username", "subject")
+    raw_id_fields = ("user",)
+    readonly_fields = ("created_at", "last_sign_in_at")

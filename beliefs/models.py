@@ -1270,3 +1270,29 @@ class ApproverAway(models.Model):
 
     def __str__(self) -> str:
         return f"{self.approver_id} away for {self.instance_id}"
+
+
+class SignInIdentity(models.Model):
+    """A person as a single sign-on provider knows them: the provider's issuer and its subject
+    (`sub`), which the provider never reuses for someone else. Signing in through the provider
+    finds the person by these two alone, never by e-mail, which people change and providers
+    may let them set. An administrator can link an existing account by adding a row."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sign_in_identities"
+    )
+    issuer = models.CharField(max_length=255)
+    subject = models.CharField(max_length=255)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_sign_in_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["issuer", "subject"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["issuer", "subject"], name="sign_in_identity_once_per_provider"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return reveal(f"{self.subject} at {self.issuer}")

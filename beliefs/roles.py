@@ -50,3 +50,18 @@ def grant_role(user: User, group_name: str) -> None:
 
     ensure_role_groups()
     user.groups.add(Group.objects.get(name=group_name))
+
+
+def set_mapped_groups(user: User, mapped: set[str], given: set[str]) -> None:
+    """Make `user` a member of exactly the groups of `given` among the groups of `mapped` (the
+    ones single sign-on decides: `OIDC_GROUP_ROLES`); groups outside `mapped` are left as they
+    are, so a group granted by hand in the console survives every sign-in. The classifiers and
+    reviewers groups are created with their permissions, any other group (an approver group)
+    bare."""
+    from django.contrib.auth.models import Group
+
+    if mapped & {CLASSIFIERS_GROUP, REVIEWERS_GROUP}:
+        ensure_role_groups()
+    groups = {name: Group.objects.get_or_create(name=name)[0] for name in mapped}
+    user.groups.remove(*(groups[name] for name in mapped - given))
+    user.groups.add(*(groups[name] for name in mapped & given))

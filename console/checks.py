@@ -161,3 +161,21 @@ def check_pool_serves_every_request_thread(
             problem, hint="Set DATABASE_POOL to at least REQUEST_THREADS.", id="console.W001"
         )
     ]
+
+
+@checks.register(checks.Tags.security, deploy=True)
+def check_sso_issuer(
+    app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """The sign-on provider's discovery, keys and tokens come from OIDC_ISSUER: over plain http
+    anyone on the way could hand the console their own keys, and sign in as anyone."""
+    issuer = settings.OIDC_ISSUER
+    if not issuer or urlsplit(issuer).scheme == "https":
+        return []
+    return [
+        checks.Error(
+            f"OIDC_ISSUER must be an https URL in production: it is {issuer!r}.",
+            hint="Set OIDC_ISSUER to the provider's https issuer URL (docs/sso.md).",
+            id="console.E003",
+        )
+    ]

@@ -7,6 +7,7 @@ Production (DEBUG off) refuses to start without DJANGO_SECRET_KEY and DJANGO_ALL
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -211,7 +212,11 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
+    # Refuses every password when CONSOLE_PASSWORD_SIGN_IN is off, before ModelBackend sees it.
+    "console.sso.PasswordSignInGate",
     "django.contrib.auth.backends.ModelBackend",
+    # Single sign-on: answers only the provider's callback, and only when OIDC_ISSUER is set.
+    "console.sso.SSOBackend",
 ]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -233,6 +238,8 @@ CONSOLE_TRUSTED_PROXIES = env_int("CONSOLE_TRUSTED_PROXIES", 0)
 AXES_CLIENT_IP_CALLABLE = "console.client_ip.client_ip"
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# Single sign-on's callback is neither counted nor locked out (console.sso.exempt_from_lockout).
+AXES_WHITELIST_CALLABLE = "console.sso.exempt_from_lockout"
 # No "AXES: BEGIN" banner from every process that loads the app (make run starts four).
 AXES_VERBOSE = False
 
@@ -443,6 +450,61 @@ CONSOLE_SIGNATURE_TTL = timedelta(
 )
 # How long one signing attempt's nonce stays usable.
 CONSOLE_SIGNATURE_ATTEMPT_TTL = timedelta(seconds=env_int("CONSOLE_SIGNATURE_ATTEMPT_SECONDS", 300))
+
+# --- Single sign-on (OpenID Connect) ---------------------------------------------------------
+# On when OIDC_ISSUER is set (docs/sso.md): the sign-in page offers "Sign in with
+# <OIDC_PROVIDER_NAME>", the authorization code flow with PKCE (S256). The provider's endpoints
+# come from its discovery document, fetched at the first sign-in, not at start-up.
+OIDC_ISSUER = os.environ.get("OIDC_ISSUER", "")
+OIDC_CLIENT_ID = os.environ.get("OIDC_CLIENT_ID", "")
+OIDC_CLIENT_SECRET = os.environ.get("OIDC_CLIENT_SECRET", "")
+if OIDC_ISSUER and not (OIDC_CLIENT_ID and OIDC_CLIENT_SECRET):
+    raise ImproperlyConfigured("OIDC_ISSUER needs OIDC_CLIENT_ID and OIDC_CLIENT_SECRET")
+OIDC_PROVIDER_NAME = os.environ.get("OIDC_PROVIDER_NAME", "SSO")
+# Some providers send the groups claim only for a scope of its own (add "groups" here then).
+OIDC_SCOPES = os.environ.get("OIDC_SCOPES", "openid email profile")
+OIDC_SIGN_ALGO = os.environ.get("OIDC_SIGN_ALGO", "RS256")
+OIDC_TIMEOUT_SECONDS = env_float("OIDC_TIMEOUT_SECONDS", 5)
+OIDC_GROUPS_CLAIM = os.environ.get("OIDC_GROUPS_CLAIM", "groups")
+
+
+def env_group_roles(name: str) -> dict[str, list[str]]:
+    """The provider's groups, each with the console groups it gives: "idp=console,..." (a
+    provider group may be named twice, for two console groups) or a JSON object whose values
+    are a name or a list of names (for names with commas or equals signs)."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return {}
+    roles: dict[str, list[str]] = {}
+    if raw.startswith("{"):
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"{name} is not valid JSON: {exc}") from exc
+        for idp, console in data.items():
+            names = [console] if isinstance(console, str) else console
+            if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+                raise ImproperlyConfigured(f"{name}: {idp!r} must map to a name or names")
+            roles.setdefault(idp, []).extend(names)
+        return roles
+    for pair in raw.split(","):
+        if not pair.strip():
+            continue
+        idp, equals, console = (part.strip() for part in pair.partition("="))
+        if not (equals and idp and console):
+            raise ImproperlyConfigured(f"{name}: {pair.strip()!r} is not provider-group=group")
+        roles.setdefault(idp, []).append(console)
+    return roles
+
+
+# Which console groups each provider group gives; at every sign-in a person's membership of
+# every group named here is set to what their groups claim gives, others are left alone.
+OIDC_GROUP_ROLES = env_group_roles("OIDC_GROUP_ROLES")
+# Off: the sign-in page offers only the provider (no password form, no passkey sign-in), and
+# every password is refused, the admin's login too. Passkeys still sign approvals.
+CONSOLE_PASSWORD_SIGN_IN = env_bool("CONSOLE_PASSWORD_SIGN_IN", True)
+if not CONSOLE_PASSWORD_SIGN_IN and not OIDC_ISSUER:
+    raise ImproperlyConfigured("CONSOLE_PASSWORD_SIGN_IN=false needs OIDC_ISSUER: no way in")
 
 # Email: one line of the log per email unless EMAIL_HOST is set, then sent by SMTP.
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "")

@@ -6,6 +6,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
 
 from console.metrics import metrics
+from console.sso import SSOCallbackView, SSOStartView
 from console.views import passkeys
 from console.views.account import account_page
 from console.views.help import glossary
@@ -14,9 +15,11 @@ from console.views.public import healthz, jwks, readyz
 from console.views.runtimes import endpoint_send_test, runtimes_page
 from console.views.start import SignInView, home
 
-# Signing in, with a password or a passkey, and out.
+# Signing in, with a password, a passkey or single sign-on, and out.
 sign_in = [
     path("login/", SignInView.as_view(), name="login"),
+    path("oidc/start/", login_not_required(SSOStartView.as_view()), name="oidc-sign-in"),
+    path("oidc/callback/", login_not_required(SSOCallbackView.as_view()), name="oidc-callback"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path(
         "login/passkey/options/", passkeys.passkey_sign_in_options, name="passkey-sign-in-options"

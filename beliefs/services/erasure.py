@@ -206,7 +206,7 @@ def _kept(user: User, instances: list[Any]) -> list[tuple[str, str]]:
     receipts = Receipt.objects.filter(instance_id__in=instances).count()
     return [
         (
-            f"the account {user.get_username()!r} and its roles",
+            f"the account {user.get_username()!r}, its roles and its single sign-on identities",
             "the audit names people by their username; deactivate or delete the account in "
             "the admin if the person leaves",
         ),

@@ -29,7 +29,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from beliefs import selectors
 from beliefs.domain.passkeys import b64url, b64url_decode
-from beliefs.errors import Conflict, InvalidInput, ServiceError
+from beliefs.errors import Conflict, InvalidInput, PermissionDenied, ServiceError
 from beliefs.models import InstanceStatus, TaskInstance
 from beliefs.selectors.passkeys import (
     active_passkeys,
@@ -181,10 +181,21 @@ def passkey_remove(request: AuthedHttpRequest, passkey_id: int) -> HttpResponse:
 # --- signing in ---------------------------------------------------------------------------------
 
 
+def _refuse_when_passwords_are_off() -> None:
+    """With password sign-in off the provider is the only way in (so that removing someone
+    there keeps them out); passkeys then sign approvals but sign no one in."""
+    if not settings.CONSOLE_PASSWORD_SIGN_IN:
+        raise PermissionDenied(
+            "Signing in with a passkey is turned off here: sign in through single sign-on.",
+            code="passkey_sign_in_off",
+        )
+
+
 @login_not_required
 @require_POST
 @_refusing
 def passkey_sign_in_options(request: HttpRequest) -> JsonResponse:
+    _refuse_when_passwords_are_off()
     text, challenge = passkeys.passkey_sign_in_options(rp=relying_party(request))
     request.session[SIGN_IN_CHALLENGE] = b64url(challenge)
     return _options(text)
@@ -194,6 +205,7 @@ def passkey_sign_in_options(request: HttpRequest) -> JsonResponse:
 @require_POST
 @_ceremony(SIGN_IN_CHALLENGE, "sign-in")
 def passkey_sign_in(request: HttpRequest, data: dict[str, Any], challenge: bytes) -> JsonResponse:
+    _refuse_when_passwords_are_off()
     user = passkeys.passkey_sign_in(
         credential=data.get("credential"), challenge=challenge, rp=relying_party(request)
     )
