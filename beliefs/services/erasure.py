@@ -220,7 +220,7 @@ def _kept(user: User, instances: list[Any]) -> list[tuple[str, str]]:
             "never the values",
         ),
         (
-            f"{receipts} receipts, signatures and approvals",
+            f"{receipts} receipts, and the signatures and approvals",
             "they hold digests and the username, never values: a receipt still verifies",
         ),
     ]

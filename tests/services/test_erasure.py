@@ -12,6 +12,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connection, transaction
+from django.test import Client
 from django.utils import timezone
 
 from beliefs.domain.canonical import bindings_digest
@@ -261,3 +262,15 @@ def test_a_retention_period_is_whole_days_and_its_change_audited(alices: dict[st
     task_class_set_retention(task_class=task_class, days=30, actor=staff)  # no change: no event
     (event,) = AuditEvent.objects.filter(kind=AuditKind.TASK_CLASS_RETENTION_CHANGED)
     assert (event.data["before"], event.data["after"], event.actor) == (None, 30, "alice")
+
+
+def test_the_person_s_page_says_the_values_were_erased(alices: dict[str, str], alice: User) -> None:
+    alice_client = Client()
+    alice_client.force_login(alice)
+    before = alice_client.get(f"/instances/{alices['ready']}/").content.decode()
+    assert SECRET in before and "were erased" not in before
+    person_erase(user=User.objects.get(username="alice"), actor=SYSTEM)
+    page = alice_client.get(f"/instances/{alices['ready']}/")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert SECRET not in text and 'id="erased-notice"' in text and "were erased on" in text
