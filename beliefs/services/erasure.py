@@ -43,6 +43,7 @@ from beliefs.models import (
     WebhookEvent,
 )
 from beliefs.services.audit import SYSTEM, Actor, audit, audit_all, audit_replaced
+from beliefs.services.changes import instance_changed
 from beliefs.services.lifecycle import close_instance, lock_instance
 
 # What a removed free text (a reason the person typed, why an instance closed) reads.
@@ -121,6 +122,8 @@ def _erase_instances(instances: list[TaskInstance], now: datetime) -> Counter[st
         instances, ["world", "plan_items", "bindings", "status_reason", "erased_at", "updated_at"]
     )
     removed["instances"] += len(instances)
+    for instance in instances:  # a page or an agent waiting on one reads it again
+        instance_changed(instance.pk)
     events = list(WebhookEvent.objects.filter(instance_id__in=ids).only("pk", "payload"))
     for event in events:
         event.payload = _payload(event.payload)
