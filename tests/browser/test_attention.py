@@ -17,7 +17,7 @@ from django.contrib.auth.models import User
 from playwright.sync_api import Page, expect
 
 from beliefs.models import AuditEvent, Prompt, TaskInstance
-from beliefs.services.audit import Actor
+from beliefs.services.audit import Actor, digest_of
 from beliefs.services.planning import instance_plan
 from tests.browser import scenarios
 from tests.browser.test_enduser import assumption, card
@@ -165,8 +165,14 @@ def test_a_changed_world_is_confirmed_only_after_each_detail_is_acknowledged(
     amount_confirm.click()  # the unchanged card: one click
     expect(card(page, "Amount")).to_contain_text("Confirmed: 80")
     event = AuditEvent.objects.get(kind="prompt.confirm", subject="account")
+    # The world's old and new values as digests: the audit never holds the values.
     assert event.data["acknowledged"] == [
-        {"key": "holder", "change": "changed", "old": "Bob Example", "new": "B. Exampel Holdings"}
+        {
+            "key": "holder",
+            "change": "changed",
+            "old_digest": digest_of("Bob Example"),
+            "new_digest": digest_of("B. Exampel Holdings"),
+        }
     ]
 
 
