@@ -504,10 +504,48 @@ class Bench:
         _emit(_ratio_row(group, "p50 plan, 5 vs 200 slots", times["5"], times["200"], 8))
         return runs
 
+    def past_runs(
+        self, task_class: Any, slots: list[Any], user: Any, runtime: Any, start: datetime, runs: int
+    ) -> None:
+        """`runs` finished runs of `user` by `runtime`, run n on day n after `start`, each with a
+        user's belief for every slot (bulk-created: thousands in seconds)."""
+        from beliefs.models import Belief, InstanceStatus, TaskInstance
+
+        instances = TaskInstance.objects.bulk_create(
+            TaskInstance(
+                task_class=task_class,
+                principal=user,
+                runtime=runtime,
+                run_number=run,
+                status=InstanceStatus.READY,
+                planned_at=start + timedelta(days=run),
+                world={s.key: {"ref": run} for s in slots},
+                plan_items=[{"slot": s.key, "value": run} for s in slots],
+                bindings={s.key: run for s in slots},
+            )
+            for run in range(1, runs + 1)
+        )
+        Belief.objects.bulk_create(
+            (
+                Belief(
+                    instance=instance,
+                    runtime=runtime,
+                    principal=user,
+                    slot=slot,
+                    value=f"{slot.key} of run {instance.run_number}",
+                    source="user",
+                    turn=1,
+                    acquired_at=start + timedelta(days=instance.run_number),
+                    world_ref={"ref": instance.run_number},
+                )
+                for instance in instances
+                for slot in slots
+            ),
+            batch_size=5_000,
+        )
+
     def history_group(self, emit: bool = True) -> Any:
         from django.contrib.auth.models import User
-
-        from beliefs.models import Belief, InstanceStatus, TaskInstance
 
         _progress(f"plan after 10 vs {self.scale.history:,} earlier runs")
         key = "bench.history"
@@ -518,39 +556,8 @@ class Bench:
         for name, earlier in (("short", 10), ("long", self.scale.history)):
             user = User.objects.create_user(f"history-{name}", password=None)
             start = now - timedelta(days=earlier)
-            instances = TaskInstance.objects.bulk_create(
-                TaskInstance(
-                    task_class=task_class,
-                    principal=user,
-                    # The measured run's own runtime: its history is what it carries.
-                    runtime=self.actor.runtime,
-                    run_number=run,
-                    status=InstanceStatus.READY,
-                    planned_at=start + timedelta(days=run),
-                    world={s.key: {"ref": run} for s in slots},
-                    plan_items=[{"slot": s.key, "value": run} for s in slots],
-                    bindings={s.key: run for s in slots},
-                )
-                for run in range(1, earlier + 1)
-            )
-            Belief.objects.bulk_create(
-                (
-                    Belief(
-                        instance=instance,
-                        runtime=instance.runtime,
-                        principal=user,
-                        slot=slot,
-                        value=f"{slot.key} of run {instance.run_number}",
-                        source="user",
-                        turn=1,
-                        acquired_at=start + timedelta(days=instance.run_number),
-                        world_ref={"ref": instance.run_number},
-                    )
-                    for instance in instances
-                    for slot in slots
-                ),
-                batch_size=5_000,
-            )
+            # The measured run's own runtime: its history is what it carries.
+            self.past_runs(task_class, slots, user, self.actor.runtime, start, earlier)
             world = {s.key: {"ref": 0} for s in slots}
             planned[name] = self.open_and_plan(key, user.username, [], world)
         self.analyze()
@@ -574,7 +581,7 @@ class Bench:
         other runtime's values, however many the person has."""
         from django.contrib.auth.models import User
 
-        from beliefs.models import Belief, InstanceStatus, Runtime, TaskClassShare, TaskInstance
+        from beliefs.models import Belief, Runtime, TaskClassShare
 
         _progress(f"plan after 10 vs {self.scale.history:,} runs of another runtime")
         key = "bench.shared"
@@ -591,38 +598,8 @@ class Bench:
         for name, earlier in (("short", 10), ("long", self.scale.history)):
             user = User.objects.create_user(f"shared-{name}", password=None)
             start = now - timedelta(days=earlier)
-            instances = TaskInstance.objects.bulk_create(
-                TaskInstance(
-                    task_class=task_class,
-                    principal=user,
-                    runtime=other,  # not the measured run's: none of it may be carried
-                    run_number=run,
-                    status=InstanceStatus.READY,
-                    planned_at=start + timedelta(days=run),
-                    world={s.key: {"ref": run} for s in slots},
-                    plan_items=[{"slot": s.key, "value": run} for s in slots],
-                    bindings={s.key: run for s in slots},
-                )
-                for run in range(1, earlier + 1)
-            )
-            Belief.objects.bulk_create(
-                (
-                    Belief(
-                        instance=instance,
-                        runtime=other,
-                        principal=user,
-                        slot=slot,
-                        value=f"{slot.key} of run {instance.run_number}",
-                        source="user",
-                        turn=1,
-                        acquired_at=start + timedelta(days=instance.run_number),
-                        world_ref={"ref": instance.run_number},
-                    )
-                    for instance in instances
-                    for slot in slots
-                ),
-                batch_size=5_000,
-            )
+            # Not the measured run's runtime: none of these may be carried.
+            self.past_runs(task_class, slots, user, other, start, earlier)
             # The measured runtime's own earlier run, older than all of the other's: the one
             # value it may carry, which planning must reach past the other's history.
             mine = self.open_and_plan(
