@@ -57,16 +57,6 @@ def _tables_holding(text: str) -> dict[str, int]:
     return found
 
 
-def _register(api: Driver) -> None:
-    api.register(
-        CLASS,
-        slots=[{"key": "recipient_account"}, {"key": "memo"}],
-        decisions=[{"key": "send_transfer", "slots": ["recipient_account"]}],
-        risks={"recipient_account": "reversible", "memo": "reversible"},
-        decision_risks={"send_transfer": "irreversible"},
-    )
-
-
 def _run(api: Driver, secret: str, world: str, principal: str = "alice") -> str:
     """An instance planned with a tool's value and a world reference: the recipient is asked
     to be confirmed (it feeds an irreversible decision)."""
@@ -90,15 +80,10 @@ def _run(api: Driver, secret: str, world: str, principal: str = "alice") -> str:
 
 
 @pytest.fixture
-def api(runtime: JsonClient, person_client: Callable[[User], JsonClient], alice: User) -> Driver:
-    return Driver(runtime, person_client(alice))
-
-
-@pytest.fixture
-def alices(api: Driver) -> dict[str, str]:
+def alices(api: Driver, transfer: str) -> dict[str, str]:
     """Three instances of alice's: one ready (answered in the console, with a receipt), one she
     rejected with a reason, one still waiting for her."""
-    _register(api)
+    assert transfer == CLASS  # its recipient feeds an irreversible decision
     ready = _run(api, SECRET, WORLD)
     api.answer_all(ready, {"recipient_account": f"NL91-{SECRET}-typed"})
     rejected = _run(api, f"{SECRET}-2", f"{WORLD}-2")
