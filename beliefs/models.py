@@ -436,12 +436,6 @@ class Belief(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="beliefs"
     )
     slot = models.ForeignKey(Slot, on_delete=models.CASCADE, related_name="beliefs")
-    # Its instance's runtime (an instance's runtime never changes), kept beside it so that
-    # planning seeks each runtime's newest value in the index below instead of walking the
-    # values of runtimes it may not carry from. Set by `Belief.of`.
-    runtime = models.ForeignKey(
-        Runtime, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
-    )
     value = models.JSONField()
     source = models.CharField(max_length=20, choices=SOURCE_CHOICES)
     turn = models.PositiveIntegerField(default=0)
@@ -457,12 +451,11 @@ class Belief(models.Model):
     class Meta:
         ordering = ["-acquired_at", "-id"]
         indexes = [
-            # Serves "the newest active belief of a principal for a slot from one runtime"
-            # (planning's choice, one seek per runtime it may carry from) as one short index
-            # scan, however long the principal's history with that runtime or any other.
+            # Serves "the newest active belief of a principal for a slot" (planning's choice)
+            # as one short index scan, however long the principal's history.
             models.Index(
-                fields=["principal", "slot", "status", "runtime", "-acquired_at", "-id"],
-                name="belief_newest_per_runtime",
+                fields=["principal", "slot", "status", "-acquired_at", "-id"],
+                name="belief_newest_per_slot",
             )
         ]
 

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("beliefs", "0036_belief_runtime"),
+        ("beliefs", "0035_erasure_and_retention"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -91,65 +91,44 @@ def _in_history_pool(runtime: str, task_class: str) -> str:
     return f"({runtime} = {owner} OR {shared})"
 
 
-# The status planning binds, as an SQL literal: a constant, so the index's prefix is fixed.
-_ACTIVE = f"'{BeliefStatus.ACTIVE.value}'"
+def visible_sql(belief_runtime: str, runtime: str, task_class: str) -> str:
+    """SQL for `history.carries`: may an instance of `runtime` carry a value of an instance of
+    `belief_runtime`, both of the class `task_class` (each an SQL expression)? Its own runtime's
+    always (instances opened without a runtime count as one runtime of their own); another's
+    only when both are in the class's history pool."""
+    return (
+        f"({belief_runtime} = {runtime} OR ({belief_runtime} IS NULL AND {runtime} IS NULL)"
+        f" OR ({_in_history_pool(belief_runtime, task_class)}"
+        f" AND {_in_history_pool(runtime, task_class)}))"
+    )
 
 
 def _pick_sql(instance: str, principal: str, run_number: str, runtime: str) -> str:
     """SQL for the id of the belief that slot "s" binds for one instance: the newest active
-    belief of the instance, else the newest active one of the principal from an earlier run of
-    a runtime the instance's runtime may carry from (`HistoryPool.carries`: its own; with the
-    class's history pool when it is a member, every member's; newest: acquired_at, then id).
-    The instance's id, principal, run number and runtime are given as SQL (columns, or the
-    instance's id as a placeholder: its only parameter).
-
-    Each runtime it may carry from is one `LIMIT 1` seek of the index (principal, slot,
-    status, runtime, acquired_at, id), so neither the principal's history with this runtime nor
-    their history with any other runtime is walked; the newest of those few seeks wins. An
-    instance opened without a runtime carries only from such instances (`IS NULL`)."""
+    belief of the instance, else the newest active one of the principal from an earlier run
+    whose runtime the instance's runtime may carry from (`visible_sql`; newest: acquired_at,
+    then id). The instance's id, principal, run number and runtime are given as SQL (columns or
+    placeholders); each probe is one `LIMIT 1` walk of the index (principal, slot, status,
+    acquired_at, id). Its parameters: the active status, `instance`'s, the active status again,
+    `principal`'s and `run_number`'s, in that order (`runtime` must be a column)."""
     col = rows.column
-    task_class = col(Slot, "task_class", "s")
 
     def newest(where: str, join: str = "") -> str:
         return (
             f"(SELECT {col(Belief, 'id', 'c')} FROM {rows.table(Belief, 'c')}{join}"
             f" WHERE {col(Belief, 'slot', 'c')} = {col(Slot, 'id', 's')}"
-            f" AND {col(Belief, 'status', 'c')} = {_ACTIVE} AND {where}"
+            f" AND {col(Belief, 'status', 'c')} = %s AND {where}"
             f" ORDER BY {col(Belief, 'acquired_at', 'c')} DESC, {col(Belief, 'id', 'c')} DESC"
             " LIMIT 1)"
         )
 
-    def earlier(runtime_is: str) -> str:
-        """The newest carried belief of the runtime that `runtime_is` names."""
-        return newest(
-            f"{col(Belief, 'principal', 'c')} = {principal}"
-            f" AND {col(Belief, 'runtime', 'c')} {runtime_is}"
-            f" AND {col(TaskInstance, 'run_number', 'ci')} < {run_number}",
-            join=f" INNER JOIN {rows.table(TaskInstance, 'ci')}"
-            f" ON {col(TaskInstance, 'id', 'ci')} = {col(Belief, 'instance', 'c')}",
-        )
-
     current = newest(f"{col(Belief, 'instance', 'c')} = {instance}")
-    member = _in_history_pool(runtime, task_class)
-    # One seek for its own runtime, one for each other member of the pool when it is one.
-    owner = col(TaskClass, "owner", "po")
-    sharer = col(TaskClassShare, "runtime", "ph")
-    seeks = (
-        f"SELECT {earlier('= ' + runtime)}"
-        f" UNION ALL SELECT {earlier('= ' + owner)}"
-        f" FROM {rows.table(TaskClass, 'po')} WHERE {col(TaskClass, 'id', 'po')} = {task_class}"
-        f" AND {owner} <> {runtime} AND {member}"
-        f" UNION ALL SELECT {earlier('= ' + sharer)}"
-        f" FROM {rows.table(TaskClassShare, 'ph')}"
-        f" WHERE {col(TaskClassShare, 'task_class', 'ph')} = {task_class}"
-        f" AND {col(TaskClassShare, 'history', 'ph')} AND {sharer} <> {runtime} AND {member}"
-    )
-    carried = (
-        f"CASE WHEN {runtime} IS NULL THEN {earlier('IS NULL')} ELSE"
-        f" (SELECT {col(Belief, 'id', 'x')} FROM {rows.table(Belief, 'x')}"
-        f" WHERE {col(Belief, 'id', 'x')} IN ({seeks})"
-        f" ORDER BY {col(Belief, 'acquired_at', 'x')} DESC, {col(Belief, 'id', 'x')} DESC"
-        " LIMIT 1) END"
+    visible = visible_sql(col(TaskInstance, "runtime", "ci"), runtime, col(Slot, "task_class", "s"))
+    carried = newest(
+        f"{col(Belief, 'principal', 'c')} = {principal}"
+        f" AND {col(TaskInstance, 'run_number', 'ci')} < {run_number} AND {visible}",
+        join=f" INNER JOIN {rows.table(TaskInstance, 'ci')}"
+        f" ON {col(TaskInstance, 'id', 'ci')} = {col(Belief, 'instance', 'c')}",
     )
     return f"COALESCE({current}, {carried})"
 
@@ -228,7 +207,7 @@ class HistoryPool:
         """May an instance of `runtime` carry a value acquired by an instance of
         `belief_runtime`? Its own runtime's always (instances opened without a runtime count as
         one runtime of their own); another runtime's only when both are in the pool.
-        `_pick_sql` is the same rule in SQL."""
+        `visible_sql` is the same rule in SQL."""
         if belief_runtime == runtime:
             return True
         return belief_runtime in self.members and runtime in self.members
@@ -256,7 +235,12 @@ def _chosen_rows(instance_ids: Sequence[UUID], slot_ids: Sequence[int]) -> list[
     """The picked beliefs, newest first, each with its instance (run number only) attached."""
     found = rows.fetch(
         _chosen_sql(len(slot_ids), len(instance_ids)),
-        [*slot_ids, *(rows.prepare(TaskInstance, "id", pk) for pk in instance_ids)],
+        [
+            BeliefStatus.ACTIVE,
+            BeliefStatus.ACTIVE,
+            *slot_ids,
+            *(rows.prepare(TaskInstance, "id", pk) for pk in instance_ids),
+        ],
         _CHOSEN_COLUMNS,
     )
     lights: dict[UUID, TaskInstance] = {}
@@ -402,9 +386,8 @@ def _slot_rows_sql(vendor: str) -> str:
     col = rows.column
     through: type[Model] = Decision.slots.through
     slot_columns = [col(Slot, name, "s") for name in _SLOT_NAMES]
-    # The instance's runtime, principal and run number are parameters of "me", read where the
-    # rule needs them (several times: once per runtime it may carry from).
-    pick = _pick_sql("%s", '"me"."principal"', '"me"."run_number"', '"me"."runtime"')
+    # The instance's runtime is one parameter, read where the rule needs it as "me"."runtime".
+    pick = _pick_sql("%s", "%s", "%s", '"me"."runtime"')
     picked = (
         f'SELECT {", ".join(slot_columns)}, {pick} AS "pick"'
         f' FROM {rows.table(Slot, "s")} CROSS JOIN "me"'
@@ -420,8 +403,7 @@ def _slot_rows_sql(vendor: str) -> str:
     ]
     columns += _belief_columns("b")
     return (
-        'WITH "me" AS (SELECT CAST(%s AS BIGINT) AS "runtime",'
-        ' CAST(%s AS BIGINT) AS "principal", CAST(%s AS BIGINT) AS "run_number"),'
+        f'WITH "me" AS (SELECT CAST(%s AS BIGINT) AS "runtime"),'
         f' "picked" AS MATERIALIZED ({picked})'
         f' SELECT {", ".join(columns)} FROM "picked" AS "s"'
         f" LEFT OUTER JOIN {rows.table(through)} ON {col(through, 'slot')} = {col(Slot, 'id', 's')}"
@@ -454,9 +436,11 @@ def slot_rows(instance: TaskInstance) -> list[SlotRow]:
         _slot_rows_sql(rows.vendor()),
         [
             instance.runtime_id,
+            BeliefStatus.ACTIVE,
+            rows.prepare(TaskInstance, "id", instance.pk),
+            BeliefStatus.ACTIVE,
             instance.principal_id,
             instance.run_number,
-            rows.prepare(TaskInstance, "id", instance.pk),
             instance.task_class_id,
             json.dumps(list(instance.action_slots)),
         ],
