@@ -431,11 +431,28 @@ class Belief(models.Model):
     # The instance that acquired this belief; principal and slot are kept beside it so that
     # carried beliefs are found with one indexed query. The instance's runtime is the runtime
     # the value belongs to: only its own later runs (or its class's history pool) carry it.
-    instance = models.ForeignKey(TaskInstance, on_delete=models.CASCADE, related_name="beliefs")
+    # Its index is `belief_newest_of_instance` below, which serves "by instance" too.
+    instance = models.ForeignKey(
+        TaskInstance, on_delete=models.CASCADE, related_name="beliefs", db_index=False
+    )
     principal = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="beliefs"
     )
     slot = models.ForeignKey(Slot, on_delete=models.CASCADE, related_name="beliefs")
+    # Its instance's runtime (an instance's runtime never changes), kept beside it so that
+    # planning seeks each runtime's newest value in the index below instead of walking the
+    # values of runtimes it may not carry from. Every place that creates a belief sets it from
+    # the instance. Not indexed on its own and not checked on a runtime's deletion: the
+    # instance's own foreign key already keeps a runtime with instances (so with beliefs) from
+    # being deleted, and the database's constraint stays.
+    runtime = models.ForeignKey(
+        Runtime,
+        on_delete=models.DO_NOTHING,
+        null=True,
+        blank=True,
+        related_name="+",
+        db_index=False,
+    )
     value = models.JSONField()
     source = models.CharField(max_length=20, choices=SOURCE_CHOICES)
     turn = models.PositiveIntegerField(default=0)
@@ -451,12 +468,18 @@ class Belief(models.Model):
     class Meta:
         ordering = ["-acquired_at", "-id"]
         indexes = [
-            # Serves "the newest active belief of a principal for a slot" (planning's choice)
-            # as one short index scan, however long the principal's history.
+            # Serves "the newest active belief of a principal for a slot from one runtime"
+            # (planning's choice, one seek per runtime it may carry from) as one short index
+            # scan, however long the principal's history with that runtime or any other.
             models.Index(
-                fields=["principal", "slot", "status", "-acquired_at", "-id"],
-                name="belief_newest_per_slot",
-            )
+                fields=["principal", "slot", "status", "runtime", "-acquired_at", "-id"],
+                name="belief_newest_per_runtime",
+            ),
+            # Serves "the newest active belief of this instance for a slot" as one seek.
+            models.Index(
+                fields=["instance", "slot", "status", "-acquired_at", "-id"],
+                name="belief_newest_of_instance",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -529,6 +529,7 @@ class Bench:
             (
                 Belief(
                     instance=instance,
+                    runtime=runtime,
                     principal=user,
                     slot=slot,
                     value=f"{slot.key} of run {instance.run_number}",

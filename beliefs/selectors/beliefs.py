@@ -91,44 +91,77 @@ def _in_history_pool(runtime: str, task_class: str) -> str:
     return f"({runtime} = {owner} OR {shared})"
 
 
-def visible_sql(belief_runtime: str, runtime: str, task_class: str) -> str:
-    """SQL for `history.carries`: may an instance of `runtime` carry a value of an instance of
-    `belief_runtime`, both of the class `task_class` (each an SQL expression)? Its own runtime's
-    always (instances opened without a runtime count as one runtime of their own); another's
-    only when both are in the class's history pool."""
-    return (
-        f"({belief_runtime} = {runtime} OR ({belief_runtime} IS NULL AND {runtime} IS NULL)"
-        f" OR ({_in_history_pool(belief_runtime, task_class)}"
-        f" AND {_in_history_pool(runtime, task_class)}))"
-    )
+# The status planning binds, as an SQL literal: a constant, so the index's prefix is fixed.
+_ACTIVE = f"'{BeliefStatus.ACTIVE.value}'"
 
 
-def _pick_sql(instance: str, principal: str, run_number: str, runtime: str) -> str:
+def _indexed_by(name: str, vendor: str) -> str:
+    """SQLite's hint to seek in the index `name`: its planner, misled by statistics taken when
+    the table was small, otherwise scanned by slot (at 200 slots, planning went from 10 to 63 ms
+    in `make bench`). PostgreSQL chooses the index itself."""
+    return f' INDEXED BY "{name}"' if vendor == "sqlite" else ""
+
+
+def _pick_sql(instance: str, principal: str, run_number: str, runtime: str, vendor: str) -> str:
     """SQL for the id of the belief that slot "s" binds for one instance: the newest active
-    belief of the instance, else the newest active one of the principal from an earlier run
-    whose runtime the instance's runtime may carry from (`visible_sql`; newest: acquired_at,
-    then id). The instance's id, principal, run number and runtime are given as SQL (columns or
-    placeholders); each probe is one `LIMIT 1` walk of the index (principal, slot, status,
-    acquired_at, id). Its parameters: the active status, `instance`'s, the active status again,
-    `principal`'s and `run_number`'s, in that order (`runtime` must be a column)."""
-    col = rows.column
+    belief of the instance, else the newest active one of the principal from an earlier run of
+    a runtime the instance's runtime may carry from (`HistoryPool.carries`: its own; with the
+    class's history pool when it is a member, every member's; newest: acquired_at, then id).
+    The instance's id, principal, run number and runtime are given as SQL (columns, or the
+    instance's id as a placeholder: its only parameter).
 
-    def newest(where: str, join: str = "") -> str:
+    Each runtime it may carry from is one `LIMIT 1` seek of the index (principal, slot,
+    status, runtime, acquired_at, id), so neither the principal's history with this runtime nor
+    their history with any other runtime is walked; the newest of those few seeks wins. An
+    instance opened without a runtime carries only from such instances (`IS NULL`)."""
+    col = rows.column
+    task_class = col(Slot, "task_class", "s")
+
+    def newest(where: str, index: str, join: str = "") -> str:
         return (
-            f"(SELECT {col(Belief, 'id', 'c')} FROM {rows.table(Belief, 'c')}{join}"
+            f"(SELECT {col(Belief, 'id', 'c')} FROM {rows.table(Belief, 'c')}"
+            f"{_indexed_by(index, vendor)}{join}"
             f" WHERE {col(Belief, 'slot', 'c')} = {col(Slot, 'id', 's')}"
-            f" AND {col(Belief, 'status', 'c')} = %s AND {where}"
+            f" AND {col(Belief, 'status', 'c')} = {_ACTIVE} AND {where}"
             f" ORDER BY {col(Belief, 'acquired_at', 'c')} DESC, {col(Belief, 'id', 'c')} DESC"
             " LIMIT 1)"
         )
 
-    current = newest(f"{col(Belief, 'instance', 'c')} = {instance}")
-    visible = visible_sql(col(TaskInstance, "runtime", "ci"), runtime, col(Slot, "task_class", "s"))
-    carried = newest(
-        f"{col(Belief, 'principal', 'c')} = {principal}"
-        f" AND {col(TaskInstance, 'run_number', 'ci')} < {run_number} AND {visible}",
-        join=f" INNER JOIN {rows.table(TaskInstance, 'ci')}"
-        f" ON {col(TaskInstance, 'id', 'ci')} = {col(Belief, 'instance', 'c')}",
+    def earlier(runtime_is: str) -> str:
+        """The newest carried belief of the runtime that `runtime_is` names."""
+        return newest(
+            f"{col(Belief, 'principal', 'c')} = {principal}"
+            f" AND {col(Belief, 'runtime', 'c')} {runtime_is}"
+            f" AND {col(TaskInstance, 'run_number', 'ci')} < {run_number}",
+            "belief_newest_per_runtime",
+            join=f" INNER JOIN {rows.table(TaskInstance, 'ci')}"
+            f" ON {col(TaskInstance, 'id', 'ci')} = {col(Belief, 'instance', 'c')}",
+        )
+
+    current = newest(f"{col(Belief, 'instance', 'c')} = {instance}", "belief_newest_of_instance")
+    member = _in_history_pool(runtime, task_class)
+    # One seek for its own runtime, one for each other member of the pool when it is one.
+    owner = col(TaskClass, "owner", "po")
+    sharer = col(TaskClassShare, "runtime", "ph")
+    seeks = (
+        f'SELECT {earlier("= " + runtime)} AS "id"'
+        f' UNION ALL SELECT {earlier("= " + owner)} AS "id"'
+        f" FROM {rows.table(TaskClass, 'po')} WHERE {col(TaskClass, 'id', 'po')} = {task_class}"
+        f" AND {owner} <> {runtime} AND {member}"
+        f' UNION ALL SELECT {earlier("= " + sharer)} AS "id"'
+        f" FROM {rows.table(TaskClassShare, 'ph')}"
+        f" WHERE {col(TaskClassShare, 'task_class', 'ph')} = {task_class}"
+        f" AND {col(TaskClassShare, 'history', 'ph')} AND {sharer} <> {runtime} AND {member}"
+    )
+    # The seeks' ids first, then each found belief by its key: written as `id IN (seeks)`,
+    # SQLite's planner could scan the whole table for them (its CROSS JOIN keeps that order).
+    join = "CROSS JOIN" if vendor == "sqlite" else "INNER JOIN"
+    carried = (
+        f"CASE WHEN {runtime} IS NULL THEN {earlier('IS NULL')} ELSE"
+        f' (SELECT {col(Belief, "id", "x")} FROM ({seeks}) AS "k"'
+        f' {join} {rows.table(Belief, "x")} ON {col(Belief, "id", "x")} = "k"."id"'
+        f" ORDER BY {col(Belief, 'acquired_at', 'x')} DESC, {col(Belief, 'id', 'x')} DESC"
+        " LIMIT 1) END"
     )
     return f"COALESCE({current}, {carried})"
 
@@ -177,12 +210,13 @@ def _belief_of(values: Sequence[Any], lights: dict[UUID, TaskInstance]) -> Belie
 
 
 @lru_cache(maxsize=64)
-def _chosen_sql(slots: int, instances: int) -> str:
+def _chosen_sql(slots: int, instances: int, vendor: str) -> str:
     """The belief picked for each (slot, instance) pair of these slots and instances."""
     col = rows.column
     run = lambda name: col(TaskInstance, name, "i")  # noqa: E731 - the pairs' instance
+    pick = _pick_sql(run("id"), run("principal"), run("run_number"), run("runtime"), vendor)
     picks = (
-        f"SELECT {_pick_sql(run('id'), run('principal'), run('run_number'), run('runtime'))}"
+        f"SELECT {pick}"
         f" FROM {rows.table(Slot, 's')} INNER JOIN {rows.table(TaskInstance, 'i')}"
         f" ON {run('task_class')} = {col(Slot, 'task_class', 's')}"
         f" WHERE {col(Slot, 'id', 's')} IN ({rows.placeholders(slots)})"
@@ -207,7 +241,7 @@ class HistoryPool:
         """May an instance of `runtime` carry a value acquired by an instance of
         `belief_runtime`? Its own runtime's always (instances opened without a runtime count as
         one runtime of their own); another runtime's only when both are in the pool.
-        `visible_sql` is the same rule in SQL."""
+        `_pick_sql` is the same rule in SQL."""
         if belief_runtime == runtime:
             return True
         return belief_runtime in self.members and runtime in self.members
@@ -234,13 +268,8 @@ def history_pool(task_class_id: int) -> HistoryPool:
 def _chosen_rows(instance_ids: Sequence[UUID], slot_ids: Sequence[int]) -> list[Belief]:
     """The picked beliefs, newest first, each with its instance (run number only) attached."""
     found = rows.fetch(
-        _chosen_sql(len(slot_ids), len(instance_ids)),
-        [
-            BeliefStatus.ACTIVE,
-            BeliefStatus.ACTIVE,
-            *slot_ids,
-            *(rows.prepare(TaskInstance, "id", pk) for pk in instance_ids),
-        ],
+        _chosen_sql(len(slot_ids), len(instance_ids), rows.vendor()),
+        [*slot_ids, *(rows.prepare(TaskInstance, "id", pk) for pk in instance_ids)],
         _CHOSEN_COLUMNS,
     )
     lights: dict[UUID, TaskInstance] = {}
@@ -386,8 +415,9 @@ def _slot_rows_sql(vendor: str) -> str:
     col = rows.column
     through: type[Model] = Decision.slots.through
     slot_columns = [col(Slot, name, "s") for name in _SLOT_NAMES]
-    # The instance's runtime is one parameter, read where the rule needs it as "me"."runtime".
-    pick = _pick_sql("%s", "%s", "%s", '"me"."runtime"')
+    # The instance's runtime, principal and run number are parameters of "me", read where the
+    # rule needs them (several times: once per runtime it may carry from).
+    pick = _pick_sql("%s", '"me"."principal"', '"me"."run_number"', '"me"."runtime"', vendor)
     picked = (
         f'SELECT {", ".join(slot_columns)}, {pick} AS "pick"'
         f' FROM {rows.table(Slot, "s")} CROSS JOIN "me"'
@@ -403,7 +433,8 @@ def _slot_rows_sql(vendor: str) -> str:
     ]
     columns += _belief_columns("b")
     return (
-        f'WITH "me" AS (SELECT CAST(%s AS BIGINT) AS "runtime"),'
+        'WITH "me" AS (SELECT CAST(%s AS BIGINT) AS "runtime",'
+        ' CAST(%s AS BIGINT) AS "principal", CAST(%s AS BIGINT) AS "run_number"),'
         f' "picked" AS MATERIALIZED ({picked})'
         f' SELECT {", ".join(columns)} FROM "picked" AS "s"'
         f" LEFT OUTER JOIN {rows.table(through)} ON {col(through, 'slot')} = {col(Slot, 'id', 's')}"
@@ -436,11 +467,9 @@ def slot_rows(instance: TaskInstance) -> list[SlotRow]:
         _slot_rows_sql(rows.vendor()),
         [
             instance.runtime_id,
-            BeliefStatus.ACTIVE,
-            rows.prepare(TaskInstance, "id", instance.pk),
-            BeliefStatus.ACTIVE,
             instance.principal_id,
             instance.run_number,
+            rows.prepare(TaskInstance, "id", instance.pk),
             instance.task_class_id,
             json.dumps(list(instance.action_slots)),
         ],

@@ -173,6 +173,7 @@ def _record_opening_beliefs(
         belief = Belief(
             instance=instance,
             principal_id=instance.principal_id,
+            runtime_id=instance.runtime_id,
             slot=slots[spec.slot],
             value=spec.value,
             source=spec.source.value,
@@ -233,6 +234,7 @@ def _belief_record(*, instance: TaskInstance, spec: BeliefSpec, actor: Actor) ->
     belief = Belief.objects.create(
         instance=instance,
         principal_id=instance.principal_id,
+        runtime_id=instance.runtime_id,
         slot=slot,
         value=spec.value,
         source=spec.source.value,

@@ -89,6 +89,7 @@ def prompt_reask_with_world(*, instance_id: Any, slot_key: Any, user: User) -> T
     belief = Belief.objects.create(
         instance=instance,
         principal_id=instance.principal_id,
+        runtime_id=instance.runtime_id,
         slot=settled.slot,
         value=value,
         # The world's value, as the runtime reported the world: a tool's, to be confirmed.

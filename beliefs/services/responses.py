@@ -579,6 +579,7 @@ def _bind_user_value(d: Recorded) -> None:
     belief = Belief.objects.create(
         instance=instance,
         principal_id=instance.principal_id,
+        runtime_id=instance.runtime_id,
         slot=prompt.slot,
         value=d.new_value,
         source=Source.USER.value,
@@ -635,9 +636,9 @@ def _veto(d: Recorded) -> None:
         # silently: retire them too. Another runtime's values are not this one's to retire (nor
         # could they step in here).
         runtimes = history_pool(instance.task_class_id).runtimes_for(instance.runtime_id)
-        of_runtime = Q(instance__runtime__in=[r for r in runtimes if r is not None])
+        of_runtime = Q(runtime__in=[r for r in runtimes if r is not None])
         if None in runtimes:
-            of_runtime |= Q(instance__runtime__isnull=True)
+            of_runtime |= Q(runtime__isnull=True)
         Belief.objects.filter(
             Q(acquired_at__lt=vetoed.acquired_at)
             | Q(acquired_at=vetoed.acquired_at, pk__lt=vetoed.pk),

@@ -145,6 +145,7 @@ def test_the_chosen_belief_per_slot_is_todays_rule(
         rows = [
             Belief(
                 instance=runs[(p, c, r)],
+                runtime=runs[(p, c, r)].runtime,
                 principal=principals[p],
                 slot=slots[c][s % len(slots[c])],
                 value=[p, c, r, s],

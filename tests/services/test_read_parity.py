@@ -137,6 +137,7 @@ def _generate(seed: int, people: list[User]) -> list[TaskInstance]:
         Belief(
             instance=(instance := rng.choice(instances)),
             principal_id=instance.principal_id,
+            runtime_id=instance.runtime_id,
             slot=rng.choice(slots),
             value=rng.choice(["a", 1, True, {"k": [1, 2]}]),
             source=rng.choice(["user", "tool", "inference", "default"]),
