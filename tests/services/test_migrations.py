@@ -248,3 +248,32 @@ def test_the_audit_s_values_become_digests_and_the_log_stays_append_only() -> No
     # The trigger is back: the log refuses an UPDATE again.
     with pytest.raises(DatabaseError), transaction.atomic():
         new.get_model("beliefs", "AuditEvent").objects.update(data={})
+
+
+@pytest.mark.usefixtures("at_the_latest_afterwards")
+def test_each_belief_takes_its_instance_s_runtime() -> None:
+    """0038 fills a belief's runtime from its instance: a runtime's, or none for an instance
+    opened without one."""
+    old = _migrate(("beliefs", "0037_sign_in_identity"))
+    user = old.get_model("auth", "User").objects.create(username="p-0038")
+    task_class = old.get_model("beliefs", "TaskClass").objects.create(key="c38", name="c38")
+    slot = old.get_model("beliefs", "Slot").objects.create(
+        task_class=task_class, key="a", label="a"
+    )
+    Runtime = old.get_model("beliefs", "Runtime")
+    runtimes = [Runtime.objects.create(name="r1"), Runtime.objects.create(name="r2"), None]
+    Instance = old.get_model("beliefs", "TaskInstance")
+    Belief = old.get_model("beliefs", "Belief")
+    expected = {}
+    for run, runtime in enumerate(runtimes, 1):
+        instance = Instance.objects.create(
+            task_class=task_class, principal=user, run_number=run, runtime=runtime
+        )
+        belief = Belief.objects.create(
+            instance=instance, principal=user, slot=slot, value=run, source="user", acquired_at=T0
+        )
+        expected[belief.pk] = runtime.pk if runtime else None
+
+    new = _migrate(("beliefs", "0038_belief_runtime"))
+    filled = dict(new.get_model("beliefs", "Belief").objects.values_list("pk", "runtime_id"))
+    assert filled == expected
