@@ -162,7 +162,9 @@ class Servers:
 
 
 @contextmanager
-def servers() -> Iterator[Servers]:
+def servers(worker_id: str | None = None) -> Iterator[Servers]:
+    """`make serve` on a free port and a worker (named `worker_id` when given), until the
+    block ends."""
     port = free_port()
     env = {
         **os.environ,
@@ -178,7 +180,8 @@ def servers() -> Iterator[Servers]:
             sys.executable, "-m", "console.serve", "--host", "127.0.0.1", "--port", str(port),
             "--workers", str(PROCESSES), "--log-level", "warning",
         ],
-        "worker": [sys.executable, "manage.py", "worker"],
+        "worker": [sys.executable, "manage.py", "worker",
+                   *(["--worker-id", worker_id] if worker_id else [])],
     }  # fmt: skip
     # `make serve`'s connection pool is the web processes' (the worker keeps its own).
     pooled = {"uvicorn": {"DATABASE_POOL": os.environ.get("DATABASE_POOL", SERVE_POOL)}}
@@ -303,13 +306,13 @@ def measure(bench: Bench, quick: bool, agents: int | None = None) -> list[dict[s
     return _rows(bench, result, think)
 
 
-def _people(bench: Bench, count: int) -> list[Person]:
+def _people(bench: Bench, count: int, prefix: str = "waiting") -> list[Person]:
     from django.contrib.auth.models import User
     from django.test import Client
 
     people = []
     for n in range(count):
-        user = User.objects.create_user(f"waiting-{n}", password=None)
+        user = User.objects.create_user(f"{prefix}-{n}", password=None)
         client = Client()
         client.force_login(user)
         people.append(Person(user.username, client.cookies["sessionid"].value))
@@ -357,14 +360,8 @@ async def _run(
     browser = Browser(parts.hostname or "127.0.0.1", parts.port or 80)
     console = AsyncConsole(base, bench.raw_key)
     try:
-        # Each person signs in once: their page carries the CSRF token their clicks send.
         for person in people:
-            response = await pages.get("/", headers={"Cookie": f"sessionid={person.session}"})
-            assert response.status_code == 200, response.status_code
-            person.csrf_cookie = response.cookies["csrftoken"]
-            found = _CSRF.search(response.text)
-            assert found, "no CSRF token on the inbox page"
-            person.csrf_token = found.group(1)
+            await _csrf(pages, person)
         probe = await console.resolve(
             "bench.wait", people[0].username, {"s000": "probe"}, source="tool", wait=False
         )
@@ -421,6 +418,17 @@ async def _run(
         await pages.aclose()
         browser.close()
     return Result(agents, rss_before, rss_waiting, waiting_count, idle, waiting)
+
+
+async def _csrf(pages: Any, person: Person) -> None:
+    """The person opens their inbox (`pages`, an httpx client of the server) once: the page
+    carries the CSRF token their clicks send."""
+    response = await pages.get("/", headers={"Cookie": f"sessionid={person.session}"})
+    assert response.status_code == 200, response.status_code
+    person.csrf_cookie = response.cookies["csrftoken"]
+    found = _CSRF.search(response.text)
+    assert found, "no CSRF token on the inbox page"
+    person.csrf_token = found.group(1)
 
 
 def _alternating(idle: Sequence[float], waiting: Sequence[float]) -> list[float]:

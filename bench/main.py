@@ -68,6 +68,7 @@ GROUPS = (
     "worker",
     "trickle",
     "waiting",
+    "servers",
     "validator",
 )
 
@@ -1015,6 +1016,12 @@ def child(
 
         _progress("agents waiting on the production server (make serve), the worker beside it")
         for fields in bench_longpoll.measure(bench, quick=scale == QUICK, agents=agents):
+            _emit(Row(**fields))
+    if "servers" in only:
+        from bench import twoservers
+
+        _progress("two app servers and two workers on one database")
+        for fields in twoservers.measure(bench, quick=scale == QUICK):
             _emit(Row(**fields))
     if not {"slots", "history", "throughput", "others"} & set(only):
         return
