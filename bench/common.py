@@ -4,8 +4,11 @@ cycle)."""
 
 from __future__ import annotations
 
+import os
 import socket
+import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -38,3 +41,33 @@ def percentile(values: Sequence[float], q: float) -> float:
     ordered = sorted(values)
     rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
     return ordered[rank - 1]
+
+
+COUNTING = Path(__file__).resolve().parent / "counting"
+
+
+def counting_env(directory: Path) -> dict[str, str]:
+    """The environment under which a process started counts its SQL statements and
+    transactions into `directory` (`bench/counting/sitecustomize.py`), with its children."""
+    path = os.environ.get("PYTHONPATH", "")
+    return {
+        "BENCH_COUNTS": str(directory),
+        "PYTHONPATH": f"{COUNTING}{os.pathsep}{path}" if path else str(COUNTING),
+    }
+
+
+def counted(directory: Path) -> tuple[int, int]:
+    """The statements and transactions the processes counting into `directory` have sent so
+    far: read once each has written again (it writes every 0.2 s)."""
+    time.sleep(0.5)
+    statements = transactions = 0
+    for file in directory.iterdir():
+        if file.suffix == ".tmp":
+            continue
+        try:
+            sent, committed = file.read_text().split()
+        except (OSError, ValueError):
+            continue  # being replaced
+        statements += int(sent)
+        transactions += int(committed)
+    return statements, transactions

@@ -8,7 +8,7 @@ that window, from before the first commit until the last delivery is recorded as
 
 - the worker process's CPU (all its threads, from /proc ticks) per delivery;
 - the statements the worker sent (its Django connections, counted by an execute wrapper the
-  worker is started with) and the transactions that ran any, per delivery;
+  worker is started with: `bench/counting`) and the transactions that ran any, per delivery;
 - on PostgreSQL, the CPU of the worker's own database connections per delivery;
 - from each event's commit to its webhook's arrival at the receiver (p50, p90).
 
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.common import local_endpoint, percentile
+from bench.common import counted, counting_env, local_endpoint, percentile
 
 ROOT = Path(__file__).resolve().parents[1]
 GROUP = "webhooks at a trickle (one worker)"
@@ -41,59 +41,6 @@ ROUNDS = 2
 WARM_EVENTS = 10  # sent and delivered before each turn's window opens
 CPU_GOAL_MS = 5.0
 TICKS = os.sysconf("SC_CLK_TCK")
-
-# Run with `python -c` in the checkout measured (its directory first on sys.path): the worker
-# command as `manage.py worker` runs it, with every statement of its Django connections counted,
-# and the transactions that sent any, written to $BENCH_TRICKLE_COUNTS every 0.2 s.
-_COUNTING_WORKER = r"""
-import os, sys, threading, time
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
-import django
-django.setup()
-from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.backends.signals import connection_created
-
-counts = [0, 0]
-lock = threading.Lock()
-
-def counted(execute, sql, params, many, context):
-    conn = context["connection"]
-    with lock:
-        counts[0] += 1
-    if not conn.get_autocommit():
-        conn.bench_in_transaction = True
-    return execute(sql, params, many, context)
-
-def created(sender, connection, **kwargs):
-    if counted not in connection.execute_wrappers:
-        connection.execute_wrappers.append(counted)
-
-connection_created.connect(created, weak=False)
-commit = BaseDatabaseWrapper.commit
-
-def counted_commit(self):
-    if getattr(self, "bench_in_transaction", False):
-        self.bench_in_transaction = False
-        with lock:
-            counts[1] += 1
-    return commit(self)
-
-BaseDatabaseWrapper.commit = counted_commit
-path = os.environ["BENCH_TRICKLE_COUNTS"]
-
-def write():
-    while True:
-        with lock:
-            text = f"{counts[0]} {counts[1]}"
-        with open(path + ".tmp", "w") as out:
-            out.write(text)
-        os.replace(path + ".tmp", path)
-        time.sleep(0.2)
-
-threading.Thread(target=write, daemon=True).start()
-from django.core.management import execute_from_command_line
-execute_from_command_line(["manage.py", "worker", *sys.argv[1:]])
-"""
 
 
 @dataclass
@@ -115,17 +62,6 @@ def _cpu_ticks(pids: Sequence[int]) -> dict[int, int]:
             continue
         found[pid] = int(fields[11]) + int(fields[12])  # utime, stime
     return found
-
-
-def _counts(path: Path) -> tuple[int, int]:
-    before = path.read_text() if path.exists() else ""
-    deadline = time.monotonic() + 2
-    while time.monotonic() < deadline:  # a fresh write, made after what it counts
-        time.sleep(0.05)
-        if path.exists() and path.read_text() != before:
-            break
-    statements, transactions = path.read_text().split()
-    return int(statements), int(transactions)
 
 
 def _database_pids() -> list[int]:
@@ -165,13 +101,9 @@ def run_turn(root: Path, events: int) -> Turn:
         with lock:
             arrived.setdefault(item.headers.get("webhook-id", ""), time.monotonic())
 
-    counts = Path(tempfile.mkdtemp(prefix="bench-trickle-")) / "counts"
-    env = {
-        **os.environ,
-        "CONSOLE_WEBHOOK_ALLOW_PRIVATE": "true",
-        "BENCH_TRICKLE_COUNTS": str(counts),
-    }
-    command = [sys.executable, "-c", _COUNTING_WORKER, "--worker-id=trickle",
+    counts = Path(tempfile.mkdtemp(prefix="bench-trickle-"))
+    env = {**os.environ, "CONSOLE_WEBHOOK_ALLOW_PRIVATE": "true", **counting_env(counts)}
+    command = [sys.executable, "manage.py", "worker", "--worker-id=trickle",
                "--no-startup-delay", "--sweep-interval=0"]  # fmt: skip
     succeeded = WebhookDelivery.objects.filter(endpoint=endpoint, state="succeeded")
 
@@ -189,7 +121,7 @@ def run_turn(root: Path, events: int) -> Turn:
                 time.sleep(1 / RATE)
             time.sleep(2.5)  # past the worker's first periodic look
             database = _database_pids()
-            statements, transactions = _counts(counts)
+            statements, transactions = counted(counts)
             cpu = _cpu_ticks([worker.pid])[worker.pid]
             db_cpu = _cpu_ticks(database)
             committed: dict[str, float] = {}
@@ -207,7 +139,7 @@ def run_turn(root: Path, events: int) -> Turn:
             turn.database_ticks = sum(
                 ticks - db_cpu.get(pid, 0) for pid, ticks in _cpu_ticks(database).items()
             )
-            now_statements, now_transactions = _counts(counts)
+            now_statements, now_transactions = counted(counts)
             turn.statements = now_statements - statements
             turn.transactions = now_transactions - transactions
             turn.deliveries = events
