@@ -1,6 +1,6 @@
-"""What the benchmark's modules share (`bench.main`, `bench.trickle`, `bench.longpoll`): each
-imports this one, never another of them (`bench.main` imports the others: that would be a
-cycle)."""
+"""What the benchmark's modules share (`bench.main`, `bench.trickle`, `bench.longpoll` and the
+rows built on its servers and people, `bench.twoservers` and `bench.approval`): none imports
+`bench.main`, which imports them (that would be a cycle)."""
 
 from __future__ import annotations
 
@@ -71,3 +71,18 @@ def counted(directory: Path) -> tuple[int, int]:
         statements += int(sent)
         transactions += int(committed)
     return statements, transactions
+
+
+def database_pids() -> list[int]:
+    """PostgreSQL's processes serving the other connections to this database (the servers' and
+    workers' the benchmark started); none on SQLite."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+            " AND pid <> pg_backend_pid()"
+        )
+        return [pid for (pid,) in cursor.fetchall()]

@@ -162,9 +162,11 @@ class Servers:
 
 
 @contextmanager
-def servers(worker_id: str | None = None) -> Iterator[Servers]:
-    """`make serve` on a free port and a worker (named `worker_id` when given), until the
-    block ends."""
+def servers(
+    worker_id: str | None = None, extra_env: dict[str, str] | None = None
+) -> Iterator[Servers]:
+    """`make serve` on a free port and a worker (named `worker_id` when given), both with
+    `extra_env` in their environment, until the block ends."""
     port = free_port()
     env = {
         **os.environ,
@@ -172,6 +174,7 @@ def servers(worker_id: str | None = None) -> Iterator[Servers]:
         # request thread, PostgreSQL's taken from the pool); the receiver listens on loopback.
         "CONSOLE_WEBHOOK_ALLOW_PRIVATE": "true",
         "CONSOLE_BASE_URL": f"http://127.0.0.1:{port}",
+        **(extra_env or {}),
     }
     logs = Path(tempfile.mkdtemp(prefix="bench-servers-"))
     running = Servers(base=f"http://127.0.0.1:{port}")

@@ -69,6 +69,7 @@ GROUPS = (
     "trickle",
     "waiting",
     "servers",
+    "approval",
     "validator",
 )
 
@@ -1016,6 +1017,12 @@ def child(
 
         _progress("agents waiting on the production server (make serve), the worker beside it")
         for fields in bench_longpoll.measure(bench, quick=scale == QUICK, agents=agents):
+            _emit(Row(**fields))
+    if "approval" in only:
+        from bench import approval
+
+        _progress("one whole approval at a steady rate")
+        for fields in approval.measure(bench, quick=scale == QUICK):
             _emit(Row(**fields))
     if "servers" in only:
         from bench import twoservers

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.common import counted, counting_env, local_endpoint, percentile
+from bench.common import counted, counting_env, database_pids, local_endpoint, percentile
 
 ROOT = Path(__file__).resolve().parents[1]
 GROUP = "webhooks at a trickle (one worker)"
@@ -62,20 +62,6 @@ def _cpu_ticks(pids: Sequence[int]) -> dict[int, int]:
             continue
         found[pid] = int(fields[11]) + int(fields[12])  # utime, stime
     return found
-
-
-def _database_pids() -> list[int]:
-    """The server processes of every other connection to this database (the worker's)."""
-    from django.db import connection
-
-    if connection.vendor != "postgresql":
-        return []
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-            "AND pid <> pg_backend_pid()"
-        )
-        return [pid for (pid,) in cursor.fetchall()]
 
 
 def _wait(done: Any, timeout: float, what: str) -> None:
@@ -120,7 +106,7 @@ def run_turn(root: Path, events: int) -> Turn:
                 _wait(lambda n=n: succeeded.count() > n, 60, "the worker to deliver")
                 time.sleep(1 / RATE)
             time.sleep(2.5)  # past the worker's first periodic look
-            database = _database_pids()
+            database = database_pids()
             statements, transactions = counted(counts)
             cpu = _cpu_ticks([worker.pid])[worker.pid]
             db_cpu = _cpu_ticks(database)
@@ -135,7 +121,7 @@ def run_turn(root: Path, events: int) -> Turn:
             total = WARM_EVENTS + events
             _wait(lambda: succeeded.count() >= total, 120, "every delivery")
             turn.worker_ticks = _cpu_ticks([worker.pid])[worker.pid] - cpu
-            database = sorted(set(database) | set(_database_pids()))
+            database = sorted(set(database) | set(database_pids()))
             turn.database_ticks = sum(
                 ticks - db_cpu.get(pid, 0) for pid, ticks in _cpu_ticks(database).items()
             )
