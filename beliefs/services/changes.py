@@ -248,6 +248,13 @@ def waiting() -> int:
         return sum(len(group) for group in _waiters.values())
 
 
+def _engine() -> str:
+    """The default database's backend module, read from the settings: every waiting request
+    asks, on the event loop, and `connections["default"]` there would make a connection object
+    for each request's context (Django keeps one per asyncio context), about 3 KB a waiter."""
+    return str(connections.settings["default"]["ENGINE"])
+
+
 # PostgreSQL: one LISTEN connection per process, on the server's event loop, shared by all.
 _listener: dict[str, Any] = {}
 
@@ -255,9 +262,10 @@ _listener: dict[str, Any] = {}
 async def listening(timeout: float = 2.0) -> bool:
     """Whether this process hears other processes' changes: starts the LISTEN connection on the
     running loop when there is none (PostgreSQL only) and waits up to `timeout` for it."""
-    if connections["default"].vendor == "sqlite":
+    engine = _engine()
+    if engine.endswith("sqlite3"):
         return listen_locally()
-    if connections["default"].vendor != "postgresql":
+    if not engine.endswith("postgresql"):
         return False
     loop = asyncio.get_running_loop()
     if _listener.get("loop") is not loop or _listener["task"].done():
@@ -304,8 +312,7 @@ def channel_directory() -> Path | None:
     of the temporary directory named after the file (a socket's path has to stay under about
     100 bytes, which a directory beside a deeply placed file would not); None for an in-memory
     database (one process: nothing to tell others)."""
-    settings = connections["default"].settings_dict
-    name = str(settings.get("NAME") or "")
+    name = str(connections.settings["default"].get("NAME") or "")
     if not name or name == ":memory:" or name.startswith("file:") or "mode=memory" in name:
         return None
     digest = hashlib.sha256(str(Path(name).resolve()).encode()).hexdigest()[:16]
