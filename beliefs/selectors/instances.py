@@ -365,9 +365,10 @@ def instance_body(
 
 def instance_payload(instance: TaskInstance, prompts: list[Prompt] | None = None) -> InstanceJSON:
     """The instance as the API shows it; `prompts`: its `instance_prompts`, when the caller has
-    read them."""
+    read them. An instance never planned has none (only planning makes prompts): its answer
+    to the open that made it reads none."""
     if prompts is None:
-        prompts = instance_prompts(instance)
+        prompts = instance_prompts(instance) if instance.planned_at is not None else []
     bodies = [prompt_detail(p) for p in prompts]
     receipt = instance.receipt
     return instance_body(

@@ -70,6 +70,10 @@ def test_a_repeat_returns_the_instance_as_it_is_now(api: Driver, transfer: str) 
     assert again.status_code == 200
     assert again.json()["status"] == "awaiting_user"
     assert again.json()["blocking"] == 2
+    # Planned since, it shows the prompts planning made (the first answer had none to show).
+    shown = {p["slot"]: p["blocking"] for p in again.json()["prompts"]}
+    assert shown == {p["slot"]: p["blocking"] for p in api.instance(instance_id)["prompts"]}
+    assert sum(shown.values()) == 2
 
 
 def test_the_same_body_in_another_key_order_is_the_same_body(api: Driver, transfer: str) -> None:

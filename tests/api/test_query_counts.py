@@ -164,10 +164,11 @@ def test_opening_with_a_belief_per_slot_runs_the_same_queries_at_5_and_200_slots
     # action's slots (every declared one), 6 the principal's row locked, 7 its open instances
     # from this runtime counted (the limit), 8 its last run number, 9 the instance, 10 its audit
     # event, 11 the slots, 12 the beliefs in one INSERT, 13 their audit events in one INSERT,
-    # 14 release; 15 the answer's prompts (none yet).
-    with django_assert_num_queries(15):
+    # 14 release. The answer reads no prompts: never planned, the instance has none.
+    with django_assert_num_queries(14):
         response = api.runtime.post_json(f"{API}/instances/", body)
     assert response.status_code == 201, response.json()
+    assert response.json()["prompts"] == []
     instance_id = response.json()["id"]
     assert Belief.objects.filter(instance_id=instance_id, status="active").count() == slots
     recorded = AuditEvent.objects.filter(instance_id=instance_id, kind="belief.recorded")
