@@ -96,9 +96,9 @@ _ACTIVE = f"'{BeliefStatus.ACTIVE.value}'"
 
 
 def _indexed_by(name: str, vendor: str) -> str:
-    """SQLite's hint to seek in the index `name`: its planner, misled by statistics taken when
-    the table was small, otherwise scanned by slot (at 200 slots, planning went from 10 to 63 ms
-    in `make bench`). PostgreSQL chooses the index itself."""
+    """SQLite's hint to seek in the index `name`: misled by statistics taken while the table was
+    small (`make bench` analyses its data), its planner looked for the instance's own value
+    among every value of the slot, whoever's. PostgreSQL chooses the index itself."""
     return f' INDEXED BY "{name}"' if vendor == "sqlite" else ""
 
 
