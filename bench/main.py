@@ -1020,6 +1020,9 @@ def child(
         _progress("agents waiting on the production server (make serve), the worker beside it")
         for fields in bench_longpoll.measure(bench, quick=scale == QUICK, agents=agents):
             _emit(Row(**fields))
+    if {"slots", "history", "throughput", "others"} & set(only):
+        _planning_groups(bench, only)
+    # Last: their servers, people and hundreds of instances come after every row above.
     if "approval" in only:
         from bench import approval
 
@@ -1032,8 +1035,10 @@ def child(
         _progress("two app servers and two workers on one database")
         for fields in twoservers.measure(bench, quick=scale == QUICK):
             _emit(Row(**fields))
-    if not {"slots", "history", "throughput", "others"} & set(only):
-        return
+
+
+def _planning_groups(bench: Bench, only: Sequence[str]) -> None:
+    """Planning's rows: by slots, requests/s, by history, by others' beliefs."""
     runs = bench.slots_group(emit="slots" in only)
     if "throughput" in only:
         bench.throughput_group(runs[5])
