@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from bench.common import counted, counting_env, database_pids, free_port
+from bench.common import counted, counting_env, database_pids
 from bench.longpoll import (
     Bench,
     Browser,
@@ -40,6 +40,7 @@ from bench.longpoll import (
     _csrf,
     _people,
     _progress_,
+    ready_receiver,
     servers,
 )
 
@@ -65,11 +66,6 @@ class Window:
 
 def measure(bench: Bench, quick: bool) -> list[dict[str, Any]]:
     """The rows of GROUP (each the fields of a `bench.main.Row`), on the child's database."""
-    from django.test import override_settings
-
-    from beliefs.services.webhooks.endpoints import endpoint_create
-    from demo.receiver import Receiver
-
     for noisy in ("httpx", "axes"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     bench.task_class("bench.approval", 1)
@@ -85,17 +81,8 @@ def measure(bench: Bench, quick: bool) -> list[dict[str, Any]]:
             with lock:
                 arrived.setdefault(item.event["data"]["instance_id"], threading.Event()).set()
 
-    port = free_port()
-    with override_settings(CONSOLE_WEBHOOK_ALLOW_PRIVATE=True):
-        assert bench.actor.key is not None
-        _, secret = endpoint_create(
-            runtime=bench.actor.key.runtime,
-            url=f"http://127.0.0.1:{port}/hooks",
-            event_types=["instance.ready"],
-            actor=bench.actor,
-        )
     counts = Path(tempfile.mkdtemp(prefix="bench-approval-"))
-    receiver = Receiver(secret=secret, port=port, on_event=on_event).start()
+    receiver = ready_receiver(bench, on_event)
     try:
         with servers(extra_env=counting_env(counts)) as running:
             window = asyncio.run(

@@ -36,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -271,11 +271,6 @@ class Person:
 def measure(bench: Bench, quick: bool, agents: int | None = None) -> list[dict[str, Any]]:
     """The rows of GROUP (each the fields of a `bench.main.Row`), measured on the child's
     database, with `agents` waiting at once (AGENTS, or QUICK_AGENTS when `quick`)."""
-    from django.test import override_settings
-
-    from beliefs.services.webhooks.endpoints import endpoint_create
-    from demo.receiver import Receiver
-
     for noisy in ("httpx", "axes"):  # a line per request, a line per sign-in
         logging.getLogger(noisy).setLevel(logging.WARNING)
     count = agents or (QUICK_AGENTS if quick else AGENTS)
@@ -287,16 +282,7 @@ def measure(bench: Bench, quick: bool, agents: int | None = None) -> list[dict[s
         if item.event is not None and item.event.get("type") == "instance.ready":
             hooked.setdefault(item.event["data"]["instance_id"], time.monotonic())
 
-    port = free_port()
-    with override_settings(CONSOLE_WEBHOOK_ALLOW_PRIVATE=True):
-        assert bench.actor.key is not None
-        _, secret = endpoint_create(
-            runtime=bench.actor.key.runtime,
-            url=f"http://127.0.0.1:{port}/hooks",
-            event_types=["instance.ready"],
-            actor=bench.actor,
-        )
-    receiver = Receiver(secret=secret, port=port, on_event=arrived).start()
+    receiver = ready_receiver(bench, arrived)
     # Stopped (Ctrl-C, a timeout): the servers stop with it (`servers` cleans up on the way out).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     low, high = THINK_SECONDS
@@ -307,6 +293,26 @@ def measure(bench: Bench, quick: bool, agents: int | None = None) -> list[dict[s
     finally:
         receiver.stop()
     return _rows(bench, result, think)
+
+
+def ready_receiver(bench: Bench, on_event: Callable[[Any], None]) -> Any:
+    """A receiver on loopback, serving, of the `instance.ready` webhooks of the bench's runtime
+    (an endpoint made for it); `on_event` sees each request it takes."""
+    from django.test import override_settings
+
+    from beliefs.services.webhooks.endpoints import endpoint_create
+    from demo.receiver import Receiver
+
+    port = free_port()
+    with override_settings(CONSOLE_WEBHOOK_ALLOW_PRIVATE=True):
+        assert bench.actor.key is not None
+        _, secret = endpoint_create(
+            runtime=bench.actor.key.runtime,
+            url=f"http://127.0.0.1:{port}/hooks",
+            event_types=["instance.ready"],
+            actor=bench.actor,
+        )
+    return Receiver(secret=secret, port=port, on_event=on_event).start()
 
 
 def _people(bench: Bench, count: int, prefix: str = "waiting") -> list[Person]:

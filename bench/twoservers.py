@@ -29,7 +29,7 @@ from collections import Counter
 from contextlib import ExitStack
 from typing import Any
 
-from bench.common import free_port, percentile
+from bench.common import percentile
 from bench.longpoll import (
     GOAL_TEXT,
     Agent,
@@ -45,6 +45,7 @@ from bench.longpoll import (
     _progress_,
     _spread,
     _wait,
+    ready_receiver,
     servers,
     within_goal,
 )
@@ -60,11 +61,7 @@ ARM_SECONDS = 5.0
 def measure(bench: Bench, quick: bool) -> list[dict[str, Any]]:
     """The rows of GROUP (each the fields of a `bench.main.Row`), measured on the child's
     database."""
-    from django.test import override_settings
-
     from beliefs.models import TaskClass
-    from beliefs.services.webhooks.endpoints import endpoint_create
-    from demo.receiver import Receiver
 
     for noisy in ("httpx", "axes"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
@@ -82,16 +79,7 @@ def measure(bench: Bench, quick: bool) -> list[dict[str, Any]]:
         if item.event.get("type") == "instance.ready":
             hooked.setdefault(item.event["data"]["instance_id"], time.monotonic())
 
-    port = free_port()
-    with override_settings(CONSOLE_WEBHOOK_ALLOW_PRIVATE=True):
-        assert bench.actor.key is not None
-        _, secret = endpoint_create(
-            runtime=bench.actor.key.runtime,
-            url=f"http://127.0.0.1:{port}/hooks",
-            event_types=["instance.ready"],
-            actor=bench.actor,
-        )
-    receiver = Receiver(secret=secret, port=port, on_event=arrived).start()
+    receiver = ready_receiver(bench, arrived)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     try:
         with ExitStack() as stack:
