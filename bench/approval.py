@@ -28,7 +28,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from bench.common import counted, counting_env, database_pids
 from bench.longpoll import (
@@ -104,8 +103,7 @@ async def _run(
 ) -> Window:
     import httpx
 
-    parts = urlsplit(running.base)
-    browser = Browser(parts.hostname or "127.0.0.1", parts.port or 80)
+    browser = Browser(running.base)
     agent = httpx.AsyncClient(
         base_url=running.base,
         timeout=60,
@@ -135,7 +133,8 @@ async def _run(
             path = f"/api/v1/instances/{instance_id}/"
             planned = await agent.post(f"{path}plan/")
             assert planned.status_code == 200, planned.text
-            tag = planned.headers.get("ETag") or (await agent.get(path)).headers["ETag"]
+            # The plan's answer carries no ETag: the agent reads the instance once for it.
+            tag = (await agent.get(path)).headers["ETag"]
             waiting = asyncio.create_task(_until_ready(agent, path, tag))
             page = await pages.get(
                 f"/instances/{instance_id}/", headers={"Cookie": person.cookie()}

@@ -63,11 +63,8 @@ def counted(directory: Path) -> tuple[int, int]:
     statements = transactions = 0
     for file in directory.iterdir():
         if file.suffix == ".tmp":
-            continue
-        try:
-            sent, committed = file.read_text().split()
-        except (OSError, ValueError):
-            continue  # being replaced
+            continue  # a write under way: the file it replaces holds the count
+        sent, committed = file.read_text().split()
         statements += int(sent)
         transactions += int(committed)
     return statements, transactions

@@ -365,8 +365,7 @@ async def _run(
     # The people's browsers, one pool; each agent has a client of its own (as agents do, and
     # one pool holding a thousand long-polls would spend the run scanning its connections).
     pages = httpx.AsyncClient(base_url=base, timeout=60)
-    parts = urlsplit(base)
-    browser = Browser(parts.hostname or "127.0.0.1", parts.port or 80)
+    browser = Browser(base)
     console = AsyncConsole(base, bench.raw_key)
     try:
         for person in people:
@@ -579,8 +578,10 @@ class Browser:
     # it after its keep-alive timeout (uvicorn's: 5 s), as browsers know.
     KEEP_SECONDS = 4.0
 
-    def __init__(self, host: str, port: int) -> None:
-        self.host, self.port = host, port
+    def __init__(self, base: str) -> None:
+        """Browsers of the server at `base` (its scheme, host and port)."""
+        parts = urlsplit(base)
+        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
         self.idle: dict[str, list[tuple[float, asyncio.StreamReader, asyncio.StreamWriter]]] = {}
 
     async def post(self, person: Person, path: str, form: dict[str, str]) -> int:

@@ -101,15 +101,10 @@ def measure(bench: Bench, quick: bool) -> list[dict[str, Any]]:
 async def _run(
     bench: Bench, bases: list[str], people: list[Person], count: int, hooked: dict[str, float]
 ) -> list[Agent]:
-    from urllib.parse import urlsplit
-
     import httpx
 
     agents = [Agent(person=n % len(people)) for n in range(count)]
-    browsers = []
-    for base in bases:
-        parts = urlsplit(base)
-        browsers.append(Browser(parts.hostname or "127.0.0.1", parts.port or 80))
+    browsers = [Browser(base) for base in bases]
     try:
         async with httpx.AsyncClient(base_url=bases[0], timeout=60) as pages:
             for person in people:
