@@ -7,7 +7,6 @@ Two real uvicorn processes, on ports of their own, both serving the test databas
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -20,7 +19,7 @@ from rest_framework_api_key.models import APIKey
 
 from beliefs.services.audit import Actor
 from tests.builders import classify, register_task_class
-from tests.support.servers import uvicorn_servers
+from tests.support.servers import long_poll, uvicorn_servers
 
 pytestmark = [
     pytest.mark.servers,
@@ -90,19 +89,8 @@ def test_a_waiter_on_one_process_wakes_at_a_change_through_another(
     )
     assert warm.status_code == 304 and warm.headers["Preference-Applied"] == "wait=1"
 
-    answers: list[tuple[requests.Response, float]] = []
-
-    def wait() -> None:
-        response = requests.get(
-            f"{waiting_on}{path}",
-            headers={**headers, "If-None-Match": tag, "Prefer": "wait=30"},
-            timeout=60,
-        )
-        answers.append((response, time.monotonic()))
-
-    waiter = threading.Thread(target=wait)
     started = time.monotonic()
-    waiter.start()
+    waiter, answers = long_poll(f"{waiting_on}{path}", headers, tag)
     try:
         # The waiter's process has taken its request in: a later request to it was answered.
         assert requests.get(f"{waiting_on}/healthz", timeout=30).status_code == 200

@@ -6,7 +6,6 @@ ready already (409), and nobody sees a 5xx."""
 
 from __future__ import annotations
 
-import secrets
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -17,14 +16,13 @@ import pytest
 import requests
 from django.contrib.auth.models import Group, User
 from django.db import connection
-from django.test import Client
 from rest_framework_api_key.models import APIKey
 
 from beliefs.models import Approval, AuditEvent, Decision, Receipt, TaskInstance, WebhookEvent
 from beliefs.services.audit import Actor
 from tests.builders import classify, register_task_class
 from tests.conftest import PASSWORD
-from tests.support.servers import uvicorn_servers
+from tests.support.servers import session_headers, uvicorn_servers
 
 pytestmark = [
     pytest.mark.servers,
@@ -45,15 +43,6 @@ def servers(db: None) -> Iterator[list[str]]:
     """Two uvicorn processes (one event loop each) on the test database."""
     with uvicorn_servers(2, LOG_LEVEL="WARNING") as bases:
         yield bases
-
-
-def _session_headers(user: User) -> dict[str, str]:
-    """A signed-in person's cookies and CSRF header, as a browser would send them."""
-    client = Client()
-    client.force_login(user)
-    token = secrets.token_hex(16)  # a CSRF secret of 32 characters
-    session = client.cookies["sessionid"].value
-    return {"Cookie": f"sessionid={session}; csrftoken={token}", "X-CSRFToken": token}
 
 
 def test_fifty_racing_approvals_give_exactly_one_ready_and_no_5xx(
@@ -89,7 +78,7 @@ def test_fifty_racing_approvals_give_exactly_one_ready_and_no_5xx(
     assert requests.post(
         f"{servers[0]}/api/v1/instances/{instance_id}/plan/", headers=runtime, timeout=30
     ).ok
-    alice_headers = _session_headers(alice)
+    alice_headers = session_headers(alice)
     read = requests.get(
         f"{servers[1]}/api/v1/instances/{instance_id}/", headers=alice_headers, timeout=30
     ).json()
@@ -108,7 +97,7 @@ def test_fifty_racing_approvals_give_exactly_one_ready_and_no_5xx(
     assert waiting["quorum"]["missing"] == REQUIRED
     digest, worlds = waiting["bindings_digest"], waiting["worlds_digest"]
 
-    headers = [_session_headers(p) for p in people]
+    headers = [session_headers(p) for p in people]
     start = threading.Barrier(APPROVERS)
 
     def approve(i: int) -> tuple[int, Any]:

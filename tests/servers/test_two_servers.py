@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -17,7 +16,6 @@ import pytest
 import requests
 from django.contrib.auth.models import User
 from django.db import connection
-from django.test import Client
 from rest_framework_api_key.models import APIKey
 
 from beliefs.models import WebhookDelivery, WebhookEvent
@@ -28,7 +26,9 @@ from tests.support.outbound import receiver_endpoint
 from tests.support.servers import (
     ROOT,
     free_port,
+    long_poll,
     production_env,
+    session_headers,
     static_files_collected,
     wait_until_up,
 )
@@ -83,15 +83,6 @@ def make_serve_instances(count: int) -> Iterator[list[str]]:
             assert b"Traceback" not in errors, errors.decode()[-3000:]
 
 
-def _session_headers(user: User) -> dict[str, str]:
-    """A signed-in person's cookies and CSRF header, as a browser sends them."""
-    client = Client()
-    client.force_login(user)
-    token = "c" * 32
-    session = client.cookies["sessionid"].value
-    return {"Cookie": f"sessionid={session}; csrftoken={token}", "X-CSRFToken": token}
-
-
 def _answer_wakes_agent(
     agent_on: str, person_on: str, runtime: dict[str, str], person: dict[str, str], n: int
 ) -> float:
@@ -114,18 +105,7 @@ def _answer_wakes_agent(
     read = requests.get(f"{agent_on}{path}", headers=runtime, timeout=30)
     assert read.json()["status"] == "awaiting_user"
     tag = read.headers["ETag"]
-    answers: list[tuple[requests.Response, float]] = []
-
-    def wait() -> None:
-        response = requests.get(
-            f"{agent_on}{path}",
-            headers={**runtime, "If-None-Match": tag, "Prefer": "wait=30"},
-            timeout=60,
-        )
-        answers.append((response, time.monotonic()))
-
-    waiter = threading.Thread(target=wait)
-    waiter.start()
+    waiter, answers = long_poll(f"{agent_on}{path}", runtime, tag)
     try:
         # The agent's server has taken the wait in (a later request to it was answered).
         assert requests.get(f"{agent_on}/healthz", timeout=30).ok
@@ -161,7 +141,7 @@ def test_an_answer_on_one_server_wakes_an_agent_on_the_other_and_each_event_arri
     )
     classify(task_class, decisions={"send": "irreversible"})
     runtime = {"Authorization": f"Api-Key {runtime_key[1]}"}
-    person = _session_headers(alice)
+    person = session_headers(alice)
     endpoint, receiver = receiver_endpoint(runtime_key[0].runtime)
     env = {"CONSOLE_WEBHOOK_ALLOW_PRIVATE": "true"}
     with receiver, make_serve_instances(2) as bases, workers(env, count=2):

@@ -6,18 +6,24 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import secrets
 import shutil
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import requests
 from django.conf import settings
 from django.db import connection
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -185,3 +191,36 @@ def wait_until_up(
         assert process is None or process.poll() is None, f"{base}'s server stopped"
         assert time.monotonic() < deadline, f"{base} did not answer /healthz"
         time.sleep(0.02)
+
+
+def session_headers(user: User) -> dict[str, str]:
+    """A signed-in person's cookies and CSRF header, as a browser sends them to a server of the
+    test database."""
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    token = secrets.token_hex(16)  # a CSRF secret of 32 characters
+    session = client.cookies["sessionid"].value
+    return {"Cookie": f"sessionid={session}; csrftoken={token}", "X-CSRFToken": token}
+
+
+def long_poll(
+    url: str, headers: dict[str, str], tag: str, seconds: int = 30
+) -> tuple[threading.Thread, list[tuple[requests.Response, float]]]:
+    """A runtime's long-poll of `url` from the ETag `tag` (`Prefer: wait=seconds`), started in a
+    thread of its own: the thread, and the list it appends its answer to, with the time
+    (`time.monotonic()`) the answer came."""
+    answers: list[tuple[requests.Response, float]] = []
+
+    def wait() -> None:
+        response = requests.get(
+            url,
+            headers={**headers, "If-None-Match": tag, "Prefer": f"wait={seconds}"},
+            timeout=seconds + 30,
+        )
+        answers.append((response, time.monotonic()))
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    return waiter, answers
