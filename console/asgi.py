@@ -36,13 +36,12 @@ from django.core.exceptions import RequestAborted
 from django.core.handlers.asgi import ASGIHandler, get_script_prefix
 from django.core.handlers.base import BaseHandler
 from django.http import HttpResponseBase, StreamingHttpResponse
-from django.urls import set_script_prefix
+from django.urls import Resolver404, resolve, set_script_prefix
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
 get_asgi_application()  # sets Django up first
 
 from beliefs.services import changes  # noqa: E402 - after Django's set-up
-from console.middleware import waiting_key  # noqa: E402
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[Mapping[str, Any]]]
@@ -63,6 +62,9 @@ class Handler(ASGIHandler):
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
         if scope["type"] != "http":
             raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
         try:
@@ -104,6 +106,7 @@ class Handler(ASGIHandler):
     ) -> HttpResponseBase | None:
         """The answer once it is new or its time is up; None when the client went away."""
         data = body.read()  # each answer closes the request it read, and so its body
+        scope = {**scope, changes.SERVER_WAITS: True}
 
         async def attempt() -> HttpResponseBase:
             return await self._answer(scope, io.BytesIO(data))
@@ -146,6 +149,28 @@ class Handler(ASGIHandler):
 # Where other processes' changes cannot be heard (a PostgreSQL LISTEN connection not up yet),
 # how often a waiting request is answered again.
 POLL_SECONDS = 0.5
+
+
+def waiting_key(path_info: str, prefer: str | None) -> str | None:
+    """The key of the changes a request waits for (see `beliefs.services.changes.waits`): that of
+    the view its path resolves to; None when it never waits."""
+    try:
+        match = resolve(path_info)
+    except Resolver404:
+        return None
+    return changes.waits_on(match.func, match.kwargs, prefer)
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    """The server's start and end: nothing to do at either (Django is set up at import, and the
+    change listener starts with the first wait), said so that the server does not guess."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
 
 
 def _path_info(scope: Scope) -> str:

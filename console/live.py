@@ -48,8 +48,10 @@ from beliefs.selectors import postgres
 from beliefs.selectors.pages import PageRead
 from beliefs.services import changes
 
-# Under `manage.py runserver` a waiting page holds a thread: short waits keep that harmless.
+# How long a page's ask waits for a change at most (a proxy's idle timeout is longer).
 PAGE_WAIT = 20
+# Where the server does not wait (see `unchanged_or`), how long a page waits before asking again.
+NO_WAIT_RETRY_SECONDS = 5
 RETRY_SECONDS = 0.1
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -262,11 +264,13 @@ def requested_wait(request: HttpRequest) -> float:
 
 
 def unchanged_or(
-    read: Callable[[], tuple[HttpResponse | None, float | None]], wait: float
+    read: Callable[[], tuple[HttpResponse | None, float | None]], request: HttpRequest
 ) -> HttpResponse:
-    """What `read()` found (the fresh fragment), or a 204 that may wait `wait` seconds for a
-    change (`changes.unchanged`), read again at each notice for the page and by the time the
-    read says (its second value: when a question's time to live runs out, nobody writes)."""
+    """What `read()` found (the fresh fragment), or a 204 that may wait the requested seconds
+    for a change (`changes.unchanged`), read again at each notice for the page and by the time
+    the read says (its second value: when a question's time to live runs out, nobody writes).
+    Under a server that does not wait, the 204 asks the page to come back in a while
+    (`Retry-After`), so that it does not ask again at once, and again."""
     try:
         found, recheck = read()
     except OperationalError:
@@ -275,4 +279,6 @@ def unchanged_or(
         found, recheck = None, RETRY_SECONDS
     if found is not None:
         return found
-    return changes.mark_unchanged(HttpResponse(status=204), wait, recheck)
+    if not changes.server_waits(request):
+        return HttpResponse(status=204, headers={"Retry-After": str(NO_WAIT_RETRY_SECONDS)})
+    return changes.mark_unchanged(HttpResponse(status=204), requested_wait(request), recheck)

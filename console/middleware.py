@@ -1,83 +1,28 @@
-"""The console's middlewares.
-
-Each is a `MiddlewareMixin` (hooks, no `__call__` of its own) but `WaitingMiddleware`, which
-repeats a waiting request under WSGI (under ASGI the handler in `console.asgi` repeats it,
-between requests).
-"""
+"""The console's middlewares, each a `MiddlewareMixin` (hooks, no `__call__` of its own). A
+request that waits for a change is repeated by the server's handler, between requests
+(`console.asgi`), not here."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 from collections.abc import Callable
 from io import BytesIO
 from typing import Any
 
-from asgiref.sync import async_to_sync, sync_to_async
 from django.conf import settings
-from django.core.handlers.asgi import ASGIRequest
 from django.core.handlers.wsgi import LimitedStream
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
-from django.urls import Resolver404, resolve
 from django.utils.cache import add_never_cache_headers
 from django.utils.deprecation import MiddlewareMixin
 
 from beliefs.domain import jsonguard
 from beliefs.domain.jsonguard import Problem
 from beliefs.jsonbody import PARSED_JSON
-from beliefs.services import changes
 from beliefs.services.retry import as_unavailable
 from console import errors
 from console.templatetags.reveal import reveal
-
-
-def waiting_key(path_info: str, prefer: str | None) -> str | None:
-    """The key of the changes a request waits for (see `beliefs.services.changes.waits`): that of
-    the view its path resolves to; None when it never waits."""
-    try:
-        match = resolve(path_info)
-    except Resolver404:
-        return None
-    return changes.waits_on(match.func, match.kwargs, prefer)
-
-
-class WaitingMiddleware:
-    """Under WSGI (`manage.py runserver`, the test client): a request to a view that waits is
-    answered again, whole, at each change notification, in this request's thread, until its
-    answer is not `changes.unchanged` or its time is up. Other processes' changes are not heard
-    here: it also answers again every `POLL_SECONDS`. Under ASGI the handler does this between
-    requests (`console.asgi`), and this passes the request through."""
-
-    POLL_SECONDS = 0.5
-    # Held around each answer, not around the wait: a test server that answers one request at a
-    # time (tests/client) puts its lock here, so a waiting request lets others in between.
-    answer_guard: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext
-
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        key = None
-        if not isinstance(request, ASGIRequest):
-            key = waiting_key(request.path_info, request.headers.get("Prefer"))
-        if key is None:
-            return self.get_response(request)
-
-        def guarded(request: HttpRequest) -> HttpResponse:
-            with self.answer_guard():
-                return self.get_response(request)
-
-        answer = sync_to_async(guarded)  # in this thread, with its transaction
-
-        async def attempt() -> HttpResponse:
-            return await answer(request)
-
-        async def waited() -> HttpResponse:
-            return await changes.wait_for_change(key, attempt, listen=False, poll=self.POLL_SECONDS)
-
-        return async_to_sync(waited)()
 
 
 class ApiBodyLimitMiddleware(MiddlewareMixin):

@@ -112,9 +112,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # Outermost: under WSGI a request that waits is answered again whole (see console.asgi).
-    "console.middleware.WaitingMiddleware",
-    # Counts every answer by view and status (/metrics).
+    # Outermost: counts every answer by view and status (/metrics).
     "console.metrics.RequestMetricsMiddleware",
     # The request's trace (W3C traceparent), carried into its webhooks and log lines.
     "console.tracing.TraceContextMiddleware",
@@ -163,7 +161,8 @@ DATABASES = {
     "default": dj_database_url.config(
         default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
         # Reuse a connection across requests: opening one costs more than most requests here.
-        # Off in development, where runserver starts a thread (so a connection) per request.
+        # Off in development and the tests: a request's connection closes at its end, so none
+        # is left open on the test database when the tests' live server empties or drops it.
         conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0 if DEBUG else 60),
         # A reused connection the database dropped is replaced before a request uses it.
         conn_health_checks=env_bool("DATABASE_CONN_HEALTH_CHECKS", True),

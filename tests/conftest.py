@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import socket
 from collections.abc import Callable, Iterator
 from io import StringIO
 from typing import Any
@@ -21,6 +20,7 @@ from rest_framework.test import APIClient
 from beliefs.models import Runtime, RuntimeAPIKey
 from beliefs.roles import CLASSIFIERS_GROUP, REVIEWERS_GROUP, grant_role
 from tests.api import documented
+from tests.support.live_server import LiveServer, Served
 
 PASSWORD = "correct-horse-battery"
 
@@ -129,22 +129,36 @@ def _no_collected_static_files(tmp_path_factory: pytest.TempPathFactory) -> Iter
 
 
 @pytest.fixture(scope="session")
-def live_server(live_server: Any) -> Any:  # noqa: ANN401 - pytest-django's LiveServer
-    """pytest-django's live server, sending each answer at once: wsgiref writes a response in
-    several small pieces (status line, headers, body), and with Nagle's algorithm on, a piece
-    after the first waits for the client's delayed ACK, some 40 ms, on every request of a
-    kept-alive connection (the browser's, the client's). Production servers set TCP_NODELAY
-    themselves (gunicorn, and uvicorn through asyncio)."""
-    httpd = live_server.thread.httpd
-    accept = httpd.get_request
+def live_server() -> Iterator[LiveServer]:
+    """The console over real HTTP, served as production serves it (`tests.support.live_server`:
+    uvicorn and `console.asgi` in a thread), once for the session; each test that names it is
+    transactional."""
+    server = LiveServer()
+    try:
+        yield server
+    finally:
+        server.stop()
 
-    def get_request() -> tuple[socket.socket, Any]:
-        sock, address = accept()
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return sock, address
 
-    httpd.get_request = get_request
-    return live_server
+@pytest.fixture
+def served(live_server: LiveServer) -> Iterator[Callable[..., Served]]:
+    """Clients of the live server (the code production runs, the long-poll's wait included):
+    `served(alice)` with her session, `served(key=...)` with a runtime's key, `served()` with
+    neither."""
+    made: list[Served] = []
+
+    def make(user: User | None = None, *, key: str | None = None) -> Served:
+        from tests.support.servers import session_headers
+
+        headers = session_headers(user) if user is not None else {}
+        if key is not None:
+            headers["Authorization"] = f"Api-Key {key}"
+        made.append(Served(live_server, headers))
+        return made[-1]
+
+    yield make
+    for client in made:
+        client.close()
 
 
 def make_user(username: str, *groups: str) -> User:

@@ -7,11 +7,10 @@ knows the server waited and need not back off. N is capped at `MAX_WAIT`; a `Pre
 valid wait is ignored, and the request is the plain read.
 
 The view itself is the plain read: a 304 it answers to a request that asked to wait is marked
-`changes.unchanged` for N seconds, and the server's handler asks it again at each change
-notification for the instance (`beliefs.services.changes`): under ASGI (`make serve`) between
-requests, holding no thread and no database connection while it waits; under WSGI
-(`manage.py runserver`, the test client) in the request's thread, re-reading every
-`POLL_SECONDS` as well.
+`changes.unchanged` for N seconds, and the server's handler (`console.asgi`) asks it again at
+each change notification for the instance (`beliefs.services.changes`), between requests,
+holding no thread and no database connection while it waits. Under a server that does not wait
+(a WSGI server, Django's test client) `Prefer` is ignored, so a client backs off by itself.
 """
 
 from __future__ import annotations
@@ -45,7 +44,7 @@ def preferred_wait(header: str | None) -> int | None:
 def instance_detail(request: HttpRequest, instance_id: UUID) -> HttpResponse:
     response = _read_view(request, instance_id=instance_id)
     wait = preferred_wait(request.headers.get("Prefer"))
-    if wait is None or response.status_code not in (200, 304):
+    if wait is None or response.status_code not in (200, 304) or not changes.server_waits(request):
         return response
     response["Preference-Applied"] = f"wait={wait}"
     if response.status_code == 304:

@@ -60,9 +60,9 @@ def _committed(key: str) -> None:
         _broadcast(key)
 
 
-# The waiters of this process: instance id → futures, each on the event loop awaiting it (under
-# ASGI one loop per process; under WSGI each waiting request runs a loop of its own). Woken from
-# any thread (a commit runs in a worker thread), hence the lock and `call_soon_threadsafe`.
+# The waiters of this process: instance id → futures, each on the event loop awaiting it (the
+# server's, one per process; a test may run a loop of its own). Woken from any thread (a commit
+# runs in a worker thread), hence the lock and `call_soon_threadsafe`.
 _waiters: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]] = {}
 _lock = threading.Lock()
 
@@ -136,9 +136,10 @@ MIN_PAUSE = 0.05
 # read off the view before the request runs, so a change committed during the first read is
 # still heard), and on an answer that found nothing new, for how long (`unchanged`). The
 # request is then answered again, whole, at the next notice for the key, until an answer finds
-# something or the time is up (`wait_for_change`). Who repeats it is the server's handler:
-# under ASGI `console.asgi`, between requests, holding no thread; under WSGI
-# `console.middleware.WaitingMiddleware`, in the request's thread.
+# something or the time is up (`wait_for_change`). Who repeats it is the server's handler,
+# `console.asgi`, between requests, holding no thread (under `make run`, `make serve` and the
+# tests' live server alike). A server that does not repeat answers (a WSGI server, Django's test
+# client) gets every answer at once, and a view then says it did not wait (`server_waits`).
 
 _WAITS = "changes_waits"
 _UNCHANGED = "changes_unchanged"
@@ -177,6 +178,17 @@ def waits_on(view: Callable[..., Any], kwargs: dict[str, Any], prefer: str | Non
     """The key a request to `view` (with its URL arguments) waits on; None: it does not wait."""
     marker: Waits | None = getattr(view, _WAITS, None)
     return None if marker is None else marker.key(kwargs, prefer)
+
+
+# Set in an ASGI request's scope by the handler that answers it again until a change.
+SERVER_WAITS = "console.waits"
+
+
+def server_waits(request: Any) -> bool:  # noqa: ANN401 - any request
+    """Whether the server repeats this request's unchanged answer until a change (see above);
+    elsewhere an answer is final as it is, and a view must not claim to have waited."""
+    scope = getattr(request, "scope", None)
+    return isinstance(scope, dict) and bool(scope.get(SERVER_WAITS))
 
 
 @dataclass(frozen=True)

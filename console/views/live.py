@@ -54,7 +54,7 @@ def instance_live(request: AuthedHttpRequest, instance_id: UUID) -> HttpResponse
             context = _instance_context(request, page, live_version=version)
             return _rendered(request, "console/_instance_view.html", context), None
 
-    return live.unchanged_or(read, live.requested_wait(request))
+    return live.unchanged_or(read, request)
 
 
 @require_GET
@@ -75,4 +75,4 @@ def inbox_rows(request: AuthedHttpRequest) -> HttpResponse:
 
     if seen is None:
         return read()[0] or HttpResponse(status=204)
-    return live.unchanged_or(read, live.requested_wait(request))
+    return live.unchanged_or(read, request)

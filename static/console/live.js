@@ -131,7 +131,8 @@
     } else if (!event.detail.successful) {
       ask(3000); // the server is away: try again in a while
     } else if (!held && !askAfterRequests) {
-      ask(xhr.status === 204 ? 0 : 100); // (never a tight loop, whatever the server answers)
+      // (Never a tight loop, whatever the server answers: one that did not wait says when.)
+      ask(xhr.status === 204 ? 1000 * (parseInt(xhr.getResponseHeader("Retry-After"), 10) || 0) : 100);
     }
   });
 

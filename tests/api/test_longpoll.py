@@ -1,7 +1,8 @@
 """GET /instances/{id}/ with `Prefer: wait=N`: the answer comes when the instance changes.
 
-Through the test client (WSGI: the request's thread waits), on SQLite and PostgreSQL. The same
-view under uvicorn, across two server processes, is `test_longpoll_servers.py`.
+Through the live server (uvicorn and `console.asgi` in the test process, the handler that waits
+in production), on SQLite and PostgreSQL. The same view across two server processes is
+`test_longpoll_servers.py`.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from beliefs.api.longpoll import preferred_wait
 from beliefs.models import TaskInstance
 from beliefs.services import changes
 from beliefs.services.lifecycle import lock_instance
-from console.middleware import WaitingMiddleware
-from tests.conftest import JsonClient, runtime_key_of
+from console import asgi
+from tests.conftest import runtime_key_of
 from tests.support.api import API, Driver
+from tests.support.live_server import Served
 
 
 def _until(condition: Callable[[], bool], seconds: float = 10.0) -> None:
@@ -70,11 +72,24 @@ def test_without_prefer_it_is_the_plain_read(api: Driver, instance_id: str) -> N
 
 
 @pytest.mark.django_db
-def test_with_nothing_changed_it_answers_304_after_the_wait(api: Driver, instance_id: str) -> None:
+def test_a_server_that_does_not_wait_ignores_prefer(api: Driver, instance_id: str) -> None:
+    # Django's test client repeats no answer, as a WSGI server would not: the answer is the plain
+    # read, without a Preference-Applied that would keep a client asking again at once.
     url = f"{API}/instances/{instance_id}/"
     tag = api.runtime.get(url)["ETag"]
     started = time.monotonic()
-    response = api.runtime.get(url, HTTP_IF_NONE_MATCH=tag, HTTP_PREFER="wait=1")
+    response = api.runtime.get(url, HTTP_IF_NONE_MATCH=tag, HTTP_PREFER="wait=30")
+    assert time.monotonic() - started < 10.0
+    assert response.status_code == 304 and "Preference-Applied" not in response
+
+
+def test_with_nothing_changed_it_answers_304_after_the_wait(
+    api: Driver, instance_id: str, served: Callable[..., Served], runtime_key: Any
+) -> None:
+    url = f"{API}/instances/{instance_id}/"
+    tag = api.runtime.get(url)["ETag"]
+    started = time.monotonic()
+    response = served(key=runtime_key[1]).get(url, HTTP_IF_NONE_MATCH=tag, HTTP_PREFER="wait=1")
     took = time.monotonic() - started
     assert response.status_code == 304
     assert response.content == b""
@@ -84,42 +99,39 @@ def test_with_nothing_changed_it_answers_304_after_the_wait(api: Driver, instanc
     assert changes.waiting() == 0
 
 
-@pytest.mark.django_db
 def test_a_changed_instance_answers_at_once_with_the_wait_capped_at_60(
-    api: Driver, instance_id: str
+    instance_id: str, served: Callable[..., Served], runtime_key: Any
 ) -> None:
     url = f"{API}/instances/{instance_id}/"
+    runtime = served(key=runtime_key[1])
     started = time.monotonic()
-    response = api.runtime.get(url, HTTP_IF_NONE_MATCH='"stale"', HTTP_PREFER="wait=600")
+    response = runtime.get(url, HTTP_IF_NONE_MATCH='"stale"', HTTP_PREFER="wait=600")
     assert time.monotonic() - started < 10.0  # not 60 s
     assert response.status_code == 200
     assert response.json()["id"] == instance_id
     assert response["Preference-Applied"] == "wait=60"
 
 
-@pytest.mark.django_db
 @pytest.mark.parametrize("prefer", ["wait=abc", "wait=-1", "wait=1.5", "respond-async"])
-def test_an_invalid_prefer_is_ignored(api: Driver, instance_id: str, prefer: str) -> None:
+def test_an_invalid_prefer_is_ignored(
+    api: Driver, instance_id: str, prefer: str, served: Callable[..., Served], runtime_key: Any
+) -> None:
     url = f"{API}/instances/{instance_id}/"
     tag = api.runtime.get(url)["ETag"]
-    response = api.runtime.get(url, HTTP_IF_NONE_MATCH=tag, HTTP_PREFER=prefer)
+    started = time.monotonic()
+    response = served(key=runtime_key[1]).get(url, HTTP_IF_NONE_MATCH=tag, HTTP_PREFER=prefer)
+    assert time.monotonic() - started < 10.0  # it did not wait
     assert response.status_code == 304
     assert "Preference-Applied" not in response
 
 
-@pytest.mark.django_db
 def test_another_runtime_and_a_stranger_get_404_at_once(
-    api: Driver,
-    instance_id: str,
-    person_client: Callable[[User], JsonClient],
-    mallory: User,
+    api: Driver, instance_id: str, served: Callable[..., Served], mallory: User
 ) -> None:
     url = f"{API}/instances/{instance_id}/"
     tag = api.runtime.get(url)["ETag"]
-    other = JsonClient()
-    other.credentials(HTTP_AUTHORIZATION=f"Api-Key {runtime_key_of('other-runtime')[1]}")
-    anonymous = JsonClient()
-    for client, status in ((other, 404), (person_client(mallory), 404), (anonymous, 401)):
+    other = served(key=runtime_key_of("other-runtime")[1])
+    for client, status in ((other, 404), (served(mallory), 404), (served(), 401)):
         started = time.monotonic()
         response = client.get(url, HTTP_IF_NONE_MATCH=tag, HTTP_PREFER="wait=30")
         assert time.monotonic() - started < 10.0
@@ -128,19 +140,21 @@ def test_another_runtime_and_a_stranger_get_404_at_once(
         assert response.json()["error"]
 
 
-@pytest.mark.django_db(transaction=True)
 def test_a_change_wakes_the_waiter_within_a_fraction_of_a_second(
-    api: Driver, instance_id: str, runtime_key: Any, monkeypatch: pytest.MonkeyPatch
+    api: Driver,
+    instance_id: str,
+    runtime_key: Any,
+    served: Callable[..., Served],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # No polling: only the change's notification can end the wait before its 30 s.
-    monkeypatch.setattr(WaitingMiddleware, "POLL_SECONDS", 30.0)
+    monkeypatch.setattr(asgi, "POLL_SECONDS", 30.0)
     url = f"{API}/instances/{instance_id}/"
     tag = api.runtime.get(url)["ETag"]
     answers: list[Any] = []
+    client = served(key=runtime_key[1])
 
     def wait() -> None:
-        client = JsonClient()
-        client.credentials(HTTP_AUTHORIZATION=f"Api-Key {runtime_key[1]}")
         answers.append(client.get(url, HTTP_IF_NONE_MATCH=tag, HTTP_PREFER="wait=30"))
 
     waiter = threading.Thread(target=wait)
@@ -201,18 +215,20 @@ def test_a_wake_from_another_thread_resolves_only_that_instances_waiters() -> No
     assert changes.waiting() == 0
 
 
-@pytest.mark.django_db(transaction=True)
 def test_end_waits_answers_a_wait_begun_before_it_and_not_one_begun_after(
-    api: Driver, instance_id: str, runtime_key: Any, monkeypatch: pytest.MonkeyPatch
+    api: Driver,
+    instance_id: str,
+    runtime_key: Any,
+    served: Callable[..., Served],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(WaitingMiddleware, "POLL_SECONDS", 30.0)
+    monkeypatch.setattr(asgi, "POLL_SECONDS", 30.0)
     url = f"{API}/instances/{instance_id}/"
     tag = api.runtime.get(url)["ETag"]
     answers: list[tuple[float, Any]] = []
+    client = served(key=runtime_key[1])
 
     def wait() -> None:
-        client = JsonClient()
-        client.credentials(HTTP_AUTHORIZATION=f"Api-Key {runtime_key[1]}")
         started = time.monotonic()
         response = client.get(url, HTTP_IF_NONE_MATCH=tag, HTTP_PREFER="wait=30")
         answers.append((time.monotonic() - started, response))
@@ -229,5 +245,5 @@ def test_end_waits_answers_a_wait_begun_before_it_and_not_one_begun_after(
     assert response.status_code == 304 and took < 10.0
     # A wait begun afterwards is a wait like any other: it ends at its time, not at once.
     started = time.monotonic()
-    late = api.runtime.get(url, HTTP_IF_NONE_MATCH=tag, HTTP_PREFER="wait=1")
+    late = client.get(url, HTTP_IF_NONE_MATCH=tag, HTTP_PREFER="wait=1")
     assert late.status_code == 304 and time.monotonic() - started >= 1.0

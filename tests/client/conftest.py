@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,13 +22,13 @@ from typing import Any
 
 import httpx
 import pytest
+from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 from django.utils import timezone
 from rest_framework_api_key.crypto import concatenate
 
 from beliefs.models import Prompt, PromptState, Runtime, RuntimeAPIKey
 from beliefs.services.audit import Actor
-from console.middleware import WaitingMiddleware, waiting_key
 from tests.builders import register
 from tests.client.transfer_tool import SANDBOX, TRANSFER
 from tests.conftest import PASSWORD
@@ -113,41 +113,40 @@ def console(
     monkeypatch: pytest.MonkeyPatch,
     agent_key: tuple[str, str, str],
 ) -> Iterator[LiveConsole]:
-    httpd = live_server.thread.httpd
-    app = httpd.get_app()
     live = LiveConsole(url=live_server.url, key=agent_key[0])
+    handler = live_server.handler
+    answer_here = handler._answer_here
 
-    def serialized(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-        if waiting_key(environ["PATH_INFO"], environ.get("HTTP_PREFER")) is not None:
-            return app(environ, start_response)  # it takes the lock for each of its answers
+    def serialized(*args: Any) -> Any:  # noqa: ANN401 - the handler's response
         with live.lock:
-            return app(environ, start_response)
+            return answer_here(*args)
 
-    httpd.set_app(serialized)
-    monkeypatch.setattr(WaitingMiddleware, "answer_guard", staticmethod(lambda: live.lock))
-    try:
-        with live.exclusive():
-            User.objects.create_user(username="alice", password=PASSWORD)
-            actor = Actor(key=_store_key(agent_key))
-            for key, recipient_risk in ((TRANSFER, "reversible"), (SANDBOX, "reversible")):
-                register(
-                    key,
-                    actor=actor,
-                    slots=[
-                        {"key": "recipient_account", "label": "Recipient account"},
-                        {"key": "memo", "label": "Memo"},
-                    ],
-                    decisions=(
-                        [{"key": "send_transfer", "slots": ["recipient_account"]}]
-                        if key == TRANSFER
-                        else []
-                    ),
-                    risks={"recipient_account": recipient_risk, "memo": "cosmetic"},
-                    decision_risks={"send_transfer": "irreversible"} if key == TRANSFER else None,
-                )
-        yield live
-    finally:
-        httpd.set_app(app)
+    # Each answer (a long-poll's too, but not its wait between answers) holds the lock.
+    monkeypatch.setattr(
+        handler,
+        "_answer",
+        sync_to_async(serialized, thread_sensitive=False, executor=handler.threads),
+    )
+    with live.exclusive():
+        User.objects.create_user(username="alice", password=PASSWORD)
+        actor = Actor(key=_store_key(agent_key))
+        for key, recipient_risk in ((TRANSFER, "reversible"), (SANDBOX, "reversible")):
+            register(
+                key,
+                actor=actor,
+                slots=[
+                    {"key": "recipient_account", "label": "Recipient account"},
+                    {"key": "memo", "label": "Memo"},
+                ],
+                decisions=(
+                    [{"key": "send_transfer", "slots": ["recipient_account"]}]
+                    if key == TRANSFER
+                    else []
+                ),
+                risks={"recipient_account": recipient_risk, "memo": "cosmetic"},
+                decision_risks={"send_transfer": "irreversible"} if key == TRANSFER else None,
+            )
+    yield live
 
 
 class Person:

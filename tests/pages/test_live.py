@@ -1,6 +1,7 @@
 """The live endpoints of the instance page and the inbox: `?since=<version>` answers the fresh
-fragment once what the person would see differs, else 204 after the wait. Through the test
-client (WSGI: the request's thread waits), on SQLite and PostgreSQL."""
+fragment once what the person would see differs, else 204 after the wait. A request that waits
+goes to the live server (uvicorn and `console.asgi` in the test process, the handler that waits
+in production); the others to the test client. On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -22,9 +23,9 @@ from beliefs.models import Prompt, PromptState, TaskInstance
 from beliefs.services import changes
 from beliefs.services.audit import SYSTEM
 from beliefs.services.instances import instance_cancel
-from console import live
-from console.middleware import WaitingMiddleware
+from console import asgi, live
 from tests.browser import scenarios
+from tests.support.live_server import Served
 from tests.support.pages import HTMX
 
 MARKER = re.compile(r'data-live-version="([0-9]+)" data-live-digest="([0-9a-f]{32})?"')
@@ -43,7 +44,7 @@ def _marker(html: str) -> dict[str, Any]:
     return {"since": int(found.group(1)), "seen": found.group(2) or ""}
 
 
-def _version(client: Client, url: str) -> dict[str, Any]:
+def _version(client: Client | Served, url: str) -> dict[str, Any]:
     """What the page at `url` shows: `since` (its version) and `seen` (its digest)."""
     return _marker(client.get(url).content.decode())
 
@@ -88,13 +89,15 @@ def test_signed_out_it_sends_to_sign_in(alice: User, client: Client) -> None:
     assert response.status_code == 302 and "/accounts/login/" in response["Location"]
 
 
-@pytest.mark.django_db
-def test_a_different_version_gets_the_fragment_at_once(alice: User, alice_client: Client) -> None:
+def test_a_different_version_gets_the_fragment_at_once(
+    alice: User, served: Callable[..., Served]
+) -> None:
     instance = scenarios.vendor(alice)
-    version = _version(alice_client, f"/instances/{instance.pk}/")
+    client = served(alice)
+    version = _version(client, f"/instances/{instance.pk}/")
     started = time.monotonic()
     asks = {"since": version["since"], "seen": "stale"}
-    response = alice_client.get(_live(instance), asks, **HTMX)
+    response = client.get(_live(instance), asks, **HTMX)
     assert time.monotonic() - started < 5
     html = response.content.decode()
     assert response.status_code == 200
@@ -138,19 +141,34 @@ def test_versions_grow_with_every_change(alice: User, alice_client: Client) -> N
     assert len({v["seen"] for v in seen}) == 3
 
 
-@pytest.mark.django_db
 def test_with_nothing_changed_it_answers_204_after_its_wait(
-    alice: User, alice_client: Client
+    alice: User, served: Callable[..., Served]
 ) -> None:
     instance = scenarios.vendor(alice)
-    version = _version(alice_client, f"/instances/{instance.pk}/")
+    client = served(alice)
+    version = _version(client, f"/instances/{instance.pk}/")
     started = time.monotonic()
-    response = alice_client.get(_live(instance), {**version, "wait": "1"}, **HTMX)
+    response = client.get(_live(instance), {**version, "wait": "1"}, **HTMX)
     took = time.monotonic() - started
     assert response.status_code == 204 and response.content == b""
     assert "no-store" in response["Cache-Control"]
     assert 1.0 <= took < 10.0
     assert changes.waiting() == 0
+
+
+@pytest.mark.django_db
+def test_a_server_that_does_not_wait_asks_the_page_to_come_back_later(
+    alice: User, alice_client: Client
+) -> None:
+    # Django's test client repeats no answer, as a WSGI server would not: the 204 comes at once
+    # and tells the page's script when to ask again, so that it does not ask again and again.
+    instance = scenarios.vendor(alice)
+    version = _version(alice_client, f"/instances/{instance.pk}/")
+    started = time.monotonic()
+    response = alice_client.get(_live(instance), version, **HTMX)
+    assert time.monotonic() - started < 5
+    assert response.status_code == 204
+    assert response["Retry-After"] == str(live.NO_WAIT_RETRY_SECONDS)
 
 
 @pytest.mark.django_db
@@ -176,14 +194,13 @@ def test_the_fragment_escapes_untrusted_text(alice: User, alice_client: Client) 
     assert "<script" not in html
 
 
-@pytest.mark.django_db(transaction=True)
 def test_a_change_elsewhere_wakes_the_waiting_page(
-    alice: User, signed_in: Callable[[User], Client], monkeypatch: pytest.MonkeyPatch
+    alice: User, served: Callable[..., Served], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # No polling: only the change's notification can end the wait before its 20 s.
-    monkeypatch.setattr(WaitingMiddleware, "POLL_SECONDS", 30.0)
+    monkeypatch.setattr(asgi, "POLL_SECONDS", 30.0)
     instance = scenarios.vendor(alice)
-    client = signed_in(alice)
+    client = served(alice)
     version = _version(client, f"/instances/{instance.pk}/")
     answers: list[Any] = []
     # The change waits for the page's first read (SQLite's shared test database refuses a read
@@ -213,30 +230,33 @@ def test_a_change_elsewhere_wakes_the_waiting_page(
     assert woke_after < 1.0
 
 
-@pytest.mark.django_db
-def test_a_question_running_out_of_time_is_a_change(alice: User, alice_client: Client) -> None:
+def test_a_question_running_out_of_time_is_a_change(
+    alice: User, served: Callable[..., Served]
+) -> None:
     # Nobody writes when a TTL runs out: the wait re-reads by then.
     instance = scenarios.vendor(alice)
     Prompt.objects.filter(instance=instance, state=PromptState.OPEN, blocking=True).update(
         expires_at=timezone.now() + timedelta(seconds=1)
     )
-    version = _version(alice_client, f"/instances/{instance.pk}/")
-    response = alice_client.get(_live(instance), {**version, "wait": "10"}, **HTMX)
+    client = served(alice)
+    version = _version(client, f"/instances/{instance.pk}/")
+    response = client.get(_live(instance), {**version, "wait": "10"}, **HTMX)
     assert response.status_code == 200
     assert int(response["Live-Version"]) > version["since"]
     assert "✕ Expired" in response.content.decode()
 
 
-@pytest.mark.django_db
 def test_the_inbox_rows_wait_for_a_change_and_drop_a_finished_instance(
-    alice: User, alice_client: Client
+    alice: User, served: Callable[..., Served]
 ) -> None:
     instance = scenarios.vendor(alice)
-    version = _version(alice_client, "/")
-    unchanged = alice_client.get("/inbox/rows/", {**version, "wait": "1"}, **HTMX)
-    assert unchanged.status_code == 204
+    client = served(alice)
+    version = _version(client, "/")
+    started = time.monotonic()
+    unchanged = client.get("/inbox/rows/", {**version, "wait": "1"}, **HTMX)
+    assert unchanged.status_code == 204 and time.monotonic() - started >= 1.0
     instance_cancel(instance=instance, actor=scenarios.RUNTIME, reason="")
-    response = alice_client.get("/inbox/rows/", {**version, "wait": "1"}, **HTMX)
+    response = client.get("/inbox/rows/", {**version, "wait": "1"}, **HTMX)
     html = response.content.decode()
     assert response.status_code == 200 and int(response["Live-Version"]) > version["since"]
     assert f'id="inbox-link-{instance.pk}"' not in html
@@ -355,12 +375,12 @@ def test_writes_inside_a_snapshot_wait_for_its_end(alice: User) -> None:
     assert done == ["written", "at once"]
 
 
-@pytest.mark.django_db
 def test_a_read_the_database_refuses_is_read_again(
-    alice: User, alice_client: Client, monkeypatch: pytest.MonkeyPatch
+    alice: User, served: Callable[..., Served], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     instance = scenarios.vendor(alice)
-    version = _version(alice_client, f"/instances/{instance.pk}/")
+    client = served(alice)
+    version = _version(client, f"/instances/{instance.pk}/")
     read = live.instance_version
     refused: list[int] = []
 
@@ -371,7 +391,7 @@ def test_a_read_the_database_refuses_is_read_again(
         return read(*args)
 
     monkeypatch.setattr(live, "instance_version", refuse_once)
-    response = alice_client.get(_live(instance), {**version, "seen": "stale", "wait": "5"}, **HTMX)
+    response = client.get(_live(instance), {**version, "seen": "stale", "wait": "5"}, **HTMX)
     assert refused == [1] and response.status_code == 200
 
 

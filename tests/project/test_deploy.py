@@ -201,7 +201,7 @@ def _connection_settings(env: dict[str, str]) -> tuple[int, bool]:
 def test_production_reuses_database_connections_with_health_checks() -> None:
     assert _connection_settings(PRODUCTION) == (60, True)
     assert _connection_settings({**PRODUCTION, "DATABASE_CONN_MAX_AGE": "0"}) == (0, True)
-    # runserver's thread per request would leave a connection behind per request.
+    # Development and the tests close each request's connection (see the settings).
     assert _connection_settings({"DEBUG": "true"}) == (0, True)
 
 

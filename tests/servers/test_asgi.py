@@ -23,8 +23,8 @@ from django.db import connection
 
 from beliefs.services import changes
 from console import asgi
+from console.asgi import waiting_key
 from console.checks import pool_problem
-from console.middleware import waiting_key
 from tests.support.api import API, Driver
 from tests.support.servers import (
     ROOT,
@@ -138,8 +138,12 @@ def test_it_answers_as_djangos_own_handler(api: Driver, instance_id: str, runtim
             assert ours["body"].count(b"<") == theirs["body"].count(b"<"), path  # (nonces vary)
         else:
             assert ours["body"] == theirs["body"], path
-        for name in (b"content-type", b"etag", b"preference-applied", b"location"):
+        for name in (b"content-type", b"etag", b"location"):
             assert ours["headers"].get(name) == theirs["headers"].get(name), (path, name)
+        # Only the handler that waits says it did (Django's ignores Prefer, as a WSGI server).
+        waited = asked_to_wait and ours["status"] in (200, 304)
+        assert ours["headers"].get(b"preference-applied") == (b"wait=1" if waited else None)
+        assert b"preference-applied" not in theirs["headers"]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -321,3 +325,16 @@ def test_make_serve_keeps_its_sqlite_connections_between_requests() -> None:
             server.terminate()
             _, errors = server.communicate(timeout=30)
     assert b"Traceback" not in errors, errors.decode()[-3000:]
+
+
+def test_it_answers_the_servers_start_and_end() -> None:
+    async def run() -> list[str]:
+        communicator = ApplicationCommunicator(asgi.Handler(threads=1), {"type": "lifespan"})
+        said = []
+        for event in ("startup", "shutdown"):
+            await communicator.send_input({"type": f"lifespan.{event}"})
+            said.append((await communicator.receive_output(10))["type"])
+        await communicator.wait(10)  # it returned after the shutdown
+        return said
+
+    assert asyncio.run(run()) == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
