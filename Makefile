@@ -38,7 +38,8 @@ typescript: $(STAMP)
 
 ## Serve the demo on http://localhost:8000 (bound to 127.0.0.1; a name, not an IP address,
 ## because passkeys refuse one) with one background worker beside it (SQLite unless
-## DATABASE_URL is set). Ctrl-C stops both; so does the server stopping on its own.
+## DATABASE_URL is set): uvicorn serving console.asgi as `make serve` does, in one process that
+## starts again when a module or template changes (`console.serve --reload`). Ctrl-C stops both; so does the server stopping on its own.
 ## The logins and the runtime key are printed last (`demo --when-served`): once the server
 ## answers and the worker has sent the demo's emails, each one log line (no EMAIL_HOST:
 ## `beliefs.mail.LogEmailBackend`).
@@ -46,7 +47,7 @@ run: $(STAMP)
 	$(PY) manage.py migrate --noinput
 	@export CONSOLE_BASE_URL=http://localhost:$(PORT); \
 	$(PY) manage.py worker & worker=$$!; \
-	$(PY) manage.py runserver 127.0.0.1:$(PORT) & server=$$!; \
+	$(PY) -m console.serve --reload --host 127.0.0.1 --port $(PORT) & server=$$!; \
 	trap 'kill $$worker $$server 2>/dev/null; wait $$worker $$server 2>/dev/null' EXIT INT TERM; \
 	$(PY) manage.py demo --url http://localhost:$(PORT)/ --when-served; \
 	wait $$server

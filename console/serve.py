@@ -28,6 +28,9 @@ With DEBUG off it first runs the settings' startup checks (the receipts' signing
 passkeys' relying party) and does not listen at all if one fails.
 
     python -m console.serve [--host 0.0.0.0] [--port $PORT] [--workers $WEB_CONCURRENCY]
+
+`make run` serves with `--reload` instead: one process, the same application, started again by
+uvicorn's reloader when the code changes.
 """
 
 from __future__ import annotations
@@ -105,6 +108,24 @@ def serve_one(host: str, port: int, log_level: str, ready: Connection) -> None:
         proxy_headers=False,
     )
     Server(config).run(sockets=[sock])
+
+
+# What `--reload` watches: the project's own code and templates (not the virtualenv's).
+RELOAD_DIRS = ("beliefs", "console", "demo", "templates")
+
+
+def serve_reloading(host: str, port: int, log_level: str) -> int:
+    """`make run`'s server: the same application and settings in one uvicorn process, which
+    uvicorn's reloader starts again when a module or template of the project changes."""
+    import uvicorn
+
+    root = Path(__file__).resolve().parent.parent
+    uvicorn.run(
+        APP, host=host, port=port, server_header=False, log_level=log_level,
+        proxy_headers=False, reload=True, reload_dirs=[str(root / d) for d in RELOAD_DIRS],
+        reload_includes=["*.py", "*.html"],
+    )  # fmt: skip
+    return 0
 
 
 @dataclass(frozen=True)
@@ -301,6 +322,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
     )
+    parser.add_argument(
+        "--reload",
+        action="store_true",
+        help="development (`make run`): one process, started again when the code changes",
+    )
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error("--workers must be at least 1")
@@ -316,6 +342,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {problem}", file=sys.stderr)
         print("(`python manage.py check --deploy` lists every check.)", file=sys.stderr)
         return 1
+    if args.reload:
+        return serve_reloading(args.host, args.port, args.log_level)
 
     if not hasattr(socket, "SO_REUSEPORT"):  # pragma: no cover - Linux, macOS and BSD have it
         import uvicorn

@@ -1,5 +1,5 @@
 """The sign-in lockout under every server the docs name (`make serve`'s console.serve,
-`make run`'s runserver, gunicorn), each a real process: a client that writes its own
+`make run`'s console.serve --reload, gunicorn), each a real process: a client that writes its own
 X-Forwarded-For is still known by its socket's address (CONSOLE_TRUSTED_PROXIES is 0), so
 changing the header on every try does not get it past the lockout."""
 
@@ -57,9 +57,9 @@ def _server(name: str) -> Iterator[str]:
         if name == "make-serve":
             command = [sys.executable, "-m", "console.serve", "--port", str(port),
                        "--workers", "2", "--log-level", "warning"]  # fmt: skip
-        else:  # make-run: runserver
-            command = [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}",
-                       "--noreload", "--skip-checks"]  # fmt: skip
+        else:  # make-run: one process under uvicorn's reloader
+            command = [sys.executable, "-m", "console.serve", "--reload", "--host", "127.0.0.1",
+                       "--port", str(port), "--log-level", "warning"]  # fmt: skip
         with _process(command, port, env) as base:
             yield base
 

@@ -26,6 +26,7 @@ from console import serve
 from tests.support.servers import (
     ROOT,
     children,
+    database_url,
     free_port,
     production_env,
     static_files_collected,
@@ -319,3 +320,37 @@ def test_a_settings_module_that_refuses_to_load_is_said_in_words() -> None:
     assert done.returncode == 1
     assert "DJANGO_SECRET_KEY must be set" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.django_db(transaction=True)
+def test_make_runs_server_is_the_same_handler_and_serves_the_apps_static_files(
+    runtime_key: tuple[object, str], api: object, instance_id: str
+) -> None:
+    """`make run` (`console.serve --reload`, DEBUG on): a long-poll waits and says so, as under
+    `make serve`, and the static files come from the apps' directories (nothing collected)."""
+    port = free_port()
+    env = {**os.environ, "DEBUG": "true", "DATABASE_URL": database_url()}
+    env.pop("STATIC_ROOT", None)
+    command = [sys.executable, "-m", "console.serve", "--reload", "--host", "127.0.0.1",
+               "--port", str(port), "--log-level", "warning"]  # fmt: skip
+    server = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_up(base, process=server)
+        url = f"{base}/api/v1/instances/{instance_id}/"
+        key = {"Authorization": f"Api-Key {runtime_key[1]}"}
+        tag = requests.get(url, headers=key, timeout=30).headers["ETag"]
+        started = time.monotonic()
+        waited = requests.get(
+            url, headers={**key, "If-None-Match": tag, "Prefer": "wait=1"}, timeout=30
+        )
+        assert waited.status_code == 304 and waited.headers["Preference-Applied"] == "wait=1"
+        assert time.monotonic() - started >= 1.0
+        script = requests.get(f"{base}/static/console/live.js", timeout=30)
+        assert script.status_code == 200 and "live-poll" in script.text
+    finally:
+        server.terminate()
+        _, errors = server.communicate(timeout=60)
+    assert b"Traceback" not in errors, errors.decode()[-3000:]
