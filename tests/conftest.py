@@ -97,6 +97,21 @@ def _audit_log_flushable_by_transactional_tests(request: pytest.FixtureRequest) 
         _lift_audit_triggers(alias)
 
 
+@pytest.fixture(autouse=True)
+def _live_server_settled_before_the_flush(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test of the live server ends with its waits answered and no answer under way, before
+    the audit log's triggers are lifted and the tables emptied: a read still running there
+    would hold the locks those need (on PostgreSQL one of the two then fails, deadlocked), or
+    would reach the database after the test, where pytest-django allows no access."""
+    if "live_server" not in request.fixturenames:
+        yield
+        return
+    request.getfixturevalue("_audit_log_flushable_by_transactional_tests")
+    server = request.getfixturevalue("live_server")
+    yield
+    server.settle()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _receipt_signing_key(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Receipts are signed with a key made for the test session, never the developer's own

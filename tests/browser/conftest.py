@@ -8,14 +8,11 @@ Screenshots go to artifacts/screenshots/ (git-ignored) for a person to look at.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-from beliefs.services import changes
 
 # Playwright's sync API runs an event loop in this thread; the Django ORM calls that the test
 # itself makes are still synchronous and safe.
@@ -106,18 +103,6 @@ def browser() -> Iterator[object]:
         browser.close()
 
 
-def _end_the_live_servers_waits(within: float = 60.0) -> None:
-    """The live pages' waits still held by the test server (their page is gone) end now, and
-    this returns once none is left: the database is emptied after the test, and a wait's read
-    in progress would hold the table locks the emptying needs (on PostgreSQL the two deadlock
-    and one of them fails)."""
-    changes.end_waits()
-    deadline = time.monotonic() + within
-    while changes.waiting() and time.monotonic() < deadline:
-        time.sleep(0.01)  # a condition polled for, not a fixed wait
-    assert changes.waiting() == 0, "the test server still holds a live wait"
-
-
 class PageWatch:
     def __init__(self) -> None:
         self.dialogs: list[str] = []
@@ -152,7 +137,6 @@ def page(browser, live_server, transactional_db) -> Iterator[object]:  # noqa: A
     except Exception:  # noqa: BLE001 - the page may be closed or navigating; the console still counts
         violations = []
     context.close()
-    _end_the_live_servers_waits()
     assert watch.dialogs == [], f"a dialog opened: {watch.dialogs}"
     assert watch.csp_console == [] and violations == [], (
         f"CSP violations: {watch.csp_console} {violations}"

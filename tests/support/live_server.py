@@ -21,6 +21,34 @@ from django.test.utils import modify_settings, override_settings
 HOST = "localhost"  # a name, not an address: passkeys refuse an IP address as relying party
 
 
+def _counting_handler() -> Any:  # noqa: ANN401 - a subclass of console.asgi.Handler
+    """`console.asgi.Handler`, counting the answers under way on its threads (`answering()`): a
+    client that goes away ends a request's wait at once, but not the read its thread is doing,
+    and a test must not empty the database under that read."""
+    from console.asgi import Handler
+
+    class CountingHandler(Handler):
+        def __init__(self, threads: int) -> None:
+            self._count_lock = threading.Lock()
+            self._answering = 0
+            super().__init__(threads)
+
+        def _answer_here(self, *args: Any) -> Any:  # noqa: ANN401 - as the handler's
+            with self._count_lock:
+                self._answering += 1
+            try:
+                return super()._answer_here(*args)
+            finally:
+                with self._count_lock:
+                    self._answering -= 1
+
+        def answering(self) -> int:
+            with self._count_lock:
+                return self._answering
+
+    return CountingHandler
+
+
 class LiveServer:
     """One uvicorn server on a free loopback port, in a daemon thread (its own event loop).
 
@@ -31,13 +59,12 @@ class LiveServer:
     def __init__(self, *, start_within: float = 30.0) -> None:
         import uvicorn
 
-        from console.asgi import Handler
         from console.settings import REQUEST_THREADS
 
         # Serves the apps' static files itself (tests run with DEBUG off, where WhiteNoise
         # would serve only STATIC_ROOT's collected files).
         with override_settings(WHITENOISE_USE_FINDERS=True):
-            self.handler = Handler(REQUEST_THREADS)
+            self.handler = _counting_handler()(REQUEST_THREADS)
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
@@ -61,6 +88,21 @@ class LiveServer:
             if not self.thread.is_alive() or time.monotonic() > deadline:
                 raise RuntimeError("the live server did not start")
             time.sleep(0.01)
+
+    def settle(self, within: float = 60.0) -> None:
+        """Ends every wait this process holds and returns once no wait and no answer is under way
+        (a client that went away ends its wait at once, but not the read its thread is doing)."""
+        from beliefs.services import changes
+
+        changes.end_waits()
+        deadline = time.monotonic() + within
+
+        def busy() -> bool:
+            return bool(changes.waiting() or self.handler.answering())
+
+        while busy() and time.monotonic() < deadline:
+            time.sleep(0.01)  # a condition polled for, not a fixed wait
+        assert not busy(), "the live server still holds a wait or an answer"
 
     def stop(self) -> None:
         """Stops serving: uvicorn's graceful shutdown, then the loop closes, and with it the
