@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
+import io
 import os
 import subprocess
 import sys
@@ -20,6 +22,8 @@ import requests
 from asgiref.testing import ApplicationCommunicator
 from django.core.handlers.asgi import ASGIHandler
 from django.db import connection
+from django.http import HttpRequest, HttpResponse
+from rest_framework.views import APIView
 
 from beliefs.services import changes
 from console import asgi
@@ -338,3 +342,41 @@ def test_it_answers_the_servers_start_and_end() -> None:
         return said
 
     assert asyncio.run(run()) == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+
+
+def _reachable(root: object, depth: int) -> list[object]:
+    """What `root` references, and what those reference, `depth` levels down (modules, types
+    and functions not followed: they reach everything)."""
+    seen, found, level = {id(root)}, [], [root]
+    for _ in range(depth):
+        following = []
+        for item in level:
+            for referent in gc.get_referents(item):
+                if id(referent) in seen or isinstance(referent, type | type(os) | type(_scope)):
+                    continue
+                seen.add(id(referent))
+                found.append(referent)
+                following.append(referent)
+        level = following
+    return found
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_waiting_request_holds_its_answer_but_not_its_request(
+    api: Driver, instance_id: str, runtime_key: Any
+) -> None:
+    url = f"{API}/instances/{instance_id}/"
+    tag = api.runtime.get(url)["ETag"]
+    scope = _scope(
+        url, [*_key(runtime_key), (b"if-none-match", tag.encode()), (b"prefer", b"wait=30")]
+    )
+    scope[changes.SERVER_WAITS] = True  # as the handler's wait marks it
+    held = asgi.Handler(threads=1)._answer_here(scope, io.BytesIO(b""))
+    wait = changes.unchanged(held)
+    assert wait is not None and wait.seconds == 30
+    assert type(held) is HttpResponse
+    assert (held.status_code, held["ETag"], held["Preference-Applied"]) == (304, tag, "wait=30")
+    assert held.content == b""
+    # Neither the request nor the view that answered it is kept while the request waits.
+    kept = _reachable(held, 6)
+    assert not [o for o in kept if isinstance(o, HttpRequest | APIView)]
