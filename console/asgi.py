@@ -113,20 +113,15 @@ class Handler(ASGIHandler):
         async def attempt() -> HttpResponseBase:
             return await self._answer(scope, io.BytesIO(data))
 
-        waiting = asyncio.ensure_future(
-            changes.wait_for_change(key, attempt, listen=True, poll=POLL_SECONDS)
-        )
         gone = asyncio.ensure_future(self.listen_for_disconnect(receive))
-        await asyncio.wait([waiting, gone], return_when=asyncio.FIRST_COMPLETED)
-        gone.cancel()
-        with contextlib.suppress(asyncio.CancelledError, RequestAborted, AssertionError):
-            await gone
-        if waiting.done():
-            return waiting.result()
-        waiting.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await waiting
-        return None
+        try:
+            return await changes.wait_for_change(
+                key, attempt, listen=True, poll=POLL_SECONDS, gone=gone
+            )
+        finally:
+            gone.cancel()
+            with contextlib.suppress(asyncio.CancelledError, RequestAborted, AssertionError):
+                await gone
 
     async def _send(self, response: HttpResponseBase, send: Send) -> None:
         if isinstance(response, StreamingHttpResponse) and not response.is_async:

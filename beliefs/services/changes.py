@@ -218,14 +218,16 @@ async def wait_for_change(
     *,
     listen: bool,
     poll: float,
-) -> T:
+    gone: asyncio.Future[Any] | None = None,
+) -> T | None:
     """The wait every waiting request goes through: `attempt()` answers the request; while its
     answer is `unchanged`, it is called again at each notice for `key` (an instance id, or ANY)
     and at the answer's recheck, until an answer is not unchanged or the time the first answer
     gave has passed; what it last answered is the answer. With `listen`, other processes'
     changes are heard (see `listening`); else it also answers again every `poll` seconds. A
     wait begun before `end_waits` ends at its next answer. Having heard nothing to the end, it
-    gives the last answer without asking again."""
+    gives the last answer without asking again. `gone`: done when the client went away, which
+    ends the wait with None (no task of its own per waiter: thousands of them wait at once)."""
     started, era = time.monotonic(), _ended[0]
     heard = listen and await listening()
     deadline: float | None = None
@@ -245,11 +247,14 @@ async def wait_for_change(
             pause = remaining if heard else poll
             if wait.recheck is not None:
                 pause = min(pause, max(wait.recheck, MIN_PAUSE))
-            try:
-                await asyncio.wait_for(changed, min(pause, remaining))
-            except TimeoutError:
-                if heard and time.monotonic() >= deadline:
-                    return result  # heard nothing to the end: what was answered still holds
+            awaited = (changed,) if gone is None else (changed, gone)
+            done, _ = await asyncio.wait(
+                awaited, timeout=min(pause, remaining), return_when=asyncio.FIRST_COMPLETED
+            )
+            if gone is not None and gone.done():
+                return None
+            if not done and heard and time.monotonic() >= deadline:
+                return result  # heard nothing to the end: what was answered still holds
         finally:
             unwatch(key, changed)
 
