@@ -39,7 +39,8 @@ typescript: $(STAMP)
 ## Serve the demo on http://localhost:8000 (bound to 127.0.0.1; a name, not an IP address,
 ## because passkeys refuse one) with one background worker beside it (SQLite unless
 ## DATABASE_URL is set): uvicorn serving console.asgi as `make serve` does, in one process that
-## starts again when a module or template changes (`console.serve --reload`). Ctrl-C stops both; so does the server stopping on its own.
+## starts again when a module or template changes (`console.serve --reload`). Ctrl-C stops
+## both; so does the server stopping on its own.
 ## The logins and the runtime key are printed last (`demo --when-served`): once the server
 ## answers and the worker has sent the demo's emails, each one log line (no EMAIL_HOST:
 ## `beliefs.mail.LogEmailBackend`).
