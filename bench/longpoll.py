@@ -4,8 +4,10 @@ Measured from outside, over real HTTP, against the production command (`make ser
 `console.serve`, uvicorn in 2 processes) and a real `manage.py worker` delivering webhooks to a
 receiver on loopback, all on the benchmark's database:
 
-1. A thousand agents (200 with --quick, N with --agents N) open an instance each and plan it
-   (the client, `AsyncConsole`), then wait with `wait()`. The authenticated read's requests/s
+1. A thousand agents (200 with --quick, N with --agents N; the "many" rows 10,000, 2,000 with
+   --quick) open an instance each and plan it (the client, `AsyncConsole`), then wait with
+   `wait()`. They run in processes of their own (`bench.agents`, AGENTS_PER_PROCESS each and
+   at least 2), so that no one event loop is the limit. The authenticated read's requests/s
    (wrk, as the requests/s rows but with RATE_CONNECTIONS connections) is taken in rounds that
    alternate, on the same servers and the same database: none waiting, all waiting, none
    waiting, ... (RATE_ROUNDS rounds while they wait, each compared with the idle rounds on
@@ -14,8 +16,8 @@ receiver on loopback, all on the benchmark's database:
    long-poll period (ARM_SECONDS), so that their renewals come as steadily as in a long wait,
    and stop waiting by dropping their requests (the servers end a wait whose client went
    away). The server processes' memory is read before the agents come and once they all wait.
-2. Each agent's person opens the instance's page, thinks for a time drawn from 2 to 30 s, and
-   clicks Confirm: the page's own form post
+2. Each agent's person (at most CLICKS of them, spread over the agents) opens the instance's
+   page, thinks for a time drawn from 2 to 30 s, and clicks Confirm: the page's own form post
    (`POST /instances/{id}/prompts/{n}/respond/`, htmx's request, with the session and CSRF
    token of a signed-in person). From the click: the answer recorded (the post's answer), the
    `instance.ready` webhook arriving at the receiver, and the agent's `wait()` returning.
@@ -51,16 +53,28 @@ Bench = Any
 
 ROOT = Path(__file__).resolve().parents[1]
 GROUP = "agents waiting (make serve: uvicorn, 2 processes)"
+MANY_GROUP = "many agents waiting (make serve: uvicorn, 2 processes; the agents in several)"
 PROCESSES = 2
 AGENTS = 1_000
 # --quick: fewer agents, thinking as long (a shorter think with as many agents would click
 # faster than people do, and measure a burst instead).
 QUICK_AGENTS = 200
+# The many-agents rows (`--only many`), held to the memory goal as well.
+MANY_AGENTS = 10_000
+QUICK_MANY_AGENTS = 2_000
+MEMORY_GOAL_KB = 20
 # The people the agents ask, in turn: each person has at most CONSOLE_MAX_OPEN_INSTANCES (50)
 # open instances from one runtime, so at least one person per AGENTS_PER_PERSON agents.
 PEOPLE = 25
 AGENTS_PER_PERSON = 40
 THINK_SECONDS = (2.0, 30.0)
+# At most this many of the agents' people click (every k-th agent's, spread over them all): with
+# 10,000 agents waiting, as many clicks in 2-30 s would be a burst of 350 a second, not people;
+# the others wait on to the end, as agents whose people are away do.
+CLICKS = 1_000
+# The agents run in processes of their own (`bench.agents`), this many agents each (and at least
+# 2 processes), so that no one event loop is the limit.
+AGENTS_PER_PROCESS = 2_500
 # Agents opening and planning at once while they arrive (they arrive as fast as the servers
 # take them; the figures are taken once all wait).
 ARRIVING_AT_ONCE = 8
@@ -71,6 +85,10 @@ SETTLE_SECONDS = 30.0
 # `Prefer: wait=25`), so that each renews its wait at its own time, as in a long wait; the
 # rounds while they wait begin ARM_SLACK later, once the last has been taken in.
 ARM_SECONDS = 25.0
+# With many agents, over three periods: any whole number of periods spreads the renewals as
+# evenly, and each agent's `wait()` begins with a plain read (it has no ETag yet), so 10,000
+# beginning within one period would be a burst of 800 requests a second that no long wait has.
+MANY_ARM_SECONDS = 75.0
 ARM_SLACK = 2.0
 # Goals: PostgreSQL p50 <= 100 ms and p90 <= 250 ms; SQLite p90 <= 1 s.
 GOAL_TEXT = "PostgreSQL p50 ≤ 100 ms, p90 ≤ 250 ms; SQLite p90 ≤ 1 s"
@@ -81,6 +99,7 @@ RATE_GOAL = 0.8
 # next, and one round's ratio ran from 0.46 to 1.23 within a day: with three rounds the median
 # still moved from 0.59 to 1.01 between runs).
 RATE_ROUNDS = 5
+MANY_RATE_ROUNDS = 3  # each round's arming takes three times as long
 # wrk's connections in those rounds (the requests/s rows use 4): the kernel gives each new
 # connection to one of the 2 processes by a hash of its addresses, and a round whose connections
 # all went to one process measures that process alone (half the requests/s); with 8 that
@@ -245,6 +264,7 @@ def _wait_for_workers(running: Servers) -> None:
 
 @dataclass
 class Agent:
+    n: int
     person: int
     instance_id: str = ""
     prompt_path: str = ""
@@ -254,7 +274,111 @@ class Agent:
     resumed: float = 0.0
     hooked: float = 0.0
     error: str = ""
-    console: Any = None  # its `AsyncConsole`, kept from opening to the end
+
+
+class Crowd:
+    """The agents, run by processes of their own (`bench.agents`), each with its share; this
+    process gives them their orders and gathers their answers."""
+
+    def __init__(self, processes: list[asyncio.subprocess.Process]) -> None:
+        self.processes = processes
+        self.shares: list[list[Agent]] = [[] for _ in processes]
+
+    @classmethod
+    async def start(cls, bases: Sequence[str], key: str, count: int) -> Crowd:
+        """`count` processes of agents, the k-th against the server `bases[k % len(bases)]`;
+        agent n is in process n % count."""
+        processes = [
+            await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "bench.agents", bases[k % len(bases)],
+                cwd=ROOT,
+                env={**os.environ, "BENCH_AGENT_KEY": key},
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                limit=2**26,
+            )
+            for k in range(count)
+        ]  # fmt: skip
+        return cls(processes)
+
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.processes]
+
+    async def _order(self, k: int, order: dict[str, Any]) -> dict[str, Any]:
+        import json
+
+        process = self.processes[k]
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(json.dumps(order).encode() + b"\n")
+        await process.stdin.drain()
+        line = await process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the agents' process {process.pid} ended")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    async def _all(self, order: dict[str, Any]) -> list[dict[str, Any]]:
+        return list(
+            await asyncio.gather(*(self._order(k, order) for k in range(len(self.processes))))
+        )
+
+    async def open(self, agents: list[Agent], people: list[Person]) -> None:
+        """Each agent opens its instance and plans it, in its process; ARRIVING_AT_ONCE of
+        them at once in all."""
+        for agent in agents:
+            self.shares[agent.n % len(self.processes)].append(agent)
+        at_once = max(ARRIVING_AT_ONCE // len(self.processes), 1)
+        by_n = {a.n: a for a in agents}
+
+        async def share(k: int) -> None:
+            specs = [
+                {"n": a.n, "person": people[a.person].username, "value": f"value {a.n}"}
+                for a in self.shares[k]
+            ]
+            answer = await self._order(k, {"op": "open", "agents": specs, "at_once": at_once})
+            for opened in answer["opened"]:
+                agent = by_n[opened["n"]]
+                agent.error = opened.get("error", "")
+                agent.instance_id = opened.get("instance_id", "")
+                agent.prompt_path = opened.get("prompt_path", "")
+                agent.version = opened.get("version", 0)
+
+        await asyncio.gather(*(share(k) for k in range(len(self.processes))))
+
+    async def arm(self, seconds: float = ARM_SECONDS, slack: float = ARM_SLACK) -> None:
+        """Every agent that opened waits, one after another over `seconds`; returns once the
+        last has been taken in (`slack` later)."""
+        await self._all({"op": "arm", "seconds": seconds})
+        await asyncio.sleep(seconds + slack)
+
+    async def waiting(self) -> int:
+        return sum(a["waiting"] for a in await self._all({"op": "count"}))
+
+    async def disarm(self) -> None:
+        """The agents still waiting stop (their requests dropped)."""
+        await self._all({"op": "disarm"})
+
+    async def finish(self, watched: list[Agent], timeout: float) -> None:
+        """The `watched` agents' waits return within `timeout` (noted on each), or are
+        reported as never resumed; every other agent stops waiting."""
+        of = [a.n for a in watched]
+        by_n = {a.n: a for a in watched}
+        for answer in await self._all({"op": "finish", "timeout": timeout, "of": of}):
+            for n, resumed in answer["resumed"].items():
+                by_n[int(n)].resumed = resumed
+            for n, error in answer["errors"].items():
+                by_n[int(n)].error = error
+
+    async def close(self) -> None:
+        for process in self.processes:
+            if process.stdin is not None:
+                process.stdin.close()
+        for process in self.processes:
+            try:
+                await asyncio.wait_for(process.wait(), timeout=30)
+            except TimeoutError:
+                process.kill()
+                await process.wait()
 
 
 @dataclass
@@ -268,12 +392,18 @@ class Person:
         return f"sessionid={self.session}; csrftoken={self.csrf_cookie}"
 
 
-def measure(bench: Bench, quick: bool, agents: int | None = None) -> list[dict[str, Any]]:
+def measure(
+    bench: Bench, quick: bool, agents: int | None = None, many: bool = False
+) -> list[dict[str, Any]]:
     """The rows of GROUP (each the fields of a `bench.main.Row`), measured on the child's
-    database, with `agents` waiting at once (AGENTS, or QUICK_AGENTS when `quick`)."""
+    database, with `agents` waiting at once (AGENTS, or QUICK_AGENTS when `quick`); `many`: the
+    rows of MANY_GROUP instead, MANY_AGENTS (QUICK_MANY_AGENTS) waiting, held to its goals."""
     for noisy in ("httpx", "axes"):  # a line per request, a line per sign-in
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    count = agents or (QUICK_AGENTS if quick else AGENTS)
+    if many:
+        count = agents or (QUICK_MANY_AGENTS if quick else MANY_AGENTS)
+    else:
+        count = agents or (QUICK_AGENTS if quick else AGENTS)
     bench.task_class("bench.wait", 1)
     people = _people(bench, max(PEOPLE, -(-count // AGENTS_PER_PERSON)))
     hooked: dict[str, float] = {}
@@ -289,10 +419,11 @@ def measure(bench: Bench, quick: bool, agents: int | None = None) -> list[dict[s
     think = (low, high)
     try:
         with servers() as running:
-            result = asyncio.run(_run(bench, running, people, count, think, hooked))
+            arming = (MANY_ARM_SECONDS, MANY_RATE_ROUNDS) if many else (ARM_SECONDS, RATE_ROUNDS)
+            result = asyncio.run(_run(bench, running, people, count, think, hooked, *arming))
     finally:
         receiver.stop()
-    return _rows(bench, result, think)
+    return _rows(bench, result, think, MANY_GROUP if many else GROUP, many)
 
 
 def ready_receiver(bench: Bench, on_event: Callable[[Any], None]) -> Any:
@@ -331,6 +462,7 @@ def _people(bench: Bench, count: int, prefix: str = "waiting") -> list[Person]:
 @dataclass
 class Result:
     agents: list[Agent]
+    clickers: list[Agent]  # the agents whose people clicked
     rss_before_kb: int
     rss_waiting_kb: int
     waiting_when_measured: int
@@ -346,7 +478,7 @@ class Round:
     rate: float  # requests/s
     seconds: float
     server_cpu: float  # CPU seconds of the uvicorn processes meanwhile
-    agents_cpu: float  # CPU seconds of this process meanwhile (the agents' own renewals)
+    agents_cpu: float  # CPU seconds of the agents' processes meanwhile (their renewals)
 
 
 async def _run(
@@ -356,17 +488,23 @@ async def _run(
     count: int,
     think: tuple[float, float],
     hooked: dict[str, float],
+    arm_seconds: float = ARM_SECONDS,
+    rounds: int = RATE_ROUNDS,
 ) -> Result:
+    """The run: the agents open, wait in `rounds` rounds (each armed over `arm_seconds`)
+    between idle ones, then wait while their people click."""
     import httpx
     from console_client import AsyncConsole
 
     base = running.base
-    agents = [Agent(person=n % len(people)) for n in range(count)]
-    # The people's browsers, one pool; each agent has a client of its own (as agents do, and
-    # one pool holding a thousand long-polls would spend the run scanning its connections).
+    agents = [Agent(n=n, person=n % len(people)) for n in range(count)]
+    # The people's browsers, one pool; the agents run in processes of their own, each agent with
+    # a client of its own (as agents do, and one pool holding a thousand long-polls would spend
+    # the run scanning its connections).
     pages = httpx.AsyncClient(base_url=base, timeout=60)
     browser = Browser(base)
     console = AsyncConsole(base, bench.raw_key)
+    crowd = await Crowd.start([base], bench.raw_key, agent_processes(count))
     try:
         for person in people:
             await _csrf(pages, person)
@@ -376,56 +514,59 @@ async def _run(
         read_url = f"{base}/api/v1/instances/{probe.instance_id}/"
         rss_before = running.rss_kb()
 
-        _progress_(f"{count:,} agents open and plan")
-        arriving = asyncio.Semaphore(ARRIVING_AT_ONCE)
-        await asyncio.gather(
-            *(_open(base, bench.raw_key, agent, people, arriving) for agent in agents)
-        )
+        _progress_(f"{count:,} agents open and plan ({len(crowd.processes)} processes)")
+        await crowd.open(agents, people)
         await _quiet(running)
 
         _progress_("requests/s of the authenticated read, idle and while they all wait, by turns")
-        idle = await _round(bench, running, read_url)
+        idle = await _round(bench, running, crowd, read_url)
         waiting: list[Round] = []
         rss_waiting = waiting_count = 0
-        for _ in range(RATE_ROUNDS):
-            waits = await _arm(agents)
+        for _ in range(rounds):
+            await crowd.arm(arm_seconds)
             if not rss_waiting:
                 rss_waiting = running.rss_kb()
-                waiting_count = sum(1 for w in waits if not w.done())
-            waiting += await _round(bench, running, read_url)
-            waiting_count = min(waiting_count, sum(1 for w in waits if not w.done()))
-            await _disarm(waits)
+                waiting_count = await crowd.waiting()
+            waiting += await _round(bench, running, crowd, read_url)
+            waiting_count = min(waiting_count, await crowd.waiting())
+            await crowd.disarm()
             await _quiet(running)
-            idle += await _round(bench, running, read_url)
+            idle += await _round(bench, running, crowd, read_url)
 
-        _progress_(f"they wait; the people think {think[0]:g}-{think[1]:g} s and click")
-        waits = await _arm(agents)
+        ready = [a for a in agents if a.prompt_path and not a.error]
+        clickers = ready[:: max(len(ready) // CLICKS, 1)][:CLICKS]
+        _progress_(
+            f"they wait; the people of {len(clickers):,} think {think[0]:g}-{think[1]:g} s"
+            " and click"
+        )
+        await crowd.arm(arm_seconds)
         rng = random.Random(21)
         clicks = [
             asyncio.create_task(
                 _click(browser, agent, people[agent.person], rng.uniform(*think), hooked)
             )
-            for agent in agents
-            if agent.prompt_path and not agent.error
+            for agent in clickers
         ]
         await asyncio.gather(*clicks)
         _progress_("the last agents resume")
-        _, late = await asyncio.wait(waits, timeout=60)
-        await _disarm(list(late))  # reported as never resumed
+        await crowd.finish(clickers, timeout=60)
         # The webhooks of the last clicks.
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not all(a.instance_id in hooked for a in agents):
+        while time.monotonic() < deadline and not all(a.instance_id in hooked for a in clickers):
             await asyncio.sleep(0.05)
-        for agent in agents:
+        for agent in clickers:
             agent.hooked = hooked.get(agent.instance_id, 0.0)
     finally:
-        for agent in agents:
-            if agent.console is not None:
-                await agent.console.close()
+        await crowd.close()
         await console.close()
         await pages.aclose()
         browser.close()
-    return Result(agents, rss_before, rss_waiting, waiting_count, idle, waiting)
+    return Result(agents, clickers, rss_before, rss_waiting, waiting_count, idle, waiting)
+
+
+def agent_processes(count: int) -> int:
+    """The agents' processes for `count` agents: AGENTS_PER_PROCESS each, and at least 2."""
+    return max(2, -(-count // AGENTS_PER_PROCESS))
 
 
 async def _csrf(pages: Any, person: Person) -> None:
@@ -472,83 +613,26 @@ def _progress_(message: str) -> None:
     print(f"    {message}", file=sys.stderr, flush=True)
 
 
-async def _round(bench: Bench, running: Servers, url: str) -> list[Round]:
+async def _round(bench: Bench, running: Servers, crowd: Crowd, url: str) -> list[Round]:
     """One wrk round of the authenticated read (none without wrk), in a thread: the agents'
-    renewals go on meanwhile on this loop. With the CPU the servers and this process spent."""
+    renewals go on meanwhile in their processes. With the CPU the servers and the agents'
+    processes spent."""
     wrk = shutil.which("wrk")
     if wrk is None:
         return []
     key = ["-H", f"Authorization: Api-Key {bench.raw_key}", url]
-    pids = running.pids()
+    pids, theirs = running.pids(), crowd.pids()
     hz = os.sysconf("SC_CLK_TCK")
-    server, own, started = _cpu_ticks(pids), time.process_time(), time.monotonic()
+    server, own, started = _cpu_ticks(pids), _cpu_ticks(theirs), time.monotonic()
     rate = await asyncio.to_thread(bench._wrk, wrk, key, connections=RATE_CONNECTIONS)
     return [
         Round(
             rate=rate,
             seconds=time.monotonic() - started,
             server_cpu=(_cpu_ticks(pids) - server) / hz,
-            agents_cpu=time.process_time() - own,
+            agents_cpu=(_cpu_ticks(theirs) - own) / hz,
         )
     ]
-
-
-async def _open(
-    base: str, key: str, agent: Agent, people: list[Person], arriving: asyncio.Semaphore
-) -> None:
-    """The agent opens its instance and plans it (the client's `resolve`), as many at once as
-    `arriving` lets in; its console stays open for its waits."""
-    from console_client import AsyncConsole
-
-    agent.console = AsyncConsole(base, key)
-    try:
-        async with arriving:
-            opened = await agent.console.resolve(
-                "bench.wait",
-                people[agent.person].username,
-                {"s000": f"value {id(agent)}"},
-                source="tool",
-                wait=False,
-            )
-            assert opened.status == "awaiting_user", opened.status
-            agent.instance_id = opened.instance_id
-            payload = await agent.console.get(agent.instance_id)
-        (prompt,) = [p for p in payload["prompts"] if p["state"] == "open"]
-        agent.prompt_path = f"/instances/{agent.instance_id}/prompts/{prompt['id']}/respond/"
-        agent.version = prompt["version"]
-    except Exception as exc:
-        agent.error = f"open: {exc!r}"
-
-
-async def _wait(agent: Agent, delay: float) -> None:
-    """After `delay`, the agent waits for its person (`wait()`) and notes when it resumes;
-    cancelled, it stops waiting (its request is dropped)."""
-    await asyncio.sleep(delay)
-    try:
-        resolution = await agent.console.wait(agent.instance_id)
-    except Exception as exc:
-        agent.error = f"wait: {exc!r}"
-        return
-    agent.resumed = time.monotonic()
-    if resolution.status != "ready":
-        agent.error = f"resumed {resolution.status}"
-
-
-async def _arm(agents: list[Agent]) -> list[asyncio.Task[None]]:
-    """Every agent that opened waits, one after another over ARM_SECONDS; returns once the
-    last has been taken in."""
-    ready = [a for a in agents if a.prompt_path and not a.error]
-    step = ARM_SECONDS / max(len(ready), 1)
-    waits = [asyncio.create_task(_wait(a, n * step)) for n, a in enumerate(ready)]
-    await asyncio.sleep(ARM_SECONDS + ARM_SLACK)
-    return waits
-
-
-async def _disarm(waits: list[asyncio.Task[None]]) -> None:
-    """The agents still waiting stop (their requests dropped)."""
-    for wait in waits:
-        wait.cancel()
-    await asyncio.gather(*waits, return_exceptions=True)
 
 
 async def _quiet(running: Servers) -> None:
@@ -675,12 +759,17 @@ def Row(  # noqa: N802 - builds what bench.main.Row takes
     }
 
 
-def _rows(bench: Bench, result: Result, think: tuple[float, float]) -> list[dict[str, Any]]:
+def _rows(
+    bench: Bench, result: Result, think: tuple[float, float], group: str, many: bool
+) -> list[dict[str, Any]]:
+    """The rows of `group`; `many`: with the memory goal (MEMORY_GOAL_KB) too."""
     postgres = bench.postgres
     agents = result.agents
     total = len(agents)
-    answered = [a for a in agents if not a.error and a.resumed]
-    failed = [a.error for a in agents if a.error]
+    clickers = result.clickers
+    clicked = len(clickers)
+    answered = [a for a in clickers if not a.error and a.resumed]
+    failed = [a.error for a in agents if a.error and (a in clickers or not a.prompt_path)]
     if failed:
         _progress_(f"{len(failed)} agents failed, e.g. {failed[:3]}")
     hooked = [a for a in answered if a.hooked]
@@ -688,10 +777,16 @@ def _rows(bench: Bench, result: Result, think: tuple[float, float]) -> list[dict
     resumed = [a.resumed - a.clicked for a in answered]
     webhook = [a.hooked - a.clicked for a in hooked]
     thinking = f"think {think[0]:g}–{think[1]:g} s"
+    unopened = [a for a in agents if not a.prompt_path]
+    who = (
+        f"{total:,} agents"
+        if clicked == total
+        else f"{total:,} agents waiting, the people of {clicked:,} click"
+    )
     rows = []
     rows.append(
         Row(
-            GROUP,
+            group,
             f"click → answer recorded (the page's post), {thinking}",
             _spread(recorded) if recorded else "none",
             None,
@@ -704,21 +799,24 @@ def _rows(bench: Bench, result: Result, think: tuple[float, float]) -> list[dict
         ("click → the agent's wait() returns", resumed, len(answered)),
     ):
         holds = (
-            count == total
+            count == clicked
+            and not unopened
             and bool(values)
             and within_goal(postgres, percentile(values, 50), percentile(values, 90))
         )
         value = _spread(values) if values else "none"
-        if count != total:
-            value += f" ({total - count:,} of {total:,} never)"
-        rows.append(Row(GROUP, f"{figure}, {total:,} agents, {thinking}", value, None,
+        if count != clicked:
+            value += f" ({clicked - count:,} of {clicked:,} never)"
+        if unopened:
+            value += f" ({len(unopened):,} of {total:,} agents could not open)"
+        rows.append(Row(group, f"{figure}, {who}, {thinking}", value, None,
                         GOAL_TEXT, holds))  # fmt: skip
     # The notification's own part: from the answer recorded (the click's post answered) to the
     # agent resumed, apart from how long the servers took to take the click.
     after = [a.resumed - a.recorded for a in answered]
     rows.append(
         Row(
-            GROUP,
+            group,
             "answer recorded → the agent's wait() returns",
             _spread(after) if after else "none",
             None,
@@ -730,13 +828,13 @@ def _rows(bench: Bench, result: Result, think: tuple[float, float]) -> list[dict
     per = grown / max(result.waiting_when_measured, 1)
     rows.append(
         Row(
-            GROUP,
+            group,
             f"memory per waiter ({PROCESSES} processes' RSS, before vs {total:,} waiting)",
             f"{per:.0f} KB ({result.rss_before_kb / 1024:.0f} MB vs "
             f"{result.rss_waiting_kb / 1024:.0f} MB, {result.waiting_when_measured:,} waiting)",
             None,
-            "",
-            None,
+            f"≤ {MEMORY_GOAL_KB} KB on PostgreSQL" if many else "",
+            (per <= MEMORY_GOAL_KB) if many and postgres else None,
         )
     )
     idle_rates = [r.rate for r in result.idle]
@@ -745,7 +843,7 @@ def _rows(bench: Bench, result: Result, think: tuple[float, float]) -> list[dict
     ratio = median(rates) if rates else None
     rows.append(
         Row(
-            GROUP,
+            group,
             f"authenticated read, {result.waiting_when_measured:,} waiting vs none, by turns (wrk)",
             _by_turns(idle_rates, waiting_rates, rates),
             ratio,
@@ -756,7 +854,7 @@ def _rows(bench: Bench, result: Result, think: tuple[float, float]) -> list[dict
     if result.idle and result.waiting:
         rows.append(
             Row(
-                GROUP,
+                group,
                 "CPU in those rounds: the servers' per read answered; the agents' own process",
                 f"{_per_read(result.waiting):.2f} vs {_per_read(result.idle):.2f} ms a read"
                 f" (waiting vs none; the renewals included); the agents"

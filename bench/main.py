@@ -68,6 +68,7 @@ GROUPS = (
     "worker",
     "trickle",
     "waiting",
+    "many",
     "servers",
     "approval",
     "validator",
@@ -258,7 +259,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--agents",
         type=_positive,
         metavar="N",
-        help="waiting: N agents wait at once (default 1,000; 200 with --quick)",
+        help="waiting, many: N agents wait at once (default 1,000 and 10,000; 200 and 2,000"
+        " with --quick)",
     )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -1019,6 +1021,13 @@ def child(
 
         _progress("agents waiting on the production server (make serve), the worker beside it")
         for fields in bench_longpoll.measure(bench, quick=scale == QUICK, agents=agents):
+            _emit(Row(**fields))
+    if "many" in only:
+        from bench import longpoll as bench_longpoll
+
+        _progress("many agents waiting on the production server, from several processes")
+        rows = bench_longpoll.measure(bench, quick=scale == QUICK, agents=agents, many=True)
+        for fields in rows:
             _emit(Row(**fields))
     if {"slots", "history", "throughput", "others"} & set(only):
         _planning_groups(bench, only)

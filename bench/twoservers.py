@@ -35,16 +35,14 @@ from bench.longpoll import (
     Agent,
     Bench,
     Browser,
+    Crowd,
     Person,
     Row,
     _click,
     _csrf,
-    _disarm,
-    _open,
     _people,
     _progress_,
     _spread,
-    _wait,
     ready_receiver,
     servers,
     within_goal,
@@ -103,46 +101,37 @@ async def _run(
 ) -> list[Agent]:
     import httpx
 
-    agents = [Agent(person=n % len(people)) for n in range(count)]
+    agents = [Agent(n=n, person=n % len(people)) for n in range(count)]
     browsers = [Browser(base) for base in bases]
+    # Two processes of agents, the first on the first server, the second on the second: agent n
+    # is in process n % 2, so it waits on bases[n % 2].
+    crowd = await Crowd.start(bases, bench.raw_key, 2)
     try:
         async with httpx.AsyncClient(base_url=bases[0], timeout=60) as pages:
             for person in people:
                 await _csrf(pages, person)
         _progress_(f"{count:,} agents open and plan, half on each server")
-        arriving = asyncio.Semaphore(8)
-        await asyncio.gather(
-            *(
-                _open(bases[n % 2], bench.raw_key, agent, people, arriving)
-                for n, agent in enumerate(agents)
-            )
-        )
+        await crowd.open(agents, people)
         _progress_("they wait on their server; each person clicks on the other")
         ready = [a for a in agents if a.prompt_path and not a.error]
-        step = ARM_SECONDS / max(len(ready), 1)
-        waits = [asyncio.create_task(_wait(a, n * step)) for n, a in enumerate(ready)]
-        await asyncio.sleep(ARM_SECONDS + 1)
+        await crowd.arm(ARM_SECONDS, 1)
         rng = random.Random(22)
         clicks = [
             asyncio.create_task(
                 _click(
-                    browsers[1 - n % 2],  # the other server than the one it opened on
+                    browsers[1 - agent.n % 2],  # the other server than the one it waits on
                     agent,
                     people[agent.person],
                     rng.uniform(*THINK_SECONDS),
                     hooked,
                 )
             )
-            for n, agent in enumerate(agents)
-            if agent.prompt_path and not agent.error
+            for agent in ready
         ]
         await asyncio.gather(*clicks)
-        _, late = await asyncio.wait(waits, timeout=60)
-        await _disarm(list(late))
+        await crowd.finish(ready, timeout=60)
     finally:
-        for agent in agents:
-            if agent.console is not None:
-                await agent.console.close()
+        await crowd.close()
         for browser in browsers:
             browser.close()
     return agents
