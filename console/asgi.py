@@ -84,10 +84,15 @@ class Handler(ASGIHandler):
         finally:
             body.close()
 
-    def _answer_here(self, scope: Scope, body: IO[bytes]) -> HttpResponseBase:
+    def _answer_here(
+        self, scope: Scope, body: IO[bytes], gone: asyncio.Future[Any] | None = None
+    ) -> HttpResponseBase:
         """The request answered, on this (pooled) thread: as Django's handlers do, with its
         signals; a response that is not streamed is closed here, giving its database
-        connection back."""
+        connection back. `gone`: done when the client went away while the request waited for
+        a thread, in which case nobody is left to answer (see `_wait`)."""
+        if gone is not None and gone.done():
+            return HttpResponse(status=499)  # never sent: the client is gone
         set_script_prefix(get_script_prefix(scope))
         signals.request_started.send(sender=self.__class__, scope=scope)
         request, error = self.create_request(scope, body)
@@ -105,19 +110,25 @@ class Handler(ASGIHandler):
     async def _wait(
         self, key: str, scope: Scope, body: IO[bytes], receive: Receive
     ) -> HttpResponseBase | None:
-        """The answer once it is new or its time is up; None when the client went away."""
+        """The answer once it is new or its time is up; None when the client went away.
+
+        A waiting request whose client went away is not answered at all, not even once more
+        when its turn for a thread comes: when the servers fall behind, their queue is full of
+        waits their clients gave up on and asked again, and answering those (the client's
+        retry is answered as well) would keep them behind."""
         data = body.read()  # each answer closes the request it read, and so its body
         body.close()  # (its copy is `data`: not kept twice while it waits)
         scope[changes.SERVER_WAITS] = True
+        gone = asyncio.ensure_future(self.listen_for_disconnect(receive))
 
         async def attempt() -> HttpResponseBase:
-            return await self._answer(scope, io.BytesIO(data))
+            return await self._answer(scope, io.BytesIO(data), gone)
 
-        gone = asyncio.ensure_future(self.listen_for_disconnect(receive))
         try:
-            return await changes.wait_for_change(
+            answer = await changes.wait_for_change(
                 key, attempt, listen=True, poll=POLL_SECONDS, gone=gone
             )
+            return None if gone.done() else answer
         finally:
             gone.cancel()
             with contextlib.suppress(asyncio.CancelledError, RequestAborted, AssertionError):

@@ -13,6 +13,7 @@ import io
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 import pytest
 import requests
 from asgiref.testing import ApplicationCommunicator
+from django.core import signals
 from django.core.handlers.asgi import ASGIHandler
 from django.db import connection
 from django.http import HttpRequest, HttpResponse
@@ -206,6 +208,62 @@ def test_a_client_that_goes_away_ends_its_wait(
 
     asyncio.run(run())
     assert changes.waiting() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_wait_whose_client_left_while_it_queued_for_a_thread_is_never_answered(
+    api: Driver, instance_id: str, runtime_key: Any
+) -> None:
+    """When the servers fall behind, the waits queued for a thread include many whose clients
+    gave up (and asked again): those are dropped, not answered to nobody."""
+    url = f"{API}/instances/{instance_id}/"
+    tag = api.runtime.get(url)["ETag"].encode()
+    headers = [*_key(runtime_key), (b"if-none-match", tag), (b"prefer", b"wait=30")]
+    handler = asgi.Handler(1)
+    started: list[str] = []
+
+    def on_start(sender: Any, scope: dict[str, Any] | None = None, **kwargs: Any) -> None:  # noqa: ANN401
+        started.append(scope["path"] if scope else "")
+
+    busy = threading.Event()
+
+    async def run() -> None:
+        handler.threads.submit(busy.wait, 10)  # the one thread is taken
+        communicator = ApplicationCommunicator(handler, _scope(url, headers))
+        await communicator.send_input({"type": "http.request", "body": b""})
+        await communicator.send_input({"type": "http.disconnect"})
+        while not communicator.input_queue.empty():  # the handler heard it go
+            await asyncio.sleep(0.01)
+        busy.set()
+        await communicator.wait(10)
+        assert await communicator.receive_nothing()
+
+    signals.request_started.connect(on_start)
+    try:
+        asyncio.run(run())
+    finally:
+        signals.request_started.disconnect(on_start)
+        busy.set()
+        handler.threads.shutdown()
+    assert started == []
+    assert changes.waiting() == 0
+
+    # The same wait, its client staying, is answered (here at once: the instance changed).
+    assert (
+        api.runtime.post(
+            f"{url}cancel/", {"reason": "test"}, content_type="application/json"
+        ).status_code
+        == 200
+    )
+    handler = asgi.Handler(1)
+    signals.request_started.connect(on_start)
+    try:
+        answered = _call(handler, url, headers)
+    finally:
+        signals.request_started.disconnect(on_start)
+        handler.threads.shutdown()
+    assert answered["status"] == 200
+    assert started == [url]
 
 
 @pytest.mark.servers  # a Python that loads Django afresh, three times
