@@ -23,7 +23,7 @@ import requests
 from asgiref.testing import ApplicationCommunicator
 from django.core import signals
 from django.core.handlers.asgi import ASGIHandler
-from django.db import connection
+from django.db import connection, connections
 from django.http import HttpRequest, HttpResponse
 from rest_framework.views import APIView
 
@@ -261,6 +261,7 @@ def test_a_wait_whose_client_left_while_it_queued_for_a_thread_is_never_answered
         answered = _call(handler, url, headers)
     finally:
         signals.request_started.disconnect(on_start)
+        handler.threads.submit(connections.close_all).result(10)  # its thread's connection
         handler.threads.shutdown()
     assert answered["status"] == 200
     assert started == [url]
