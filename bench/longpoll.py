@@ -855,7 +855,7 @@ def _rows(
         rows.append(
             Row(
                 group,
-                "CPU in those rounds: the servers' per read answered; the agents' own process",
+                "CPU in those rounds: the servers' per read answered; the agents' processes",
                 f"{_per_read(result.waiting):.2f} vs {_per_read(result.idle):.2f} ms a read"
                 f" (waiting vs none; the renewals included); the agents"
                 f" {_share(result.waiting):.0%} vs {_share(result.idle):.0%} of a core",
