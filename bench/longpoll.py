@@ -769,7 +769,8 @@ def _rows(
     clickers = result.clickers
     clicked = len(clickers)
     answered = [a for a in clickers if not a.error and a.resumed]
-    failed = [a.error for a in agents if a.error and (a in clickers or not a.prompt_path)]
+    clicked_ns = {a.n for a in clickers}
+    failed = [a.error for a in agents if a.error and (a.n in clicked_ns or not a.prompt_path)]
     if failed:
         _progress_(f"{len(failed)} agents failed, e.g. {failed[:3]}")
     hooked = [a for a in answered if a.hooked]
