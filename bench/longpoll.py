@@ -46,6 +46,7 @@ from statistics import median
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
+from bench.agents import CLASS
 from bench.common import free_port, percentile
 
 # `bench.main.Bench`, which calls this module (typed loosely: the import would be a cycle).
@@ -404,7 +405,7 @@ def measure(
         count = agents or (QUICK_MANY_AGENTS if quick else MANY_AGENTS)
     else:
         count = agents or (QUICK_AGENTS if quick else AGENTS)
-    bench.task_class("bench.wait", 1)
+    bench.task_class(CLASS, 1)
     people = _people(bench, max(PEOPLE, -(-count // AGENTS_PER_PERSON)))
     hooked: dict[str, float] = {}
 
@@ -509,7 +510,7 @@ async def _run(
         for person in people:
             await _csrf(pages, person)
         probe = await console.resolve(
-            "bench.wait", people[0].username, {"s000": "probe"}, source="tool", wait=False
+            CLASS, people[0].username, {"s000": "probe"}, source="tool", wait=False
         )
         read_url = f"{base}/api/v1/instances/{probe.instance_id}/"
         rss_before = running.rss_kb()

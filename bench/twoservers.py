@@ -29,6 +29,7 @@ from collections import Counter
 from contextlib import ExitStack
 from typing import Any
 
+from bench.agents import CLASS
 from bench.common import percentile
 from bench.longpoll import (
     GOAL_TEXT,
@@ -64,8 +65,8 @@ def measure(bench: Bench, quick: bool) -> list[dict[str, Any]]:
     for noisy in ("httpx", "axes"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     count = QUICK_AGENTS if quick else AGENTS
-    if not TaskClass.objects.filter(key="bench.wait").exists():
-        bench.task_class("bench.wait", 1)
+    if not TaskClass.objects.filter(key=CLASS).exists():
+        bench.task_class(CLASS, 1)
     people = _people(bench, max(2, -(-count // 40)), prefix="two-servers")
     arrivals: Counter[str] = Counter()
     hooked: dict[str, float] = {}
