@@ -20,6 +20,7 @@ from beliefs.models import (
     BeliefStatus,
     InstanceStatus,
     PromptState,
+    Slot,
     TaskClass,
     TaskInstance,
 )
@@ -29,7 +30,7 @@ from beliefs.services.lifecycle import close_instance, lock_instance, require_op
 from beliefs.services.planning import plan_locked
 from beliefs.services.retry import retry_on_race
 from beliefs.services.runtimes import require_own_audience
-from beliefs.services.task_classes import action_slots, default_action, require_may_open
+from beliefs.services.task_classes import action_slots, default_action_slots, require_may_open
 
 SUPERSEDED_REASON = "a newer belief was recorded"
 
@@ -75,7 +76,18 @@ def instance_open(
         )
     require_may_open(task_class, actor)
     require_own_audience(audience, actor.runtime)
-    user = get_user_model().objects.filter(username=principal, is_active=True).first()
+    # Two opens must not take the same run number. Locking the earlier runs is not enough (the
+    # first run has none to lock, and Django drops FOR UPDATE from an aggregate query), so lock
+    # the principal's row as it is read: opens for one person queue, and MAX() then sees the
+    # other's commit. This is the first lock an open takes, and nothing else locks a user row,
+    # so there is one order. No key update: other writers' foreign keys to the user need only
+    # a key share.
+    user = (
+        get_user_model()
+        .objects.select_for_update(no_key=True)
+        .filter(username=principal, is_active=True)
+        .first()
+    )
     if user is None:
         raise NotFound(
             f"principal: no active user {principal!r}",
@@ -83,15 +95,8 @@ def instance_open(
             fields={"principal": ["unknown user"]},
         )
     world = world or {}
-    keys = _action_keys(task_class, slots, beliefs, actor)
-
-    # Two opens must not take the same run number. Locking the earlier runs is not enough (the
-    # first run has none to lock, and Django drops FOR UPDATE from an aggregate query), so lock
-    # the principal's row: opens for one person queue, and MAX() then sees the other's commit.
-    # This is the first lock an open takes, and nothing else locks a user row, so there is one
-    # order. No key update: other writers' foreign keys to the user need only a key share.
-    get_user_model().objects.select_for_update(no_key=True).filter(pk=user.pk).exists()
-    # Counted under that lock, so racing opens queue and cannot pass the limit together.
+    keys, slot_rows = _action_keys(task_class, slots, beliefs, actor)
+    # Counted under the principal's lock, so racing opens queue and cannot pass the limit together.
     limits.check_open_instances(
         TaskInstance.objects.filter(
             principal=user, runtime=actor.runtime, status__in=InstanceStatus.open()
@@ -110,7 +115,7 @@ def instance_open(
         audience=audience,
         world=world,
     )
-    audit(
+    opened = audit(
         AuditKind.INSTANCE_OPENED,
         actor=actor,
         instance=instance,
@@ -121,8 +126,10 @@ def instance_open(
             "slots": keys,
             **({"audience": audience} if audience else {}),
         },
+        save=False,
     )
-    _record_opening_beliefs(instance, beliefs, actor)
+    # The opening and its beliefs' records, in that order, in one statement.
+    audit_all([opened, *_record_opening_beliefs(instance, beliefs, actor, slot_rows)])
     return instance
 
 
@@ -131,12 +138,13 @@ def _action_keys(
     named: Sequence[str] | None,
     beliefs: Sequence[BeliefSpec],
     actor: Actor,
-) -> list[str]:
+) -> tuple[list[str], dict[str, Slot]]:
     """The keys of the action's slots: the ones named (each must be the class's, or the class
     has open slots), or every declared slot plus any slot the opening beliefs name. Every
-    belief must be for a slot of the action."""
+    belief must be for a slot of the action. With them, the action's slots by key (read once:
+    the opening beliefs are recorded against them)."""
     if named is not None:
-        action_slots(task_class, named, actor)
+        found = action_slots(task_class, named, actor)
         keys = list(dict.fromkeys(named))
         outside = [i for i, spec in enumerate(beliefs) if spec.slot not in keys]
         if outside:
@@ -146,26 +154,26 @@ def _action_keys(
                 code="slot_not_in_action",
                 fields={f"beliefs[{index}].slot": ["not one of the action's slots"]},
             )
-        return keys
-    keys = default_action(task_class)
-    extra = [spec.slot for spec in beliefs if spec.slot not in keys]
+        return keys, found
+    found = default_action_slots(task_class)
+    keys = list(found)
+    extra = [spec.slot for spec in beliefs if spec.slot not in found]
     if extra:
-        action_slots(task_class, extra, actor, field="beliefs")
+        found |= action_slots(task_class, extra, actor, field="beliefs")
         keys += list(dict.fromkeys(extra))
-    return keys
+    return keys, found
 
 
 def _record_opening_beliefs(
-    instance: TaskInstance, specs: Sequence[BeliefSpec], actor: Actor
-) -> None:
-    """An open's beliefs in a constant number of statements, whatever their number. The
-    instance is new, so nothing of it is active but what this list records: a slot named twice
-    keeps its last belief and the earlier one is superseded, as recording them one at a time
-    would do."""
+    instance: TaskInstance, specs: Sequence[BeliefSpec], actor: Actor, slots: dict[str, Slot]
+) -> list[AuditEvent]:
+    """An open's beliefs in one statement, whatever their number, and their audit events (for
+    the caller to write). The instance is new, so nothing of it is active but what this list
+    records: a slot named twice keeps its last belief and the earlier one is superseded, as
+    recording them one at a time would do. `slots`: the action's, by key (every spec's slot is
+    one of them)."""
     if not specs:
-        return
-    task_class = instance.task_class
-    slots = {s.key: s for s in task_class.slots.filter(key__in={spec.slot for spec in specs})}
+        return []
     last = {spec.slot: index for index, spec in enumerate(specs)}
     acquired_at = timezone.now()
     beliefs = []
@@ -191,7 +199,7 @@ def _record_opening_beliefs(
     for spec, belief in zip(specs, beliefs, strict=True):
         events.append(_recorded_event(instance, spec, belief, int(spec.slot in seen), actor))
         seen.add(spec.slot)
-    audit_all(events)
+    return events
 
 
 def _recorded_event(

@@ -280,13 +280,15 @@ def action_slots(
     return found
 
 
-def default_action(task_class: TaskClass) -> list[str]:
-    """The keys of an action that names none: every declared slot not retired, in order."""
-    return list(
-        task_class.slots.filter(declared=True, retired_at__isnull=True)
-        .order_by("position", "id")
-        .values_list("key", flat=True)
-    )
+def default_action_slots(task_class: TaskClass) -> dict[str, Slot]:
+    """The slots of an action that names none, by key: every declared slot not retired, in
+    order."""
+    return {
+        slot.key: slot
+        for slot in task_class.slots.filter(declared=True, retired_at__isnull=True).order_by(
+            "position", "id"
+        )
+    }
 
 
 @transaction.atomic

@@ -160,12 +160,13 @@ def test_opening_with_a_belief_per_slot_runs_the_same_queries_at_5_and_200_slots
         "principal": "alice",
         "beliefs": [{"slot": k, "value": "v", "source": "tool"} for k in keys],
     }
-    # 1 the API key; the service: 2 savepoint, 3 the task class, 4 the principal, 5 the
-    # action's slots (every declared one), 6 the principal's row locked, 7 its open instances
-    # from this runtime counted (the limit), 8 its last run number, 9 the instance, 10 its audit
-    # event, 11 the slots, 12 the beliefs in one INSERT, 13 their audit events in one INSERT,
-    # 14 release. The answer reads no prompts: never planned, the instance has none.
-    with django_assert_num_queries(14):
+    # 1 the API key; the service: 2 savepoint, 3 the task class, 4 the principal (its row
+    # locked as it is read), 5 the action's slots (every declared one, whole: the beliefs are
+    # recorded against them), 6 its open instances from this runtime counted (the limit), 7 its
+    # last run number, 8 the instance, 9 the beliefs in one INSERT, 10 the instance's audit
+    # event and the beliefs' in one INSERT, 11 release. The answer reads no prompts: never
+    # planned, the instance has none.
+    with django_assert_num_queries(11):
         response = api.runtime.post_json(f"{API}/instances/", body)
     assert response.status_code == 201, response.json()
     assert response.json()["prompts"] == []
@@ -173,6 +174,9 @@ def test_opening_with_a_belief_per_slot_runs_the_same_queries_at_5_and_200_slots
     assert Belief.objects.filter(instance_id=instance_id, status="active").count() == slots
     recorded = AuditEvent.objects.filter(instance_id=instance_id, kind="belief.recorded")
     assert sorted(recorded.values_list("subject", flat=True)) == sorted(keys)
+    # The opening's own event comes first, as when it was written on its own.
+    first = AuditEvent.objects.filter(instance_id=instance_id).order_by("id").first()
+    assert first is not None and first.kind == "instance.opened"
 
 
 def test_a_slot_named_twice_in_one_open_keeps_its_last_belief(api: Driver) -> None:
