@@ -99,20 +99,24 @@ def _prompt_summaries(prompts: list[Prompt]) -> list[dict[str, Any]]:
 def _emit(instance: TaskInstance, type: str, **extra: Any) -> None:
     emit_event(
         type=type,
-        runtime=instance.runtime,
+        runtime_id=instance.runtime_id,
         instance=instance,
         data={**instance_data(instance), **extra},
     )
 
 
-def instance_status_changed(instance: TaskInstance, before: str) -> None:
-    """The instance's status was settled; tell whom it concerns if it changed."""
+def instance_status_changed(
+    instance: TaskInstance, before: str, blocking: list[Prompt] | None = None
+) -> None:
+    """The instance's status was settled; tell whom it concerns if it changed. `blocking`:
+    its open blocking prompts with their slots, in the slots' order, when the caller holds
+    them (planning does); else they are read."""
     status = instance.status
     if status == before or status not in STATUS_EVENTS:
         return
     type = STATUS_EVENTS[InstanceStatus(status)]
     if status == InstanceStatus.AWAITING_USER:
-        prompts = _blocking_prompts(instance)
+        prompts = _blocking_prompts(instance) if blocking is None else blocking
         _emit(instance, type, blocking=len(prompts), prompts=_prompt_summaries(prompts))
         _email_person(instance, EmailNotification.Kind.AWAITING_USER)
     elif status == InstanceStatus.AWAITING_SIGNATURE:

@@ -404,8 +404,23 @@ def plan_locked(
                 **({"receipt": str(receipt.jti)} if receipt is not None else {}),
             },
         )
-    instance_status_changed(instance, status_before)
+    instance_status_changed(instance, status_before, _blocking_open(open_prompts, done))
     return PlanResult(instance, text)
+
+
+def _blocking_open(open_prompts: Sequence[Prompt], done: _Reconciled) -> list[Prompt] | None:
+    """The instance's open blocking prompts once `done` is written, with their slots, in the
+    slots' order (as `notify` would read them): the open ones read before, as reconciling left
+    them, and the new ones. None when an open prompt is for a slot planning did not route
+    (one no longer in the action): then they are read."""
+    slots = {state.slot.pk: state.slot for state, _, _ in done.planned}
+    still_open = [p for p in (*open_prompts, *done.created) if p.state == PromptState.OPEN]
+    if any(p.slot_id not in slots for p in still_open):
+        return None
+    blocking = [p for p in still_open if p.blocking]
+    for prompt in blocking:
+        prompt.slot = slots[prompt.slot_id]
+    return sorted(blocking, key=lambda p: (p.slot.position, p.slot_id, p.pk))
 
 
 def plan_item(state: SlotState, prompt: Prompt | None) -> PlanItemJSON:

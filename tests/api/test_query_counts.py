@@ -59,10 +59,10 @@ def test_planning_runs_the_same_queries_at_5_and_200_slots(
     # straight to the locked path), 4 savepoint, 5 the instance again under its lock and 6 its
     # open prompts (open: no expiry to check), 7 the slots with their decisions and chosen
     # beliefs, 8 the new prompts in one INSERT, 9 the instance, 10 the audit event; the outbox,
-    # in the same transaction: 11 the blocking prompts, 12 the instance's runtime, 13 the
-    # event's sequence, 14 the event, 15 the runtime's endpoints; 16 release; and on PostgreSQL
-    # the change notification.
-    with django_assert_num_queries(16 + notify_queries()):
+    # in the same transaction (the blocking prompts it names are planning's own, the runtime
+    # the instance's id): 11 the event's sequence, 12 the event, 13 the runtime's endpoints;
+    # 14 release; and on PostgreSQL the change notification.
+    with django_assert_num_queries(14 + notify_queries()):
         first = api.runtime.post_json(plan)
     assert first.status_code == 200
     assert Prompt.objects.filter(instance_id=run2).count() == slots

@@ -12,7 +12,7 @@ from django.utils import timezone
 from beliefs.domain import webhooks as rules
 from beliefs.domain.vocabulary import AuditKind
 from beliefs.errors import InvalidInput, NotFound
-from beliefs.models import Runtime, TaskInstance, WebhookDelivery, WebhookEndpoint, WebhookEvent
+from beliefs.models import TaskInstance, WebhookDelivery, WebhookEndpoint, WebhookEvent
 from beliefs.selectors.events import next_event_sequence, receiving_endpoints
 from beliefs.services import outbox
 from beliefs.services.audit import Actor
@@ -39,7 +39,7 @@ def _subscribed(endpoint: WebhookEndpoint, type: str) -> bool:
 def emit_event(
     *,
     type: str,
-    runtime: Runtime | None,
+    runtime_id: int | None,
     data: Mapping[str, Any],
     instance: TaskInstance | None = None,
     only_endpoint: WebhookEndpoint | None = None,
@@ -61,7 +61,7 @@ def emit_event(
     event = WebhookEvent.objects.create(
         webhook_id=webhook_id,
         type=type,
-        runtime=runtime,
+        runtime_id=runtime_id,
         instance=instance,
         sequence=sequence,
         payload={"type": type, "timestamp": now.isoformat(), "data": body_data},
@@ -69,8 +69,8 @@ def emit_event(
     )
     if only_endpoint is not None:
         endpoints: Sequence[WebhookEndpoint] = [only_endpoint]
-    elif runtime is not None:
-        endpoints = [e for e in receiving_endpoints(runtime.pk) if _subscribed(e, type)]
+    elif runtime_id is not None:
+        endpoints = [e for e in receiving_endpoints(runtime_id) if _subscribed(e, type)]
     else:
         endpoints = []
     if endpoints:
@@ -93,7 +93,7 @@ def send_test_event(*, endpoint: WebhookEndpoint, actor: Actor) -> WebhookEvent:
         raise InvalidInput(f"This endpoint cannot receive events: {problem}")
     event = emit_event(
         type=rules.WEBHOOK_TEST,
-        runtime=endpoint.runtime,
+        runtime_id=endpoint.runtime_id,
         data={"endpoint_id": endpoint.pk, "message": "A test event from the confirmation console."},
         only_endpoint=endpoint,
     )
