@@ -57,14 +57,23 @@ def _expire(instance: TaskInstance, why: tuple[str, str]) -> bool:
     return True
 
 
-def _due(instance: TaskInstance, now: datetime) -> bool:
+def _due(instance: TaskInstance, now: datetime, prompts: Sequence[Prompt] | None = None) -> bool:
     if instance.signature_overdue(now):  # never signed in time
         return True
     if instance.status == InstanceStatus.AWAITING_APPROVAL:
         return approval_due(instance.pk, now)
     if instance.status != InstanceStatus.AWAITING_USER:
         return False
+    if prompts is not None:
+        return any_overdue(prompts, now)
     return Prompt.objects.filter(instance=instance).overdue(now).exists()
+
+
+def expiry_due(instance: TaskInstance, prompts: Sequence[Prompt], now: datetime) -> bool:
+    """Whether `instance_expire_if_due` would expire the instance now, from a read of it that
+    holds `prompts`, all of its prompts (or at least its open ones): a read that finds nothing
+    due shows the instance as it is, with no read of its own for the expiry."""
+    return _due(instance, now, prompts)
 
 
 def instance_expire_if_due(*, instance: TaskInstance, now: datetime | None = None) -> bool:

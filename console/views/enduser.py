@@ -25,6 +25,7 @@ from beliefs.models import Decision, InstanceStatus, Prompt, PromptState, TaskIn
 from beliefs.selectors import attention
 from beliefs.services import responses
 from beliefs.services.access import instance_for_principal
+from beliefs.services.expiry import expiry_due
 from beliefs.services.responses import prompts_mark_shown
 from console import live
 from console.forms.respond import parse_response, typed_values
@@ -190,7 +191,14 @@ def inbox(request: AuthedHttpRequest) -> HttpResponse:
 
 @require_GET
 def instance_detail(request: AuthedHttpRequest, instance_id: UUID) -> HttpResponse:
-    _instance_or_404(request, instance_id)  # (its expiry settled first: a write)
+    with live.snapshot():
+        read = _page(request, instance_id)
+        if not expiry_due(read.instance, read.prompts, timezone.now()):
+            context = _instance_context(request, read, live_version=live.page_version(read))
+            return render(request, "console/instance.html", context)
+    # What it waits for ran out of time: it expires first (a write, the services' way, rare),
+    # and the page shows it expired.
+    _instance_or_404(request, instance_id)
     with live.snapshot():
         read = _page(request, instance_id)
         context = _instance_context(request, read, live_version=live.page_version(read))

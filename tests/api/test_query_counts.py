@@ -120,12 +120,12 @@ def test_pages_run_the_same_queries_at_5_and_200_slots(
         # runtime's report (none: no decisions prefetched), 10 the latest write (the live
         # version), 11 and 12 permissions for the header.
         (person, "/", 12),
-        # 1 session, 2 user, 3 the instance, 4 expiry check; in one snapshot (console.live):
-        # 5 the instance with its task class, principal, receipt and latest belief, 6 its
-        # prompts with slots and beliefs (the live version is read off these two), 7 the
-        # decisions with their slots' keys, 8 the person's latest irreversible confirmations
-        # (is friction raised?), 9 and 10 permissions.
-        (person, f"/instances/{run2}/", 10),
+        # 1 session, 2 user; in one snapshot (console.live): 3 the instance with its task
+        # class, principal, receipt and latest belief, 4 its prompts with slots and beliefs
+        # (the live version and the expiry check are read off these two), 5 the decisions with
+        # their slots' keys, 6 the person's latest irreversible confirmations (is friction
+        # raised?), 7 and 8 permissions.
+        (person, f"/instances/{run2}/", 8),
         # 1 session, 2 user, 3 and 4 permissions (role check), 5 task classes with their
         # counts (pending requests included), 6 unclassified slots, 7 unclassified decisions,
         # 8 the requests waiting for this classifier's approval.

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
+from django.utils import timezone
 
-from beliefs.models import Prompt, PromptState, TaskInstance
+from beliefs.models import AuditEvent, InstanceStatus, Prompt, PromptState, TaskInstance
 from beliefs.services.instances import instance_cancel
 from tests.browser import scenarios
 from tests.builders import confirm_or_answer
@@ -168,16 +170,47 @@ def test_it_runs_the_same_queries_for_2_and_50_prompts(
     django_assert_num_queries,  # noqa: ANN001
 ) -> None:
     instance = scenarios.many(alice, prompts)
-    # 1 the session, 2 the user, 3 the instance with its task class and principal,
-    # 4 whether a blocking prompt is past its TTL (lazy expiry); then in one snapshot
-    # (console.live; the test's transaction here): 5 the instance with its task class,
-    # principal, receipt and latest belief, 6 the prompts with their slots, beliefs and the
-    # beliefs' instances (the live version is read off these two), 7 the decisions with their
-    # slots' keys, for the restatement, 8 the person's latest irreversible confirmations (an
-    # irreversible one is open: is friction raised?), 9 and 10 the user's and the groups'
-    # permissions (the header's roles); after it, 11 shown_at for the prompts shown for the
+    # 1 the session, 2 the user; then in one snapshot (console.live; the test's transaction
+    # here): 3 the instance with its task class, principal, receipt and latest belief, 4 the
+    # prompts with their slots, beliefs and the beliefs' instances (the live version, and
+    # whether a blocking prompt is past its TTL, are read off these two), 5 the decisions with
+    # their slots' keys, for the restatement, 6 the person's latest irreversible confirmations
+    # (an irreversible one is open: is friction raised?), 7 and 8 the user's and the groups'
+    # permissions (the header's roles); after it, 9 shown_at for the prompts shown for the
     # first time.
-    with django_assert_num_queries(11):
+    with django_assert_num_queries(9):
         response = alice_client.get(f"/instances/{instance.pk}/")
     assert response.status_code == 200
     assert response.content.decode().count('class="card card-confirm"') == prompts // 2
+
+
+@pytest.mark.parametrize("late", [True, False], ids=["past it", "before it"])
+@pytest.mark.parametrize("waits_for", ["an answer", "a signature"])
+def test_opening_it_past_its_time_expires_it_first_and_shows_it_expired(
+    vendor: TaskInstance, alice_client: Client, waits_for: str, late: bool
+) -> None:
+    """The page's own read says whether what the instance waits for ran out of time: then it
+    expires (nothing binds) before the page shows it; before its time it waits, as it was."""
+    now = timezone.now()
+    when = now - timedelta(seconds=1) if late else now + timedelta(minutes=5)
+    if waits_for == "an answer":
+        Prompt.objects.filter(instance=vendor, state="open", blocking=True).update(expires_at=when)
+    else:
+        Prompt.objects.filter(instance=vendor, state="open").update(state="answered")
+        TaskInstance.objects.filter(pk=vendor.pk).update(
+            status=InstanceStatus.AWAITING_SIGNATURE, signature_due_at=when
+        )
+    html = page(alice_client, vendor)
+    vendor.refresh_from_db()
+    if late:
+        assert vendor.status == InstanceStatus.EXPIRED
+        assert "✕ Expired" in html
+        assert (
+            AuditEvent.objects.filter(instance_id=vendor.pk, kind="instance.expired").count() == 1
+        )
+    else:
+        assert vendor.status != InstanceStatus.EXPIRED
+        assert "✕ Expired" not in html
+        assert not AuditEvent.objects.filter(
+            instance_id=vendor.pk, kind="instance.expired"
+        ).exists()
