@@ -34,8 +34,8 @@ def test_a_first_plan_names_its_blocking_prompts_in_the_slots_order_not_the_ids(
 ) -> None:
     task_class = many_slots(9)
     # Positions the reverse of the ids: the order is the slots', not the rows'.
-    for slot in Slot.objects.filter(task_class=task_class):
-        slot.position = 100 - slot.pk
+    for position, slot in enumerate(Slot.objects.filter(task_class=task_class).order_by("-pk")):
+        slot.position = position
         slot.save(update_fields=["position"])
     beliefs = [{"slot": f"s{i:03d}", "value": f"v{i}", "source": "tool"} for i in range(0, 9, 2)]
     instance = run(task_class, alice, beliefs=beliefs)
