@@ -7,6 +7,7 @@ renders alone; the presenters in `console.presenters` give both the same context
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
@@ -189,20 +190,30 @@ def inbox(request: AuthedHttpRequest) -> HttpResponse:
 # --- an instance and its cards -------------------------------------------------------------
 
 
-@require_GET
-def instance_detail(request: AuthedHttpRequest, instance_id: UUID) -> HttpResponse:
+def settled_page(
+    request: AuthedHttpRequest,
+    instance_id: UUID,
+    show: Callable[[selectors.PageRead], HttpResponse],
+) -> HttpResponse:
+    """`show` of the page's read, inside its `live.snapshot()`, with the instance's expiry
+    settled: the read itself says whether what the instance waits for ran out of time; then it
+    expires first (a write, the services' way, rare) and is read again, to be shown expired."""
     with live.snapshot():
         read = _page(request, instance_id)
         if not expiry_due(read.instance, read.prompts, timezone.now()):
-            context = _instance_context(request, read, live_version=live.page_version(read))
-            return render(request, "console/instance.html", context)
-    # What it waits for ran out of time: it expires first (a write, the services' way, rare),
-    # and the page shows it expired.
+            return show(read)
     _instance_or_404(request, instance_id)
     with live.snapshot():
-        read = _page(request, instance_id)
+        return show(_page(request, instance_id))
+
+
+@require_GET
+def instance_detail(request: AuthedHttpRequest, instance_id: UUID) -> HttpResponse:
+    def show(read: selectors.PageRead) -> HttpResponse:
         context = _instance_context(request, read, live_version=live.page_version(read))
         return render(request, "console/instance.html", context)
+
+    return settled_page(request, instance_id, show)
 
 
 @require_POST

@@ -16,15 +16,11 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from beliefs.selectors import PageRead
 from beliefs.services import changes
 from console import live
 from console.http import AuthedHttpRequest
-from console.views.enduser import (
-    _inbox_context,
-    _instance_context,
-    _instance_or_404,
-    _page,
-)
+from console.views.enduser import _inbox_context, _instance_context, settled_page
 
 
 def _rendered(request: AuthedHttpRequest, template: str, context: dict[str, Any]) -> HttpResponse:
@@ -47,12 +43,13 @@ def instance_live(request: AuthedHttpRequest, instance_id: UUID) -> HttpResponse
             raise Http404("No such instance.")
         if found.digest == seen:
             return None, found.recheck
-        _instance_or_404(request, instance_id)  # (its expiry settled: a write)
-        with live.snapshot():
-            page = _page(request, instance_id)
+
+        def show(page: PageRead) -> HttpResponse:
             version = live.page_version(page).after(since)
             context = _instance_context(request, page, live_version=version)
-            return _rendered(request, "console/_instance_view.html", context), None
+            return _rendered(request, "console/_instance_view.html", context)
+
+        return settled_page(request, instance_id, show), None
 
     return live.unchanged_or(read, request)
 
