@@ -57,7 +57,12 @@ def _expire(instance: TaskInstance, why: tuple[str, str]) -> bool:
     return True
 
 
-def _due(instance: TaskInstance, now: datetime, prompts: Sequence[Prompt] | None = None) -> bool:
+def expiry_due(
+    instance: TaskInstance, now: datetime, prompts: Sequence[Prompt] | None = None
+) -> bool:
+    """Whether `instance_expire_if_due` would expire the instance now. `prompts`: all of its
+    prompts (or at least its open ones) when the caller's read holds them, so that a read that
+    finds nothing due needs no read of its own for the expiry; else they are asked for."""
     if instance.signature_overdue(now):  # never signed in time
         return True
     if instance.status == InstanceStatus.AWAITING_APPROVAL:
@@ -69,17 +74,10 @@ def _due(instance: TaskInstance, now: datetime, prompts: Sequence[Prompt] | None
     return Prompt.objects.filter(instance=instance).overdue(now).exists()
 
 
-def expiry_due(instance: TaskInstance, prompts: Sequence[Prompt], now: datetime) -> bool:
-    """Whether `instance_expire_if_due` would expire the instance now, from a read of it that
-    holds `prompts`, all of its prompts (or at least its open ones): a read that finds nothing
-    due shows the instance as it is, with no read of its own for the expiry."""
-    return _due(instance, now, prompts)
-
-
 def instance_expire_if_due(*, instance: TaskInstance, now: datetime | None = None) -> bool:
     """Lazy expiry, called whenever an instance is read. Cheap when nothing is due."""
     now = now or timezone.now()
-    if not _due(instance, now):
+    if not expiry_due(instance, now):
         return False
     with transaction.atomic():
         locked = lock_instance(instance)

@@ -200,7 +200,7 @@ def settled_page(
     expires first (a write, the services' way, rare) and is read again, to be shown expired."""
     with live.snapshot():
         read = _page(request, instance_id)
-        if not expiry_due(read.instance, read.prompts, timezone.now()):
+        if not expiry_due(read.instance, timezone.now(), read.prompts):
             return show(read)
     _instance_or_404(request, instance_id)
     with live.snapshot():

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import User
+from django.utils import timezone
 
 from beliefs.models import Prompt, PromptState, Slot, TaskInstance, WebhookEvent
 from beliefs.services import planning
@@ -72,7 +73,7 @@ def test_an_open_prompt_of_a_slot_planning_did_not_route_sends_it_back_to_the_re
     instance = run(task_class, alice)
     prompts = list(Prompt.objects.filter(instance=instance, state=PromptState.OPEN))
     assert prompts
-    routed = planning._reconcile(instance, [], planning.timezone.now())
+    routed = planning._reconcile(instance, [], timezone.now())
     routed.created.clear()  # (unsaved: the prompts read above are the open ones)
     # As if one of the open prompts were for a slot no longer in the action.
     routed.planned[:] = [
@@ -80,7 +81,7 @@ def test_an_open_prompt_of_a_slot_planning_did_not_route_sends_it_back_to_the_re
     ]
     assert planning._blocking_open(prompts, routed) is None
     # And with every slot routed, the list in memory.
-    whole = planning._reconcile(instance, [], planning.timezone.now())
+    whole = planning._reconcile(instance, [], timezone.now())
     whole.created.clear()
     found = planning._blocking_open(prompts, whole)
     assert found is not None
