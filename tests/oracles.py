@@ -15,12 +15,15 @@ from datetime import datetime
 from typing import Any, Unpack
 from uuid import UUID
 
+from django.contrib.auth.models import User
 from django.db.models import Max, OuterRef, Q, Subquery
 from django.utils import timezone
 
-from beliefs.domain.policy import RiskClass
-from beliefs.domain.vocabulary import INSIGHTS_RUNS_SHOWN
+from beliefs.domain.attention import Sample
+from beliefs.domain.policy import RiskClass, Route
+from beliefs.domain.vocabulary import FRICTION_KINDS, INSIGHTS_RUNS_SHOWN, AuditKind
 from beliefs.models import (
+    AuditEvent,
     Belief,
     BeliefStatus,
     Decision,
@@ -32,6 +35,8 @@ from beliefs.models import (
     Slot,
     TaskInstance,
     WebhookDelivery,
+    WebhookEndpoint,
+    WebhookEvent,
     any_overdue,
 )
 from beliefs.selectors.access import Owner, owned_instance
@@ -273,6 +278,64 @@ def instance_decisions(instance: TaskInstance) -> list[DecisionView]:
         DecisionView(d.key, d.label, frozenset(s.key for s in d.slots.all()))
         for d in decisions.prefetch_related("slots")
     ]
+
+
+def next_waiting(user: User, now: datetime, after: TaskInstance) -> TaskInstance | None:
+    """The person's newest other instance still waiting for them at `now`, with its class."""
+    mine = TaskInstance.objects.select_related("task_class").filter(principal=user)
+    return mine.waiting(now).exclude(pk=after.pk).order_by("-created_at").first()
+
+
+def _confirmations(principal_id: int) -> Any:
+    return Prompt.objects.filter(
+        instance__principal_id=principal_id,
+        route=Route.CONFIRM,
+        effective_risk=RiskClass.IRREVERSIBLE,
+        state=PromptState.ANSWERED,
+        responded_at__isnull=False,
+    ).order_by("-responded_at", "-id")
+
+
+def recent_confirmations(principal_id: int, limit: int) -> list[Sample]:
+    """The principal's latest answered irreversible confirmations, newest first."""
+    found = _confirmations(principal_id).values_list("action", "shown_at", "responded_at")
+    return [
+        Sample(
+            kept=action == "confirm",
+            dwell_s=(responded - shown).total_seconds() if shown and responded else None,
+        )
+        for action, shown, responded in found[: max(limit, 0)]
+    ]
+
+
+def friction_raised(principal_id: int) -> bool:
+    """Whether the person's latest change of friction raised it."""
+    latest = (
+        AuditEvent.objects.filter(actor_user_id=principal_id, kind__in=list(FRICTION_KINDS))
+        .order_by("-created_at", "-id")
+        .values_list("kind", flat=True)
+        .first()
+    )
+    return latest == AuditKind.ATTENTION_FRICTION_RAISED
+
+
+def confirmations_and_friction(principal_id: int, limit: int) -> tuple[list[Sample], bool]:
+    return recent_confirmations(principal_id, limit), friction_raised(principal_id)
+
+
+def next_event_sequence(instance_id: Any) -> int:
+    """The number of the instance's next webhook event."""
+    last = WebhookEvent.objects.filter(instance_id=instance_id).aggregate(m=Max("sequence"))["m"]
+    return (last or 0) + 1
+
+
+def receiving_endpoints(runtime_id: int) -> list[WebhookEndpoint]:
+    """The runtime's active endpoints, not deleted, by id."""
+    return list(
+        WebhookEndpoint.objects.filter(
+            runtime_id=runtime_id, deleted_at__isnull=True, active=True
+        ).order_by("id")
+    )
 
 
 def lanes_in_flight(

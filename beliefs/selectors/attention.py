@@ -1,20 +1,24 @@
 """Reads for attention: a person's latest irreversible confirmations, what a confirm of a
-prompt needs (`domain.attention.acts_for`), and the history of friction for /insights/."""
+prompt needs (`domain.attention.acts_for`), and the history of friction for /insights/.
+
+The person's confirmations and latest change of friction, which an irreversible confirm and
+its page read, are fixed SQL (named, with its figure, in the read layer's docstring; their
+ORM versions are in `tests/oracles.py`, held equal by `tests/services/test_read_parity.py`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 from django.conf import settings
-from django.db.models import QuerySet, Subquery
 
 from beliefs.domain.attention import Acts, Habit, Sample, Thresholds, acts_for, habit_of
 from beliefs.domain.policy import RiskClass, Route
 from beliefs.domain.vocabulary import FRICTION_KINDS, AuditKind
-from beliefs.models import AuditEvent, Prompt, PromptState
-from beliefs.selectors.written import Written
+from beliefs.models import AuditEvent, Prompt, PromptState, TaskInstance
+from beliefs.selectors import rows
 
 # /insights/ reads this many of the latest changes of friction.
 FRICTION_EVENTS_SHOWN = 200
@@ -29,15 +33,55 @@ def thresholds() -> Thresholds:
     )
 
 
-def _confirmations(principal_id: int) -> QuerySet[Prompt]:
-    """The principal's answered irreversible confirmations, newest first."""
-    return Prompt.objects.filter(
-        instance__principal_id=principal_id,
-        route=Route.CONFIRM,
-        effective_risk=RiskClass.IRREVERSIBLE,
-        state=PromptState.ANSWERED,
-        responded_at__isnull=False,
-    ).order_by("-responded_at", "-id")
+@cache
+def _latest_friction_sql() -> str:
+    """The kind of one person's (%s) latest change of friction, read off the friction events'
+    own index (`audit_friction_by_person`: its condition, the kinds, is written into the text,
+    where a parameter would keep a database from using it)."""
+    col = rows.column
+    kinds = ", ".join(f"'{kind.value}'" for kind in FRICTION_KINDS)
+    return (
+        f"SELECT {col(AuditEvent, 'kind', 'a')} FROM {rows.table(AuditEvent, 'a')}"
+        f" WHERE {col(AuditEvent, 'actor_user', 'a')} = %s"
+        f" AND {col(AuditEvent, 'kind', 'a')} IN ({kinds})"
+        f" ORDER BY {col(AuditEvent, 'created_at', 'a')} DESC, {col(AuditEvent, 'id', 'a')} DESC"
+        " LIMIT 1"
+    )
+
+
+@cache
+def _confirmations_sql(with_friction: bool) -> str:
+    """One person's (%s) answered irreversible confirmations, newest first, at most %s of them:
+    how each was answered, when it was shown and answered, and `with_friction` the kind of the
+    person's latest change of friction (its %s first)."""
+    col = rows.column
+    friction = f", ({_latest_friction_sql()})" if with_friction else ""
+    return (
+        f"SELECT {col(Prompt, 'action')}, {col(Prompt, 'shown_at')},"
+        f" {col(Prompt, 'responded_at')}{friction} FROM {rows.table(Prompt)}"
+        f" INNER JOIN {rows.table(TaskInstance)}"
+        f" ON {col(TaskInstance, 'id')} = {col(Prompt, 'instance')}"
+        f" WHERE {col(TaskInstance, 'principal')} = %s AND {col(Prompt, 'route')} = %s"
+        f" AND {col(Prompt, 'effective_risk')} = %s AND {col(Prompt, 'state')} = %s"
+        f" AND {col(Prompt, 'responded_at')} IS NOT NULL"
+        f" ORDER BY {col(Prompt, 'responded_at')} DESC, {col(Prompt, 'id')} DESC LIMIT %s"
+    )
+
+
+_SAMPLE_COLUMNS: rows.Fields = (
+    (Prompt, "action"),
+    (Prompt, "shown_at"),
+    (Prompt, "responded_at"),
+    (AuditEvent, "kind"),
+)
+
+
+def _confirmation_rows(principal_id: int, limit: int, with_friction: bool) -> list[list[Any]]:
+    confirmed: list[Any] = [Route.CONFIRM, RiskClass.IRREVERSIBLE, PromptState.ANSWERED]
+    params = [principal_id] if with_friction else []
+    params += [principal_id, *confirmed, max(limit, 0)]
+    columns = _SAMPLE_COLUMNS if with_friction else _SAMPLE_COLUMNS[:3]
+    return rows.fetch(_confirmations_sql(with_friction), params, columns)
 
 
 def _sample(action: str, shown: datetime | None, responded: datetime | None) -> Sample:
@@ -47,30 +91,14 @@ def _sample(action: str, shown: datetime | None, responded: datetime | None) -> 
 def recent_confirmations(principal_id: int, limit: int) -> list[Sample]:
     """The principal's latest answered irreversible confirmations, newest first (one query):
     each kept the value on record or replaced it, and how long it was shown before."""
-    rows = _confirmations(principal_id).values_list("action", "shown_at", "responded_at")
-    return [_sample(*row) for row in rows[: max(limit, 0)]]
-
-
-def _latest_friction_change(principal_id: int) -> QuerySet[AuditEvent, Any]:
-    """The kind of the person's latest change of friction, read off the friction events' own
-    index (`audit_friction_by_person`, whose condition the kinds are written to match)."""
-    return _friction_changes(principal_id).values("kind")[:1]
-
-
-def _with_friction(principal_id: int, limit: int) -> QuerySet[Prompt, tuple[Any, ...]]:
-    """`_confirmations`' latest `limit`, each with the kind of the latest friction change."""
-    return (
-        _confirmations(principal_id)
-        .annotate(friction=Subquery(_latest_friction_change(principal_id)))
-        .values_list("action", "shown_at", "responded_at", "friction")[: max(limit, 0)]
-    )
+    return [_sample(*row) for row in _confirmation_rows(principal_id, limit, False)]
 
 
 def confirmations_and_friction(principal_id: int, limit: int) -> tuple[list[Sample], bool]:
     """`recent_confirmations` and `friction_raised` together, in one query (a second only for
     a person with no confirmation yet): what an irreversible confirm reads of its person."""
     samples, raised = [], None
-    for action, shown, responded, friction in _with_friction(principal_id, limit):
+    for action, shown, responded, friction in _confirmation_rows(principal_id, limit, True):
         samples.append(_sample(action, shown, responded))
         raised = friction == AuditKind.ATTENTION_FRICTION_RAISED
     if raised is None:
@@ -90,18 +118,10 @@ def habit(principal_id: int) -> Habit:
     return habit_of(recent_confirmations(principal_id, t.window), t)
 
 
-def _friction_changes(principal_id: int) -> QuerySet[AuditEvent]:
-    """The person's changes of friction, the latest first."""
-    kinds = [Written(k.value) for k in FRICTION_KINDS]
-    return AuditEvent.objects.filter(actor_user_id=principal_id, kind__in=kinds).order_by(
-        "-created_at", "-id"
-    )
-
-
 def friction_raised(principal_id: int) -> bool:
     """Is friction raised for the person now, as the audit last recorded it (one query)?"""
-    latest = _friction_changes(principal_id).values_list("kind", flat=True).first()
-    return latest == AuditKind.ATTENTION_FRICTION_RAISED
+    found = rows.fetch(_latest_friction_sql(), [principal_id], ((AuditEvent, "kind"),))
+    return bool(found) and found[0][0] == AuditKind.ATTENTION_FRICTION_RAISED
 
 
 def needs_habit(prompt: Prompt) -> bool:

@@ -2,8 +2,9 @@
 its latest belief was recorded, and every prompt with its slot and belief (`instance_page`); the
 decisions it restates (`instance_decisions`); once it is finished, the next instance waiting for
 the person (`next_waiting`). The page, its live updates and the answer to each click read the
-first two, in fixed SQL (named, with its figure, in the read layer's docstring; their ORM
-versions are in `tests/oracles.py`, held equal by `tests/services/test_read_parity.py`)."""
+first two, and an answer that finishes the instance the third, all in fixed SQL (named, with
+their figures, in the read layer's docstring; their ORM versions are in `tests/oracles.py`,
+held equal by `tests/services/test_read_parity.py`)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ from django.db.models import Model
 from beliefs.models import (
     Belief,
     Decision,
+    InstanceStatus,
     Prompt,
+    PromptState,
     Receipt,
     Slot,
     TaskClass,
@@ -130,9 +133,52 @@ def instance_decisions(instance: TaskInstance) -> list[DecisionView]:
     return [DecisionView(key, label, frozenset(keys)) for key, label, keys in decisions.values()]
 
 
+@cache
+def _next_waiting_sql() -> str:
+    """`TaskInstanceQuerySet.waiting` of one person, one instance left out, the newest first:
+    waiting for them (an answer, or a signature not yet due) with no blocking prompt past its
+    time (`overdue_q`)."""
+    col = rows.column
+    overdue = (
+        f"SELECT 1 FROM {rows.table(Prompt, 'p')}"
+        f" WHERE {col(Prompt, 'instance', 'p')} = {col(TaskInstance, 'id')}"
+        f" AND {col(Prompt, 'blocking', 'p')} AND {col(Prompt, 'state', 'p')} = %s"
+        f" AND {col(Prompt, 'expires_at', 'p')} <= %s"
+    )
+    status, due = col(TaskInstance, "status"), col(TaskInstance, "signature_due_at")
+    waiting = ", ".join(["%s"] * len(InstanceStatus.waiting_for_person()))
+    columns = [*rows.concrete(TaskInstance), *rows.concrete(TaskClass)]
+    return (
+        f"SELECT {', '.join(col(m, n) for m, n in columns)} FROM {rows.table(TaskInstance)}"
+        f" INNER JOIN {rows.table(TaskClass)}"
+        f" ON {col(TaskClass, 'id')} = {col(TaskInstance, 'task_class')}"
+        f" WHERE {col(TaskInstance, 'principal')} = %s AND {status} IN ({waiting})"
+        f" AND NOT EXISTS ({overdue})"
+        f" AND NOT ({status} = %s AND {due} IS NOT NULL AND {due} <= %s)"
+        f" AND {col(TaskInstance, 'id')} <> %s"
+        f" ORDER BY {col(TaskInstance, 'created_at')} DESC LIMIT 1"
+    )
+
+
+_NEXT_COLUMNS = (*rows.concrete(TaskInstance), *rows.concrete(TaskClass))
+
+
 def next_waiting(user: User, now: datetime, after: TaskInstance) -> TaskInstance | None:
     """The instance to go to once `after` is finished: the newest other one still waiting for
     this person (the inbox's first row, `after` left out), with its task class (of the
     instance itself, what the link to it shows: its id and run number)."""
-    mine = TaskInstance.objects.select_related("task_class").filter(principal=user)
-    return mine.waiting(now).exclude(pk=after.pk).order_by("-created_at").first()
+    at = rows.prepare(Prompt, "expires_at", now)
+    params = [
+        user.pk,
+        *sorted(InstanceStatus.waiting_for_person()),
+        PromptState.OPEN,
+        at,
+        InstanceStatus.AWAITING_SIGNATURE,
+        rows.prepare(TaskInstance, "signature_due_at", now),
+        rows.prepare(TaskInstance, "id", after.pk),
+    ]
+    found = rows.fetch(_next_waiting_sql(), params, _NEXT_COLUMNS)
+    if not found:
+        return None
+    instance, instance.task_class = rows.models_of(found[0], (TaskInstance, TaskClass))
+    return instance

@@ -95,7 +95,9 @@ def test_the_walk_sees_what_it_looks_for() -> None:
 FIXED_SQL = {
     "access.py",
     "answering.py",
+    "attention.py",
     "beliefs.py",
+    "events.py",
     "health.py",
     "insights.py",
     "instances.py",

@@ -318,10 +318,32 @@ def test_the_page_and_answer_reads_answer_as_the_orm(seed: int, alice: User, mal
                     _full_prompt_view(p) for p in slow_a.prompts
                 ]
                 assert fast_a.last_turn == slow_a.last_turn
+    # Where each person goes next, at moments either side of the prompts' and signatures'
+    # times: overdue prompts and a signature past its time leave an instance out.
+    found = set()
+    for moment in (now - timedelta(days=2), timezone.now(), now + timedelta(days=30)):
+        for instance in instances:
+            for person in (alice, mallory):
+                fast_n = fast_pages.next_waiting(person, moment, instance)
+                slow_n = oracles.next_waiting(person, moment, instance)
+                assert (fast_n is None) == (slow_n is None)
+                if fast_n is not None and slow_n is not None:
+                    assert _fields(fast_n) == _fields(slow_n)
+                    assert _fields(fast_n.task_class) == _fields(slow_n.task_class)
+                    found.add(fast_n.pk)
+    assert len(found) > 1, "several instances are found next"
+    waiting_now = {
+        i.pk
+        for person in (alice, mallory)
+        for i in TaskInstance.objects.filter(principal=person).waiting(timezone.now())
+    }
+    assert waiting_now < {
+        i.pk for i in instances if i.status in InstanceStatus.waiting_for_person()
+    }, "some instance waiting for its person is left out as overdue"
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_the_attention_read_answers_as_its_two_reads_apart(
+def test_the_attention_reads_answer_as_the_orm_and_as_one(
     seed: int, alice: User, mallory: User
 ) -> None:
     from django.contrib.auth.models import Group
@@ -360,11 +382,11 @@ def test_the_attention_read_answers_as_its_two_reads_apart(
             for kind in kinds:
                 audit(kind, actor=Actor(user=person), subject="s", data={})
             for limit in (0, 1, 3, 20):
-                # One query answers what the two reads answer apart.
-                assert fast_attention.confirmations_and_friction(person.pk, limit) == (
-                    fast_attention.recent_confirmations(person.pk, limit),
-                    fast_attention.friction_raised(person.pk),
-                )
+                # One query answers what the two reads answer apart, and as the ORM does.
+                expected = oracles.confirmations_and_friction(person.pk, limit)
+                assert fast_attention.confirmations_and_friction(person.pk, limit) == expected
+                assert fast_attention.recent_confirmations(person.pk, limit) == expected[0]
+                assert fast_attention.friction_raised(person.pk) == expected[1]
     samples, raised = fast_attention.confirmations_and_friction(alice.pk, 20)
     assert len(samples) >= 5 and not raised, "lowered last"
 
@@ -374,11 +396,16 @@ def test_the_event_reads_find_the_next_number_and_the_receiving_endpoints(alice:
     from beliefs.selectors import events as fast_events
 
     runtimes = [Runtime.objects.create(name=f"events-{i}") for i in range(3)]
-    for n, (active, deleted) in enumerate([(True, None), (False, None), (True, T0), (True, None)]):
+    for n, (active, deleted) in enumerate(
+        [(True, None), (False, None), (True, T0), (True, None), (True, None)]
+    ):
         WebhookEndpoint.objects.create(
             runtime=runtimes[n % 2],
             url=f"https://hooks.example.org/{n}",
             secret="whsec_x",
+            previous_secret="whsec_old" if n == 4 else "",
+            previous_secret_until=T0 if n == 4 else None,
+            event_types=["instance.ready"] if n == 3 else [],
             active=active,
             deleted_at=deleted,
         )
@@ -397,12 +424,20 @@ def test_the_event_reads_find_the_next_number_and_the_receiving_endpoints(alice:
         )
     receiving = [fast_events.receiving_endpoints(r.pk) for r in runtimes]
     assert [[e.url for e in found] for found in receiving] == [
-        ["https://hooks.example.org/0"],
+        ["https://hooks.example.org/0", "https://hooks.example.org/4"],
         ["https://hooks.example.org/3"],
         [],
     ]
+    for runtime, found in zip(runtimes, receiving, strict=True):
+        assert [_fields(e) for e in found] == [
+            _fields(e) for e in oracles.receiving_endpoints(runtime.pk)
+        ]
     assert fast_events.next_event_sequence(instances[0].pk) == 6
     assert fast_events.next_event_sequence(instances[1].pk) == 1
+    for instance in instances:
+        assert fast_events.next_event_sequence(instance.pk) == oracles.next_event_sequence(
+            instance.pk
+        )
 
 
 def test_the_key_read_answers_as_the_orm(db: None) -> None:
