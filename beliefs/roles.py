@@ -1,9 +1,16 @@
 """Who may do what. People are end users by default; classifiers and reviewers hold a permission
-(granted through the groups of the same name)."""
+(granted through the groups of the same name).
+
+A role is held as `User.has_perm` would say (every backend this project signs in with grants
+permissions as Django's `ModelBackend` does: an active superuser holds every one, an inactive
+person none, anyone else those granted to them or to a group of theirs), from one read of the
+person's permissions, kept on the user object for the request as Django keeps its own."""
 
 from __future__ import annotations
 
 from django.contrib.auth.models import AnonymousUser, User
+
+from beliefs.selectors.permissions import permissions_of
 
 CLASSIFY_PERMISSION = "beliefs.classify"
 REVIEW_PERMISSION = "beliefs.review_proposals"
@@ -11,12 +18,24 @@ CLASSIFIERS_GROUP = "classifiers"
 REVIEWERS_GROUP = "reviewers"
 
 
+def _holds(user: User | AnonymousUser, permission: str) -> bool:
+    if not user.is_authenticated or not user.is_active:
+        return False
+    if user.is_superuser:
+        return True
+    held: frozenset[str] | None = getattr(user, "_console_permissions", None)
+    if held is None:
+        held = permissions_of(user.pk)
+        setattr(user, "_console_permissions", held)  # noqa: B010 - kept for the request
+    return permission in held
+
+
 def is_classifier(user: User | AnonymousUser) -> bool:
-    return bool(user.is_authenticated and user.has_perm(CLASSIFY_PERMISSION))
+    return _holds(user, CLASSIFY_PERMISSION)
 
 
 def is_reviewer(user: User | AnonymousUser) -> bool:
-    return bool(user.is_authenticated and user.has_perm(REVIEW_PERMISSION))
+    return _holds(user, REVIEW_PERMISSION)
 
 
 def role_names(user: User | AnonymousUser) -> list[str]:

@@ -43,6 +43,9 @@ version in `tests/oracles.py`, held equal by
   ms); and each webhook event's number and the endpoints it goes to
   (`events.next_event_sequence`, `events.receiving_endpoints`: 2.0 vs 0.2 ms, two events);
   with the ORM, the Confirm took 24.6 ms and the page 13.2 (medians), 14.3 and 9.4 without;
+  and the person's permissions, which every person page's header reads
+  (`permissions.permissions_of`, through `beliefs.roles`: one query where Django's
+  `ModelBackend` builds two: about 0.5 ms of the page's 10);
 - the insights page's two windows (`insights.convergence`, `insights.fatigue`): through the
   ORM, the page at 100,000 instances went to 3.12x its time at 100 on PostgreSQL (convergence;
   11.7 vs 36.4 ms) and to 3.12x on SQLite (fatigue, dwell and world diff decoded in Python;

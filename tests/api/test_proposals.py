@@ -450,5 +450,5 @@ def test_it_lists_in_a_constant_number_of_queries(person_client, rita, many, n):
         response = client.get(f"{LIST_URL}?code=contract.V1_declared_true_no_change&limit=50")
     assert response.status_code == 200
     assert len(response.json()["results"]) == n // 3
-    # session, user, user permissions, group permissions, count, page
-    assert len(queries) == 6, [q["sql"] for q in queries]
+    # session, user, permissions (their own and their groups'), count, page
+    assert len(queries) == 5, [q["sql"] for q in queries]

@@ -118,29 +118,29 @@ def test_pages_run_the_same_queries_at_5_and_200_slots(
         # decisions prefetched), 8 the person's own actions waiting for approvers (none: their
         # approvals, groups and decisions are not read), 9 the person's ready actions done on a
         # runtime's report (none: no decisions prefetched), 10 the latest write (the live
-        # version), 11 and 12 permissions for the header.
-        (person, "/", 12),
+        # version), 11 the person's permissions for the header (their own and their groups').
+        (person, "/", 11),
         # 1 session, 2 user; in one snapshot (console.live): 3 the instance with its task
         # class, principal, receipt and latest belief, 4 its prompts with slots and beliefs
         # (the live version and the expiry check are read off these two), 5 the decisions with
         # their slots' keys, 6 the person's latest irreversible confirmations (is friction
-        # raised?), 7 and 8 permissions.
-        (person, f"/instances/{run2}/", 8),
-        # 1 session, 2 user, 3 and 4 permissions (role check), 5 task classes with their
-        # counts (pending requests included), 6 unclassified slots, 7 unclassified decisions,
-        # 8 the requests waiting for this classifier's approval.
-        (staff, "/classify/", 8),
-        # 1 session, 2 user, 3 and 4 permissions, 5 task class, 6 slots, 7 decisions, 8 their
-        # slots, 9 pending requests, 10 open instances, 11 the groups approvers may come from.
-        (staff, "/classify/many/", 11),
-        # 1 session, 2 user, 3 and 4 permissions, 5 count, 6 a page of events, 7 task classes,
-        # 8 actors (the kinds are an enum: no query).
-        (staff, "/activity/", 8),
-        # 1 session, 2 user, 3 and 4 permissions, 5 the latest planned instances with their
-        # blocking prompts counted, 6 their task classes, 7 the latest answered prompts, 8 the
-        # approval rounds that reached their quorum, 9 and 10 the latest changes of friction
+        # raised?), 7 the person's permissions.
+        (person, f"/instances/{run2}/", 7),
+        # 1 session, 2 user, 3 permissions (the role check; the header reuses them), 4 task
+        # classes with their counts (pending requests included), 5 unclassified slots,
+        # 6 unclassified decisions, 7 the requests waiting for this classifier's approval.
+        (staff, "/classify/", 7),
+        # 1 session, 2 user, 3 permissions, 4 task class, 5 slots, 6 decisions, 7 their
+        # slots, 8 pending requests, 9 open instances, 10 the groups approvers may come from.
+        (staff, "/classify/many/", 10),
+        # 1 session, 2 user, 3 permissions, 4 count, 5 a page of events, 6 task classes,
+        # 7 actors (the kinds are an enum: no query).
+        (staff, "/activity/", 7),
+        # 1 session, 2 user, 3 permissions, 4 the latest planned instances with their
+        # blocking prompts counted, 5 their task classes, 6 the latest answered prompts, 7 the
+        # approval rounds that reached their quorum, 8 and 9 the latest changes of friction
         # (raised, lowered: each off its own index).
-        (staff, "/insights/", 10),
+        (staff, "/insights/", 9),
     ]
     for client, url, count in pages:
         client.get(url)

@@ -45,9 +45,9 @@ def test_it_pages_the_log_in_constant_queries(
 ) -> None:
     fill(shop(), carol, count)
     carol_client.get("/activity/")
-    # session, user, user permissions, group permissions, count, the page of events with their
-    # task classes, the task class keys, the actors (the kinds are an enum: no query)
-    with django_assert_num_queries(8):
+    # session, user, permissions (their own and their groups'), count, the page of events with
+    # their task classes, the task class keys, the actors (the kinds are an enum: no query)
+    with django_assert_num_queries(7):
         response = carol_client.get("/activity/?page=1")
     assert rows(response.content.decode()) == min(count + 1, 50)  # +1: the registration
 

@@ -115,10 +115,10 @@ def test_it_shows_a_task_class_in_constant_queries(
     many_slots(count)
     client = signed_in(carol)
     client.get("/classify/bulk.task/")  # warm the session
-    # session, user, user permissions, group permissions, task class, slots, decisions,
+    # session, user, permissions (their own and their groups'), task class, slots, decisions,
     # decision-slot links, pending requests, open instance count, the groups approvers may
     # come from (M-of-N approval)
-    with django_assert_num_queries(11):
+    with django_assert_num_queries(10):
         response = client.get("/classify/bulk.task/")
     assert response.content.decode().count('data-slot="') == count
 
@@ -145,10 +145,10 @@ def test_it_previews_pending_requests_in_constant_queries(
         )
     client = signed_in(carol)
     client.get("/classify/bulk.task/")
-    # session, user, user permissions, group permissions, task class, slots, decisions,
+    # session, user, permissions (their own and their groups'), task class, slots, decisions,
     # decision-slot links, pending requests, open instances, their principals' beliefs, the
     # groups approvers may come from (M-of-N approval)
-    with django_assert_num_queries(12):
+    with django_assert_num_queries(11):
         response = client.get("/classify/bulk.task/")
     assert response.content.decode().count('class="pending-item"') == 2
 
@@ -164,10 +164,10 @@ def test_it_lists_task_classes_in_constant_queries(
         many_slots(4, key=f"bulk.{i}")
     client = signed_in(carol)
     client.get("/classify/")
-    # session, user, user permissions, group permissions, task classes with their counts
+    # session, user, permissions (their own and their groups'), task classes with their counts
     # (pending requests included), the unclassified slots queue, the unclassified decisions
     # queue, the requests waiting for this classifier's approval
-    with django_assert_num_queries(8):
+    with django_assert_num_queries(7):
         response = client.get("/classify/")
     assert response.content.decode().count('data-task-class="') == count
 

@@ -122,10 +122,10 @@ def test_it_runs_the_same_queries_for_2_and_50_prompts(
     # actions waiting for their approvers (none: their approvals, groups and decisions are
     # read only when there are some), 10 the person's ready actions done on a runtime's
     # report (the vendor's run 1: its values were the runtime's report of hers), with 11 their
-    # decisions and 12 the decisions' slots, and for the whole page 13 and 14 the user's and
-    # the groups' permissions (the header's roles: the rows' fragment has no header, and
-    # reads none).
-    with django_assert_num_queries(14 if url == "/" else 12):
+    # decisions and 12 the decisions' slots, and for the whole page 13 the person's
+    # permissions, their own and their groups' (the header's roles: the rows' fragment has no
+    # header, and reads none).
+    with django_assert_num_queries(13 if url == "/" else 12):
         response = alice_client.get(url)
     assert response.status_code == 200
 
@@ -213,11 +213,13 @@ def test_a_later_page_runs_the_same_queries(
     alice_client: Client,
     django_assert_num_queries,  # noqa: ANN001
 ) -> None:
-    # The first page's nine, less the decisions' slots (this class declares no decision, so
-    # there are none to fetch), and a count of the waiting instances (the title's number: one
-    # page does not hold them all); the rows' fragment reads no permissions (no header).
-    # (The reported actions are listed on the first page only.)
-    with django_assert_num_queries(9 if url.startswith("/?") else 7):
+    # 1 the session, 2 the user, 3 the waiting instances, 4 the recently finished, 5 the
+    # decisions of both (this class declares none: no slots of theirs to fetch), 6 a count of the
+    # waiting instances (the title's number: one page does not hold them all), 7 the latest
+    # write (live); and for the whole page 8 the person's permissions (the header's roles:
+    # the rows' fragment has no header). (The reported actions, the approvals asked and the
+    # actions with approvers are listed on the first page only.)
+    with django_assert_num_queries(8 if url.startswith("/?") else 7):
         response = alice_client.get(url)
     assert response.status_code == 200
 

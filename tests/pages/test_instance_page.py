@@ -175,10 +175,10 @@ def test_it_runs_the_same_queries_for_2_and_50_prompts(
     # prompts with their slots, beliefs and the beliefs' instances (the live version, and
     # whether a blocking prompt is past its TTL, are read off these two), 5 the decisions with
     # their slots' keys, for the restatement, 6 the person's latest irreversible confirmations
-    # (an irreversible one is open: is friction raised?), 7 and 8 the user's and the groups'
-    # permissions (the header's roles); after it, 9 shown_at for the prompts shown for the
-    # first time.
-    with django_assert_num_queries(9):
+    # (an irreversible one is open: is friction raised?), 7 the person's permissions, their
+    # own and their groups' (the header's roles); after it, 8 shown_at for the prompts shown
+    # for the first time.
+    with django_assert_num_queries(8):
         response = alice_client.get(f"/instances/{instance.pk}/")
     assert response.status_code == 200
     assert response.content.decode().count('class="card card-confirm"') == prompts // 2

@@ -106,8 +106,8 @@ def test_the_inbox_reads_the_same_queries_for_1_and_4_actions_with_approvers(
     # them); 4 the recently finished (none); 5 the approvals asked of alice (none); her
     # actions with approvers: 6 the instances, 7 their decisions, 8 the decisions' slots,
     # 9 their approvals, 10 the groups' members; 11 her ready actions done on a runtime's
-    # report (none); 12 the latest write (live); 13 and 14 the header's permissions.
-    with django_assert_num_queries(14):
+    # report (none); 12 the latest write (live); 13 the header's permissions.
+    with django_assert_num_queries(13):
         response = client.get("/")
     assert response.status_code == 200
     assert response.content.decode().count('id="approvers-link-') == rows

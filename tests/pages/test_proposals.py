@@ -105,8 +105,9 @@ def test_it_paginates_the_list(rita_client, many):
 @pytest.mark.parametrize("n", [3, 30])
 def test_it_lists_in_a_constant_number_of_queries(rita_client, many, django_assert_num_queries, n):
     many(n)
-    # session, user, user permissions, group permissions, verdict counts, paginator count, page
-    with django_assert_num_queries(7):
+    # session, user, permissions (their own and their groups'), verdict counts, paginator
+    # count, page
+    with django_assert_num_queries(6):
         response = rita_client.get("/proposals/?provider=p0")
     assert response.status_code == 200
 
@@ -165,9 +166,9 @@ def test_it_shows_the_detail_in_a_constant_number_of_queries(
         reviewer = User.objects.create(username=f"reviewer{i}")
         grant_role(reviewer, "reviewers")
         proposal_annotate(validation=validation, reviewer=reviewer, agreement="agree")
-    # session, user, user permissions, group permissions, validation, findings, annotations,
-    # the next validation rita has not reviewed
-    with django_assert_num_queries(8):
+    # session, user, permissions (their own and their groups'), validation, findings,
+    # annotations, the next validation rita has not reviewed
+    with django_assert_num_queries(7):
         response = rita_client.get(f"/proposals/{validation.pk}/")
     assert len(response.context["others"]) == n
 
@@ -321,8 +322,8 @@ def test_it_exports_in_a_constant_number_of_queries(rita_client, many, n):
         response = rita_client.get("/proposals/export.csv")
         rows = b"".join(response.streaming_content).decode().splitlines()
     assert len(rows) == n + 1
-    # session, user, user permissions, group permissions, the rows
-    assert len(queries) == 5, [q["sql"] for q in queries]
+    # session, user, permissions (their own and their groups'), the rows
+    assert len(queries) == 4, [q["sql"] for q in queries]
 
 
 def test_it_refuses_to_export_with_bad_filters(rita_client):
@@ -382,8 +383,9 @@ def test_it_computes_statistics_in_a_constant_number_of_queries(
     many(n)
     for validation in ProposalValidation.objects.all()[:n:3]:
         proposal_annotate(validation=validation, reviewer=rita, agreement="disagree")
-    # session, user, user permissions, group permissions, verdicts per day, codes, disagreement
-    with django_assert_num_queries(7):
+    # session, user, permissions (their own and their groups'), verdicts per day, codes,
+    # disagreement
+    with django_assert_num_queries(6):
         response = rita_client.get("/proposals/stats/")
     assert response.context["validations"] == n
 

@@ -103,6 +103,7 @@ FIXED_SQL = {
     "instances.py",
     "outbox.py",
     "pages.py",
+    "permissions.py",
     "postgres.py",
     "prompts.py",
     "rows.py",
