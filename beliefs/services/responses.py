@@ -57,7 +57,6 @@ from beliefs.models import (
 )
 from beliefs.observed import ANSWER_SECONDS
 from beliefs.selectors import attention
-from beliefs.selectors.access import Owner
 from beliefs.selectors.answering import AnswerRead, answer_under_lock
 from beliefs.selectors.beliefs import history_pool
 from beliefs.selectors.instances import fresh_prompt
@@ -665,14 +664,21 @@ _HANDLERS = {
 }
 
 
-def prompts_mark_shown(*, prompts: Iterable[Prompt], user: User) -> int:
-    """Record when each prompt was first shown to its principal (dwell time starts there)."""
-    ids = [p.pk for p in prompts if p.shown_at is None and p.state == PromptState.OPEN]
+def prompts_mark_shown(*, instance: TaskInstance, prompts: Iterable[Prompt], user: User) -> int:
+    """Record when each open prompt of `instance` was first shown to its principal (dwell time
+    starts there): only when `user` is that principal, and only prompts of that instance."""
+    if instance.principal_id != user.pk:
+        return 0
+    ids = [
+        p.pk
+        for p in prompts
+        if p.instance_id == instance.pk and p.shown_at is None and p.state == PromptState.OPEN
+    ]
     if not ids:
         return 0
     now = timezone.now()
     count = Prompt.objects.filter(
-        Owner.of(principal_id=user.pk).q("instance__"), pk__in=ids, shown_at__isnull=True
+        instance_id=instance.pk, pk__in=ids, shown_at__isnull=True
     ).update(shown_at=now)
     for prompt in prompts:
         if prompt.pk in ids:

@@ -75,7 +75,9 @@ def _instance_context(
     (`live.page_version`), both of one `live.snapshot()`: the page's version is never newer
     than the page."""
     instance, prompts = read.instance, read.prompts
-    live.after_snapshot(lambda: prompts_mark_shown(prompts=prompts, user=request.user))
+    live.after_snapshot(
+        lambda: prompts_mark_shown(instance=instance, prompts=prompts, user=request.user)
+    )
     decisions = selectors.instance_decisions(instance)
     # Only the principal sees the page: the signed-in user is the one who answers.
     facts = page_facts(

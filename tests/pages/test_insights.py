@@ -38,7 +38,7 @@ def _run(actor: Actor, user: User, *, world: dict, keep: bool = True) -> TaskIns
     )
     instance_plan(instance=instance, actor=actor)
     for prompt in instance.prompts.filter(state=PromptState.OPEN, blocking=True):
-        prompts_mark_shown(prompts=[prompt], user=user)
+        prompts_mark_shown(instance=prompt.instance, prompts=[prompt], user=user)
         Prompt.objects.filter(pk=prompt.pk).update(shown_at=timezone.now() - timedelta(seconds=5))
         if prompt.route == "CONFIRM" and keep:
             prompt_respond(

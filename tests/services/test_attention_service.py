@@ -265,3 +265,29 @@ def test_an_acknowledgement_shows_untrusted_details_as_text_with_hidden_characte
             "new_digest": digest_of(hostile),
         }
     ]
+
+
+def test_only_the_principal_showing_their_own_instances_prompts_starts_the_dwell(
+    rt: Actor, alice: User, mallory: User
+) -> None:
+    from beliefs.services.responses import prompts_mark_shown
+
+    mine = run(rt, alice, WORLD_SAME)
+    theirs = run(rt, mallory, WORLD_SAME)
+    prompt = Prompt.objects.filter(instance=mine, state="open", blocking=True).first()
+    other = Prompt.objects.filter(instance=theirs, state="open", blocking=True).first()
+    assert prompt is not None and other is not None
+    # Another person's page, or another instance's prompt named with this one: nothing.
+    assert prompts_mark_shown(instance=mine, prompts=[prompt], user=mallory) == 0
+    assert prompts_mark_shown(instance=theirs, prompts=[prompt], user=mallory) == 0
+    assert prompts_mark_shown(instance=mine, prompts=[other], user=alice) == 0
+    assert not Prompt.objects.filter(shown_at__isnull=False).exists()
+    # The principal's own: once, and never moved later.
+    assert prompts_mark_shown(instance=mine, prompts=[prompt], user=alice) == 1
+    first = Prompt.objects.get(pk=prompt.pk).shown_at
+    assert first is not None
+    fresh = Prompt.objects.get(pk=prompt.pk)
+    fresh.shown_at = None  # a stale read of it
+    assert prompts_mark_shown(instance=mine, prompts=[fresh], user=alice) == 0
+    assert Prompt.objects.get(pk=prompt.pk).shown_at == first
+    assert Prompt.objects.get(pk=other.pk).shown_at is None

@@ -39,7 +39,7 @@ def run(rt: Actor, user: User, world: dict) -> Any:  # noqa: ANN401
 
 def shown(prompt: Prompt, user: User, seconds_ago: float) -> Prompt:
     """The prompt as first shown to `user` on a page `seconds_ago`."""
-    prompts_mark_shown(prompts=[prompt], user=user)
+    prompts_mark_shown(instance=prompt.instance, prompts=[prompt], user=user)
     Prompt.objects.filter(pk=prompt.pk).update(
         shown_at=timezone.now() - timedelta(seconds=seconds_ago)
     )
