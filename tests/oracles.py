@@ -52,6 +52,7 @@ from beliefs.selectors.insights import (
 from beliefs.selectors.instances import InstanceRead, instance_payload, instance_prompts
 from beliefs.selectors.outbox import Claimable
 from beliefs.selectors.pages import DecisionView, PageRead
+from beliefs.selectors.passkeys import FedDecision
 from beliefs.selectors.quorum import approval_due
 
 
@@ -336,6 +337,32 @@ def receiving_endpoints(runtime_id: int) -> list[WebhookEndpoint]:
             runtime_id=runtime_id, deleted_at__isnull=True, active=True
         ).order_by("id")
     )
+
+
+def decisions_fed(instance: TaskInstance) -> list[FedDecision]:
+    """The decisions of the instance's class that a slot of its action feeds, by id."""
+    found = (
+        Decision.objects.filter(
+            task_class_id=instance.task_class_id, slots__key__in=list(instance.action_slots)
+        )
+        .distinct()
+        .order_by("id")
+        .values_list(
+            "key",
+            "label",
+            "requires_signature",
+            "approvals_required",
+            "approvers_id",
+            "approvers__name",
+        )
+    )
+    return [FedDecision(*row) for row in found]
+
+
+def declared_slots(task_class_id: int) -> dict[str, Slot]:
+    """The class's declared slots not retired, by position then id, by key."""
+    found = Slot.objects.filter(task_class_id=task_class_id, declared=True, retired_at=None)
+    return {slot.key: slot for slot in found.order_by("position", "id")}
 
 
 def lanes_in_flight(

@@ -34,18 +34,22 @@ version in `tests/oracles.py`, held equal by
   flight and the runtimes' locks it takes): with the latter two through the ORM, the worker's
   CPU per delivery at a trickle went from 3.6 to 5.2 ms on PostgreSQL, against the goal of
   5 ms;
-- what one whole approval reads besides those, each a query the ORM spent ten times the
-  database's time compiling (`make bench`'s approval row, whose goal is its CPU halved; per
-  approval, in process on SQLite, ORM vs fixed SQL): the next instance waiting for the person,
-  which the Confirm that finishes an instance links to (`pages.next_waiting`: 4.7 vs 0.3 ms);
-  the person's latest irreversible confirmations and change of friction, which the page and
-  that Confirm read (`attention.confirmations_and_friction`, `attention.habit`: 4.9 vs 0.5
-  ms); and each webhook event's number and the endpoints it goes to
-  (`events.next_event_sequence`, `events.receiving_endpoints`: 2.0 vs 0.2 ms, two events);
-  with the ORM, the Confirm took 24.6 ms and the page 13.2 (medians), 14.3 and 9.4 without;
-  and the person's permissions, which every person page's header reads
-  (`permissions.permissions_of`, through `beliefs.roles`: one query where Django's
-  `ModelBackend` builds two: about 0.5 ms of the page's 10);
+- what one whole approval reads besides those, each a query whose compiling through the ORM
+  cost about ten times the database's own time (`make bench`'s approval row, whose goal is its
+  CPU halved; per approval, in process on SQLite, ORM vs fixed SQL): the next instance waiting
+  for the person, which the Confirm that finishes an instance links to
+  (`pages.next_waiting`: 4.7 vs 0.3 ms); the person's latest irreversible confirmations and
+  change of friction, which the page and that Confirm read
+  (`attention.confirmations_and_friction`, `attention.habit`: 4.9 vs 0.5 ms); each webhook
+  event's number and the endpoints it goes to (`events.next_event_sequence`,
+  `events.receiving_endpoints`: 2.0 vs 0.2 ms, two events); the decisions an action feeds,
+  which the answer that readies it reads for its gates and receipt
+  (`passkeys.decisions_fed`: 1.0 vs 0.1 ms); the declared slots that an open naming none
+  takes as its action (`beliefs.declared_slots`: 1.1 vs 0.15 ms); and the person's
+  permissions, which every person page's header reads (`permissions.permissions_of`, through
+  `beliefs.roles`: one query where Django's `ModelBackend` builds two, about 0.5 ms of the
+  page's 10). With the ORM the Confirm took 24.6 ms and the page 13.2 (medians); without,
+  13.8 and 7.5-9;
 - the insights page's two windows (`insights.convergence`, `insights.fatigue`): through the
   ORM, the page at 100,000 instances went to 3.12x its time at 100 on PostgreSQL (convergence;
   11.7 vs 36.4 ms) and to 3.12x on SQLite (fatigue, dwell and world diff decoded in Python;

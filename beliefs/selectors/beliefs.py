@@ -532,6 +532,28 @@ def open_prompts_of(instance: TaskInstance) -> list[Prompt]:
     return [rows.instance_of(Prompt, [*row, instance.pk], names) for row in found]
 
 
+_SLOT_COLUMNS = rows.concrete(Slot)
+
+
+@cache
+def _declared_slots_sql() -> str:
+    col = rows.column
+    return (
+        f"SELECT {', '.join(col(m, n) for m, n in _SLOT_COLUMNS)} FROM {rows.table(Slot)}"
+        f" WHERE {col(Slot, 'task_class')} = %s AND {col(Slot, 'declared')}"
+        f" AND {col(Slot, 'retired_at')} IS NULL"
+        f" ORDER BY {col(Slot, 'position')}, {col(Slot, 'id')}"
+    )
+
+
+def declared_slots(task_class_id: int) -> dict[str, Slot]:
+    """The class's declared slots not retired, in order, by key: the action of an open that
+    names none (every open without its own list reads them; `tests.oracles.declared_slots`
+    is the same read through the ORM)."""
+    found = rows.fetch(_declared_slots_sql(), [task_class_id], _SLOT_COLUMNS)
+    return {slot.key: slot for slot in (rows.instance_of(Slot, values) for values in found)}
+
+
 def slot_states(instance: TaskInstance, now: datetime | None = None) -> list[SlotState]:
     """Every slot of the instance's action, in order: its risk, chosen belief and route (as of
     `now`, by default the present: meanings expire and dates pass).

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, cast
 from uuid import UUID
 
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, User
+from django.db.models import Model
 from webauthn.helpers import parse_cbor
 
 from beliefs.domain.passkeys import b64url, cose_to_jwk
 from beliefs.errors import NotFound
-from beliefs.models import Decision, Passkey, SignatureAttempt, TaskInstance
+from beliefs.models import Decision, Passkey, SignatureAttempt, Slot, TaskInstance
+from beliefs.selectors import rows
 from beliefs.selectors.shapes import (
     PasskeyPublicJSON,
     PersonPasskeysJSON,
@@ -38,26 +41,45 @@ class FedDecision:
     approvers_name: str | None
 
 
-def decisions_fed(instance: TaskInstance) -> list[FedDecision]:
-    """The decisions the action's slots feed, by id (one query, which every answer that
-    readies an instance runs): what `action_decisions` and `quorum.requirements_of` are read
-    from."""
-    found = (
-        Decision.objects.filter(
-            task_class_id=instance.task_class_id, slots__key__in=list(instance.action_slots)
-        )
-        .distinct()
-        .order_by("id")
-        .values_list(
-            "key",
-            "label",
-            "requires_signature",
-            "approvals_required",
-            "approvers_id",
-            "approvers__name",
-        )
+@cache
+def _fed_sql() -> str:
+    """The decisions of a task class (%s), by id, each once per slot of it (with the slot's
+    key: none for a decision without slots), with its approvers group's name."""
+    col = rows.column
+    through: type[Model] = Decision.slots.through
+    fields = ", ".join(col(Decision, name) for _, name in _FED_COLUMNS[:5])
+    return (
+        f"SELECT {fields}, {col(Group, 'name')}, {col(Slot, 'key')} FROM {rows.table(Decision)}"
+        f" LEFT OUTER JOIN {rows.table(Group)} ON {col(Group, 'id')} = {col(Decision, 'approvers')}"
+        f" LEFT OUTER JOIN {rows.table(through)}"
+        f" ON {col(through, 'decision')} = {col(Decision, 'id')}"
+        f" LEFT OUTER JOIN {rows.table(Slot)} ON {col(Slot, 'id')} = {col(through, 'slot')}"
+        f" WHERE {col(Decision, 'task_class')} = %s ORDER BY {col(Decision, 'id')}"
     )
-    return [FedDecision(*row) for row in found]
+
+
+_FED_COLUMNS: rows.Fields = (
+    (Decision, "key"),
+    (Decision, "label"),
+    (Decision, "requires_signature"),
+    (Decision, "approvals_required"),
+    (Decision, "approvers_id"),
+    (Group, "name"),
+    (Slot, "key"),
+)
+
+
+def decisions_fed(instance: TaskInstance) -> list[FedDecision]:
+    """The decisions the action's slots feed, by id (one query of fixed SQL, which every
+    answer that readies an instance runs: named, with its figure, in the read layer's
+    docstring; its ORM version is in `tests/oracles.py`): what `action_decisions` and
+    `quorum.requirements_of` are read from."""
+    action = set(instance.action_slots)
+    fed: dict[str, FedDecision] = {}
+    for *decision, slot_key in rows.fetch(_fed_sql(), [instance.task_class_id], _FED_COLUMNS):
+        if slot_key in action and decision[0] not in fed:
+            fed[decision[0]] = FedDecision(*decision)
+    return list(fed.values())
 
 
 def action_decisions(

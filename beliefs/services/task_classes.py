@@ -19,6 +19,7 @@ from beliefs.models import (
     TaskClass,
     TaskClassShare,
 )
+from beliefs.selectors.beliefs import declared_slots
 from beliefs.services import limits
 from beliefs.services.audit import Actor, audit
 from beliefs.services.retry import retry_on_race
@@ -283,12 +284,7 @@ def action_slots(
 def default_action_slots(task_class: TaskClass) -> dict[str, Slot]:
     """The slots of an action that names none, by key: every declared slot not retired, in
     order."""
-    return {
-        slot.key: slot
-        for slot in task_class.slots.filter(declared=True, retired_at__isnull=True).order_by(
-            "position", "id"
-        )
-    }
+    return declared_slots(task_class.pk)
 
 
 @transaction.atomic

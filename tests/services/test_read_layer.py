@@ -103,6 +103,7 @@ FIXED_SQL = {
     "instances.py",
     "outbox.py",
     "pages.py",
+    "passkeys.py",
     "permissions.py",
     "postgres.py",
     "prompts.py",

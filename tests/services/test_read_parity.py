@@ -223,6 +223,20 @@ def test_the_fast_reads_answer_as_the_orm(seed: int, alice: User, mallory: User)
     assert any(chosen for chosen in slow_choice.values()), "some slot binds a belief"
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_the_declared_slots_answer_as_the_orm(seed: int, alice: User, mallory: User) -> None:
+    task_class_id = _generate(seed, [alice, mallory])[0].task_class_id
+    slots = list(Slot.objects.filter(task_class_id=task_class_id).order_by("id"))
+    # One more left undeclared (registered by an open of an open-slots class) and one retired.
+    Slot.objects.filter(pk=slots[0].pk).update(declared=False)
+    Slot.objects.filter(pk=slots[1].pk).update(retired_at=T0)
+    fast = fast_beliefs.declared_slots(task_class_id)
+    slow = oracles.declared_slots(task_class_id)
+    assert list(fast) == list(slow)
+    assert [_fields(s) for s in fast.values()] == [_fields(s) for s in slow.values()]
+    assert slots[0].key not in slow and slots[1].key not in slow and slow
+
+
 def _full_prompt_view(prompt: Prompt) -> tuple[Any, ...]:
     return (_fields(prompt), _fields(prompt.slot), _belief_view(prompt.belief))
 
@@ -373,6 +387,9 @@ def test_the_attention_reads_answer_as_the_orm_and_as_one(
             responded_at=T0 + timedelta(seconds=n % 3),  # ties: the newest id first
         )
     assert any(fast_passkeys.decisions_fed(i) for i in instances), "some action feeds one"
+    for instance in instances:
+        assert fast_passkeys.decisions_fed(instance) == oracles.decisions_fed(instance)
+    assert any(d.approvers_name for i in instances for d in oracles.decisions_fed(i))
     for person in (alice, mallory):
         for kinds in (
             [],
