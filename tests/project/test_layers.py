@@ -19,7 +19,6 @@ LAYERS: list[tuple[str, ...]] = [
     (
         "beliefs.errors",
         "beliefs.models",
-        "beliefs.roles",
         "beliefs.apps",
         "beliefs.net",
         "beliefs.mail",
@@ -27,7 +26,9 @@ LAYERS: list[tuple[str, ...]] = [
         "beliefs.observed",
         "beliefs.tracing",
     ),
-    ("beliefs.selectors",),
+    # Who holds a role is read (`beliefs.roles`, from `selectors.permissions`): it sits with the
+    # reads, below the services and the faces that check roles.
+    ("beliefs.selectors", "beliefs.roles"),
     ("beliefs.services",),
     # The inputs both faces read: the API and the pages share them, so they sit below both.
     ("beliefs.schemas",),
