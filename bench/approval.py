@@ -15,6 +15,12 @@ Over the window from the first start to the last webhook the rows give, per appr
 the server processes, the worker and (PostgreSQL) the database's own processes serving their
 connections, from /proc; and the SQL statements and the transactions that sent any, counted in
 every one of those processes (`bench/counting`). A figure to compare, never a test.
+
+With `--against PATH` (a checkout of the version before, e.g. `git archive <commit> | tar -x -C
+/tmp/before`, on the same database schema) that version's servers and worker are measured too,
+in turns with this one's (A, B, A, B, each turn its own servers and its share of the
+approvals), and the CPU row reads "this vs that" with its ratio, held to the goal of halving
+it (issue 46: ≤ 0.5× of the version before).
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -31,6 +39,7 @@ from typing import Any
 
 from bench.common import counted, counting_env, database_pids
 from bench.longpoll import (
+    ROOT,
     Bench,
     Browser,
     Person,
@@ -48,6 +57,8 @@ RATE = 10.0  # approvals started a second
 APPROVALS = 300
 QUICK_APPROVALS = 100
 WARM = 10  # approvals before the window opens: imports, connections, caches
+ROUNDS = 2  # turns of each version with --against (one turn without)
+HALVED = 0.5  # the goal with --against: this version's CPU per approval against the other's
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -62,16 +73,39 @@ class Window:
     transactions: int
     failed: list[str]
 
+    @classmethod
+    def total(cls, windows: list[Window]) -> Window:
+        """One version's turns as one window."""
+        return cls(
+            sum(w.approvals for w in windows),
+            sum(w.seconds for w in windows),
+            sum(w.server_ms for w in windows),
+            sum(w.worker_ms for w in windows),
+            sum(w.database_ms for w in windows),
+            sum(w.statements for w in windows),
+            sum(w.transactions for w in windows),
+            [f for w in windows for f in w.failed],
+        )
 
-def measure(bench: Bench, quick: bool) -> list[dict[str, Any]]:
-    """The rows of GROUP (each the fields of a `bench.main.Row`), on the child's database."""
+    def per_approval(self) -> float:
+        """Milliseconds of CPU (servers, worker and database) per approval that succeeded."""
+        done = max(self.approvals - len(self.failed), 1)
+        return (self.server_ms + self.worker_ms + self.database_ms) / done
+
+
+def measure(bench: Bench, quick: bool, against: Path | None = None) -> list[dict[str, Any]]:
+    """The rows of GROUP (each the fields of a `bench.main.Row`), on the child's database: of
+    this checkout, and in turns with it the one at `against`."""
     for noisy in ("httpx", "axes"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     bench.task_class("bench.approval", 1)
     count = QUICK_APPROVALS if quick else APPROVALS
+    versions = {"this": ROOT, **({"that": against} if against else {})}
+    rounds = ROUNDS if against else 1
     # Few enough approvals a person that none becomes a habit the console raises friction for
     # (CONSOLE_HABIT_WINDOW confirmations of under 2 s): a person confirms one in 10.
-    people = _people(bench, -(-(count + WARM) // 10), prefix="approving")
+    turns = rounds * len(versions)
+    people = _people(bench, -(-(count * len(versions) + WARM * turns) // 10), prefix="approving")
     arrived: dict[str, threading.Event] = {}
     lock = threading.Lock()
 
@@ -80,16 +114,34 @@ def measure(bench: Bench, quick: bool) -> list[dict[str, Any]]:
             with lock:
                 arrived.setdefault(item.event["data"]["instance_id"], threading.Event()).set()
 
-    counts = Path(tempfile.mkdtemp(prefix="bench-approval-"))
+    windows: dict[str, list[Window]] = {name: [] for name in versions}
+    if against:  # its pages need its own static files (this checkout's the child collected)
+        subprocess.run(
+            [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],
+            cwd=against,
+            env={**os.environ, "STATIC_ROOT": str(against / "staticfiles")},
+            check=True,
+        )
     receiver = ready_receiver(bench, on_event)
+    started = 0  # approvals started so far: each turn's people are the next ones in line
     try:
-        with servers(extra_env=counting_env(counts)) as running:
-            window = asyncio.run(
-                _run(bench, running, people, count, arrived, lock, counts)
-            )  # fmt: skip
+        for turn in range(rounds):
+            for name, root in versions.items():
+                if against:
+                    _progress_(f"turn {turn + 1} of {rounds}: {root}")
+                counts = Path(tempfile.mkdtemp(prefix="bench-approval-"))
+                share = count // rounds
+                with servers(extra_env=counting_env(counts), root=root) as running:
+                    window = asyncio.run(
+                        _run(bench, running, people, share, started, arrived, lock, counts)
+                    )  # fmt: skip
+                started += share + WARM
+                windows[name].append(window)
     finally:
         receiver.stop()
-    return _rows(bench, window)
+    mine = Window.total(windows["this"])
+    theirs = Window.total(windows["that"]) if against else None
+    return _rows(bench, mine, theirs)
 
 
 async def _run(
@@ -97,6 +149,7 @@ async def _run(
     running: Any,
     people: list[Person],
     count: int,
+    first: int,
     arrived: dict[str, threading.Event],
     lock: threading.Lock,
     counts: Path,
@@ -160,7 +213,7 @@ async def _run(
         for person in people:
             await _csrf(pages, person)
         _progress_(f"{WARM} approvals to warm up")
-        await asyncio.gather(*(one(n) for n in range(WARM)))
+        await asyncio.gather(*(one(first + n) for n in range(WARM)))
         failed.clear()  # the window's own failures only
         await asyncio.sleep(1)
         server_pids = running.pids()
@@ -175,7 +228,7 @@ async def _run(
             pause = started + n / RATE - time.monotonic()
             if pause > 0:
                 await asyncio.sleep(pause)
-            tasks.append(asyncio.create_task(one(WARM + n)))
+            tasks.append(asyncio.create_task(one(first + WARM + n)))
         await asyncio.gather(*tasks)
         seconds = time.monotonic() - started
         database = sorted(set(database) | set(_blocking(database_pids)))
@@ -231,25 +284,50 @@ def _ticks(servers: list[int], worker: list[int], database: list[int]) -> tuple[
     return _cpu_ticks(servers), _cpu_ticks(worker), _cpu_ticks(database)
 
 
-def _rows(bench: Bench, window: Window) -> list[dict[str, Any]]:
+def _cpu(bench: Bench, window: Window) -> str:
     if window.failed:
         _progress_(f"{len(window.failed)} approvals failed, e.g. {window.failed[:3]}")
     n = max(window.approvals - len(window.failed), 1)
-    total = window.server_ms + window.worker_ms + window.database_ms
     rate = window.approvals / window.seconds
     cpu = (
-        f"{total / n:.1f} ms: servers {window.server_ms / n:.1f}, worker {window.worker_ms / n:.1f}"
+        f"{window.per_approval():.1f} ms: servers {window.server_ms / n:.1f}, "
+        f"worker {window.worker_ms / n:.1f}"
     )
     if bench.postgres:
         cpu += f", PostgreSQL {window.database_ms / n:.1f}"
     suffix = f" ({rate:.1f} approvals/s, {window.approvals:,}"
-    suffix += f"; {len(window.failed)} failed)" if window.failed else ")"
+    return cpu + suffix + (f"; {len(window.failed)} failed)" if window.failed else ")")
+
+
+def _statements(window: Window) -> str:
+    n = max(window.approvals - len(window.failed), 1)
+    return f"{window.statements / n:.1f} ({window.transactions / n:.1f})"
+
+
+def _rows(bench: Bench, mine: Window, theirs: Window | None) -> list[dict[str, Any]]:
+    """The CPU and the statements of one approval; with another version, each "this vs that",
+    the CPU's ratio held to HALVED."""
+    cpu_figure = "CPU of one approval, open → webhook"
+    statements_figure = "SQL statements (transactions) of one approval, open → webhook"
+    if theirs is None:
+        return [
+            Row(GROUP, cpu_figure, _cpu(bench, mine), None, "", None),
+            Row(GROUP, statements_figure, _statements(mine), None, "", None),
+        ]
+    ratio = mine.per_approval() / theirs.per_approval() if theirs.per_approval() else None
     return [
-        Row(GROUP, "CPU of one approval, open → webhook", cpu + suffix, None, "", None),
         Row(
             GROUP,
-            "SQL statements (transactions) of one approval, open → webhook",
-            f"{window.statements / n:.1f} ({window.transactions / n:.1f})",
+            f"{cpu_figure}, this vs --against",
+            f"{_cpu(bench, mine)} vs {_cpu(bench, theirs)}",
+            ratio,
+            f"≤ {HALVED:g}× of --against",
+            None if ratio is None else ratio <= HALVED,
+        ),
+        Row(
+            GROUP,
+            f"{statements_figure}, this vs --against",
+            f"{_statements(mine)} vs {_statements(theirs)}",
             None,
             "",
             None,

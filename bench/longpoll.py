@@ -183,10 +183,11 @@ class Servers:
 
 @contextmanager
 def servers(
-    worker_id: str | None = None, extra_env: dict[str, str] | None = None
+    worker_id: str | None = None, extra_env: dict[str, str] | None = None, root: Path = ROOT
 ) -> Iterator[Servers]:
     """`make serve` on a free port and a worker (named `worker_id` when given), both with
-    `extra_env` in their environment, until the block ends."""
+    `extra_env` in their environment, until the block ends; of the checkout at `root` (this
+    one unless another version is measured against it)."""
     port = free_port()
     env = {
         **os.environ,
@@ -216,7 +217,7 @@ def servers(
                 running.processes.append(
                     subprocess.Popen(
                         command,
-                        cwd=ROOT,
+                        cwd=root,
                         env={**env, **pooled.get(name, {})},
                         stdout=subprocess.DEVNULL,
                         stderr=out,

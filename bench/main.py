@@ -253,7 +253,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--against",
         metavar="PATH",
-        help="trickle: also measure the worker of the checkout at PATH, in turns with this one",
+        help="trickle, approval: also measure the worker (and the servers) of the checkout at"
+        " PATH, in turns with this one",
     )
     parser.add_argument(
         "--agents",
@@ -1036,7 +1037,8 @@ def child(
         from bench import approval
 
         _progress("one whole approval at a steady rate")
-        for fields in approval.measure(bench, quick=scale == QUICK):
+        versus = Path(against) if against else None
+        for fields in approval.measure(bench, quick=scale == QUICK, against=versus):
             _emit(Row(**fields))
     if "servers" in only:
         from bench import twoservers
