@@ -365,6 +365,16 @@ def declared_slots(task_class_id: int) -> dict[str, Slot]:
     return {slot.key: slot for slot in found.order_by("position", "id")}
 
 
+def opening_counts(
+    principal_id: int, runtime_id: int | None, task_class_id: int
+) -> tuple[int, int]:
+    """The person's open instances from the runtime, and their last run number of the class."""
+    mine = TaskInstance.objects.filter(principal_id=principal_id)
+    open_count = mine.filter(runtime_id=runtime_id, status__in=InstanceStatus.open()).count()
+    last = mine.filter(task_class_id=task_class_id).aggregate(m=Max("run_number"))["m"]
+    return open_count, last or 0
+
+
 def lanes_in_flight(
     now: datetime, runtime_ids: Sequence[int] | None = None
 ) -> list[tuple[int, int, str]]:

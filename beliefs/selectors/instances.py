@@ -690,3 +690,36 @@ def instance_to_plan(pk: Any, *, runtime_id: int | None, lock: bool) -> TaskInst
     instance.task_class = rows.instance_of(TaskClass, values[instances : instances + classes])
     instance.principal = rows.instance_of(User, values[instances + classes :])
     return instance
+
+
+@cache
+def _opening_sql(by_runtime: bool) -> str:
+    col = rows.column
+    statuses = ", ".join(["%s"] * len(InstanceStatus.open()))
+    t = "o"
+    runtime = "= %s" if by_runtime else "IS NULL"
+    return (
+        f"SELECT (SELECT COUNT(*) FROM {rows.table(TaskInstance, t)}"
+        f" WHERE {col(TaskInstance, 'principal', t)} = %s"
+        f" AND {col(TaskInstance, 'runtime', t)} {runtime}"
+        f" AND {col(TaskInstance, 'status', t)} IN ({statuses})),"
+        f" (SELECT MAX({col(TaskInstance, 'run_number', t)}) FROM {rows.table(TaskInstance, t)}"
+        f" WHERE {col(TaskInstance, 'principal', t)} = %s"
+        f" AND {col(TaskInstance, 'task_class', t)} = %s)"
+    )
+
+
+def opening_counts(
+    principal_id: int, runtime_id: int | None, task_class_id: int
+) -> tuple[int, int]:
+    """What an open reads under the principal's lock, in one query of fixed SQL (named, with
+    its figure, in the read layer's docstring; `tests.oracles.opening_counts` is the same read
+    through the ORM): how many of the person's instances from this runtime (None: opened by
+    none) are still open, for the limit, and the person's last run number of the class (0:
+    none yet)."""
+    by_runtime = runtime_id is not None
+    params = [principal_id, *([runtime_id] if by_runtime else []), *sorted(InstanceStatus.open())]
+    params += [principal_id, task_class_id]
+    number = (TaskInstance, "run_number")
+    ((open_count, last),) = rows.fetch(_opening_sql(by_runtime), params, (number, number))
+    return int(open_count), int(last or 0)

@@ -8,7 +8,6 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import Max
 from django.utils import timezone
 
 from beliefs.domain.policy import Source
@@ -24,6 +23,7 @@ from beliefs.models import (
     TaskClass,
     TaskInstance,
 )
+from beliefs.selectors.instances import opening_counts
 from beliefs.services import limits
 from beliefs.services.audit import Actor, audit, audit_all, audit_replaced, digest_of
 from beliefs.services.lifecycle import close_instance, lock_instance, require_open
@@ -96,21 +96,17 @@ def instance_open(
         )
     world = world or {}
     keys, slot_rows = _action_keys(task_class, slots, beliefs, actor)
-    # Counted under the principal's lock, so racing opens queue and cannot pass the limit together.
-    limits.check_open_instances(
-        TaskInstance.objects.filter(
-            principal=user, runtime=actor.runtime, status__in=InstanceStatus.open()
-        ).count()
-    )
-    last = TaskInstance.objects.filter(principal=user, task_class=task_class).aggregate(
-        m=Max("run_number")
-    )["m"]
+    # Counted under the principal's lock, so racing opens queue and cannot pass the limit
+    # together, and cannot take the same run number.
+    runtime_id = actor.runtime.pk if actor.runtime is not None else None
+    open_count, last = opening_counts(user.pk, runtime_id, task_class.pk)
+    limits.check_open_instances(open_count)
     instance = TaskInstance.objects.create(
         task_class=task_class,
         principal=user,
         runtime=actor.runtime,
         opened_by=actor.key,
-        run_number=(last or 0) + 1,
+        run_number=last + 1,
         action_slots=keys,
         audience=audience,
         world=world,

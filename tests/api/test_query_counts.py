@@ -162,11 +162,11 @@ def test_opening_with_a_belief_per_slot_runs_the_same_queries_at_5_and_200_slots
     }
     # 1 the API key; the service: 2 savepoint, 3 the task class, 4 the principal (its row
     # locked as it is read), 5 the action's slots (every declared one, whole: the beliefs are
-    # recorded against them), 6 its open instances from this runtime counted (the limit), 7 its
-    # last run number, 8 the instance, 9 the beliefs in one INSERT, 10 the instance's audit
-    # event and the beliefs' in one INSERT, 11 release. The answer reads no prompts: never
-    # planned, the instance has none.
-    with django_assert_num_queries(11):
+    # recorded against them), 6 its open instances from this runtime counted (the limit) with
+    # its last run number, in one query, 7 the instance, 8 the beliefs in one INSERT, 9 the
+    # instance's audit event and the beliefs' in one INSERT, 10 release. The answer reads no
+    # prompts: never planned, the instance has none.
+    with django_assert_num_queries(10):
         response = api.runtime.post_json(f"{API}/instances/", body)
     assert response.status_code == 201, response.json()
     assert response.json()["prompts"] == []

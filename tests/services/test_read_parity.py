@@ -210,6 +210,17 @@ def test_the_fast_reads_answer_as_the_orm(seed: int, alice: User, mallory: User)
         assert [_prompt_view(p) for p in fast_beliefs.open_prompts_of(instance)] == [
             _prompt_view(p) for p in oracles.open_prompts_of(instance)
         ]
+    # What an open counts: the person's open instances per runtime (none included), and their
+    # last run number of a class (none yet for another class).
+    other_class = TaskClass.objects.create(key=f"other{seed}", name="other")
+    counted = set()
+    for person in (alice, mallory):
+        for runtime_id in {None, stranger.pk, *(i.runtime_id for i in instances)}:
+            for class_id in (instances[0].task_class_id, other_class.pk):
+                fast_c = fast_instances.opening_counts(person.pk, runtime_id, class_id)
+                assert fast_c == oracles.opening_counts(person.pk, runtime_id, class_id)
+                counted.add(fast_c)
+    assert len(counted) > 2, counted
     slots = list(Slot.objects.filter(task_class=instances[0].task_class))
     fast_choice = fast_beliefs.choose_beliefs_for(instances, slots)
     slow_choice = oracles.choose_beliefs_for(instances, slots)
