@@ -35,9 +35,9 @@ def thresholds() -> Thresholds:
 
 @cache
 def _latest_friction_sql() -> str:
-    """The kind of one person's (%s) latest change of friction, read off the friction events'
-    own index (`audit_friction_by_person`: its condition, the kinds, is written into the text,
-    where a parameter would keep a database from using it)."""
+    """The kind of one person's latest change of friction (the parameter: the person), read
+    off the friction events' own index (`audit_friction_by_person`: its condition, the kinds,
+    is written into the text, where a parameter would keep a database from using it)."""
     col = rows.column
     kinds = ", ".join(f"'{kind.value}'" for kind in FRICTION_KINDS)
     return (
@@ -51,9 +51,10 @@ def _latest_friction_sql() -> str:
 
 @cache
 def _confirmations_sql(with_friction: bool) -> str:
-    """One person's (%s) answered irreversible confirmations, newest first, at most %s of them:
-    how each was answered, when it was shown and answered, and `with_friction` the kind of the
-    person's latest change of friction (its %s first)."""
+    """One person's answered irreversible confirmations, newest first, at most a limit of them:
+    how each was answered, when it was shown and when answered; `with_friction`, beside each
+    the kind of the person's latest change of friction (`_latest_friction_sql`, whose person
+    is the first parameter). Then the person, the route, risk and state, and the limit."""
     col = rows.column
     friction = f", ({_latest_friction_sql()})" if with_friction else ""
     return (

@@ -23,6 +23,7 @@ from beliefs.models import (
     TaskClass,
     TaskInstance,
 )
+from beliefs.selectors.beliefs import declared_slots
 from beliefs.selectors.instances import opening_counts
 from beliefs.services import limits
 from beliefs.services.audit import Actor, audit, audit_all, audit_replaced, digest_of
@@ -30,7 +31,7 @@ from beliefs.services.lifecycle import close_instance, lock_instance, require_op
 from beliefs.services.planning import plan_locked
 from beliefs.services.retry import retry_on_race
 from beliefs.services.runtimes import require_own_audience
-from beliefs.services.task_classes import action_slots, default_action_slots, require_may_open
+from beliefs.services.task_classes import action_slots, require_may_open
 
 SUPERSEDED_REASON = "a newer belief was recorded"
 
@@ -151,7 +152,7 @@ def _action_keys(
                 fields={f"beliefs[{index}].slot": ["not one of the action's slots"]},
             )
         return keys, found
-    found = default_action_slots(task_class)
+    found = declared_slots(task_class.pk)  # every declared slot not retired, in order
     keys = list(found)
     extra = [spec.slot for spec in beliefs if spec.slot not in found]
     if extra:

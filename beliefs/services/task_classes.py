@@ -19,7 +19,6 @@ from beliefs.models import (
     TaskClass,
     TaskClassShare,
 )
-from beliefs.selectors.beliefs import declared_slots
 from beliefs.services import limits
 from beliefs.services.audit import Actor, audit
 from beliefs.services.retry import retry_on_race
@@ -279,12 +278,6 @@ def action_slots(
     for key in unknown:
         found[key] = _grow(task_class, key, actor)
     return found
-
-
-def default_action_slots(task_class: TaskClass) -> dict[str, Slot]:
-    """The slots of an action that names none, by key: every declared slot not retired, in
-    order."""
-    return declared_slots(task_class.pk)
 
 
 @transaction.atomic
