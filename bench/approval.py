@@ -87,10 +87,14 @@ class Window:
             [f for w in windows for f in w.failed],
         )
 
+    @property
+    def done(self) -> int:
+        """The approvals that succeeded (at least 1: what the figures are divided by)."""
+        return max(self.approvals - len(self.failed), 1)
+
     def per_approval(self) -> float:
         """Milliseconds of CPU (servers, worker and database) per approval that succeeded."""
-        done = max(self.approvals - len(self.failed), 1)
-        return (self.server_ms + self.worker_ms + self.database_ms) / done
+        return (self.server_ms + self.worker_ms + self.database_ms) / self.done
 
 
 def measure(bench: Bench, quick: bool, against: Path | None = None) -> list[dict[str, Any]]:
@@ -124,13 +128,13 @@ def measure(bench: Bench, quick: bool, against: Path | None = None) -> list[dict
         )
     receiver = ready_receiver(bench, on_event)
     started = 0  # approvals started so far: each turn's people are the next ones in line
+    share = count // rounds
     try:
         for turn in range(rounds):
             for name, root in versions.items():
                 if against:
                     _progress_(f"turn {turn + 1} of {rounds}: {root}")
                 counts = Path(tempfile.mkdtemp(prefix="bench-approval-"))
-                share = count // rounds
                 with servers(extra_env=counting_env(counts), root=root) as running:
                     window = asyncio.run(
                         _run(bench, running, people, share, started, arrived, lock, counts)
@@ -287,7 +291,7 @@ def _ticks(servers: list[int], worker: list[int], database: list[int]) -> tuple[
 def _cpu(bench: Bench, window: Window) -> str:
     if window.failed:
         _progress_(f"{len(window.failed)} approvals failed, e.g. {window.failed[:3]}")
-    n = max(window.approvals - len(window.failed), 1)
+    n = window.done
     rate = window.approvals / window.seconds
     cpu = (
         f"{window.per_approval():.1f} ms: servers {window.server_ms / n:.1f}, "
@@ -300,7 +304,7 @@ def _cpu(bench: Bench, window: Window) -> str:
 
 
 def _statements(window: Window) -> str:
-    n = max(window.approvals - len(window.failed), 1)
+    n = window.done
     return f"{window.statements / n:.1f} ({window.transactions / n:.1f})"
 
 

@@ -133,6 +133,9 @@ def instance_decisions(instance: TaskInstance) -> list[DecisionView]:
     return [DecisionView(key, label, frozenset(keys)) for key, label, keys in decisions.values()]
 
 
+_NEXT_COLUMNS = (*rows.concrete(TaskInstance), *rows.concrete(TaskClass))
+
+
 @cache
 def _next_waiting_sql() -> str:
     """`TaskInstanceQuerySet.waiting` of one person, one instance left out, the newest first:
@@ -147,9 +150,8 @@ def _next_waiting_sql() -> str:
     )
     status, due = col(TaskInstance, "status"), col(TaskInstance, "signature_due_at")
     waiting = ", ".join(["%s"] * len(InstanceStatus.waiting_for_person()))
-    columns = [*rows.concrete(TaskInstance), *rows.concrete(TaskClass)]
     return (
-        f"SELECT {', '.join(col(m, n) for m, n in columns)} FROM {rows.table(TaskInstance)}"
+        f"SELECT {', '.join(col(m, n) for m, n in _NEXT_COLUMNS)} FROM {rows.table(TaskInstance)}"
         f" INNER JOIN {rows.table(TaskClass)}"
         f" ON {col(TaskClass, 'id')} = {col(TaskInstance, 'task_class')}"
         f" WHERE {col(TaskInstance, 'principal')} = %s AND {status} IN ({waiting})"
@@ -158,9 +160,6 @@ def _next_waiting_sql() -> str:
         f" AND {col(TaskInstance, 'id')} <> %s"
         f" ORDER BY {col(TaskInstance, 'created_at')} DESC LIMIT 1"
     )
-
-
-_NEXT_COLUMNS = (*rows.concrete(TaskInstance), *rows.concrete(TaskClass))
 
 
 def next_waiting(user: User, now: datetime, after: TaskInstance) -> TaskInstance | None:

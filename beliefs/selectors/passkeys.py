@@ -41,6 +41,17 @@ class FedDecision:
     approvers_name: str | None
 
 
+_FED_COLUMNS: rows.Fields = (
+    (Decision, "key"),
+    (Decision, "label"),
+    (Decision, "requires_signature"),
+    (Decision, "approvals_required"),
+    (Decision, "approvers_id"),
+    (Group, "name"),
+    (Slot, "key"),
+)
+
+
 @cache
 def _fed_sql() -> str:
     """The decisions of a task class (%s), by id, each once per slot of it (with the slot's
@@ -56,17 +67,6 @@ def _fed_sql() -> str:
         f" LEFT OUTER JOIN {rows.table(Slot)} ON {col(Slot, 'id')} = {col(through, 'slot')}"
         f" WHERE {col(Decision, 'task_class')} = %s ORDER BY {col(Decision, 'id')}"
     )
-
-
-_FED_COLUMNS: rows.Fields = (
-    (Decision, "key"),
-    (Decision, "label"),
-    (Decision, "requires_signature"),
-    (Decision, "approvals_required"),
-    (Decision, "approvers_id"),
-    (Group, "name"),
-    (Slot, "key"),
-)
 
 
 def decisions_fed(instance: TaskInstance) -> list[FedDecision]:
