@@ -153,15 +153,27 @@ def _pick_sql(instance: str, principal: str, run_number: str, runtime: str, vend
         f" WHERE {col(TaskClassShare, 'task_class', 'ph')} = {task_class}"
         f" AND {col(TaskClassShare, 'history', 'ph')} AND {sharer} <> {runtime} AND {member}"
     )
-    # The seeks' ids first, then each found belief by its key: written as `id IN (seeks)`,
-    # SQLite's planner could scan the whole table for them (its CROSS JOIN keeps that order).
-    join = "CROSS JOIN" if vendor == "sqlite" else "INNER JOIN"
+    if vendor == "sqlite":
+        # The seeks' ids first, then each found belief by its key: written as `id IN (seeks)`,
+        # SQLite's planner could scan the whole table for them (its CROSS JOIN keeps that order).
+        newest_found = (
+            f'SELECT {col(Belief, "id", "x")} FROM ({seeks}) AS "k"'
+            f' CROSS JOIN {rows.table(Belief, "x")} ON {col(Belief, "id", "x")} = "k"."id"'
+            f" ORDER BY {col(Belief, 'acquired_at', 'x')} DESC, {col(Belief, 'id', 'x')} DESC"
+        )
+    else:
+        # Each found id's time read by its key: joined instead, PostgreSQL hashed the table
+        # (every belief, for every slot) wherever it holds few rows.
+        acquired = (
+            f"(SELECT {col(Belief, 'acquired_at', 'x')} FROM {rows.table(Belief, 'x')}"
+            f' WHERE {col(Belief, "id", "x")} = "k"."id")'
+        )
+        newest_found = (
+            f'SELECT "k"."id" FROM ({seeks}) AS "k" WHERE "k"."id" IS NOT NULL'
+            f' ORDER BY {acquired} DESC, "k"."id" DESC'
+        )
     carried = (
-        f"CASE WHEN {runtime} IS NULL THEN {earlier('IS NULL')} ELSE"
-        f' (SELECT {col(Belief, "id", "x")} FROM ({seeks}) AS "k"'
-        f' {join} {rows.table(Belief, "x")} ON {col(Belief, "id", "x")} = "k"."id"'
-        f" ORDER BY {col(Belief, 'acquired_at', 'x')} DESC, {col(Belief, 'id', 'x')} DESC"
-        " LIMIT 1) END"
+        f"CASE WHEN {runtime} IS NULL THEN {earlier('IS NULL')} ELSE ({newest_found} LIMIT 1) END"
     )
     return f"COALESCE({current}, {carried})"
 
@@ -400,7 +412,9 @@ _SLOT_ROW_COLUMNS: tuple[tuple[type[Model], str], ...] = (
 def named_in(key: str, vendor: str) -> str:
     """SQL: `key` is one of the keys of a JSON list given as a parameter (text)."""
     if vendor == "postgresql":
-        return f"{key} IN (SELECT jsonb_array_elements_text(CAST(%s AS jsonb)))"
+        # An array, read once: as `IN (SELECT ...)`, PostgreSQL could compare every key with
+        # every element (a nested loop, quadratic in the action's slots).
+        return f"{key} = ANY (ARRAY(SELECT jsonb_array_elements_text(CAST(%s AS jsonb))))"
     return f"{key} IN (SELECT value FROM json_each(%s))"
 
 
