@@ -102,13 +102,22 @@ def _indexed_by(name: str, vendor: str) -> str:
     return f' INDEXED BY "{name}"' if vendor == "sqlite" else ""
 
 
-def _pick_sql(instance: str, principal: str, run_number: str, runtime: str, vendor: str) -> str:
+def _pick_sql(
+    instance: str,
+    principal: str,
+    run_number: str,
+    runtime: str,
+    vendor: str,
+    member: str | None = None,
+) -> str:
     """SQL for the id of the belief that slot "s" binds for one instance: the newest active
     belief of the instance, else the newest active one of the principal from an earlier run of
     a runtime the instance's runtime may carry from (`HistoryPool.carries`: its own; with the
     class's history pool when it is a member, every member's; newest: acquired_at, then id).
     The instance's id, principal, run number and runtime are given as SQL (columns, or the
-    instance's id as a placeholder: its only parameter).
+    instance's id as a placeholder: its only parameter). `member`: SQL for whether the runtime
+    is in the class's history pool, where the caller works it out once for every slot (by
+    default each slot's pick works it out for its own class).
 
     Each runtime it may carry from is one `LIMIT 1` seek of the index (principal, slot,
     status, runtime, acquired_at, id), so neither the principal's history with this runtime nor
@@ -139,7 +148,7 @@ def _pick_sql(instance: str, principal: str, run_number: str, runtime: str, vend
         )
 
     current = newest(f"{col(Belief, 'instance', 'c')} = {instance}", "belief_newest_of_instance")
-    member = _in_history_pool(runtime, task_class)
+    member = member or _in_history_pool(runtime, task_class)
     # One seek for its own runtime, one for each other member of the pool when it is one.
     owner = col(TaskClass, "owner", "po")
     sharer = col(TaskClassShare, "runtime", "ph")
@@ -429,9 +438,12 @@ def _slot_rows_sql(vendor: str) -> str:
     col = rows.column
     through: type[Model] = Decision.slots.through
     slot_columns = [col(Slot, name, "s") for name in _SLOT_NAMES]
-    # The instance's runtime, principal and run number are parameters of "me", read where the
-    # rule needs them (several times: once per runtime it may carry from).
-    pick = _pick_sql("%s", '"me"."principal"', '"me"."run_number"', '"me"."runtime"', vendor)
+    # The instance's runtime, principal and run number are parameters ("given"), read from "me"
+    # where the rule needs them (several times: once per runtime it may carry from). Every slot
+    # is of the one class, so "me" also says, once, whether the runtime is in its history pool.
+    pick = _pick_sql(
+        "%s", '"me"."principal"', '"me"."run_number"', '"me"."runtime"', vendor, '"me"."member"'
+    )
     picked = (
         f'SELECT {", ".join(slot_columns)}, {pick} AS "pick"'
         f' FROM {rows.table(Slot, "s")} CROSS JOIN "me"'
@@ -446,9 +458,12 @@ def _slot_rows_sql(vendor: str) -> str:
         col(Decision, "person_confirms"),
     ]
     columns += _belief_columns("b")
+    member = _in_history_pool('"given"."runtime"', '"given"."task_class"')
     return (
-        'WITH "me" AS (SELECT CAST(%s AS BIGINT) AS "runtime",'
-        ' CAST(%s AS BIGINT) AS "principal", CAST(%s AS BIGINT) AS "run_number"),'
+        'WITH "given" AS (SELECT CAST(%s AS BIGINT) AS "runtime",'
+        ' CAST(%s AS BIGINT) AS "principal", CAST(%s AS BIGINT) AS "run_number",'
+        ' CAST(%s AS BIGINT) AS "task_class"),'
+        f' "me" AS MATERIALIZED (SELECT "given".*, {member} AS "member" FROM "given"),'
         f' "picked" AS MATERIALIZED ({picked})'
         f' SELECT {", ".join(columns)} FROM "picked" AS "s"'
         f" LEFT OUTER JOIN {rows.table(through)} ON {col(through, 'slot')} = {col(Slot, 'id', 's')}"
@@ -473,21 +488,25 @@ class SlotRow:
     person_required: bool = False
 
 
+def _slot_rows_params(instance: TaskInstance) -> list[Any]:
+    """The parameters of `_slot_rows_sql` for one instance."""
+    return [
+        instance.runtime_id,
+        instance.principal_id,
+        instance.run_number,
+        instance.task_class_id,
+        rows.prepare(TaskInstance, "id", instance.pk),
+        instance.task_class_id,
+        json.dumps(list(instance.action_slots)),
+    ]
+
+
 def slot_rows(instance: TaskInstance) -> list[SlotRow]:
     """Every slot of the instance's action, in order, with the decisions it feeds and the
     belief it binds (the rule of `_pick_sql`): one query of fixed SQL, which planning runs on
     every request (`tests.oracles.slot_rows` is the same read through the ORM)."""
     found = rows.fetch(
-        _slot_rows_sql(rows.vendor()),
-        [
-            instance.runtime_id,
-            instance.principal_id,
-            instance.run_number,
-            rows.prepare(TaskInstance, "id", instance.pk),
-            instance.task_class_id,
-            json.dumps(list(instance.action_slots)),
-        ],
-        _SLOT_ROW_COLUMNS,
+        _slot_rows_sql(rows.vendor()), _slot_rows_params(instance), _SLOT_ROW_COLUMNS
     )
     slot_width = len(_SLOT_NAMES)
     out: list[SlotRow] = []

@@ -34,14 +34,7 @@ def _nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
 def _executed(instance: TaskInstance) -> list[dict[str, Any]]:
     """Every node of the plan the database ran the read with, with its actual loops."""
     sql = fast_beliefs._slot_rows_sql(rows.vendor())
-    params = [
-        instance.runtime_id,
-        instance.principal_id,
-        instance.run_number,
-        rows.prepare(TaskInstance, "id", instance.pk),
-        instance.task_class_id,
-        json.dumps(list(instance.action_slots)),
-    ]
+    params = fast_beliefs._slot_rows_params(instance)
     with connection.cursor() as cursor:
         cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
         (plan,) = cursor.fetchone()
