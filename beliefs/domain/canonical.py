@@ -16,7 +16,6 @@ import hashlib
 import json
 import math
 from collections.abc import Callable, Mapping
-from itertools import repeat
 from typing import Any, Final
 
 # The `canonicalization` claim of a receipt whose digests are over this form.
@@ -33,6 +32,20 @@ _LEGACY = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=F
 _string: Callable[[str], str] = json.encoder.encode_basestring
 
 
+def _fast_encoder() -> Callable[[Any], str]:
+    """`_FAST.encode` of a dict or list, calling the C encoder `encode` builds on every call
+    directly (made once): planning encodes a few hundred small values a request. Without the
+    circular check (`_scan` has walked the data first, and a cycle never reaches here)."""
+    make = json.encoder.c_make_encoder
+    if make is None:  # an interpreter without the C accelerator
+        return _FAST.encode
+    chunks = make(None, _FAST.default, _string, None, ":", ",", True, False, False)
+    return lambda data: "".join(chunks(data, 0))
+
+
+_encode = _fast_encoder()
+
+
 def canonical_json(data: Any) -> str:
     """The RFC 8785 (JCS) text of `data` (dicts with str keys, lists or tuples, str, int,
     float, bool, None). Raises ValueError for NaN, infinities and integers beyond a double's
@@ -40,7 +53,7 @@ def canonical_json(data: Any) -> str:
     kind = type(data)
     found = _scan(data) if kind is dict or kind is list or kind is tuple else _SLOW
     if found != _SLOW:
-        text = _FAST.encode(data if found == _AS_IT_IS else _replaced(data))
+        text = _encode(data if found == _AS_IT_IS else _replaced(data))
         # Sorting by code point and by UTF-16 code unit differ only around characters above
         # U+FFFF; where the text has one (rare), the exact path sorts the keys.
         if not _astral(text):
@@ -133,7 +146,9 @@ def _utf16_order(key: str) -> bytes:
 _AS_IT_IS: Final = 0
 _REPLACE: Final = 1
 _SLOW: Final = 2
-_SCALARS: Final = frozenset({str, type(None), bool})
+# The types `_scan` passes without a look: JSON's scalars but numbers, and each str subclass it
+# has met (a str enum is its value, to the C encoder too), added on first sight.
+_PLAIN: set[type] = {str, type(None), bool}
 
 
 def _scan(node: Any) -> int:
@@ -144,13 +159,16 @@ def _scan(node: Any) -> int:
     see `canonical_json`.) Scalars are checked in the loop, without a call each: this walk is on
     planning's hot path, and costs a fraction of the encoding it saves."""
     found = _AS_IT_IS
-    # A list's items go through the same loop as a dict's, each with "" for a key.
-    pairs: Any = node.items() if type(node) is dict else zip(repeat(""), node)
-    for key, value in pairs:
-        if type(key) is not str:
-            return _SLOW
+    if type(node) is dict:
+        for key in node:
+            if type(key) is not str:
+                return _SLOW
+        values: Any = node.values()
+    else:
+        values = node
+    for value in values:
         kind = type(value)
-        if kind in _SCALARS:
+        if kind in _PLAIN:
             continue
         if kind is int:
             if -_EXACT_INT <= value <= _EXACT_INT:
@@ -173,7 +191,9 @@ def _scan(node: Any) -> int:
                 found = _REPLACE  # -0.0 too
             else:
                 return _SLOW
-        elif not isinstance(value, str):  # a str enum is its value, to the C encoder too
+        elif issubclass(kind, str):
+            _PLAIN.add(kind)
+        else:
             return _SLOW
     return found
 
