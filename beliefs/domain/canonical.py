@@ -36,7 +36,7 @@ def _fast_encoder() -> Callable[[Any], str]:
     """`_FAST.encode` of a dict or list, calling the C encoder `encode` builds on every call
     directly (made once): planning encodes a few hundred small values a request. Without the
     circular check (`_scan` has walked the data first, and a cycle never reaches here)."""
-    make = json.encoder.c_make_encoder
+    make = getattr(json.encoder, "c_make_encoder", None)  # not in the type stubs
     if make is None:  # an interpreter without the C accelerator
         return _FAST.encode
     chunks = make(None, _FAST.default, _string, None, ":", ",", True, False, False)
