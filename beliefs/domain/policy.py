@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cached_property
 from typing import assert_never
 
 
@@ -147,9 +148,10 @@ class EffectiveRisk:
     risk: RiskClass  # never UNCLASSIFIED
     why: RiskReason
 
-    @property
+    @cached_property
     def reason(self) -> str:
-        """The reason in the API's words."""
+        """The reason in the API's words (worked out once: a plan reads it twice per slot, and
+        its slots share a few of these)."""
         return self.why.text
 
 

@@ -74,6 +74,12 @@ def world_diff(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[D
 
     With no reference, or no statement of the world now, there is nothing to compare: [].
     """
+    return [DiffEntry(**entry) for entry in world_diff_json(old, new)]
+
+
+def world_diff_json(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """`world_diff`'s entries as the JSON that plans and prompts hold (`DiffEntry.to_dict`),
+    made directly: planning makes a few per slot."""
     if old is None or new is None:
         return []
     before, after = flatten(old), flatten(new)
@@ -81,13 +87,13 @@ def world_diff(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[D
     for key in sorted(before.keys() | after.keys()):
         o, n = before.get(key, _MISSING), after.get(key, _MISSING)
         if o is _MISSING:
-            entries.append(DiffEntry(key, None, n, Change.ADDED))
+            entries.append({"key": key, "old": None, "new": n, "change": Change.ADDED})
         elif n is _MISSING:
-            entries.append(DiffEntry(key, o, None, Change.REMOVED))
+            entries.append({"key": key, "old": o, "new": None, "change": Change.REMOVED})
         elif _same(o, n):
-            entries.append(DiffEntry(key, o, n, Change.UNCHANGED))
+            entries.append({"key": key, "old": o, "new": n, "change": Change.UNCHANGED})
         else:
-            entries.append(DiffEntry(key, o, n, Change.CHANGED))
+            entries.append({"key": key, "old": o, "new": n, "change": Change.CHANGED})
     return entries
 
 

@@ -18,7 +18,7 @@ from django.utils import timezone
 from beliefs.domain import policy
 from beliefs.domain.meaning import date_in_past, meaning_expired
 from beliefs.domain.policy import RiskClass, Source
-from beliefs.domain.worlddiff import world_diff
+from beliefs.domain.worlddiff import world_diff_json
 from beliefs.models import (
     Belief,
     BeliefStatus,
@@ -619,10 +619,7 @@ def slot_states(instance: TaskInstance, now: datetime | None = None) -> list[Slo
                 person_required=row.person_required,
             )
         world_now = instance.world.get(slot.key) if isinstance(instance.world, dict) else None
-        diff = [
-            e.to_dict()
-            for e in world_diff(belief.world_ref if belief is not None else None, world_now)
-        ]
+        diff = world_diff_json(belief.world_ref if belief is not None else None, world_now)
         states.append(SlotState(slot, effective, belief, carried, routing, world_now, diff))
     return states
 
