@@ -91,6 +91,23 @@ def _in_history_pool(runtime: str, task_class: str) -> str:
     return f"({runtime} = {owner} OR {shared})"
 
 
+def _in_a_shared_pool(runtime: str, task_class: str) -> str:
+    """SQL: the runtime (an SQL expression) is in the class's history pool, and so is another
+    runtime (the owner, when it is not the runtime; or another runtime sharing history)."""
+    col = rows.column
+    owner = (
+        f"(SELECT {col(TaskClass, 'owner', 'o')} FROM {rows.table(TaskClass, 'o')}"
+        f" WHERE {col(TaskClass, 'id', 'o')} = {task_class})"
+    )
+    other = (
+        f"EXISTS (SELECT 1 FROM {rows.table(TaskClassShare, 'h')}"
+        f" WHERE {col(TaskClassShare, 'task_class', 'h')} = {task_class}"
+        f" AND {col(TaskClassShare, 'runtime', 'h')} <> {runtime}"
+        f" AND {col(TaskClassShare, 'history', 'h')})"
+    )
+    return f"({_in_history_pool(runtime, task_class)} AND ({owner} <> {runtime} OR {other}))"
+
+
 # The status planning binds, as an SQL literal: a constant, so the index's prefix is fixed.
 _ACTIVE = f"'{BeliefStatus.ACTIVE.value}'"
 
@@ -109,6 +126,7 @@ def _pick_sql(
     runtime: str,
     vendor: str,
     member: str | None = None,
+    shared: str | None = None,
 ) -> str:
     """SQL for the id of the belief that slot "s" binds for one instance: the newest active
     belief of the instance, else the newest active one of the principal from an earlier run of
@@ -117,7 +135,9 @@ def _pick_sql(
     The instance's id, principal, run number and runtime are given as SQL (columns, or the
     instance's id as a placeholder: its only parameter). `member`: SQL for whether the runtime
     is in the class's history pool, where the caller works it out once for every slot (by
-    default each slot's pick works it out for its own class).
+    default each slot's pick works it out for its own class); `shared`, likewise, for whether
+    another runtime is in that pool with it: where it is not, the runtime's own seek is the
+    carried belief, with no others to compare it with.
 
     Each runtime it may carry from is one `LIMIT 1` seek of the index (principal, slot,
     status, runtime, acquired_at, id), so neither the principal's history with this runtime nor
@@ -181,8 +201,10 @@ def _pick_sql(
             f'SELECT "k"."id" FROM ({seeks}) AS "k" WHERE "k"."id" IS NOT NULL'
             f' ORDER BY {acquired} DESC, "k"."id" DESC'
         )
+    alone = f" WHEN NOT {shared} THEN {earlier('= ' + runtime)}" if shared else ""
     carried = (
-        f"CASE WHEN {runtime} IS NULL THEN {earlier('IS NULL')} ELSE ({newest_found} LIMIT 1) END"
+        f"CASE WHEN {runtime} IS NULL THEN {earlier('IS NULL')}{alone}"
+        f" ELSE ({newest_found} LIMIT 1) END"
     )
     return f"COALESCE({current}, {carried})"
 
@@ -440,9 +462,16 @@ def _slot_rows_sql(vendor: str) -> str:
     slot_columns = [col(Slot, name, "s") for name in _SLOT_NAMES]
     # The instance's runtime, principal and run number are parameters ("given"), read from "me"
     # where the rule needs them (several times: once per runtime it may carry from). Every slot
-    # is of the one class, so "me" also says, once, whether the runtime is in its history pool.
+    # is of the one class, so "me" also says, once, whether the runtime is in its history pool
+    # and whether any other runtime is.
     pick = _pick_sql(
-        "%s", '"me"."principal"', '"me"."run_number"', '"me"."runtime"', vendor, '"me"."member"'
+        "%s",
+        '"me"."principal"',
+        '"me"."run_number"',
+        '"me"."runtime"',
+        vendor,
+        member='"me"."member"',
+        shared='"me"."shared"',
     )
     picked = (
         f'SELECT {", ".join(slot_columns)}, {pick} AS "pick"'
@@ -458,12 +487,14 @@ def _slot_rows_sql(vendor: str) -> str:
         col(Decision, "person_confirms"),
     ]
     columns += _belief_columns("b")
-    member = _in_history_pool('"given"."runtime"', '"given"."task_class"')
+    given = ('"given"."runtime"', '"given"."task_class"')
+    member, shared = _in_history_pool(*given), _in_a_shared_pool(*given)
     return (
         'WITH "given" AS (SELECT CAST(%s AS BIGINT) AS "runtime",'
         ' CAST(%s AS BIGINT) AS "principal", CAST(%s AS BIGINT) AS "run_number",'
         ' CAST(%s AS BIGINT) AS "task_class"),'
-        f' "me" AS MATERIALIZED (SELECT "given".*, {member} AS "member" FROM "given"),'
+        f' "me" AS MATERIALIZED (SELECT "given".*, {member} AS "member",'
+        f' {shared} AS "shared" FROM "given"),'
         f' "picked" AS MATERIALIZED ({picked})'
         f' SELECT {", ".join(columns)} FROM "picked" AS "s"'
         f" LEFT OUTER JOIN {rows.table(through)} ON {col(through, 'slot')} = {col(Slot, 'id', 's')}"
