@@ -75,37 +75,38 @@ _CHOSEN_COLUMNS: tuple[tuple[type[Model], str], ...] = (
 _OWN_COLUMNS = len(_BELIEF_NAMES)
 
 
-def _in_history_pool(runtime: str, task_class: str) -> str:
-    """SQL: the runtime (an SQL expression) is the class's owner or shares its history."""
+def _owner_of(task_class: str) -> str:
+    """SQL: the runtime that owns the class (an SQL expression)."""
     col = rows.column
-    owner = (
+    return (
         f"(SELECT {col(TaskClass, 'owner', 'o')} FROM {rows.table(TaskClass, 'o')}"
         f" WHERE {col(TaskClass, 'id', 'o')} = {task_class})"
     )
-    shared = (
+
+
+def _shares_history(runtime_is: str, task_class: str) -> str:
+    """SQL: a runtime that `runtime_is` names (`= x`, `<> x`) shares the class's history."""
+    col = rows.column
+    return (
         f"EXISTS (SELECT 1 FROM {rows.table(TaskClassShare, 'h')}"
         f" WHERE {col(TaskClassShare, 'task_class', 'h')} = {task_class}"
-        f" AND {col(TaskClassShare, 'runtime', 'h')} = {runtime}"
+        f" AND {col(TaskClassShare, 'runtime', 'h')} {runtime_is}"
         f" AND {col(TaskClassShare, 'history', 'h')})"
     )
-    return f"({runtime} = {owner} OR {shared})"
+
+
+def _in_history_pool(runtime: str, task_class: str) -> str:
+    """SQL: the runtime (an SQL expression) is the class's owner or shares its history."""
+    return f"({runtime} = {_owner_of(task_class)} OR {_shares_history('= ' + runtime, task_class)})"
 
 
 def _in_a_shared_pool(runtime: str, task_class: str) -> str:
     """SQL: the runtime (an SQL expression) is in the class's history pool, and so is another
     runtime (the owner, when it is not the runtime; or another runtime sharing history)."""
-    col = rows.column
-    owner = (
-        f"(SELECT {col(TaskClass, 'owner', 'o')} FROM {rows.table(TaskClass, 'o')}"
-        f" WHERE {col(TaskClass, 'id', 'o')} = {task_class})"
+    others = (
+        f"{_owner_of(task_class)} <> {runtime} OR {_shares_history('<> ' + runtime, task_class)}"
     )
-    other = (
-        f"EXISTS (SELECT 1 FROM {rows.table(TaskClassShare, 'h')}"
-        f" WHERE {col(TaskClassShare, 'task_class', 'h')} = {task_class}"
-        f" AND {col(TaskClassShare, 'runtime', 'h')} <> {runtime}"
-        f" AND {col(TaskClassShare, 'history', 'h')})"
-    )
-    return f"({_in_history_pool(runtime, task_class)} AND ({owner} <> {runtime} OR {other}))"
+    return f"({_in_history_pool(runtime, task_class)} AND ({others}))"
 
 
 # The status planning binds, as an SQL literal: a constant, so the index's prefix is fixed.
