@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -53,19 +54,20 @@ _FED_COLUMNS: rows.Fields = (
 
 
 @cache
-def _fed_sql() -> str:
-    """The decisions of a task class (%s), by id, each once per slot of it (with the slot's
-    key: none for a decision without slots), with its approvers group's name."""
+def _fed_sql(vendor: str) -> str:
+    """The decisions of a task class (the first parameter) that a slot of the action feeds (the
+    second: the action's keys, a JSON list), by id, each once per such slot, with its approvers
+    group's name and the slot's key."""
     col = rows.column
     through: type[Model] = Decision.slots.through
     fields = ", ".join(col(Decision, name) for _, name in _FED_COLUMNS[:5])
     return (
         f"SELECT {fields}, {col(Group, 'name')}, {col(Slot, 'key')} FROM {rows.table(Decision)}"
         f" LEFT OUTER JOIN {rows.table(Group)} ON {col(Group, 'id')} = {col(Decision, 'approvers')}"
-        f" LEFT OUTER JOIN {rows.table(through)}"
-        f" ON {col(through, 'decision')} = {col(Decision, 'id')}"
-        f" LEFT OUTER JOIN {rows.table(Slot)} ON {col(Slot, 'id')} = {col(through, 'slot')}"
-        f" WHERE {col(Decision, 'task_class')} = %s ORDER BY {col(Decision, 'id')}"
+        f" INNER JOIN {rows.table(through)} ON {col(through, 'decision')} = {col(Decision, 'id')}"
+        f" INNER JOIN {rows.table(Slot)} ON {col(Slot, 'id')} = {col(through, 'slot')}"
+        f" WHERE {col(Decision, 'task_class')} = %s"
+        f" AND {rows.named_in(col(Slot, 'key'), vendor)} ORDER BY {col(Decision, 'id')}"
     )
 
 
@@ -74,10 +76,10 @@ def decisions_fed(instance: TaskInstance) -> list[FedDecision]:
     answer that readies an instance runs: named, with its figure, in the read layer's
     docstring; its ORM version is in `tests/oracles.py`): what `action_decisions` and
     `quorum.requirements_of` are read from."""
-    action = set(instance.action_slots)
+    params = [instance.task_class_id, json.dumps(list(instance.action_slots))]
     fed: dict[str, FedDecision] = {}
-    for *decision, slot_key in rows.fetch(_fed_sql(), [instance.task_class_id], _FED_COLUMNS):
-        if slot_key in action and decision[0] not in fed:
+    for *decision, _ in rows.fetch(_fed_sql(rows.vendor()), params, _FED_COLUMNS):
+        if decision[0] not in fed:  # once, however many of the action's slots feed it
             fed[decision[0]] = FedDecision(*decision)
     return list(fed.values())
 

@@ -145,6 +145,15 @@ def vendor() -> str:
     return connections[DEFAULT_DB_ALIAS].vendor
 
 
+def named_in(key: str, vendor: str) -> str:
+    """SQL: `key` is one of the keys of a JSON list given as a parameter (text)."""
+    if vendor == "postgresql":
+        # An array, read once: as `IN (SELECT ...)`, PostgreSQL could compare every key with
+        # every element (a nested loop, quadratic in the action's slots).
+        return f"{key} = ANY (ARRAY(SELECT jsonb_array_elements_text(CAST(%s AS jsonb))))"
+    return f"{key} IN (SELECT value FROM json_each(%s))"
+
+
 def placeholders(count: int) -> str:
     """`%s, %s, …`: the parameters of an `IN (…)` list of `count` values."""
     return ", ".join(["%s"] * count)
