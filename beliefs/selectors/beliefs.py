@@ -100,13 +100,12 @@ def _in_history_pool(runtime: str, task_class: str) -> str:
     return f"({runtime} = {_owner_of(task_class)} OR {_shares_history('= ' + runtime, task_class)})"
 
 
-def _in_a_shared_pool(runtime: str, task_class: str) -> str:
-    """SQL: the runtime (an SQL expression) is in the class's history pool, and so is another
-    runtime (the owner, when it is not the runtime; or another runtime sharing history)."""
-    others = (
-        f"{_owner_of(task_class)} <> {runtime} OR {_shares_history('<> ' + runtime, task_class)}"
+def _others_in_pool(runtime: str, task_class: str) -> str:
+    """SQL: a runtime other than this one (an SQL expression) is in the class's history pool:
+    the owner, when it is not this runtime, or another runtime sharing its history."""
+    return (
+        f"({_owner_of(task_class)} <> {runtime} OR {_shares_history('<> ' + runtime, task_class)})"
     )
-    return f"({_in_history_pool(runtime, task_class)} AND ({others}))"
 
 
 # The status planning binds, as an SQL literal: a constant, so the index's prefix is fixed.
@@ -127,7 +126,7 @@ def _pick_sql(
     runtime: str,
     vendor: str,
     member: str | None = None,
-    shared: str | None = None,
+    others: str | None = None,
 ) -> str:
     """SQL for the id of the belief that slot "s" binds for one instance: the newest active
     belief of the instance, else the newest active one of the principal from an earlier run of
@@ -136,9 +135,9 @@ def _pick_sql(
     The instance's id, principal, run number and runtime are given as SQL (columns, or the
     instance's id as a placeholder: its only parameter). `member`: SQL for whether the runtime
     is in the class's history pool, where the caller works it out once for every slot (by
-    default each slot's pick works it out for its own class); `shared`, likewise, for whether
-    another runtime is in that pool with it: where it is not, the runtime's own seek is the
-    carried belief, with no others to compare it with.
+    default each slot's pick works it out for its own class); `others`, likewise, for whether
+    another runtime is in that pool: where the runtime is not in the pool with another, its own
+    seek is the carried belief, with none to compare it with.
 
     Each runtime it may carry from is one `LIMIT 1` seek of the index (principal, slot,
     status, runtime, acquired_at, id), so neither the principal's history with this runtime nor
@@ -202,7 +201,7 @@ def _pick_sql(
             f'SELECT "k"."id" FROM ({seeks}) AS "k" WHERE "k"."id" IS NOT NULL'
             f' ORDER BY {acquired} DESC, "k"."id" DESC'
         )
-    alone = f" WHEN NOT {shared} THEN {earlier('= ' + runtime)}" if shared else ""
+    alone = f" WHEN NOT ({member} AND {others}) THEN {earlier('= ' + runtime)}" if others else ""
     carried = (
         f"CASE WHEN {runtime} IS NULL THEN {earlier('IS NULL')}{alone}"
         f" ELSE ({newest_found} LIMIT 1) END"
@@ -441,15 +440,6 @@ _SLOT_ROW_COLUMNS: tuple[tuple[type[Model], str], ...] = (
 )
 
 
-def named_in(key: str, vendor: str) -> str:
-    """SQL: `key` is one of the keys of a JSON list given as a parameter (text)."""
-    if vendor == "postgresql":
-        # An array, read once: as `IN (SELECT ...)`, PostgreSQL could compare every key with
-        # every element (a nested loop, quadratic in the action's slots).
-        return f"{key} = ANY (ARRAY(SELECT jsonb_array_elements_text(CAST(%s AS jsonb))))"
-    return f"{key} IN (SELECT value FROM json_each(%s))"
-
-
 @cache
 def _slot_rows_sql(vendor: str) -> str:
     """The slots of one instance's action (its `action_slots`, unless retired) in the class's
@@ -472,14 +462,14 @@ def _slot_rows_sql(vendor: str) -> str:
         '"me"."runtime"',
         vendor,
         member='"me"."member"',
-        shared='"me"."shared"',
+        others='"me"."others"',
     )
     picked = (
         f'SELECT {", ".join(slot_columns)}, {pick} AS "pick"'
         f' FROM {rows.table(Slot, "s")} CROSS JOIN "me"'
         f" WHERE {col(Slot, 'task_class', 's')} = %s"
         f" AND {col(Slot, 'retired_at', 's')} IS NULL"
-        f" AND {named_in(col(Slot, 'key', 's'), vendor)}"
+        f" AND {rows.named_in(col(Slot, 'key', 's'), vendor)}"
     )
     columns = [
         *slot_columns,
@@ -489,13 +479,13 @@ def _slot_rows_sql(vendor: str) -> str:
     ]
     columns += _belief_columns("b")
     given = ('"given"."runtime"', '"given"."task_class"')
-    member, shared = _in_history_pool(*given), _in_a_shared_pool(*given)
+    member, others = _in_history_pool(*given), _others_in_pool(*given)
     return (
         'WITH "given" AS (SELECT CAST(%s AS BIGINT) AS "runtime",'
         ' CAST(%s AS BIGINT) AS "principal", CAST(%s AS BIGINT) AS "run_number",'
         ' CAST(%s AS BIGINT) AS "task_class"),'
         f' "me" AS MATERIALIZED (SELECT "given".*, {member} AS "member",'
-        f' {shared} AS "shared" FROM "given"),'
+        f' {others} AS "others" FROM "given"),'
         f' "picked" AS MATERIALIZED ({picked})'
         f' SELECT {", ".join(columns)} FROM "picked" AS "s"'
         f" LEFT OUTER JOIN {rows.table(through)} ON {col(through, 'slot')} = {col(Slot, 'id', 's')}"
