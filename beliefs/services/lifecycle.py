@@ -36,6 +36,12 @@ def instance_with_open_prompts(
     return instance, open_prompts_of(instance)
 
 
+def read_instance(*, pk: Any, runtime_id: int | None = None) -> TaskInstance:
+    """The instance, without a lock (only if `runtime_id`'s runtime opened it, when given);
+    NotFound (404) as `instance_with_open_prompts`."""
+    return _read_instance(pk, runtime_id, lock=False)
+
+
 def require_open(instance: TaskInstance, doing: str) -> None:
     if instance.status == InstanceStatus.READY:
         raise Conflict(

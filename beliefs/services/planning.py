@@ -34,7 +34,7 @@ from beliefs.selectors.shapes import PlanItemJSON, WorldDiffJSON
 from beliefs.services.audit import Actor, audit
 from beliefs.services.changes import instance_changed
 from beliefs.services.expiry import expire_locked_if_due
-from beliefs.services.lifecycle import instance_with_open_prompts, require_open
+from beliefs.services.lifecycle import instance_with_open_prompts, read_instance, require_open
 from beliefs.services.notify import instance_status_changed
 from beliefs.services.quorum import awaits_approval, quorum_gate
 from beliefs.services.receipts import receipt_issue, receipt_revoke
@@ -470,10 +470,13 @@ def _plan(actor: Actor, pk: Any, runtime_id: int | None = None) -> PlanResult:
     # while it waits for a person), is answered from reads alone: no transaction, no lock, no
     # write. This path can only answer with the plan the instance already holds, never bind:
     # a first plan, any change, an expiry due and a closed instance all take the locked path.
-    instance, open_prompts = instance_with_open_prompts(pk=pk, runtime_id=runtime_id, lock=False)
+    instance = read_instance(pk=pk, runtime_id=runtime_id)
     if instance.status == InstanceStatus.READY:
         return PlanResult(instance)
     if instance.is_open and instance.planned_at is not None:
+        # Read only where they can answer: a ready, closed or never planned instance's would
+        # be read again under the lock, or not at all.
+        open_prompts = open_prompts_of(instance)
         due = any_overdue(open_prompts, timezone.now())
         current = None if due else current_plan(instance, open_prompts)
         if current is not None:

@@ -75,3 +75,37 @@ def test_it_replans_an_unchanged_instance_in_constant_queries(api: Driver) -> No
         for i in (small, large)
     ]
     assert counts[0] == counts[1], counts
+
+
+def _prompt_reads(call: Any) -> tuple[int, int]:
+    """How many reads of open prompts `call` made, and how many queries in all."""
+    with CaptureQueriesContext(connection) as queries:
+        response = call()
+    assert response.status_code == 200, response.content
+    table = 'FROM "beliefs_prompt" WHERE'
+    reads = [q["sql"] for q in queries if q["sql"].startswith("SELECT") and table in q["sql"]]
+    return len(reads), len(queries)
+
+
+def test_a_first_plan_reads_the_open_prompts_once_under_the_lock(api: Driver) -> None:
+    _task_class(api, "first", 3)
+    instance_id = api.open("first", beliefs=[{"slot": "s0", "value": 1, "source": "tool"}])
+    plan = lambda: api.runtime.post_json(f"{API}/instances/{instance_id}/plan/")  # noqa: E731
+    first, _ = _prompt_reads(plan)
+    # Never planned: it has no plan to answer with unlocked, so its prompts are read once,
+    # under the lock that plans it.
+    assert first == 1
+    again, _ = _prompt_reads(plan)
+    assert again == 1  # planned and unchanged: read once, unlocked, and answered from them
+
+
+def test_a_ready_instance_replans_without_reading_its_prompts(api: Driver) -> None:
+    api.register("done", slots=[{"key": "s0"}], risks={"s0": "cosmetic"})
+    instance_id = api.open("done", beliefs=[{"slot": "s0", "value": 1, "source": "user"}])
+    assert api.plan(instance_id)["status"] == "ready"
+    reads, queries = _prompt_reads(
+        lambda: api.runtime.post_json(f"{API}/instances/{instance_id}/plan/")
+    )
+    assert reads == 0
+    # The key, the instance, and its final plan (deferred: read to answer with it).
+    assert queries == 3, queries

@@ -55,14 +55,14 @@ def test_planning_runs_the_same_queries_at_5_and_200_slots(
 ) -> None:
     run2 = _history(api, slots)
     plan = f"{API}/instances/{run2}/plan/"
-    # 1 the API key; the service: 2 the instance and 3 its open prompts (never planned:
-    # straight to the locked path), 4 savepoint, 5 the instance again under its lock and 6 its
-    # open prompts (open: no expiry to check), 7 the slots with their decisions and chosen
-    # beliefs, 8 the new prompts in one INSERT, 9 the instance, 10 the audit event; the outbox,
-    # in the same transaction (the blocking prompts it names are planning's own, the runtime
-    # the instance's id): 11 the event's sequence, 12 the event, 13 the runtime's endpoints;
-    # 14 release; and on PostgreSQL the change notification.
-    with django_assert_num_queries(14 + notify_queries()):
+    # 1 the API key; the service: 2 the instance (never planned: straight to the locked path,
+    # its prompts unread), 3 savepoint, 4 the instance again under its lock and 5 its open
+    # prompts (open: no expiry to check), 6 the slots with their decisions and chosen beliefs,
+    # 7 the new prompts in one INSERT, 8 the instance, 9 the audit event; the outbox, in the
+    # same transaction (the blocking prompts it names are planning's own, the runtime the
+    # instance's id): 10 the event's sequence, 11 the event, 12 the runtime's endpoints;
+    # 13 release; and on PostgreSQL the change notification.
+    with django_assert_num_queries(13 + notify_queries()):
         first = api.runtime.post_json(plan)
     assert first.status_code == 200
     assert Prompt.objects.filter(instance_id=run2).count() == slots
