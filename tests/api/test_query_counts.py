@@ -60,9 +60,9 @@ def test_planning_runs_the_same_queries_at_5_and_200_slots(
     # prompts (open: no expiry to check), 6 the slots with their decisions and chosen beliefs,
     # 7 the new prompts in one INSERT, 8 the instance, 9 the audit event; the outbox, in the
     # same transaction (the blocking prompts it names are planning's own, the runtime the
-    # instance's id): 10 the event's sequence, 11 the event, 12 the runtime's endpoints;
-    # 13 release; and on PostgreSQL the change notification.
-    with django_assert_num_queries(13 + notify_queries()):
+    # instance's id): 10 the event's sequence with the runtime's endpoints, 11 the event;
+    # 12 release; and on PostgreSQL the change notification.
+    with django_assert_num_queries(12 + notify_queries()):
         first = api.runtime.post_json(plan)
     assert first.status_code == 200
     assert Prompt.objects.filter(instance_id=run2).count() == slots

@@ -450,22 +450,26 @@ def test_the_event_reads_find_the_next_number_and_the_receiving_endpoints(alice:
             sequence=sequence,
             payload={},
         )
-    receiving = [fast_events.receiving_endpoints(r.pk) for r in runtimes]
+    receiving = [fast_events.event_reads(None, r.pk)[1] for r in runtimes]
     assert [[e.url for e in found] for found in receiving] == [
         ["https://hooks.example.org/0", "https://hooks.example.org/4"],
         ["https://hooks.example.org/3"],
         [],
     ]
-    for runtime, found in zip(runtimes, receiving, strict=True):
-        assert [_fields(e) for e in found] == [
-            _fields(e) for e in oracles.receiving_endpoints(runtime.pk)
-        ]
-    assert fast_events.next_event_sequence(instances[0].pk) == 6
-    assert fast_events.next_event_sequence(instances[1].pk) == 1
-    for instance in instances:
-        assert fast_events.next_event_sequence(instance.pk) == oracles.next_event_sequence(
-            instance.pk
-        )
+    assert fast_events.event_reads(instances[0].pk, None) == (6, [])
+    assert fast_events.event_reads(instances[1].pk, None) == (1, [])
+    assert fast_events.event_reads(None, None) == (None, [])
+    # Every instance (and none) with every runtime (and none), as the ORM reads the two.
+    for instance in [None, *instances]:
+        for runtime in [None, *runtimes]:
+            sequence, found = fast_events.event_reads(
+                None if instance is None else instance.pk, None if runtime is None else runtime.pk
+            )
+            assert sequence == (
+                None if instance is None else oracles.next_event_sequence(instance.pk)
+            )
+            expected = [] if runtime is None else oracles.receiving_endpoints(runtime.pk)
+            assert [_fields(e) for e in found] == [_fields(e) for e in expected]
 
 
 def test_the_key_read_answers_as_the_orm(db: None) -> None:

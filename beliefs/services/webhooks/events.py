@@ -13,7 +13,7 @@ from beliefs.domain import webhooks as rules
 from beliefs.domain.vocabulary import AuditKind
 from beliefs.errors import InvalidInput, NotFound
 from beliefs.models import TaskInstance, WebhookDelivery, WebhookEndpoint, WebhookEvent
-from beliefs.selectors.events import next_event_sequence, receiving_endpoints
+from beliefs.selectors.events import event_reads
 from beliefs.services import outbox
 from beliefs.services.audit import Actor
 from beliefs.services.webhooks.endpoints import endpoint_audit, endpoint_problem
@@ -51,9 +51,11 @@ def emit_event(
     that up).
     """
     now = timezone.now()
-    sequence = None
-    if instance is not None:
-        sequence = next_event_sequence(instance.pk)
+    # The instance's next number and the runtime's endpoints, in one read.
+    sequence, receiving = event_reads(
+        None if instance is None else instance.pk,
+        runtime_id if only_endpoint is None else None,
+    )
     body_data = dict(data)
     if instance is not None:
         body_data["sequence"] = sequence
@@ -69,10 +71,8 @@ def emit_event(
     )
     if only_endpoint is not None:
         endpoints: Sequence[WebhookEndpoint] = [only_endpoint]
-    elif runtime_id is not None:
-        endpoints = [e for e in receiving_endpoints(runtime_id) if _subscribed(e, type)]
     else:
-        endpoints = []
+        endpoints = [e for e in receiving if _subscribed(e, type)]
     if endpoints:
         WebhookDelivery.objects.bulk_create(
             WebhookDelivery(event=event, endpoint=endpoint, next_attempt_at=now)
