@@ -523,13 +523,18 @@ def _slot_rows_params(instance: TaskInstance) -> list[Any]:
     ]
 
 
-def slot_rows(instance: TaskInstance) -> list[SlotRow]:
+def slot_rows_raw(instance: TaskInstance) -> list[tuple[Any, ...]]:
+    """`slot_rows`' query, its rows as the driver gives them (`rows.fetch_raw`): equal exactly
+    when every value planning reads of the slots, their decisions and beliefs is."""
+    return rows.fetch_raw(_slot_rows_sql(rows.vendor()), _slot_rows_params(instance))
+
+
+def slot_rows(instance: TaskInstance, raw: Sequence[Sequence[Any]] | None = None) -> list[SlotRow]:
     """Every slot of the instance's action, in order, with the decisions it feeds and the
     belief it binds (the rule of `_pick_sql`): one query of fixed SQL, which planning runs on
-    every request (`tests.oracles.slot_rows` is the same read through the ORM)."""
-    found = rows.fetch(
-        _slot_rows_sql(rows.vendor()), _slot_rows_params(instance), _SLOT_ROW_COLUMNS
-    )
+    every request (`tests.oracles.slot_rows` is the same read through the ORM). `raw`: that
+    query's rows, where the caller has read them (`slot_rows_raw`)."""
+    found = rows.convert(slot_rows_raw(instance) if raw is None else raw, _SLOT_ROW_COLUMNS)
     slot_width = len(_SLOT_NAMES)
     out: list[SlotRow] = []
     lights: dict[UUID, TaskInstance] = {}
@@ -554,13 +559,13 @@ def slot_rows(instance: TaskInstance) -> list[SlotRow]:
 # writes back. The content's JSON columns, the answer's columns and the timestamps are left
 # deferred: an open prompt has no answer, and decoding the JSON cost more than the rest of
 # the comparison.
-_OPEN_PROMPT_COLUMNS: tuple[tuple[type[Model], str], ...] = tuple(
-    (Prompt, name)
-    for name in (
-        "id", "slot_id", "belief_id", "route", "rule", "reason", "effective_risk",
-        "risk_reason", "blocking", "content_digest", "state", "version", "expires_at",
-    )
+OPEN_PROMPT_NAMES = (
+    "id", "slot_id", "belief_id", "route", "rule", "reason", "effective_risk", "risk_reason",
+    "blocking", "content_digest", "state", "version", "expires_at",
 )  # fmt: skip
+_OPEN_PROMPT_COLUMNS: tuple[tuple[type[Model], str], ...] = tuple(
+    (Prompt, name) for name in OPEN_PROMPT_NAMES
+)
 
 
 @cache
@@ -609,11 +614,16 @@ def declared_slots(task_class_id: int) -> dict[str, Slot]:
     return {slot.key: slot for slot in (rows.instance_of(Slot, values) for values in found)}
 
 
-def slot_states(instance: TaskInstance, now: datetime | None = None) -> list[SlotState]:
+def slot_states(
+    instance: TaskInstance,
+    now: datetime | None = None,
+    raw: Sequence[Sequence[Any]] | None = None,
+) -> list[SlotState]:
     """Every slot of the instance's action, in order: its risk, chosen belief and route (as of
     `now`, by default the present: meanings expire and dates pass).
 
-    One query (`slot_rows`), whatever the number of slots.
+    One query (`slot_rows`), whatever the number of slots; none where the caller has read it
+    (`raw`, `slot_rows_raw`).
     """
     now = now if now is not None else timezone.now()
     states = []
@@ -621,7 +631,7 @@ def slot_states(instance: TaskInstance, now: datetime | None = None) -> list[Slo
     # combination is worked out once per call (their results are immutable).
     risks: dict[tuple[Any, ...], policy.EffectiveRisk] = {}
     routes: dict[tuple[Any, ...], policy.Routing] = {}
-    for row in slot_rows(instance):
+    for row in slot_rows(instance, raw):
         slot, belief, carried = row.slot, row.belief, row.carried
         risk_key = (slot.risk_class, tuple(row.fed), slot.monotonic)
         effective = risks.get(risk_key)

@@ -65,6 +65,19 @@ Fields = tuple[tuple[type[Model], str], ...]
 def fetch(sql: str, params: Sequence[Any], fields: Fields) -> list[list[Any]]:
     """Rows of `sql`, each value converted as the ORM would read the field named beside it
     (one (model, field name) per selected column, in order)."""
+    return convert(fetch_raw(sql, params), fields)
+
+
+def fetch_raw(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """Rows of `sql` as the database driver gives them, before any conversion (`convert`):
+    plain values, JSON as its text, equal exactly when the stored values are."""
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        cursor.execute(sql, params)
+        return list(cursor.fetchall())
+
+
+def convert(rows: Sequence[Sequence[Any]], fields: Fields) -> list[list[Any]]:
+    """`fetch`'s rows from `fetch_raw`'s."""
     db = connections[DEFAULT_DB_ALIAS]  # the connection itself: the proxy costs per lookup
     # Looked up once per call, only the columns that have converters; a UUID column gets a
     # dict of the values it has converted in this read.
@@ -73,9 +86,6 @@ def fetch(sql: str, params: Sequence[Any], fields: Fields) -> list[list[Any]]:
         for index, (col, found, once) in enumerate(_converters(db.vendor, fields))
         if found
     ]
-    with db.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
     out = []
     for row in rows:
         values = list(row)

@@ -27,10 +27,17 @@ from beliefs.models import (
     TaskInstance,
     any_overdue,
 )
-from beliefs.selectors.beliefs import SlotState, belief_summary, open_prompts_of, slot_states
+from beliefs.selectors.beliefs import (
+    SlotState,
+    belief_summary,
+    open_prompts_of,
+    slot_rows_raw,
+    slot_states,
+)
 from beliefs.selectors.passkeys import action_decisions, decisions_fed
 from beliefs.selectors.quorum import Requirement, requirements_of
 from beliefs.selectors.shapes import PlanItemJSON, WorldDiffJSON
+from beliefs.services import plan_memo
 from beliefs.services.audit import Actor, audit
 from beliefs.services.changes import instance_changed
 from beliefs.services.expiry import expire_locked_if_due
@@ -143,12 +150,16 @@ class _Reconciled:
 
 
 def _reconcile(
-    instance: TaskInstance, open_prompts: Sequence[Prompt], now: datetime
+    instance: TaskInstance,
+    open_prompts: Sequence[Prompt],
+    now: datetime,
+    raw: list[tuple[Any, ...]] | None = None,
 ) -> _Reconciled:
-    """Route every slot and match the result against the open prompts, writing nothing."""
+    """Route every slot and match the result against the open prompts, writing nothing.
+    `raw`: the slots' query's rows, where the caller has read them (`slot_rows_raw`)."""
     open_by_slot = {p.slot_id: p for p in open_prompts}
     done = _Reconciled([], [], [], [])
-    for state in slot_states(instance, now):
+    for state in slot_states(instance, now, raw):
         prompt = open_by_slot.get(state.slot.pk)
         if (
             prompt is not None
@@ -269,14 +280,25 @@ def current_plan(
     """The plan the instance holds and its canonical JSON, when planning it now would write
     nothing: every open prompt stays as it is, no prompt is needed or released, and routing
     gives the stored plan (by its digest). None when planning would change anything. Reads
-    only."""
-    done = _reconcile(instance, open_prompts, timezone.now())
+    only. A plan found current is remembered against what it was worked out from
+    (`plan_memo`), and answered again while that is unchanged."""
+    now = timezone.now()
+    raw = slot_rows_raw(instance)
+    seen = plan_memo.inputs(instance, open_prompts, raw)
+    known = plan_memo.recall(instance.pk, seen, now)
+    if known is not None:
+        return known.items, known.text
+    done = _reconcile(instance, open_prompts, now, raw)
     if done.writes_prompts:
         return None
     items = [plan_item(state, prompt) for state, prompt, _ in done.planned]
     text = canonical_json(items)
     status = _settle(items, instance).status
-    return (items, text) if _is_current(instance, text_digest(text), status) else None
+    if not _is_current(instance, text_digest(text), status):
+        return None
+    if status == InstanceStatus.AWAITING_USER:  # settled by a blocking prompt: nothing else read
+        plan_memo.remember(instance.pk, seen, [s for s, _, _ in done.planned], now, items, text)
+    return items, text
 
 
 @dataclasses.dataclass(frozen=True)
