@@ -511,8 +511,9 @@ class Bench:
         group = "plan by slots"
         _emit(Row(group, "queries, 5 vs 200 slots", f"{q5} vs {q200}", None, "equal", q5 == q200))
         _emit(_ratio_row(group, "p50 plan, 5 vs 50 slots", times["5"], times["50"], 8))
-        # Re-planning 200 slots within 6x of 5: the per-slot work (routing, each prompt's
-        # content digest, the world diff) against the request's fixed cost.
+        # Re-planning 200 slots within 6x of 5: what each slot still costs when nothing changed
+        # (its row of the slots' query, compared with the reads the plan was remembered from:
+        # beliefs/services/plan_memo.py) against the request's fixed cost.
         _emit(_ratio_row(group, "p50 plan, 5 vs 200 slots", times["5"], times["200"], 6))
         # What the ratio divides: each slot's own cost, and so what 200 slots add.
         per_slot = (times["200"] - times["5"]) / 195 * 1000

@@ -37,9 +37,12 @@ from beliefs.models import Prompt, Slot, TaskInstance
 from beliefs.selectors.beliefs import OPEN_PROMPT_NAMES, SlotState
 from beliefs.selectors.shapes import PlanItemJSON
 
-# How many instances' plans a process remembers (the least recently asked for go first), and
-# for how long at most: a bound on what an input this module did not foresee could cost.
+# How many instances' plans a process remembers, and how many of their slots in all (the least
+# recently asked for go first: a slot's reads, items and text take about 5 KB, so the slots'
+# bound holds the memos under about 20 MB a process); and for how long at most, a bound on what
+# an input this module did not foresee could cost.
 KEPT = 256
+KEPT_SLOTS = 4096
 KEPT_FOR = timedelta(seconds=60)
 
 # What an instance row is compared by: every column the unlocked read loads (the stored plan
@@ -65,6 +68,7 @@ class Current:
 
 
 _memos: OrderedDict[Any, Current] = OrderedDict()
+_slots = [0]  # the slots of the plans in `_memos`
 _lock = threading.Lock()
 
 
@@ -94,7 +98,7 @@ def recall(instance_id: Any, seen: Inputs, now: datetime) -> Current | None:  # 
         if memo is None:
             return None
         if not memo.since <= now < memo.until or memo.inputs != seen:
-            del _memos[instance_id]
+            _drop(instance_id)
             return None
         _memos.move_to_end(instance_id)
         return memo
@@ -112,16 +116,25 @@ def remember(
     (whose beliefs tell when it stops holding)."""
     memo = Current(seen, now, until(states, now), items, text)
     with _lock:
+        _drop(instance_id)
         _memos[instance_id] = memo
-        _memos.move_to_end(instance_id)
-        while len(_memos) > KEPT:
-            _memos.popitem(last=False)
+        _slots[0] += len(items)
+        while len(_memos) > KEPT or (_slots[0] > KEPT_SLOTS and len(_memos) > 1):
+            _drop(next(iter(_memos)))
+
+
+def _drop(instance_id: Any) -> None:  # noqa: ANN401 - a primary key
+    """Forget the instance's plan, if remembered (the caller holds the lock)."""
+    memo = _memos.pop(instance_id, None)
+    if memo is not None:
+        _slots[0] -= len(memo.items)
 
 
 def forget() -> None:
     """Forget every plan remembered (the tests' clean slate)."""
     with _lock:
         _memos.clear()
+        _slots[0] = 0
 
 
 def until(states: Sequence[SlotState], now: datetime) -> datetime:

@@ -184,11 +184,19 @@ def test_a_ready_or_gated_plan_is_not_remembered(api: Driver, run2: str) -> None
     assert run2 not in {str(key) for key in plan_memo._memos}
 
 
-def test_the_memo_keeps_at_most_its_bound(api: Driver, run2: str) -> None:
+def test_the_memo_keeps_at_most_its_bounds(api: Driver, run2: str) -> None:
     _plan(api, run2)
     memo = plan_memo._memos[TaskInstance.objects.get(pk=run2).pk]
     plan_memo.forget()
     for n in range(plan_memo.KEPT + 5):
-        plan_memo.remember(n, memo.inputs, [], T0, memo.items, memo.text)
-    assert len(plan_memo._memos) == plan_memo.KEPT
+        plan_memo.remember(n, memo.inputs, [], T0, memo.items[:1], memo.text)
+    assert len(plan_memo._memos) == plan_memo.KEPT  # by count: the first asked for went
     assert 0 not in plan_memo._memos and plan_memo.KEPT + 4 in plan_memo._memos
+    plan_memo.forget()
+    big = memo.items * (plan_memo.KEPT_SLOTS // len(memo.items) // 3 + 1)  # over a third
+    for n in range(4):
+        plan_memo.remember(n, memo.inputs, [], T0, big, memo.text)
+    assert list(plan_memo._memos) == [2, 3]  # by slots: two fit
+    assert plan_memo._slots[0] == 2 * len(big) <= plan_memo.KEPT_SLOTS
+    plan_memo.remember(3, memo.inputs, [], T0, memo.items, memo.text)  # again, smaller
+    assert plan_memo._slots[0] == len(big) + len(memo.items)
