@@ -200,3 +200,10 @@ def test_the_memo_keeps_at_most_its_bounds(api: Driver, run2: str) -> None:
     assert plan_memo._slots[0] == 2 * len(big) <= plan_memo.KEPT_SLOTS
     plan_memo.remember(3, memo.inputs, [], T0, memo.items, memo.text)  # again, smaller
     assert plan_memo._slots[0] == len(big) + len(memo.items)
+
+
+def test_the_memo_compares_every_column_the_unlocked_read_loads() -> None:
+    from beliefs.selectors.instances import _UNLOCKED_COLUMNS
+
+    # A column the read loads but the memo did not compare would go unseen when it changed.
+    assert tuple(name for _, name in _UNLOCKED_COLUMNS) == plan_memo._INSTANCE_NAMES
