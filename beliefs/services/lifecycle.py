@@ -26,7 +26,7 @@ def instance_with_open_prompts(
 ) -> tuple[TaskInstance, list[Prompt]]:
     """The instance (only if `runtime_id`'s runtime opened it, when given; under
     `lock_instance`'s lock only when `lock`) and its open prompts, at most one per slot: what
-    planning reads first. NotFound (404) when there is none, whether it does not exist or
+    planning reads under its lock. NotFound (404) when there is none, whether it does not exist or
     belongs to someone else.
 
     Two queries, not one joined: a join repeats the instance's plan and world, its largest
