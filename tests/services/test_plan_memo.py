@@ -30,8 +30,8 @@ def clock() -> Iterator[Any]:
 
 @pytest.fixture
 def run2(api: Driver, clock: Any) -> str:
-    """Run 2 of a transfer, planned: the recipient and the reference carried into CONFIRMs with
-    a world diff (the reference's meaning valid for 20 s more), the date carried from run 1
+    """Run 2 of a transfer, planned: the recipient carried into a CONFIRM with a world diff,
+    the reference into a CONFIRM (its meaning valid for 20 s more), the date into a CONFIRM
     (today: still allowed), the note an assumption."""
     keys = ["recipient", "reference", "run_on", "note"]
     api.register(
