@@ -3,7 +3,6 @@ the pages and the impact preview share."""
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -519,7 +518,7 @@ def _slot_rows_params(instance: TaskInstance) -> list[Any]:
         instance.task_class_id,
         rows.prepare(TaskInstance, "id", instance.pk),
         instance.task_class_id,
-        json.dumps(list(instance.action_slots)),
+        rows.keys_param(instance.action_slots),
     ]
 
 

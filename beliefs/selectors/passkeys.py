@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -76,7 +75,7 @@ def decisions_fed(instance: TaskInstance) -> list[FedDecision]:
     answer that readies an instance runs: named, with its figure, in the read layer's
     docstring; its ORM version is in `tests/oracles.py`): what `action_decisions` and
     `quorum.requirements_of` are read from."""
-    params = [instance.task_class_id, json.dumps(list(instance.action_slots))]
+    params = [instance.task_class_id, rows.keys_param(instance.action_slots)]
     fed: dict[str, FedDecision] = {}
     for *decision, _ in rows.fetch(_fed_sql(rows.vendor()), params, _FED_COLUMNS):
         if decision[0] not in fed:  # once, however many of the action's slots feed it

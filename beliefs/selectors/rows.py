@@ -15,7 +15,8 @@ equal.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import json
+from collections.abc import Callable, Iterable, Sequence
 from functools import cache
 from typing import Any, TypeVar
 
@@ -156,12 +157,17 @@ def vendor() -> str:
 
 
 def named_in(key: str, vendor: str) -> str:
-    """SQL: `key` is one of the keys of a JSON list given as a parameter (text)."""
+    """SQL: `key` is one of the keys of a JSON list given as a parameter (`keys_param`)."""
     if vendor == "postgresql":
         # An array, read once: as `IN (SELECT ...)`, PostgreSQL could compare every key with
         # every element (a nested loop, quadratic in the action's slots).
         return f"{key} = ANY (ARRAY(SELECT jsonb_array_elements_text(CAST(%s AS jsonb))))"
     return f"{key} IN (SELECT value FROM json_each(%s))"
+
+
+def keys_param(keys: Iterable[str]) -> str:
+    """The parameter of `named_in`: the keys as a JSON list."""
+    return json.dumps(list(keys))
 
 
 def placeholders(count: int) -> str:
