@@ -21,24 +21,24 @@ def lock_instance(instance: TaskInstance) -> TaskInstance:
     return _read_instance(instance.pk, None, lock=True)
 
 
-def instance_with_open_prompts(
-    *, pk: Any, runtime_id: int | None = None, lock: bool
+def locked_with_open_prompts(
+    *, pk: Any, runtime_id: int | None = None
 ) -> tuple[TaskInstance, list[Prompt]]:
-    """The instance (only if `runtime_id`'s runtime opened it, when given; under
-    `lock_instance`'s lock only when `lock`) and its open prompts, at most one per slot: what
-    planning reads under its lock. NotFound (404) when there is none, whether it does not exist or
-    belongs to someone else.
+    """The instance (only if `runtime_id`'s runtime opened it, when given), under
+    `lock_instance`'s lock, and its open prompts, at most one per slot: what planning reads
+    under its lock. NotFound (404) when there is none, whether it does not exist or belongs to
+    someone else.
 
     Two queries, not one joined: a join repeats the instance's plan and world, its largest
     columns, on every prompt's row (at 200 slots, megabytes per read).
     """
-    instance = _read_instance(pk, runtime_id, lock=lock)
+    instance = _read_instance(pk, runtime_id, lock=True)
     return instance, open_prompts_of(instance)
 
 
 def read_instance(*, pk: Any, runtime_id: int | None = None) -> TaskInstance:
     """The instance, without a lock (only if `runtime_id`'s runtime opened it, when given);
-    NotFound (404) as `instance_with_open_prompts`."""
+    NotFound (404) as `locked_with_open_prompts`."""
     return _read_instance(pk, runtime_id, lock=False)
 
 

@@ -41,7 +41,7 @@ from beliefs.services import plan_memo
 from beliefs.services.audit import Actor, audit
 from beliefs.services.changes import instance_changed
 from beliefs.services.expiry import expire_locked_if_due
-from beliefs.services.lifecycle import instance_with_open_prompts, read_instance, require_open
+from beliefs.services.lifecycle import locked_with_open_prompts, read_instance, require_open
 from beliefs.services.notify import instance_status_changed
 from beliefs.services.quorum import awaits_approval, quorum_gate
 from beliefs.services.receipts import receipt_issue, receipt_revoke
@@ -511,7 +511,7 @@ def _plan(actor: Actor, pk: Any, runtime_id: int | None = None) -> PlanResult:
 @retry_on_race
 def _plan_under_lock(actor: Actor, pk: Any, runtime_id: int | None) -> PlanResult:
     with transaction.atomic():
-        instance, open_prompts = instance_with_open_prompts(pk=pk, runtime_id=runtime_id, lock=True)
+        instance, open_prompts = locked_with_open_prompts(pk=pk, runtime_id=runtime_id)
         expire_locked_if_due(instance, timezone.now(), open_prompts)
         result = PlanResult(instance)
         if instance.is_open:
