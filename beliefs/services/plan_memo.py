@@ -68,7 +68,6 @@ class Current:
 
 
 _memos: OrderedDict[Any, Current] = OrderedDict()
-_slots = [0]  # the slots of the plans in `_memos`
 _lock = threading.Lock()
 
 
@@ -98,7 +97,7 @@ def recall(instance_id: Any, seen: Inputs, now: datetime) -> Current | None:  # 
         if memo is None:
             return None
         if not memo.since <= now < memo.until or memo.inputs != seen:
-            _drop(instance_id)
+            del _memos[instance_id]
             return None
         _memos.move_to_end(instance_id)
         return memo
@@ -116,25 +115,23 @@ def remember(
     (whose beliefs tell when it stops holding)."""
     memo = Current(seen, now, until(states, now), items, text)
     with _lock:
-        _drop(instance_id)
+        _memos.pop(instance_id, None)
         _memos[instance_id] = memo
-        _slots[0] += len(items)
-        while len(_memos) > KEPT or (_slots[0] > KEPT_SLOTS and len(_memos) > 1):
-            _drop(next(iter(_memos)))
+        slots = kept_slots()
+        while len(_memos) > KEPT or (slots > KEPT_SLOTS and len(_memos) > 1):
+            _, gone = _memos.popitem(last=False)
+            slots -= len(gone.items)
 
 
-def _drop(instance_id: Any) -> None:  # noqa: ANN401 - a primary key
-    """Forget the instance's plan, if remembered (the caller holds the lock)."""
-    memo = _memos.pop(instance_id, None)
-    if memo is not None:
-        _slots[0] -= len(memo.items)
+def kept_slots() -> int:
+    """The slots of the plans remembered."""
+    return sum(len(memo.items) for memo in _memos.values())
 
 
 def forget() -> None:
     """Forget every plan remembered (the tests' clean slate)."""
     with _lock:
         _memos.clear()
-        _slots[0] = 0
 
 
 def until(states: Sequence[SlotState], now: datetime) -> datetime:

@@ -197,9 +197,9 @@ def test_the_memo_keeps_at_most_its_bounds(api: Driver, run2: str) -> None:
     for n in range(4):
         plan_memo.remember(n, memo.inputs, [], T0, big, memo.text)
     assert list(plan_memo._memos) == [2, 3]  # by slots: two fit
-    assert plan_memo._slots[0] == 2 * len(big) <= plan_memo.KEPT_SLOTS
+    assert plan_memo.kept_slots() == 2 * len(big) <= plan_memo.KEPT_SLOTS
     plan_memo.remember(3, memo.inputs, [], T0, memo.items, memo.text)  # again, smaller
-    assert plan_memo._slots[0] == len(big) + len(memo.items)
+    assert plan_memo.kept_slots() == len(big) + len(memo.items)
 
 
 def test_the_memo_compares_every_column_the_unlocked_read_loads() -> None:
