@@ -407,7 +407,9 @@ def measure(
     else:
         count = agents or (QUICK_AGENTS if quick else AGENTS)
     bench.task_class(CLASS, 1)
-    people = _people(bench, max(PEOPLE, -(-count // AGENTS_PER_PERSON)))
+    # People of their own: a whole run measures "waiting" first, in the same database.
+    prefix = "many-waiting" if many else "waiting"
+    people = _people(bench, max(PEOPLE, -(-count // AGENTS_PER_PERSON)), prefix=prefix)
     hooked: dict[str, float] = {}
 
     def arrived(item: Any) -> None:
@@ -428,9 +430,29 @@ def measure(
     return _rows(bench, result, think, MANY_GROUP if many else GROUP, many)
 
 
-def ready_receiver(bench: Bench, on_event: Callable[[Any], None]) -> Any:
+@dataclass
+class ReadyReceiver:
+    """A receiver of the bench runtime's `instance.ready` webhooks and the endpoint it serves.
+
+    Stopped, it deletes its endpoint as well: the groups of a whole run use the same runtime,
+    and an endpoint left behind would have the worker of every later group deliver each event
+    to a receiver that is gone (a refused connection, then retries), in the figures of that
+    group."""
+
+    receiver: Any  # demo.receiver.Receiver
+    endpoint: Any  # beliefs.models.WebhookEndpoint
+    actor: Any
+
+    def stop(self) -> None:
+        from beliefs.services.webhooks.endpoints import endpoint_delete
+
+        self.receiver.stop()
+        endpoint_delete(endpoint=self.endpoint, actor=self.actor)
+
+
+def ready_receiver(bench: Bench, on_event: Callable[[Any], None]) -> ReadyReceiver:
     """A receiver on loopback, serving, of the `instance.ready` webhooks of the bench's runtime
-    (an endpoint made for it); `on_event` sees each request it takes."""
+    (an endpoint made for it, deleted when it stops); `on_event` sees each request it takes."""
     from django.test import override_settings
 
     from beliefs.services.webhooks.endpoints import endpoint_create
@@ -439,13 +461,14 @@ def ready_receiver(bench: Bench, on_event: Callable[[Any], None]) -> Any:
     port = free_port()
     with override_settings(CONSOLE_WEBHOOK_ALLOW_PRIVATE=True):
         assert bench.actor.key is not None
-        _, secret = endpoint_create(
+        endpoint, secret = endpoint_create(
             runtime=bench.actor.key.runtime,
             url=f"http://127.0.0.1:{port}/hooks",
             event_types=["instance.ready"],
             actor=bench.actor,
         )
-    return Receiver(secret=secret, port=port, on_event=on_event).start()
+    receiver = Receiver(secret=secret, port=port, on_event=on_event).start()
+    return ReadyReceiver(receiver, endpoint, bench.actor)
 
 
 def _people(bench: Bench, count: int, prefix: str = "waiting") -> list[Person]:
