@@ -272,9 +272,18 @@
     }
     return true;
   };
-  // A card the person's own answer focused stays focusable when its fresh copy is not marked so.
+  // What the person's own answer asked to be focused (`data-focus`, and the `tabindex` that lets
+  // it take the focus) stays so when its fresh copy is not marked, and so does a card that has
+  // the focus: htmx gives that focus when the answer's swap settles, after its request ended, so
+  // a live swap asked for at that end can land first, and would otherwise take the mark away.
   window.Idiomorph.defaults.callbacks.beforeAttributeUpdated = function (name, element, how) {
-    return !(morphing && how === "remove" && name === "tabindex" && element === document.activeElement);
+    if (!morphing || how !== "remove") {
+      return true;
+    }
+    if (name === "data-focus") {
+      return false;
+    }
+    return !(name === "tabindex" && (element === document.activeElement || element.hasAttribute("data-focus")));
   };
 
   // Nothing is sent from a card marked changed, however it is submitted.

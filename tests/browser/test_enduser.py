@@ -294,6 +294,29 @@ def test_it_is_operable_with_the_keyboard(
     expect(question).to_contain_text("Answered: INV-2024-002")
 
 
+def test_the_question_a_veto_opened_keeps_the_focus_when_a_live_swap_lands_first(
+    page: Page, sign_in: SignIn, alice: User, fast_confirm: int
+) -> None:
+    """htmx gives the focus an answer asks for when its swap settles, after its request has
+    ended, and the live page asks for what changed at that end. Here the settling waits 1.5 s,
+    so the live swap (the question shown, now on record) always lands first: the question
+    still takes the focus, with its mark."""
+    instance = scenarios.vendor(alice)
+    sign_in("alice", PASSWORD)
+    page.goto(f"/instances/{instance.pk}/")
+    page.evaluate("htmx.config.defaultSettleDelay = 1500")
+    live = page.locator("[data-live-url]")
+    shown = live.get_attribute("data-live-version")
+    reference = assumption(page, "Payment reference")
+    reference.get_by_role("button", name="Veto").click()
+    question = card(page, "Payment reference")
+    # The live swap came before the answer's settled: the page shows a newer version.
+    expect(live).not_to_have_attribute("data-live-version", shown or "")
+    expect(question).to_be_focused()
+    expect(question).to_have_attribute("data-focus", "")
+    expect(question).to_have_attribute("tabindex", "-1")
+
+
 def test_it_signs_in_and_out_through_an_accessible_login_page(
     page: Page, sign_in: SignIn, alice: User
 ) -> None:
